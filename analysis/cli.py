@@ -1,0 +1,44 @@
+"""python -m analysis <command>: each command is a module with add_arguments(parser) and run(args)."""
+import argparse
+import importlib
+import sys
+
+from analysis.errors import HeapcostError
+
+# command -> (module, one-line help). Modules are imported only when their command runs.
+COMMANDS = {
+    "allocators": ("analysis.catalog", "list the allocator catalogue and what is available here"),
+    "provision": ("analysis.provision", "install or build every allocator this machine can have"),
+    "measure": ("analysis.measure", "run a measurement campaign into data/runs/"),
+    "validate": ("analysis.validate", "check a dataset against data/datapackage.json"),
+    "compare": ("analysis.compare", "ratios with 95% intervals of each allocator against a baseline"),
+    "probe": ("analysis.probe", "run the heap-misuse probes under allocators"),
+    "paper": ("analysis.paper", "generate the paper's figures and numbers from the dataset"),
+    "dataset": ("analysis.dataset", "write the versioned dataset archive with its checksum"),
+    "notebook": ("analysis.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    argv = sys.argv[1:] if argv is None else argv
+    wanted = argv[0] if argv and not argv[0].startswith("-") else None
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        if name == wanted:
+            module = importlib.import_module(module_name)
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(args._run(args) or 0)
+    except HeapcostError as exc:
+        print(f"heapcost: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("heapcost: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,16 @@
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD_DIR = REPO / "build"
+DATA_DIR = REPO / "data"
+RUNS_DIR = DATA_DIR / "runs"
+WORKLOADS_DIR = REPO / "workloads"
+PROBES_DIR = REPO / "probes"
+NATIVE_DIR = Path(__file__).resolve().parent / "native"
+CATALOG_PATH = REPO / "allocators.toml"
+
+
+def cache_dir() -> Path:
+    """Built allocators live outside the clone so a new clone reuses them."""
+    return Path(os.environ.get("HEAPCOST_CACHE") or Path.home() / ".cache" / "heapcost")
