@@ -1,0 +1,51 @@
+# perl-strcat: re-creates the profile of the perl malloc speed test in seed 000 (perl RT #122000,
+# "Use OpenBSD's malloc by default"): strings of 1E5 to 1E7 characters grown by appending chunks
+# of 1E1 to 1E5 characters, a string pre-extended to 2E7 then appended to, and an array of 1E5
+# strings of 100 characters copied and pushed onto (the case that was 5x slower under OpenBSD's
+# malloc). Pure Perl, core only, so any perl can run it.
+# usage: perl perl_strcat.pl SCALE      (prints checksum=<hex> last)
+use strict;
+use warnings;
+
+my $scale = shift @ARGV;
+die "usage: perl_strcat.pl SCALE\n"
+  unless defined $scale && $scale =~ /^(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/ && $scale > 0;
+my $rounds = int(16 * $scale + 0.5);
+$rounds = 1 if $rounds < 1;
+
+my $pattern = join('', 'a' .. 'z') x 3900;
+my %chunk = map { $_ => substr($pattern, $_, 10**$_) } 1 .. 5;
+my %base  = map { $_ => substr($pattern, 0, 1) x (10**$_) } 5 .. 7;
+
+# [base length exponent, chunk length exponent, appends]: each appends 1E6 characters
+my @appends = ([5, 2, 1E4], [6, 2, 1E4], [7, 2, 1E4], [7, 1, 1E5], [7, 3, 1E3], [7, 4, 1E2],
+               [7, 5, 1E1]);
+
+my $h = 0;
+sub mix { $h = ($h * 33 + $_[0]) % 4294967291 }
+
+my $pre = substr($pattern, 0, 1) x 2E7;
+substr($pre, 1E7) = '';      # length 1E7, buffer still sized for 2E7
+my @array = map { substr($pattern, $_ % 26, 100) } 1 .. 1E5;
+
+for my $round (1 .. $rounds) {
+    for my $case (@appends) {
+        my ($b, $c, $n) = @$case;
+        my $str = $base{$b};
+        my $piece = $chunk{$c};
+        $str .= $piece for 1 .. $n;
+        mix(length $str);
+        mix(ord substr($str, -1 - $round % 7, 1));
+    }
+
+    $pre .= $chunk{2} for 1 .. 1E4;
+    mix(length $pre);
+    substr($pre, 1E7) = '';
+
+    my @copy = @array;
+    push @copy, $chunk{2} for 1 .. 1E4;
+    mix(scalar @copy);
+    mix(ord substr($copy[($round * 7919) % @copy], 99, 1));
+}
+mix($rounds);
+printf "checksum=%08x\n", $h;
