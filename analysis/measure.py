@@ -1,0 +1,538 @@
+"""The measurement harness: a campaign of trials, one fresh process each, into data/runs/<run-id>/.
+
+Bias control follows Mytkowicz et al. ("Producing wrong data without doing anything obviously wrong"):
+every allocator sees the same environment size (padded) plus a random offset per trial, and
+allocators are interleaved in randomized blocks so slow drifts of the machine fall on all of them.
+"""
+import math
+import os
+import random
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis import catalog as catalog_mod
+from analysis import launcher, machine, runstore
+from analysis.errors import HeapcostError
+from analysis.paths import RUNS_DIR
+
+PAD_SPREAD = 4096  # bytes of random environment offset per trial (more than a page: all stack alignments)
+CHECKSUM_PREFIX = "checksum="
+BASELINE = "glibc"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    scale: float
+    blocks: int
+    warmups: int
+    timeout_s: float
+    callgrind_scale: float
+    description: str
+
+
+PROFILES = {
+    "smoke": Profile("smoke", 0.03, 2, 1, 120, 0.01, "a few seconds per allocator: for tests, under 2 minutes"),
+    "quick": Profile("quick", 0.25, 5, 1, 300, 0.02, "a first look: under 20 minutes on a 2-core machine"),
+    "full": Profile("full", 1.0, 12, 1, 900, 0.05, "the published run: 12 measured blocks after a warm-up"),
+}
+MODES = ("time", "callgrind")
+
+
+def _split(names) -> list[str]:
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = names.split(",")
+    return [n.strip() for n in names if n and n.strip()]
+
+
+def select_workloads(names) -> list[str]:
+    from analysis.workloads import WORKLOADS
+
+    wanted = _split(names)
+    if not wanted:
+        return list(WORKLOADS)
+    unknown = [w for w in wanted if w not in WORKLOADS]
+    if unknown:
+        raise HeapcostError(f"unknown workload(s) {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}")
+    return list(dict.fromkeys(wanted))
+
+
+def parse_seed(value) -> int:
+    try:
+        seed = int(value)
+    except (TypeError, ValueError):
+        seed = -1
+    if seed < 0:
+        raise HeapcostError(f"SEED must be a non-negative integer, not {value!r}")
+    return seed
+
+
+def get_profile(name: str) -> Profile:
+    if name not in PROFILES:
+        raise HeapcostError(f"unknown profile {name!r}; valid: {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def parse_positive(value, name, kind=float):
+    if value in (None, ""):
+        return None
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise HeapcostError(f"{name} must be a positive number, not {value!r}") from None
+    if not number > 0 or (isinstance(number, float) and not math.isfinite(number)):
+        raise HeapcostError(f"{name} must be a positive number, not {value!r}")
+    return number
+
+
+def check_preloadable(resolved: catalog_mod.Resolved) -> None:
+    """A user's library must really preload and provide malloc; the loader would only warn otherwise."""
+    with tempfile.TemporaryDirectory(prefix="heapcost-check-") as tmp:
+        who = Path(tmp) / "who"
+        env = {"PATH": "/usr/bin:/bin", "HEAPCOST_WHO": str(who),
+               "LD_PRELOAD": " ".join([*resolved.preload, str(launcher.mallocwho_path())])}
+        err = Path(tmp) / "err"
+        result = launcher.run(["/bin/true"], env=env, stderr=err, timeout=30)
+        libs = read_who(who)
+        alloc = resolved.allocator
+        if result.status != "exited" or result.exit_code != 0:
+            raise HeapcostError(f"allocator {alloc.id}: /bin/true fails under it: {first_line(err)}")
+        if not libs or not all(alloc.expect_malloc in lib for lib, _ in libs):
+            why = first_line(err) or f"malloc resolved to {libs[0][0] if libs else 'nothing'}"
+            raise HeapcostError(f"allocator {alloc.id}: library cannot be preloaded as malloc ({why})")
+
+
+def first_line(path) -> str:
+    try:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            if line.strip():
+                return line.strip()[:300]
+    except OSError:
+        pass
+    return ""
+
+
+def read_who(path) -> list[tuple[str, str]]:
+    """(malloc library, Perl_malloced_size definer) for each process of a trial."""
+    out = []
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split("\t")[2:] if "=" in f)
+        out.append((fields.get("malloc", "?"), fields.get("Perl_malloced_size", "-")))
+    return out
+
+
+def is_static_elf(path) -> bool:
+    """True for an ELF executable without PT_INTERP, i.e. one that no LD_PRELOAD can reach."""
+    import struct
+
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2:
+            return False
+        phoff, = struct.unpack_from("<Q", head, 32)
+        phentsize, phnum = struct.unpack_from("<HH", head, 54)
+        fh.seek(phoff)
+        table = fh.read(phentsize * phnum)
+    return all(struct.unpack_from("<I", table, i * phentsize)[0] != 3 for i in range(phnum))
+
+
+class Trial:
+    """Everything needed to run one (allocator, workload) pair at a scale, and to judge the result."""
+
+    def __init__(self, resolved, workload, scale, env_target, mode="time"):
+        self.resolved = resolved
+        self.alloc = resolved.allocator
+        self.workload = workload
+        self.scale = scale
+        self.mode = mode
+        self.env_target = env_target
+        interps = dict(resolved.interpreters)
+        self.argv = workload.argv(scale, self.alloc.variant, interps)
+        if self.alloc.variant == "musl" and not is_static_elf(self.argv[0]):
+            raise HeapcostError(f"{workload.id}: {self.argv[0]} is not a static musl binary")
+
+    def base_env(self, workdir: Path) -> dict:
+        env = {
+            "PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": str(workdir), "TMPDIR": str(workdir),
+            "PERL_HASH_SEED": "0", "PYTHONHASHSEED": "0",
+        }
+        env.update(self.workload.env(self.scale))
+        alloc_env = self.alloc.callgrind_env if self.mode == "callgrind" and self.alloc.callgrind_env else self.alloc.env
+        env.update(alloc_env)
+        if self.alloc.variant != "musl":
+            env["LD_PRELOAD"] = " ".join([*self.resolved.preload, str(launcher.mallocwho_path())])
+            env["HEAPCOST_WHO"] = str(workdir / "who")
+        return env
+
+    def env_size(self, workdir: Path) -> int:
+        return sum(len(k) + len(v) + 2 for k, v in self.base_env(workdir).items())
+
+    def env(self, workdir: Path, offset: int) -> dict:
+        env = self.base_env(workdir)
+        pad = max(0, self.env_target - self.env_size(workdir)) + offset
+        env["HEAPCOST_PAD"] = "x" * pad
+        return env
+
+    def judge(self, result, workdir: Path, expected_checksum: str | None) -> tuple[str, str, str]:
+        """(status, reason, malloc_lib) from the launcher's result and what the trial left behind."""
+        err = first_line(workdir / "stderr")
+        if result.status == "spawn-failed":
+            return "spawn-failed", result.error or "exec failed", ""
+        if result.status == "timeout":
+            return "timeout", f"killed after the {self.timeout_s:g} s timeout", ""
+        if self.alloc.variant == "musl":
+            malloc_lib = "musl-static"
+        else:
+            procs = read_who(workdir / "who")
+            if not procs:
+                return "wrong-malloc", err or "no process reported its malloc (preload failed?)", ""
+            wrong = [lib for lib, _ in procs if self.alloc.expect_malloc not in lib]
+            if wrong:
+                return "wrong-malloc", f"malloc resolved to {wrong[0]}, expected {self.alloc.expect_malloc}", wrong[0]
+            malloc_lib = procs[0][0]
+            if self.alloc.expect_perl_malloc is not None and "perl" in self.workload.kind:
+                has = any(perl != "-" for _, perl in procs)
+                if has != self.alloc.expect_perl_malloc:
+                    return "wrong-malloc", f"perl's own malloc {'present' if has else 'absent'}, expected the opposite", malloc_lib
+                malloc_lib += " + perl malloc" if has else ""
+        if result.status == "signaled":
+            name = signal.Signals(result.signal).name if result.signal in signal.Signals._value2member_map_ else result.signal
+            return "crashed", f"signal {name}" + (f": {err}" if err else ""), malloc_lib
+        if result.exit_code != 0:
+            return "failed", f"exit {result.exit_code}" + (f": {err}" if err else ""), malloc_lib
+        got = last_checksum(workdir / "stdout")
+        if got is None:
+            return "bad-checksum", "no checksum line in the output", malloc_lib
+        if expected_checksum is not None and got != expected_checksum:
+            return "bad-checksum", f"checksum {got} != expected {expected_checksum}", malloc_lib
+        return "ok", "", malloc_lib
+
+    timeout_s = 0.0
+
+
+def last_checksum(path) -> str | None:
+    try:
+        lines = [l.strip() for l in Path(path).read_text(errors="replace").splitlines() if l.strip()]
+    except OSError:
+        return None
+    if lines and lines[-1].startswith(CHECKSUM_PREFIX):
+        return lines[-1][len(CHECKSUM_PREFIX):]
+    return None
+
+
+def reference_checksum(workload, scale, variant, timeout) -> str:
+    """The checksum a workload prints at this scale under plain glibc (musl: its own static build)."""
+    with tempfile.TemporaryDirectory(prefix="heapcost-ref-") as tmp:
+        tmp = Path(tmp)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": str(tmp), "TMPDIR": str(tmp),
+               "PERL_HASH_SEED": "0", "PYTHONHASHSEED": "0", **workload.env(scale)}
+        argv = workload.argv(scale, variant, {})
+        result = launcher.run(argv, env=env, stdout=tmp / "stdout", stderr=tmp / "stderr", cwd=tmp, timeout=timeout)
+        got = last_checksum(tmp / "stdout")
+        if result.status != "exited" or result.exit_code != 0 or got is None:
+            raise HeapcostError(f"workload {workload.id} fails under plain glibc at scale {scale:g}: "
+                                f"{result.status} {result.exit_code} {first_line(tmp / 'stderr')}")
+        return got
+
+
+def plan(pairs, blocks: int, warmups: int, seed: int, first_block: int = 0):
+    """Randomized complete blocks: every pair once per block, in a fresh random order each block."""
+    rng = random.Random(seed)
+    out = []
+    for b in range(first_block, first_block + blocks):
+        order = list(pairs)
+        rng.shuffle(order)
+        out += [(b, b < warmups, a, w) for a, w in order]
+    return out
+
+
+class Campaign:
+    def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
+                 target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
+                 runs_dir=RUNS_DIR, progress=True):
+        from analysis.workloads import WORKLOADS
+
+        self.profile = get_profile(profile)
+        if mode not in MODES:
+            raise HeapcostError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+        self.mode = mode
+        self.target_ci = parse_positive(target_ci, "TARGET_CI")
+        self.budget_min = parse_positive(budget_min, "BUDGET_MIN")
+        self.blocks = parse_positive(blocks, "BLOCKS", int) or self.profile.blocks
+        self.lock_clock = str(lock_clock).lower() in ("1", "true", "yes")
+        self.seed = None if seed in (None, "") else parse_seed(seed)
+        self.runs_dir = Path(runs_dir)
+        self.progress = progress
+        self.workload_ids = select_workloads(workloads)
+        self.allocs = catalog_mod.select(allocators, extra_allocators)
+        self.resolved = {a.id: catalog_mod.resolve(a) for a in self.allocs}
+        for r in self.resolved.values():
+            if r.allocator.user_supplied:
+                check_preloadable(r)
+        self.workloads = {w: WORKLOADS[w] for w in self.workload_ids}
+        self.pairs = [(a.id, w) for a in self.allocs for w in self.workload_ids if catalog_mod.supports(a, w)]
+        if not self.pairs:
+            raise HeapcostError("no allocator in the selection can run any selected workload")
+        self.extra = extra_allocators or ""
+
+    def params(self) -> dict:
+        p = {"profile": self.profile.name, "mode": self.mode, "allocators": [a.id for a in self.allocs],
+             "workloads": self.workload_ids, "extra_allocators": self.extra, "blocks": self.blocks,
+             "target_ci": self.target_ci, "budget_min": self.budget_min}
+        if self.seed is not None:
+            p["seed"] = self.seed
+        return p
+
+    def scale_of(self, alloc_id: str) -> float:
+        base = self.profile.callgrind_scale if self.mode == "callgrind" else self.profile.scale
+        return base * self.resolved[alloc_id].allocator.scale
+
+    def allocator_record(self, r: catalog_mod.Resolved) -> dict:
+        a = r.allocator
+        return {"family": a.family, "description": a.description, "origin": a.origin, "preload": list(r.preload),
+                "interpreters": r.interpreters, "env": a.env, "callgrind_env": a.callgrind_env,
+                "expect_malloc": a.expect_malloc, "scale_factor": a.scale, "defences": list(a.defences),
+                "defences_ref": a.defences_ref}
+
+    def run(self) -> Path:
+        for w in self.workloads.values():
+            for variant in sorted({self.resolved[a].allocator.variant for a, ww in self.pairs if ww == w.id}):
+                w.prepare(variant)
+        packages = [a.origin["package"] for a in self.allocs if a.origin.get("package")]
+        packages += ["libc6", "perl", "python3", "sqlite3", "gcc-12", "valgrind", "musl"]
+        extra = {
+            "profile": vars(self.profile),
+            "allocators": {aid: self.allocator_record(r) for aid, r in self.resolved.items()},
+            "workloads": {w.id: {"kind": w.kind, "description": w.description, "seed": w.seed,
+                                 "scale_note": w.base_scale_note} for w in self.workloads.values()},
+        }
+        run_dir, info = runstore.start_run(self.mode, self.profile.name, self.params(), extra, self.runs_dir)
+        try:
+            if not (run_dir / "machine.json").exists():
+                runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(packages))
+            info = self._prepare_run(run_dir, info)
+            with machine.ClockLock(self.lock_clock) as lock:
+                info.setdefault("clock_lock", []).append({"utc": runstore.utc_now(), "outcome": lock.outcome})
+                runstore.write_json_atomic(run_dir / "run.json", info)
+                if self.mode == "callgrind":
+                    from analysis.callgrind import run_counts
+                    notes = run_counts(self, run_dir, info)
+                else:
+                    notes = self._run_trials(run_dir, info)
+        except BaseException as exc:
+            if not (run_dir / "trials.csv").exists() and not (run_dir / "counts.csv").exists():
+                runstore.discard_run(run_dir)
+            elif isinstance(exc, KeyboardInterrupt):
+                runstore.finish_run(run_dir, "interrupted")
+            raise
+        runstore.finish_run(run_dir, "complete", **notes)
+        return run_dir
+
+    def _prepare_run(self, run_dir: Path, info: dict) -> dict:
+        """Seed, clock-probe calibration, expected checksums: fixed at the first start, reused on resume."""
+        changed = False
+        if info.get("seed") is None:
+            info["seed"] = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
+            changed = True
+        if not info.get("probe_iters"):
+            info["probe_iters"] = launcher.calibrate(0.002)
+            info["probe_target_s"] = 0.002
+            changed = True
+        expected = info.setdefault("expected_checksums", {})
+        for aid, w in self.pairs:
+            variant = self.resolved[aid].allocator.variant
+            scale = self.scale_of(aid)
+            key = f"{w}|{variant}|{scale:.6g}"
+            if key not in expected:
+                expected[key] = reference_checksum(self.workloads[w], scale, variant, self.profile.timeout_s)
+                changed = True
+        if changed:
+            runstore.write_json_atomic(run_dir / "run.json", info)
+        return info
+
+    def trial(self, aid, wid) -> Trial:
+        t = Trial(self.resolved[aid], self.workloads[wid], self.scale_of(aid), self.env_target, self.mode)
+        t.timeout_s = self.profile.timeout_s
+        return t
+
+    @property
+    def env_target(self) -> int:
+        if not hasattr(self, "_env_target"):
+            probe_dir = Path(tempfile.gettempdir()) / "heapcost-trial-XXXXXXXX"
+            self._env_target = 0
+            sizes = [Trial(self.resolved[a], self.workloads[w], self.scale_of(a), 0, self.mode).env_size(probe_dir)
+                     for a, w in self.pairs]
+            self._env_target = max(sizes) + 64
+        return self._env_target
+
+    def _run_trials(self, run_dir: Path, info: dict) -> dict:
+        trials = runstore.AppendTable(run_dir / "trials.csv", runstore.TRIAL_COLUMNS)
+        done = trials.rows()
+        done_seqs = {int(r["seq"]) for r in done}
+        base = plan(self.pairs, self.blocks + self.profile.warmups, self.profile.warmups, info["seed"])
+        rng = random.Random(info["seed"] ^ 0x5EED)
+        started = time.monotonic() - float(info.get("elapsed_s", 0))
+        bar = _progress(len(base), len(done_seqs & set(range(len(base)))), self.progress)
+        expected = info["expected_checksums"]
+        budget_s = self.budget_min * 60 if self.budget_min else None
+        note = {}
+        try:
+            seq = 0
+            queue = list(base)
+            next_block = self.blocks + self.profile.warmups
+            while True:
+                for block, warm, aid, wid in queue:
+                    pad = rng.randrange(PAD_SPREAD)  # drawn for every seq, so resumed runs draw the same
+                    if seq in done_seqs:
+                        seq += 1
+                        continue
+                    if budget_s and time.monotonic() - started > budget_s:
+                        note = {"stopped": f"budget of {self.budget_min:g} min spent"}
+                        return note
+                    t = self.trial(aid, wid)
+                    key = f"{wid}|{t.alloc.variant}|{t.scale:.6g}"
+                    row = run_one(t, expected.get(key), info["probe_iters"], pad)
+                    row.update(run_id=run_dir.name, seq=seq, block=block, warmup=int(warm))
+                    trials.append(row)
+                    done.append({k: str(v) for k, v in row.items()})
+                    seq += 1
+                    bar.update(1)
+                if not self.target_ci:
+                    break
+                # Decide from the rows before this point only, so a resumed run makes the same decisions.
+                wide = pairs_wider_than([r for r in done if int(r["seq"]) < seq], self.target_ci, self.pairs)
+                if not wide:
+                    note = {"adaptive": f"every pair within ±{self.target_ci:g}"}
+                    break
+                queue = plan(wide, 1, 0, info["seed"] + next_block, first_block=next_block)
+                next_block += 1
+                bar.total += len(queue)
+                bar.refresh()
+        finally:
+            bar.close()
+            trials.close()
+            info = runstore.read_json(run_dir / "run.json")
+            info["elapsed_s"] = round(time.monotonic() - started, 1)
+            runstore.write_json_atomic(run_dir / "run.json", info)
+        return note
+
+
+def run_one(trial: Trial, expected: str | None, probe_iters: int, pad: int, wrapper=()) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="heapcost-trial-", dir=tempfile.gettempdir()))
+    try:
+        env = trial.env(workdir, pad)
+        started = runstore.utc_now()
+        load = machine.loadavg1()
+        result = launcher.run(trial.argv, env=env, stdout=workdir / "stdout", stderr=workdir / "stderr",
+                              cwd=workdir, timeout=trial.timeout_s, probe_iters=probe_iters, wrapper=wrapper)
+        status, reason, malloc_lib = trial.judge(result, workdir, expected)
+        return {
+            "workload": trial.workload.id, "allocator": trial.alloc.id, "scale": f"{trial.scale:.6g}",
+            "status": status, "reason": reason, "exit_code": result.exit_code, "signal": result.signal,
+            "wall_s": f"{result.wall_s:.6f}", "user_s": f"{result.user_s:.6f}", "sys_s": f"{result.sys_s:.6f}",
+            "maxrss_kb": result.maxrss_kb, "minflt": result.minflt, "majflt": result.majflt,
+            "nvcsw": result.nvcsw, "nivcsw": result.nivcsw,
+            "clock_probe_s": _fmt(result.clock_probe_s), "probe_before_s": _fmt(result.probe_before_s),
+            "probe_after_s": _fmt(result.probe_after_s), "malloc_lib": malloc_lib, "env_pad": pad,
+            "loadavg1": load, "started_utc": started,
+        }
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _fmt(x):
+    return None if x is None else f"{x:.9f}"
+
+
+def pairs_wider_than(rows, target: float, pairs) -> list:
+    """Pairs whose 95% interval for the ratio to the baseline (Welch on log wall time) is wider than ±target.
+
+    Used only to decide where more blocks go; the published intervals come from analysis.stats.
+    """
+    from scipy import stats
+
+    logs: dict = {}
+    for r in rows:
+        if r.get("status") == "ok" and str(r.get("warmup")) in ("0", "False", "false"):
+            logs.setdefault((r["allocator"], r["workload"]), []).append(math.log(float(r["wall_s"])))
+    wide = []
+    for aid, wid in pairs:
+        x = logs.get((aid, wid), [])
+        y = logs.get((BASELINE, wid), x)
+        if len(x) < 3 or len(y) < 3:
+            wide.append((aid, wid))
+            continue
+        vx, vy = _var(x) / len(x), _var(y) / len(y)
+        se = math.sqrt(vx + vy) if aid != BASELINE else math.sqrt(vx)
+        if se == 0:
+            continue
+        df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1)) if aid != BASELINE else len(x) - 1
+        half = stats.t.ppf(0.975, df) * se
+        if math.expm1(half) > target:
+            wide.append((aid, wid))
+    return wide
+
+
+def _var(xs):
+    m = sum(xs) / len(xs)
+    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
+def _progress(total, initial, enabled):
+    if not enabled:
+        return _NoBar(total)
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, unit="trial", desc="trials", smoothing=0.05)
+
+
+class _NoBar:
+    def __init__(self, total):
+        self.total = total
+
+    def update(self, n):
+        pass
+
+    def refresh(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def run_campaign(**kwargs) -> Path:
+    return Campaign(**kwargs).run()
+
+
+# ---------------------------------------------------------------------------------------- CLI
+def add_arguments(parser):
+    parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
+    parser.add_argument("--allocators", default="", help="comma-separated ids (default: all available here)")
+    parser.add_argument("--workloads", default="", help="comma-separated ids (default: all)")
+    parser.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... (bring your own)")
+    parser.add_argument("--mode", default="time", help="time (default) or callgrind")
+    parser.add_argument("--target-ci", default=None, help="adaptive: more blocks until every ratio is within ±X")
+    parser.add_argument("--budget-min", default=None, help="stop after this many minutes")
+    parser.add_argument("--blocks", default=None, help="measured blocks (default: the profile's)")
+    parser.add_argument("--lock-clock", default="0", help="1: lock the CPU clock where the machine allows")
+    parser.add_argument("--seed", default=None, help="seed of the randomized order (default: random, recorded)")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run(args) -> int:
+    run_dir = run_campaign(profile=args.profile, allocators=args.allocators, workloads=args.workloads,
+                           extra_allocators=args.extra_allocators, mode=args.mode, target_ci=args.target_ci,
+                           budget_min=args.budget_min, blocks=args.blocks, lock_clock=args.lock_clock,
+                           seed=args.seed, progress=not args.no_progress)
+    print(run_dir)
+    return 0
