@@ -1,0 +1,167 @@
+"""The speed workloads: each builds, runs at a small scale, and prints a checksum that depends on
+the scale only (not on the allocator, its settings, or the libc a C workload was linked with)."""
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from analysis import workloads as wl
+from analysis.errors import HeapcostError
+
+CHECKSUM = re.compile(r"^checksum=[0-9a-f]{8,}$")
+SMALL = 0.02
+# a second scale whose work differs from SMALL's for every workload (compile counts whole files)
+OTHER = {"compile": 0.25}
+OTHER_DEFAULT = 0.1
+
+JEMALLOC_CANDIDATES = ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+                       "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"]
+
+
+def other_allocator_env():
+    """LD_PRELOAD of an allocator that is not glibc's (the project provisions jemalloc)."""
+    for lib in JEMALLOC_CANDIDATES:
+        if Path(lib).is_file():
+            return {"LD_PRELOAD": lib}
+    pytest.fail("neither libjemalloc2 nor libtcmalloc-minimal4 is installed (apt-get install libjemalloc2)")
+
+
+def run(workload, scale, variant="glibc", extra_env=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "MALLOC_PERTURB_")}
+    env.update(workload.env(scale))
+    env.update(extra_env or {})
+    proc = subprocess.run(workload.argv(scale, variant, {}), env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, f"{workload.id} exited {proc.returncode}: {proc.stderr[-500:]}"
+    lines = proc.stdout.strip().splitlines()
+    assert lines, f"{workload.id} printed nothing"
+    assert CHECKSUM.match(lines[-1]), f"{workload.id}: last line {lines[-1]!r} is no checksum line"
+    return lines[-1]
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    done = set()
+
+    def prepare(workload, variant="glibc"):
+        if (workload.id, variant) not in done:
+            workload.prepare(variant)
+            done.add((workload.id, variant))
+        return workload
+    return prepare
+
+
+# ---- the registry ----------------------------------------------------------------------------
+
+def test_registry_has_the_designed_workloads():
+    assert set(wl.WORKLOADS) == {"perl-strcat", "compile", "dom-churn", "pow2-churn", "small-loop",
+                                 "server", "pareto", "sqlite", "python"}
+    for wid, w in wl.WORKLOADS.items():
+        assert w.id == wid
+        assert w.kind in ("c", "perl", "python", "program")
+        assert w.description and w.base_scale_note
+        if w.seed is not None:
+            assert re.fullmatch(r"00[0-4]_[0-9a-f]{16}\.txt", w.seed)
+    seeds = sorted(w.seed for w in wl.WORKLOADS.values() if w.seed)
+    assert [s[:3] for s in seeds] == ["000", "001", "002", "003", "004"]
+
+
+def test_groups_cover_every_workload_once():
+    assert wl.WORKLOAD_GROUPS["c"] == ["dom-churn", "pow2-churn", "small-loop", "server", "pareto"]
+    assert wl.WORKLOAD_GROUPS["perl"] == ["perl-strcat"]
+    assert wl.WORKLOAD_GROUPS["python"] == ["python"]
+    grouped = [i for ids in wl.WORKLOAD_GROUPS.values() for i in ids]
+    assert sorted(grouped) == sorted(wl.WORKLOADS)
+    for gid, ids in wl.WORKLOAD_GROUPS.items():
+        assert all(wl.WORKLOADS[i].kind == gid for i in ids)
+
+
+def test_expand_resolves_ids_groups_and_star():
+    assert wl.expand(["*"]) == list(wl.WORKLOADS)
+    assert wl.expand(["c"]) == wl.WORKLOAD_GROUPS["c"]
+    assert wl.expand(["perl", "sqlite", "perl-strcat"]) == ["perl-strcat", "sqlite"]
+    with pytest.raises(HeapcostError, match="unknown workload or group 'nope'.*valid: \\*, c, perl"):
+        wl.expand(["nope"])
+    with pytest.raises(HeapcostError, match="unknown workload 'x'"):
+        wl.get("x")
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "abc", None, 1e9])
+def test_bad_scale_is_a_user_error(bad):
+    with pytest.raises(HeapcostError, match="scale"):
+        wl.WORKLOADS["small-loop"].argv(bad, "glibc", {})
+
+
+def test_scale_arg_round_trips():
+    for s in (0.02, 1.0, 1e-5, 0.3333333333333333):
+        assert float(wl.scale_arg(s)) == s
+
+
+@pytest.mark.parametrize("wid", ["perl-strcat", "python", "sqlite", "compile"])
+def test_only_c_workloads_have_a_musl_build(wid):
+    with pytest.raises(HeapcostError, match="variant 'musl'.*valid here: glibc"):
+        wl.WORKLOADS[wid].argv(SMALL, "musl", {})
+
+
+def test_unknown_variant_is_a_user_error():
+    with pytest.raises(HeapcostError, match="variant 'klibc'.*glibc, musl"):
+        wl.WORKLOADS["pareto"].argv(SMALL, "klibc", {})
+
+
+def test_interpreters_are_taken_from_the_allocator_and_checked(tmp_path):
+    perl = wl.WORKLOADS["perl-strcat"]
+    assert perl.argv(SMALL, "glibc", {})[0] == "/usr/bin/perl"
+    assert perl.argv(SMALL, "glibc", None)[0] == "/usr/bin/perl"
+    fake = tmp_path / "perl"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert perl.argv(SMALL, "glibc", {"perl": str(fake)})[0] == str(fake)
+    with pytest.raises(HeapcostError, match="perl interpreter /nonexistent/perl"):
+        perl.argv(SMALL, "glibc", {"perl": "/nonexistent/perl"})
+    py = wl.WORKLOADS["python"]
+    argv = py.argv(SMALL, "glibc", {})
+    assert argv[0] == "/usr/bin/python3"
+    assert "-E" not in argv and "-I" not in argv  # they would make python ignore PYTHONMALLOC
+    assert py.env(SMALL)["PYTHONMALLOC"] == "malloc"
+
+
+def test_sqlite_script_is_deterministic_and_ends_with_the_checksum_select():
+    a, b = wl.sqlite_script(0.05), wl.sqlite_script(0.05)
+    assert a == b
+    assert a != wl.sqlite_script(0.1)
+    last = a.strip().splitlines()[-1]
+    assert last.startswith("SELECT 'checksum=' ||")
+
+
+# ---- running them --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("wid", list(wl.WORKLOADS))
+def test_checksum_depends_on_scale_not_on_allocator(wid, prepared):
+    w = prepared(wl.WORKLOADS[wid])
+    reference = run(w, SMALL)
+    assert run(w, SMALL, extra_env=other_allocator_env()) == reference
+    # glibc filling fresh and freed memory with a byte: catches reads of uninitialized memory
+    assert run(w, SMALL, extra_env={"MALLOC_PERTURB_": "165"}) == reference
+    assert run(w, OTHER.get(wid, OTHER_DEFAULT)) != reference
+
+
+@pytest.mark.parametrize("wid", wl.WORKLOAD_GROUPS["c"])
+def test_musl_build_is_static_and_agrees_with_glibc(wid, prepared):
+    w = prepared(prepared(wl.WORKLOADS[wid], "glibc"), "musl")
+    binary = Path(w.argv(SMALL, "musl", {})[0])
+    head = subprocess.run(["readelf", "-lW", str(binary)], capture_output=True, text=True).stdout
+    assert "INTERP" not in head, f"{binary} is dynamically linked"
+    assert run(w, SMALL, "musl") == run(w, SMALL, "glibc")
+
+
+def test_compile_uses_whole_files_smallest_first(prepared):
+    w = prepared(wl.WORKLOADS["compile"])
+    argv = w.argv(SMALL, "glibc", {})
+    files = argv[argv.index("--", argv.index("--") + 1) + 1:]
+    src = Path(argv[4])
+    sizes = [(src / f).stat().st_size for f in files]
+    assert sizes == sorted(sizes) and len(files) >= w.full_files
+    with pytest.raises(HeapcostError, match="asks compile for"):
+        w.argv(1000, "glibc", {})
