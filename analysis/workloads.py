@@ -140,7 +140,7 @@ class PythonWorkload(Workload):
 
 # ---- sqlite: a generated SQL script run by Debian's sqlite3 on an in-memory database ----------
 
-SQLITE_FULL_CUSTOMERS = 12000
+SQLITE_FULL_CUSTOMERS = 10000
 _CITIES = ("Aarhus", "Bergen", "Cork", "Delft", "Espoo", "Faro", "Graz", "Hull", "Ibiza", "Jena",
            "Kiel", "Lund", "Metz", "Nice", "Oulu", "Pisa", "Riga", "Sion", "Tartu", "Ulm")
 _NAME_PARTS = ("an", "bel", "cor", "dan", "el", "fio", "gus", "hal", "ina", "jo", "ka", "lin",
@@ -333,7 +333,7 @@ WORKLOADS = {w.id: w for w in [
         "Debian's python3 with PYTHONMALLOC=malloc on an object-heavy script: dicts of records, "
         "string building and splitting, small objects, and reference cycles for the collector",
         None,
-        "45,000 records, 45,000 lines, 90,000 cyclic cells", script="py_objects.py"),
+        "36,000 records, 36,000 lines, 72,000 cyclic cells", script="py_objects.py"),
 ]}
 
 WORKLOAD_GROUPS = {

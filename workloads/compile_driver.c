@@ -74,6 +74,7 @@ int main(int argc, char **argv)
         args[k++] = "-O2";
         args[k++] = "-c";
         args[k++] = "-frandom-seed=heapcost";
+        args[k++] = "-pipe";    /* as kbuild does: cc1 and as talk through a pipe */
         for (int e = 0; e < nextra && k < 56; e++)
             args[k++] = extra[e];
         args[k++] = (char *)src;

@@ -85,7 +85,7 @@ def main():
     scale = float(sys.argv[1])
     if not scale > 0:
         sys.exit("py_objects.py: scale must be > 0")
-    n = max(1, int(45000 * scale + 0.5))
+    n = max(1, int(36000 * scale + 0.5))
     h = zlib.crc32(str(n).encode())
     h = records_phase(n, h)
     h = strings_phase(n, h)
