@@ -28,13 +28,15 @@ def other_allocator_env():
     pytest.fail("neither libjemalloc2 nor libtcmalloc-minimal4 is installed (apt-get install libjemalloc2)")
 
 
-def run(workload, scale, variant="glibc", extra_env=None):
+def run(workload, scale, variant="glibc", extra_env=None, quiet=False):
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "MALLOC_PERTURB_")}
     env.update(workload.env(scale))
     env.update(extra_env or {})
     proc = subprocess.run(workload.argv(scale, variant, {}), env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, f"{workload.id} exited {proc.returncode}: {proc.stderr[-500:]}"
+    if quiet:
+        assert proc.stderr == "", f"{workload.id} wrote to stderr: {proc.stderr[-500:]}"
     lines = proc.stdout.strip().splitlines()
     assert lines, f"{workload.id} printed nothing"
     assert CHECKSUM.match(lines[-1]), f"{workload.id}: last line {lines[-1]!r} is no checksum line"
@@ -140,7 +142,7 @@ def test_sqlite_script_is_deterministic_and_ends_with_the_checksum_select():
 @pytest.mark.parametrize("wid", list(wl.WORKLOADS))
 def test_checksum_depends_on_scale_not_on_allocator(wid, prepared):
     w = prepared(wl.WORKLOADS[wid])
-    reference = run(w, SMALL)
+    reference = run(w, SMALL, quiet=True)
     assert run(w, SMALL, extra_env=other_allocator_env()) == reference
     # glibc filling fresh and freed memory with a byte: catches reads of uninitialized memory
     assert run(w, SMALL, extra_env={"MALLOC_PERTURB_": "165"}) == reference
