@@ -224,16 +224,28 @@ class CompileWorkload(Workload):
     # headers Debian's build generates; the tree needs them to compile outside that build
     generated_headers: dict = field(default_factory=dict)
 
+    def _stamp(self) -> Path:
+        return BUILD_DIR / "workloads" / f"{self.id}-source.txt"
+
     def _tree(self, fetch: bool) -> Path:
-        from analysis import debsrc   # imported late: fetching sources is only this workload's need
-        trees = sorted(debsrc.sources_root().glob(f"{self.package}-*/{debsrc.COMPLETE_MARK}"))
-        if trees:
-            versions = {debsrc.version_of_tree(m.parent / "tree"): m.parent / "tree" for m in trees}
-            return versions[debsrc.newest_first(versions)[0]]
+        """The unpacked source tree, remembered in build/ so runs need no apt call."""
+        stamp = self._stamp()
+        if stamp.is_file():
+            tree = Path(stamp.read_text().strip())
+            if (tree / self.subdir).is_dir():
+                return tree
         if not fetch:
-            raise HeapcostError(f"workload {self.id} is not prepared: the {self.package} source is not "
-                                "in the cache; run its prepare('glibc') first")
-        return debsrc.fetch_source(self.package)
+            raise HeapcostError(f"workload {self.id} is not prepared: its {self.package} source is not "
+                                "fetched yet; run its prepare('glibc') first")
+        from analysis.debsrc import fetch_source   # late: only this workload fetches sources
+        tree = Path(fetch_source(self.package))
+        if not (tree / self.subdir).is_dir():
+            raise HeapcostError(f"{self.package} source at {tree} has no {self.subdir}/ folder")
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stamp.with_name(f"{stamp.name}.tmp{os.getpid()}")
+        tmp.write_text(f"{tree}\n")
+        os.replace(tmp, stamp)
+        return tree
 
     def _include_dir(self) -> Path:
         inc = BUILD_DIR / "workloads" / f"{self.id}-include"

@@ -167,3 +167,9 @@ def test_compile_uses_whole_files_smallest_first(prepared):
     assert sizes == sorted(sizes) and len(files) >= w.full_files
     with pytest.raises(HeapcostError, match="asks compile for"):
         w.argv(1000, "glibc", {})
+
+
+def test_compile_needs_prepare_before_argv(tmp_path, monkeypatch):
+    monkeypatch.setattr(wl, "BUILD_DIR", tmp_path)
+    with pytest.raises(HeapcostError, match="compile is not prepared.*prepare"):
+        wl.WORKLOADS["compile"].argv(SMALL, "glibc", {})
