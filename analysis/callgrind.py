@@ -72,7 +72,7 @@ def count_calls(workload, scale: float, timeout: float) -> dict:
 
 
 def run_counts(campaign, run_dir: Path, info: dict) -> dict:
-    from analysis.measure import _progress, first_line
+    from analysis.measure import _progress
 
     table = runstore.AppendTable(run_dir / "counts.csv", runstore.COUNT_COLUMNS)
     done = {(r["workload"], r["allocator"]) for r in table.rows()}
@@ -91,8 +91,6 @@ def run_counts(campaign, run_dir: Path, info: dict) -> dict:
                    **calls[key]}
             if trial.alloc.callgrind is not True:
                 row.update(status="missing", reason=str(trial.alloc.callgrind))
-            elif trial.alloc.variant == "musl":
-                row.update(status="missing", reason="static musl binaries: measured in time mode only")
             else:
                 row.update(_measure_one(trial, info, wid))
             table.append(row)
@@ -104,7 +102,6 @@ def run_counts(campaign, run_dir: Path, info: dict) -> dict:
 
 
 def _measure_one(trial, info, wid) -> dict:
-    from analysis.measure import first_line, read_who
 
     out_dir = Path(tempfile.mkdtemp(prefix="heapcost-cg-"))
     workdir = Path(tempfile.mkdtemp(prefix="heapcost-trial-"))
@@ -115,9 +112,8 @@ def _measure_one(trial, info, wid) -> dict:
         expected = info["expected_checksums"].get(f"{wid}|glibc|{trial.scale:.6g}")
         status, reason, malloc_lib = trial.judge(result, workdir, expected)
         if status != "ok":
-            log = first_line(out_dir / "valgrind.log") if status in ("crashed", "failed") else ""
-            return {"status": status, "reason": (reason + (f" (valgrind: {log})" if log else ""))[:300],
-                    "malloc_lib": malloc_lib}
+            # Recorded as missing with what happened (standalone scudo, for one, aborts under valgrind).
+            return {"status": "missing", "reason": f"{status} under valgrind: {reason}"[:300], "malloc_lib": malloc_lib}
         try:
             totals = sum_outputs(out_dir)
         except ValueError as exc:

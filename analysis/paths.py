@@ -4,7 +4,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BUILD_DIR = REPO / "build"
 DATA_DIR = REPO / "data"
-RUNS_DIR = DATA_DIR / "runs"
+# Tests point HEAPCOST_RUNS_DIR elsewhere so they never touch the published dataset.
+RUNS_DIR = Path(os.environ.get("HEAPCOST_RUNS_DIR") or DATA_DIR / "runs")
 WORKLOADS_DIR = REPO / "workloads"
 PROBES_DIR = REPO / "probes"
 NATIVE_DIR = Path(__file__).resolve().parent / "native"
