@@ -274,3 +274,77 @@ def read_rows(path) -> list[dict]:
 
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
+
+
+# ------------------------------------------------------------------------------------------ outputs
+OUTCOME_COLOURS = {"caught": "#1a9850", "mitigated": "#a6d96a", "missed": "#d73027", "late-crash": "#fdae61",
+                   "n/a": "#e0e0e0"}
+
+
+def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | None = None,
+                  prefix: str = "security_") -> dict:
+    """The security figures (SVG) and numbers (CSV, JSON) for the paper; returns the numbers."""
+    import csv
+    import json
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    weights = DEFAULT_WEIGHTS if weights is None else weights
+    claims = catalogue_claims() if claims is None else claims
+    score = scores(rows, weights)
+    order = sorted(score, key=lambda a: (-(score[a]["score"] if not math.isnan(score[a]["score"]) else -1), a))
+    probes = list(dict.fromkeys(r["probe"] for r in rows))
+    outcome = {(r["allocator"], r["probe"]): r["outcome"] for r in rows}
+
+    # Outcome matrix: allocators (best score first) x probes.
+    names = list(OUTCOME_COLOURS)
+    grid = np.array([[names.index(outcome.get((a, p), "n/a")) for p in probes] for a in order])
+    fig, ax = plt.subplots(figsize=(1.0 + 0.32 * len(probes), 1.2 + 0.28 * len(order)))
+    ax.imshow(grid, cmap=ListedColormap(list(OUTCOME_COLOURS.values())), vmin=0, vmax=len(names) - 1,
+              aspect="auto")
+    ax.set_xticks(range(len(probes)), probes, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(order)), order, fontsize=7)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in OUTCOME_COLOURS.values()]
+    ax.legend(handles, names, ncol=len(names), fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.01), frameon=False)
+    fig.savefig(out_dir / f"{prefix}outcomes.svg", bbox_inches="tight")
+    plt.close(fig)
+
+    # Scores.
+    fig, ax = plt.subplots(figsize=(5, 1.0 + 0.25 * len(order)))
+    values = [0 if math.isnan(score[a]["score"]) else score[a]["score"] for a in order]
+    ax.barh(range(len(order)), values, color="#4575b4")
+    ax.set_yticks(range(len(order)), order, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("security score (100 = no primitive worked)")
+    fig.savefig(out_dir / f"{prefix}scores.svg", bbox_inches="tight")
+    plt.close(fig)
+
+    with open(out_dir / f"{prefix}scores.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["allocator", "score", "coverage", "not_applicable"])
+        for a in order:
+            s = score[a]
+            w.writerow([a, round(s["score"], 2), round(s["coverage"], 3), " ".join(s["not_applicable"])])
+    found = disagreements(rows, claims)
+    with open(out_dir / f"{prefix}disagreements.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["allocator", "defence", "kind", "probes"])
+        w.writeheader()
+        w.writerows(found)
+    counts = Counter(r["outcome"] for r in rows)
+    numbers = {
+        "allocators": len(order), "probes": len(probes), "rows": len(rows),
+        "outcomes": dict(counts), "weights": weights,
+        "scores": {a: None if math.isnan(score[a]["score"]) else round(score[a]["score"], 2) for a in order},
+        "disagreements": {"claimed-not-seen": sum(d["kind"] == "claimed-not-seen" for d in found),
+                          "seen-not-claimed": sum(d["kind"] == "seen-not-claimed" for d in found)},
+    }
+    (out_dir / f"{prefix}numbers.json").write_text(json.dumps(numbers, indent=2) + "\n")
+    return numbers

@@ -1,0 +1,122 @@
+"""Estimators against simulated data with a known truth (seeded), the score and the claims check."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from analysis import security as S
+
+
+def test_clopper_pearson_known_values():
+    assert S.clopper_pearson(0, 20)[0] == 0
+    assert S.clopper_pearson(0, 20)[1] == pytest.approx(0.1684, abs=1e-4)
+    assert S.clopper_pearson(20, 20) == (pytest.approx(0.8316, abs=1e-4), 1.0)
+    assert S.clopper_pearson(0, 0) == (None, None)
+
+
+def simulated_addresses(rng, n, random_bits, base=0x7F0000000000, shift=12):
+    return [base | (int(rng.integers(0, 2 ** random_bits)) << shift) if random_bits else base for _ in range(n)]
+
+
+def test_fixed_addresses_have_no_entropy():
+    assert S.address_entropy([0x55550000] * 20) == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("truth", [8, 20, 28])
+def test_address_entropy_recovers_known_bits_and_its_interval_covers_them(truth):
+    rng = np.random.default_rng(truth)
+    reps, covered, estimates = 40, 0, []
+    for _ in range(reps):
+        bits, lo, hi = S.address_entropy(simulated_addresses(rng, 20, truth), seed=int(rng.integers(1 << 30)),
+                                         reps=300)
+        assert lo <= bits <= hi
+        covered += lo <= truth <= hi
+        estimates.append(bits)
+    assert abs(np.mean(estimates) - truth) < 0.06 * truth + 0.3
+    assert covered / reps >= 0.85
+
+
+def test_address_entropy_ignores_alignment_bits():
+    rng = np.random.default_rng(5)
+    aligned = simulated_addresses(rng, 30, 10, shift=16)  # bits 16..25 random, the rest fixed
+    assert S.address_entropy(aligned, reps=200)[0] == pytest.approx(10, abs=1.0)
+
+
+def test_placement_entropy_known_truths():
+    rng = np.random.default_rng(7)
+    sequential = [list(range(0x1000, 0x1000 + 64 * 256, 64))] * 10
+    assert S.placement_entropy(sequential, reps=200) == (0.0, 0.0, 0.0)
+    uniform8 = [np.cumsum(rng.choice(np.arange(1, 9) * 64, 255)).tolist() for _ in range(20)]
+    bits, lo, hi = S.placement_entropy(uniform8, reps=300)
+    assert bits == pytest.approx(3.0, abs=0.05) and lo <= 3.0 <= hi
+    k, n = S.predictable_steps(sequential)
+    assert (k, n) == (2550, 2550)
+
+
+def rows_for(alloc, outcomes, **extra):
+    return [{"allocator": alloc, "probe": p, "outcome": o, **extra.get(p, {})} for p, o in outcomes.items()]
+
+
+def test_score_extremes_and_not_applicable():
+    probes = ["double-free", "freelist-poison", "uaf-read"]
+    rows = (rows_for("safe", {p: "caught" for p in probes})
+            + rows_for("weak", {p: "missed" for p in probes})
+            + rows_for("partial", {"double-free": "missed", "freelist-poison": "n/a", "uaf-read": "caught"}))
+    s = S.scores(rows)
+    assert s["safe"]["score"] == 100 and s["weak"]["score"] == 0
+    w = S.DEFAULT_WEIGHTS
+    assert s["partial"]["score"] == pytest.approx(100 * (1 - w["double-free"] / (w["double-free"] + w["uaf-read"])))
+    assert s["partial"]["not_applicable"] == ["freelist-poison"]
+
+
+def test_weights_are_adjustable_and_rates_count():
+    rows = rows_for("a", {"double-free": "missed", "uaf-read": "mitigated"})
+    assert S.scores(rows, {"double-free": 0, "uaf-read": 1})["a"]["score"] == 100
+    assert S.scores(rows, {"double-free": 1, "uaf-read": 0})["a"]["score"] == 0
+    random = rows_for("r", {"reuse-immediate": "mitigated"}, **{"reuse-immediate": {"rate": "0.25"}})
+    assert S.scores(random)["r"]["score"] == pytest.approx(75)
+    late = rows_for("l", {"double-free": "late-crash"}, **{"double-free": {"rate": "0"}})
+    assert S.scores(late)["l"]["score"] == pytest.approx(100 * (1 - S.LATE_CRASH_LOSS))
+
+
+def test_entropy_losses_scale_with_bits():
+    assert S.probe_loss({"probe": "address-entropy", "outcome": "mitigated", "bits": "28"}) == 0
+    assert S.probe_loss({"probe": "address-entropy", "outcome": "mitigated", "bits": "14"}) == pytest.approx(0.5)
+    assert S.probe_loss({"probe": "placement-entropy", "outcome": "missed", "bits": "0"}) == 1
+    assert S.probe_loss({"probe": "placement-entropy", "outcome": "n/a", "bits": ""}) is None
+
+
+def test_claims_against_observations():
+    rows = (rows_for("g", {"double-free": "caught", "double-free-interleaved": "caught",
+                           "double-free-cache-full": "missed", "freelist-poison": "caught"})
+            + rows_for("j", {"double-free": "missed", "uaf-read": "mitigated"}))
+    claims = {"g": ("double-free-detect",), "j": ("free-poison",)}
+    found = {(d["allocator"], d["defence"]): d for d in S.disagreements(rows, claims)}
+    assert found[("g", "double-free-detect")]["kind"] == "claimed-not-seen"
+    assert "double-free-cache-full=missed" in found[("g", "double-free-detect")]["probes"]
+    assert found[("g", "freelist-protect")]["kind"] == "seen-not-claimed"
+    assert ("j", "free-poison") not in found  # claimed and seen
+    assert ("j", "double-free-detect") not in found  # not claimed, not seen
+
+
+def test_every_defence_id_maps_to_known_probes():
+    from analysis.catalog import DEFENCES
+    from analysis.probe import PROBES
+
+    assert set(S.DEFENCE_PROBES) == set(DEFENCES)
+    for probe_ids, _ in S.DEFENCE_PROBES.values():
+        assert set(probe_ids) <= set(PROBES)
+    assert set(S.DEFAULT_WEIGHTS) == set(PROBES)
+
+
+def test_outputs_are_written(tmp_path):
+    rows = (rows_for("a", {"double-free": "caught", "address-entropy": "mitigated"},
+                     **{"address-entropy": {"bits": "20"}})
+            + rows_for("b", {"double-free": "missed", "address-entropy": "n/a"}))
+    numbers = S.write_outputs(rows, tmp_path, claims={"a": (), "b": ("double-free-detect",)})
+    for name in ("outcomes.svg", "scores.svg", "scores.csv", "disagreements.csv", "numbers.json"):
+        assert (tmp_path / f"security_{name}").stat().st_size > 0
+    assert numbers["disagreements"]["claimed-not-seen"] == 1
+    assert json.loads((tmp_path / "security_numbers.json").read_text())["scores"]["b"] == 0
+    assert not math.isnan(numbers["scores"]["a"])

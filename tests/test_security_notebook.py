@@ -1,0 +1,30 @@
+"""notebooks/security.ipynb runs under papermill on a probes.csv and writes the security_ outputs."""
+import csv
+import json
+
+import papermill as pm
+
+from analysis.paths import REPO
+from analysis.probe import PROBE_COLUMNS
+
+
+def test_notebook_runs_under_papermill_with_adjusted_weights(tmp_path):
+    probes_csv = tmp_path / "probes.csv"
+    rows = [
+        {"run_id": "r", "allocator": "glibc", "probe": "double-free", "outcome": "caught", "trials": 3, "rate": 0},
+        {"run_id": "r", "allocator": "jemalloc", "probe": "double-free", "outcome": "missed", "trials": 3, "rate": 1},
+        {"run_id": "r", "allocator": "jemalloc", "probe": "uaf-read", "outcome": "mitigated", "trials": 3, "rate": 0},
+    ]
+    with open(probes_csv, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=PROBE_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "generated"
+    pm.execute_notebook(str(REPO / "notebooks" / "security.ipynb"), str(tmp_path / "out.ipynb"),
+                        parameters={"probes_csv": str(probes_csv), "out_dir": str(out),
+                                    "weights": {"double-free": 0, "uaf-read": 1}},
+                        cwd=str(REPO), kernel_name="python3", progress_bar=False)
+    numbers = json.loads((out / "security_numbers.json").read_text())
+    # double-free weighs nothing here: glibc is left with no weighed probe, jemalloc with uaf-read only
+    assert numbers["scores"] == {"glibc": None, "jemalloc": 100.0}
+    assert (out / "security_outcomes.svg").exists() and (out / "security_scores.svg").exists()
