@@ -488,12 +488,15 @@ def _var(xs):
     return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
 
 
-def _progress(total, initial, enabled):
-    if not enabled:
+def _progress(total, initial, mode):
+    """mode: True/"auto" (a widget in a notebook, text in a terminal), "text" (papermill logs it), False."""
+    if mode in (False, None, "", "none", "0"):
         return _NoBar(total)
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, unit="trial", desc="trials", smoothing=0.05)
+    if mode == "text":
+        from tqdm.std import tqdm
+    else:
+        from tqdm.auto import tqdm
+    return tqdm(total=total, initial=initial, unit="trial", desc="trials", smoothing=0.05, mininterval=2)
 
 
 class _NoBar:

@@ -1,0 +1,85 @@
+# heapcost: `make help` lists the targets. Every target builds what it needs (the venv on first use).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.installed
+
+# Measurement parameters (the same names are notebooks/measure.ipynb's parameters).
+PROFILE ?= quick
+ALLOCATORS ?=
+WORKLOADS ?=
+EXTRA_ALLOCATORS ?=
+MODE ?= time
+TARGET_CI ?=
+BUDGET_MIN ?=
+BLOCKS ?=
+LOCK_CLOCK ?= 0
+SEED ?=
+PROBES ?=
+RUNS ?=
+
+PAPER_INPUTS := $(shell find data notebooks analysis paper/paper.typ paper/refs.bib -type f \
+	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
+
+.PHONY: help venv test measure probe allocators system-deps lab paper bench dataset validate clean
+
+help: ## list the targets
+	@echo "heapcost: what allocator hardening costs and what it buys"
+	@echo
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@echo
+	@echo "measure parameters: PROFILE=smoke|quick|full ALLOCATORS=a,b WORKLOADS=x,y MODE=time|callgrind"
+	@echo "  EXTRA_ALLOCATORS=name=/path/lib.so TARGET_CI=0.01 BUDGET_MIN=60 BLOCKS=N LOCK_CLOCK=1 SEED=N"
+
+$(VENV_STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	@# the notebooks' kernels and JupyterLab import analysis/ from this checkout
+	$(PY) -c 'import site, sys; open(site.getsitepackages()[0] + "/heapcost.pth", "w").write(sys.argv[1] + "\n")' "$(CURDIR)"
+	touch $@
+
+venv: $(VENV_STAMP) ## create .venv from requirements.txt
+
+system-deps: $(VENV_STAMP) ## install the Debian packages the tests and measurements use (root), or print the command
+	$(PY) -m analysis provision --no-build
+
+paper: $(VENV_STAMP) paper/paper.pdf ## render paper/paper.pdf and paper/paper.html from the published dataset
+
+paper/paper.pdf: $(VENV_STAMP) $(PAPER_INPUTS)
+	$(PY) -m analysis paper
+
+test: $(VENV_STAMP) system-deps ## run the test suite (real allocators, simulated statistics, the paper)
+	$(PY) -m pytest -q tests
+
+measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.ipynb into data/runs/
+	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \
+		EXTRA_ALLOCATORS="$(EXTRA_ALLOCATORS)" MODE="$(MODE)" TARGET_CI="$(TARGET_CI)" BUDGET_MIN="$(BUDGET_MIN)" \
+		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)"
+
+probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into data/runs/
+	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \
+		$(if $(EXTRA_ALLOCATORS),--extra-allocators "$(EXTRA_ALLOCATORS)") \
+		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)")
+
+allocators: $(VENV_STAMP) ## install and build every allocator this machine can have (cache outside the clone)
+	$(PY) -m analysis provision
+
+lab: $(VENV_STAMP) ## open the notebooks in JupyterLab
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+
+bench: $(VENV_STAMP) system-deps ## benchmark the measurement itself against hyperfine (results in bench/)
+	$(PY) -m analysis bench
+
+dataset: $(VENV_STAMP) ## write the versioned dataset archive and its checksum into dist/
+	$(PY) -m analysis dataset
+
+validate: $(VENV_STAMP) ## check data/ against data/datapackage.json
+	$(PY) -m analysis validate data
+
+clean: ## remove what the build made (not the dataset, not the allocator cache)
+	rm -rf build dist paper/paper.pdf paper/paper.html .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,26 @@
+"""A first look at a run: what was measured, what failed and why (no statistics here)."""
+from pathlib import Path
+
+import pandas as pd
+
+
+def read_trials(run_dir) -> pd.DataFrame:
+    return pd.read_csv(Path(run_dir) / "trials.csv", keep_default_na=False, na_values=[""])
+
+
+def run_summary(run_dir) -> pd.DataFrame:
+    """Per workload and allocator: trials by status, and the median wall time and max RSS of ok trials."""
+    df = read_trials(run_dir)
+    measured = df[df["warmup"] == 0]
+    ok = measured[measured["status"] == "ok"]
+    table = measured.pivot_table(index=["workload", "allocator"], columns="status", values="seq",
+                                 aggfunc="count", fill_value=0)
+    table["median_wall_s"] = ok.groupby(["workload", "allocator"])["wall_s"].median()
+    table["median_maxrss_kb"] = ok.groupby(["workload", "allocator"])["maxrss_kb"].median()
+    return table.reset_index()
+
+
+def failures(run_dir) -> pd.DataFrame:
+    """Every trial that was not ok, with its reason: nothing is dropped silently."""
+    df = read_trials(run_dir)
+    return df[df["status"] != "ok"][["seq", "workload", "allocator", "status", "reason"]]
