@@ -174,7 +174,7 @@ def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
 @pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed")
 def test_cli_writes_probes_csv_with_extras_and_na_rows(tmp_path):
     out = tmp_path / "run"
-    proc = cli("--allocators", "glibc,perl-mymalloc", "--extra", f"myjem={JEMALLOC}",
+    proc = cli("--allocators", "glibc,perl-mymalloc", "--extra-allocators", f"myjem={JEMALLOC}",
                "--probes", "double-free,reuse-immediate", "--runs", "2", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     with open(out / "probes.csv", newline="") as fh:

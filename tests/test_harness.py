@@ -1,0 +1,178 @@
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis import catalog, launcher, measure, runstore
+from analysis.errors import HeapcostError
+from analysis.workloads import WORKLOADS
+from conftest import REPO, cli
+
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
+def read_rows(run_dir):
+    with open(Path(run_dir) / "trials.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def one_trial(alloc, workload="small-loop", scale=0.01, expected=None):
+    resolved = catalog.resolve(alloc)
+    t = measure.Trial(resolved, WORKLOADS[workload], scale, env_target=2000)
+    t.timeout_s = 60
+    return measure.run_one(t, expected, probe_iters=0, pad=0)
+
+
+def test_trial_records_the_library_malloc_resolved_to():
+    row = one_trial(catalog.load_catalog()["jemalloc"])
+    assert row["status"] == "ok", row
+    assert row["malloc_lib"] == JEMALLOC
+
+
+def test_a_library_that_did_not_preload_is_caught(tmp_path):
+    """ld.so only warns about a preload it cannot load, and the program runs on glibc's malloc."""
+    broken = tmp_path / "libbroken.so"
+    broken.write_text("not an ELF file\n")
+    alloc = catalog.Allocator(id="broken", family="x", description="", origin={"kind": "path"},
+                              preload=(str(broken),), expect_malloc=str(broken))
+    row = one_trial(alloc)
+    assert row["status"] == "wrong-malloc"
+    assert "cannot be preloaded" in row["reason"] or "libc.so.6" in row["reason"]
+
+
+def test_a_library_without_malloc_is_caught():
+    alloc = catalog.Allocator(id="libm", family="x", description="", origin={"kind": "path"},
+                              preload=("/lib/x86_64-linux-gnu/libm.so.6",), expect_malloc="libm.so.6")
+    row = one_trial(alloc)
+    assert row["status"] == "wrong-malloc" and "libc.so.6" in row["reason"]
+    with pytest.raises(HeapcostError, match="cannot be preloaded"):
+        measure.check_preloadable(catalog.resolve(alloc))
+
+
+def test_a_wrong_checksum_is_a_failed_trial_not_ok():
+    row = one_trial(catalog.load_catalog()["glibc"], expected="0000")
+    assert row["status"] == "bad-checksum"
+
+
+def test_crash_is_recorded_with_its_signal():
+    alloc = catalog.load_catalog()["glibc"]
+    t = measure.Trial(catalog.resolve(alloc), WORKLOADS["small-loop"], 0.01, env_target=2000)
+    t.argv = ["/bin/sh", "-c", "kill -SEGV $$"]
+    t.timeout_s = 10
+    row = measure.run_one(t, None, 0, 0)
+    assert row["status"] == "crashed" and "SIGSEGV" in row["reason"]
+
+
+def test_environment_is_padded_to_one_size_for_every_allocator(tmp_path):
+    cat = catalog.load_catalog()
+    trials = [measure.Trial(catalog.resolve(cat[a]), WORKLOADS["small-loop"], 0.01, env_target=3000)
+              for a in ("glibc", "jemalloc-junk-free", "scudo-quarantine", "glibc-perturb")]
+    sizes = {sum(len(k) + len(v) + 2 for k, v in t.env(tmp_path, 0).items()) for t in trials}
+    assert len(sizes) == 1
+    offset = {sum(len(k) + len(v) + 2 for k, v in t.env(tmp_path, 123).items()) for t in trials}
+    assert offset == {sizes.pop() + 123}
+
+
+def test_plan_is_randomized_complete_blocks():
+    pairs = [(a, w) for a in "abc" for w in "xy"]
+    p = measure.plan(pairs, 4, 1, seed=7)
+    assert len(p) == 24
+    for b in range(4):
+        block = [(a, w) for bb, _, a, w in p if bb == b]
+        assert sorted(block) == sorted(pairs)
+    assert [x for x in p if x[1]] == [x for x in p if x[0] == 0]
+    assert p == measure.plan(pairs, 4, 1, seed=7) and p != measure.plan(pairs, 4, 1, seed=8)
+
+
+def test_static_musl_binaries_are_recognised():
+    WORKLOADS["small-loop"].prepare("musl")
+    musl_bin = WORKLOADS["small-loop"].argv(0.01, "musl", {})[0]
+    assert measure.is_static_elf(musl_bin)
+    assert not measure.is_static_elf("/bin/true")
+
+
+def test_campaign_resumes_after_sigkill_without_duplicating_a_seq(runs_dir):
+    args = ["measure", "--profile", "smoke", "--allocators", "glibc,jemalloc", "--workloads",
+            "small-loop,pow2-churn", "--blocks", "8", "--seed", "11", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "analysis", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    trials = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        found = list(runs_dir.glob("*/trials.csv"))
+        if found and len(found[0].read_text().splitlines()) > 8:
+            trials = found[0]
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert trials is not None, "the campaign never wrote trials"
+    killed_at = len(read_rows(trials.parent))
+    info = json.loads((trials.parent / "run.json").read_text())
+    assert info["status"] == "running" and killed_at < 36
+
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip().splitlines()[-1]) == trials.parent  # the same run, resumed
+    rows = read_rows(trials.parent)
+    seqs = [int(r["seq"]) for r in rows]
+    assert sorted(seqs) == list(range(36))  # (1 warm-up + 8 blocks) x 4 pairs, each seq once
+    assert all(r["status"] == "ok" for r in rows)
+    info = json.loads((trials.parent / "run.json").read_text())
+    assert info["status"] == "complete" and info["resumed_utc"]
+    assert len(list(runs_dir.iterdir())) == 1
+
+
+def test_a_partial_last_line_is_cut_on_reopen(tmp_path):
+    path = tmp_path / "t.csv"
+    with runstore.AppendTable(path, ["a", "b"]) as t:
+        t.append({"a": 1, "b": 2})
+    with open(path, "a") as fh:
+        fh.write("3,")  # killed mid-write
+    with runstore.AppendTable(path, ["a", "b"]) as t:
+        assert t.rows() == [{"a": "1", "b": "2"}]
+        t.append({"a": 5, "b": 6})
+    assert path.read_text().splitlines() == ["a,b", "1,2", "5,6"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--allocators", "glibc,nosuch"], "unknown allocator(s) nosuch; valid: glibc"),
+    (["--workloads", "nosuch"], "unknown workload(s) nosuch; valid:"),
+    (["--profile", "huge"], "unknown profile 'huge'; valid: smoke, quick, full"),
+    (["--mode", "perf"], "unknown mode 'perf'"),
+    (["--target-ci", "-1"], "TARGET_CI must be a positive number"),
+    (["--budget-min", "soon"], "BUDGET_MIN must be a positive number"),
+    (["--extra-allocators", "mine=/no/such/lib.so"], "library /no/such/lib.so does not exist"),
+    (["--extra-allocators", "justapath.so"], "is not of the form name=/path/to/lib.so"),
+    (["--extra-allocators", "m=/lib/x86_64-linux-gnu/libm.so.6"], "cannot be preloaded as malloc"),
+])
+def test_bad_input_is_one_line_and_leaves_no_run(runs_dir, args, message):
+    r = cli("measure", "--profile", "smoke", "--workloads", "small-loop", "--no-progress", *args)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert message in r.stderr
+    assert list(runs_dir.iterdir()) == []
+
+
+def test_bad_notebook_parameters_are_one_line(runs_dir):
+    r = cli("notebook", "measure", "PROFILE=huge")
+    assert r.returncode == 2 and "unknown profile" in r.stderr and "Traceback" not in r.stderr
+    r = cli("notebook", "measure", "NOPE=1")
+    assert r.returncode == 2 and "unknown parameter 'NOPE'" in r.stderr
+    assert list(runs_dir.iterdir()) == []
+
+
+def test_bring_your_own_allocator_is_measured(runs_dir):
+    """A user's library given by path (how hardened_malloc or omalloc would come in)."""
+    r = cli("measure", "--profile", "smoke", "--allocators", "glibc", "--workloads", "small-loop",
+            "--blocks", "1", "--no-progress", "--extra-allocators", f"mine={JEMALLOC}")
+    assert r.returncode == 0, r.stderr
+    rows = read_rows(r.stdout.strip().splitlines()[-1])
+    mine = [row for row in rows if row["allocator"] == "mine"]
+    assert mine and all(row["status"] == "ok" and row["malloc_lib"] == JEMALLOC for row in mine)
