@@ -1,0 +1,66 @@
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis import measure
+from analysis.datapackage import write_datapackage
+from conftest import REPO, cli
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """A small real dataset: one smoke run measured here."""
+    data = tmp_path_factory.mktemp("data")
+    measure.run_campaign(profile="smoke", allocators="glibc,jemalloc", workloads="small-loop", blocks=2,
+                         runs_dir=data / "runs", progress=False)
+    write_datapackage(data)
+    return data
+
+
+def copy(dataset, tmp_path):
+    target = tmp_path / "data"
+    shutil.copytree(dataset, target)
+    return target, next((target / "runs").iterdir())
+
+
+def test_a_fresh_dataset_validates(dataset):
+    r = cli("validate", str(dataset))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("valid: ")
+
+
+def test_a_changed_measurement_is_caught(dataset, tmp_path):
+    data, run = copy(dataset, tmp_path)
+    trials = run / "trials.csv"
+    text = trials.read_text().splitlines()
+    text[1] = text[1].replace(",ok,", ",okay,")
+    trials.write_text("\n".join(text) + "\n")
+    r = cli("validate", str(data))
+    assert r.returncode == 1
+    assert "sha256 differs" in r.stdout and 'constraint "enum"' in r.stdout
+
+
+def test_undescribed_missing_and_duplicate_rows_are_caught(dataset, tmp_path):
+    data, run = copy(dataset, tmp_path)
+    (data / "stray.csv").write_text("a\n1\n")
+    (run / "machine.json").unlink()
+    rows = (run / "trials.csv").read_text().splitlines()
+    (run / "trials.csv").write_text("\n".join(rows + rows[-1:]) + "\n")
+    r = cli("validate", str(data))
+    assert r.returncode == 1
+    assert "stray.csv: not described" in r.stdout
+    assert "machine.json: described in datapackage.json but missing" in r.stdout
+    assert "duplicate seq values" in r.stdout
+
+
+def test_no_datapackage_is_a_one_line_error(tmp_path):
+    r = cli("validate", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "does not exist" in r.stderr
+
+
+def test_the_published_dataset_validates():
+    if not (REPO / "data" / "datapackage.json").exists():
+        pytest.fail("data/datapackage.json is missing: the dataset is unpublished")
+    r = cli("validate", str(REPO / "data"))
+    assert r.returncode == 0, r.stdout
