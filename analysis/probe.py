@@ -4,7 +4,15 @@ classifying what happened, and `python -m analysis probe`, which writes probes.c
 Each probe commits one misuse and reports through a small protocol (probes/probe.h): a stderr marker
 right after the misuse, a `result worked=0|1 ...` line on stdout once the primitive was tried, and a
 stderr marker before it goes on with unrelated heap work. The outcome of one trial follows from where
-the process stopped relative to those markers, how, and what the allocator printed.
+the process stopped relative to those markers, how, and what the allocator printed:
+- stopped (signal or non-zero exit) before the result: caught (the signal and the allocator's first
+  message are the detail; a SIGSEGV without a message is a crash that still stopped the misuse);
+- ran on, with an allocator message before the "used" marker that a clean run does not print: caught
+  (reported);
+- ran on and the primitive worked: missed; it failed: mitigated;
+- stopped after the result: late-crash, unless the primitive had failed and the allocator stopped the
+  program with a message of its own (a delayed check, e.g. a quarantine verified on eviction): caught;
+- a hang (timeout) counts as late-crash; no usable run (setup failed, wrong malloc): n/a.
 """
 import fcntl
 import hashlib
@@ -32,7 +40,9 @@ PROBE_CFLAGS = ("-O0", "-fno-builtin", "-U_FORTIFY_SOURCE", "-Wno-use-after-free
 SETUP_FAILED_EXIT = 99
 DEFAULT_RUNS = 20  # fresh processes for probes whose result is random
 DETERMINISTIC_RUNS = 3  # enough to notice when a supposedly fixed outcome is not
-NOT_A_C_MALLOC = "a perl interpreter's own malloc, not a C malloc a probe can be linked or preloaded with"
+PERL_OWN_MALLOC = ("perl's own malloc lives inside the perl binary: C probes cannot be linked with or preloaded "
+                   "into it, and perl code cannot commit heap misuse")
+PERL_SYSTEM_MALLOC = "perl built on the system malloc: its heap is glibc's, probed in the glibc rows"
 
 
 @dataclass(frozen=True)
@@ -202,8 +212,13 @@ def classify(status: str, exit_code: int | None, sig: int | None, stdout: str, s
             return Trial("late-crash", None, f"{how} {where}{tail}", late=True)
         return Trial("caught", False, f"{how} {where}{tail}")
     if abnormal:
+        after_msg = f": {after[0][:200]}" if after else tail
+        if after and worked is False and status == "signaled":
+            # The allocator stopped the program with a report of its own, later (a quarantine checked on
+            # eviction), and the primitive had failed: a delayed detection, not an unrelated breakage.
+            return Trial("caught", False, f"{how} reported later, the primitive having failed{after_msg}", values)
         return Trial("late-crash", worked, f"{how} after the primitive was tried (worked={values.get('worked')})"
-                     f"{tail}", values, late=True)
+                     f"{after_msg}", values, late=True)
     if values is None:
         return Trial("n/a", None, f"probe printed no result{tail}")
     if before:
@@ -235,7 +250,7 @@ def target_for(alloc) -> Target:
     from analysis.catalog import resolve
 
     if alloc.interpreters or alloc.family == "perl":
-        return Target(alloc.id, unavailable=NOT_A_C_MALLOC)
+        return Target(alloc.id, unavailable=PERL_SYSTEM_MALLOC if alloc.expect_perl_malloc is False else PERL_OWN_MALLOC)
     r = resolve(alloc)
     if not r.available:
         return Target(alloc.id, unavailable=f"not available here: {r.reason}")
@@ -406,7 +421,8 @@ def _probes(names: str) -> list[Probe]:
 
 def add_arguments(parser):
     parser.add_argument("--allocators", default="", help="comma-separated catalogue ids (default: all of them)")
-    parser.add_argument("--extra", default="", help="bring-your-own allocators: name=/path/lib.so,...")
+    parser.add_argument("--extra-allocators", "--extra", dest="extra", default="",
+                        help="bring-your-own allocators: name=/path/lib.so,...")
     parser.add_argument("--probes", default="", help=f"comma-separated probe ids (default: all): {', '.join(PROBES)}")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,
                         help=f"fresh processes per random probe (deterministic ones: at most {DETERMINISTIC_RUNS})")

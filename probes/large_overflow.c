@@ -6,7 +6,7 @@ int main(void)
 {
     size_t n = 256 * 1024;
     unsigned char *p = xmalloc(n);
-    size_t usable = malloc_usable_size(p);
+    size_t usable = usable_size(p, n, 16384);
     volatile unsigned char *v = launder(p);
     v[usable] = 'A';
     probe_mark("misuse-done");

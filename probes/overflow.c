@@ -1,5 +1,5 @@
 /* overflow-N / underflow-N: write N bytes of 'A' just past the end of a live block (as far as
- * malloc_usable_size reports, so there is no slack) or, for negative N, just before its start.
+ * malloc_usable_size reports, so there is no slack; see usable_size) or, for negative N, just before its start.
  * Its neighbours are live blocks of the same size. The allocator may notice when the blocks are
  * freed. Primitive: a neighbour's contents changed, or the corruption of metadata makes later
  * allocations overlap. */
@@ -15,7 +15,7 @@ int main(int argc, char **argv)
     static size_t usable[COUNT];
     for (int i = 0; i < COUNT; i++) {
         b[i] = xmalloc(SIZE);
-        usable[i] = malloc_usable_size(b[i]);
+        usable[i] = usable_size(b[i], SIZE, 64);
         memset(b[i], 0x80 + i, usable[i]);
     }
     int k = COUNT / 2;

@@ -105,6 +105,15 @@ __attribute__((unused)) static void *xmalloc(size_t n)
     return p;
 }
 
+/* The usable size of a block of `requested` bytes. An allocator that does not define
+ * malloc_usable_size leaves glibc's, which reads a header the block does not have: a value outside
+ * [requested, requested + slack] is not believed, and the requested size is used instead. */
+__attribute__((unused)) static size_t usable_size(void *p, size_t requested, size_t slack)
+{
+    size_t u = malloc_usable_size(p);
+    return u >= requested && u <= requested + slack ? u : requested;
+}
+
 /* Memory no allocator handed out: the target of wild frees and poisoned links. */
 static unsigned char probe_static_area[3 * 4096] __attribute__((aligned(4096)));
 

@@ -119,6 +119,15 @@ def test_crash_after_the_primitive_is_a_late_crash_and_keeps_the_result():
     assert (t.outcome, t.worked, t.late) == ("late-crash", True, True)
 
 
+def test_a_delayed_report_after_a_failed_primitive_is_caught_a_silent_crash_is_not():
+    stderr = err("heapcost-probe: misuse-done", "heapcost-probe: used", "Found a corrupted memory buffer")
+    t = P.classify("signaled", None, signal.SIGABRT, "result worked=0\n", stderr)
+    assert t.outcome == "caught" and "reported later" in t.detail
+    assert P.classify("signaled", None, signal.SIGABRT, "result worked=1\n", stderr).outcome == "late-crash"
+    silent = err("heapcost-probe: misuse-done", "heapcost-probe: used")
+    assert P.classify("signaled", None, signal.SIGSEGV, "result worked=0\n", silent).outcome == "late-crash"
+
+
 def test_primitive_worked_or_failed():
     stderr = err("heapcost-probe: misuse-done", "heapcost-probe: used", "heapcost-probe: done")
     assert P.classify("exited", 0, None, "result worked=1 same=1\n", stderr).outcome == "missed"
