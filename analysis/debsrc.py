@@ -5,6 +5,7 @@ keyring) and written under the cache, so /etc is never touched and the system's 
 caches stay as they were.
 """
 import fcntl
+import functools
 import os
 import re
 import shutil
@@ -194,7 +195,6 @@ def compare_versions(a: str, b: str) -> int:
 
 
 def newest_first(versions) -> list:
-    import functools
     return sorted(set(versions), key=functools.cmp_to_key(compare_versions), reverse=True)
 
 
