@@ -173,3 +173,16 @@ def test_compile_needs_prepare_before_argv(tmp_path, monkeypatch):
     monkeypatch.setattr(wl, "BUILD_DIR", tmp_path)
     with pytest.raises(HeapcostError, match="compile is not prepared.*prepare"):
         wl.WORKLOADS["compile"].argv(SMALL, "glibc", {})
+
+
+def test_perl_strcat_agrees_under_a_perl_with_its_own_malloc():
+    from analysis.paths import cache_dir
+    perls = sorted(cache_dir().glob("allocators/perl-mymalloc-*/bin/perl"))
+    if not perls:
+        pytest.skip("no perl-mymalloc built in the cache yet (python -m analysis provision)")
+    w = wl.WORKLOADS["perl-strcat"]
+    env = {**os.environ, **w.env(SMALL)}
+    out = subprocess.run(w.argv(SMALL, "glibc", {"perl": str(perls[-1])}), env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.strip().splitlines()[-1] == run(w, SMALL)
