@@ -155,10 +155,12 @@ def compare(trials: pd.DataFrame, baseline: str, metric: str = "wall_s", *, marg
 
         z_raw = np.zeros(y.size)
         z_adj = np.zeros(y.size)
+        floor_raw = stats.group_scale(y_unadj, alloc)
+        floor_adj = stats.group_scale(y_adj, alloc)
         for a in np.unique(alloc):
             m = alloc == a
-            z_raw[m] = noise.robust_z(y_unadj[m])
-            z_adj[m] = noise.robust_z(y_adj[m])
+            z_raw[m] = noise.robust_z(y_unadj[m], floor_raw)
+            z_adj[m] = noise.robust_z(y_adj[m], floor_adj)
         classes = noise.classify_outliers(z_raw, z_adj if model.probe is not None else None)
         df.loc[idx, "outlier"] = classes
 

@@ -11,10 +11,12 @@ OUTLIER_Z = 3.5  # robust z beyond which a run is an outlier (Iglewicz & Hoaglin
 OUTLIER_CLASSES = ("none", "slow-clock", "slow-unexplained", "fast")
 
 
-def robust_z(values) -> np.ndarray:
+def robust_z(values, floor: float = 0.0) -> np.ndarray:
+    """(value - median) / MAD scale; floor bounds the scale from below (a MAD from a small group can
+    be far too small by chance, which would flag ordinary runs)."""
     v = np.asarray(values, dtype=float)
     centre = np.median(v)
-    scale = mad_scale(v)
+    scale = max(mad_scale(v), floor)
     if scale == 0:
         scale = float(np.mean(np.abs(v - centre))) * 1.2533  # mean absolute deviation of a normal
     if scale == 0:
