@@ -28,6 +28,8 @@ BUILD_TOOLS = ("build-essential", "cmake", "dpkg-dev")
 # perl's own Build-Depends for its bundled extensions: installed always, so every machine builds the same set
 PERL_EXTENSION_LIBS = ("libdb-dev", "libgdbm-dev", "libgdbm-compat-dev", "zlib1g-dev", "libbz2-dev")
 MUSL_PACKAGE = "musl-tools"
+# what the workloads, the probes, callgrind mode, debsrc and `make bench` run besides the allocators
+TOOL_PACKAGES = ("gcc", "g++", "make", "dpkg-dev", "perl", "python3", "sqlite3", "valgrind", "hyperfine")
 PYPI_LIB_GLOB = "lib/python3*/site-packages/cmeel.prefix/lib/libmimalloc.so*"
 
 
@@ -326,8 +328,8 @@ def _origin(alloc) -> dict:
     return dict(getattr(alloc, "origin", None) or {})
 
 
-def provision_one(alloc, apt: Apt, log: Log, dry_run=False, force=False) -> tuple:
-    """(ok, message) for one allocator."""
+def provision_one(alloc, apt: Apt, log: Log, dry_run=False, force=False, no_build=False) -> tuple:
+    """(ok, message) for one allocator; with no_build a debian-source one is only reported."""
     origin = _origin(alloc)
     kind = origin.get("kind")
     if kind == "system":
@@ -356,6 +358,8 @@ def provision_one(alloc, apt: Apt, log: Log, dry_run=False, force=False) -> tupl
         if any(w not in recipe.options for w in claimed):
             return False, f"catalogue says build {origin['build']!r}, the recipe uses {' '.join(recipe.options)}"
         existing = built_prefix(alloc.id)
+        if no_build:
+            return True, f"built: {existing}" if existing else "not built (skipped: `make allocators` builds it)"
         if dry_run:
             if existing and not force:
                 return True, f"built: {existing}"
@@ -414,6 +418,8 @@ def add_arguments(parser):
     parser.add_argument("--only", metavar="ID,ID", help="provision only these allocators")
     parser.add_argument("--dry-run", action="store_true", help="say what would be installed or built, change nothing")
     parser.add_argument("--force", action="store_true", help="rebuild debian-source allocators even if built")
+    parser.add_argument("--no-build", action="store_true",
+                        help="install the Debian packages only; build nothing from source (`make system-deps`)")
     parser.add_argument("--status", action="store_true", help="show what is provisioned and exit")
 
 
@@ -423,19 +429,26 @@ def run(args) -> int:
         for alloc_id, ok, why in status(allocators):
             print(f"{'ok ' if ok else 'MISSING'} {alloc_id:28s} {why}")
         return 0
+    if args.no_build and args.force:
+        raise HeapcostError("--no-build and --force contradict each other; give one of them")
     log = Log()
     apt = Apt(log, dry_run=args.dry_run)
     failures = 0
+    if not args.only:
+        ok, why = apt.ensure(TOOL_PACKAGES, "programs the workloads, probes and benchmarks run")
+        failures += not ok
+        log.say(f"{'ok ' if ok else 'FAILED'} tools: {why}")
     # the slow builds last, so a failure among the quick ones shows early
     order = sorted(allocators, key=lambda a: _origin(a).get("kind") == "debian-source")
     for alloc in order:
         try:
-            ok, why = provision_one(alloc, apt, log, dry_run=args.dry_run, force=args.force)
+            ok, why = provision_one(alloc, apt, log, dry_run=args.dry_run, force=args.force, no_build=args.no_build)
         except HeapcostError as exc:
             ok, why = False, str(exc)
         failures += not ok
         log.say(f"{'ok ' if ok else 'FAILED'} {alloc.id}: {why}")
     print(f"log: {log.path}")
     if failures:
-        raise HeapcostError(f"{failures} of {len(order)} allocators could not be provisioned (see above and {log.path})")
+        raise HeapcostError(f"{failures} of {len(order)} allocators (or the tools) could not be provisioned "
+                            f"(see above and {log.path})")
     return 0

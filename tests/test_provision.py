@@ -242,3 +242,16 @@ def test_the_catalogue_and_the_recipes_agree():
             claimed = [w for w in alloc.origin.get("build", "").split() if w.startswith(("-D", "-U"))]
             assert set(claimed) <= set(provision.RECIPES[alloc.id].options)
             assert alloc.origin["package"] == provision.RECIPES[alloc.id].package
+
+
+def test_no_build_reports_unbuilt_sources_without_failing_and_installs_tools(cache, monkeypatch, capsys):
+    asked = []
+    monkeypatch.setattr(provision.Apt, "ensure", lambda self, names, why: (asked.append(tuple(names)), (True, "ok"))[1])
+    monkeypatch.setattr(provision, "build", lambda *a, **k: pytest.fail("--no-build must not build"))
+    monkeypatch.setattr(provision, "_load_catalog", lambda: [_alloc("perl-mymalloc", kind="debian-source", package="perl"),
+                                                             _alloc("jemalloc", kind="debian", package="libjemalloc2")])
+    assert cli.main(["provision", "--no-build"]) == 0
+    assert "perl-mymalloc: not built (skipped" in capsys.readouterr().out
+    assert asked == [provision.TOOL_PACKAGES, ("libjemalloc2",)]
+    assert cli.main(["provision", "--no-build", "--force"]) == 2
+    assert "contradict" in capsys.readouterr().err
