@@ -221,7 +221,7 @@ class AptSources:
         self.root = Path(root) if root else cache_dir() / "apt"
         self.etc = Path(etc)
         self.runner = runner
-        self.log = log  # an open text file receiving the commands' output, or None
+        self.log = log  # an open text file receiving the commands' output; by default <cache>/logs/debsrc.log
 
     @property
     def parts_dir(self) -> Path:
@@ -258,13 +258,15 @@ class AptSources:
         return target
 
     def _run(self, argv, cwd=None):
-        if self.log:
-            self.log.write("$ " + " ".join(argv) + "\n")
-            self.log.flush()
+        if self.log is None:
+            path = cache_dir() / "logs" / "debsrc.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.log = open(path, "a")
+        self.log.write("$ " + " ".join(argv) + "\n")
+        self.log.flush()
         proc = self.runner(argv, cwd=cwd, capture_output=True, text=True)
-        if self.log:
-            self.log.write(proc.stdout + proc.stderr)
-            self.log.flush()
+        self.log.write(proc.stdout + proc.stderr)
+        self.log.flush()
         return proc
 
     def has_lists(self) -> bool:
@@ -364,7 +366,7 @@ def fetch_source(package: str, version: str = None, apt: AptSources = None, root
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     raise HeapcostError(f"could not download source package {package} (tried {', '.join(failed)}); "
-                        f"see {apt.log.name if apt.log else 'apt-get output'}")
+                        f"see {getattr(apt.log, 'name', 'the apt-get output')}")
 
 
 def version_of_tree(tree: Path) -> str:
