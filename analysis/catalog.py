@@ -112,7 +112,15 @@ def parse_extra(spec: str | None) -> list[Allocator]:
     return extras
 
 
-def _expand(pattern: str) -> list[str]:
+def _expand(pattern: str, alloc: Allocator) -> list[str]:
+    if alloc.origin.get("kind") == "debian-source":
+        # Only a finished, verified build counts (a half-built directory also matches the glob).
+        from analysis.provision import built_prefix
+
+        prefix = built_prefix(alloc.id)
+        if prefix is None:
+            return []
+        pattern = pattern.replace(f"{{cache}}/allocators/{alloc.id}-*", glob.escape(str(prefix)))
     pattern = pattern.replace("{cache}", str(cache_dir())).replace("{venv}", sys.prefix)
     return sorted(glob.glob(pattern, recursive=True), key=lambda p: (os.path.getmtime(p), p))
 
@@ -121,13 +129,13 @@ def resolve(alloc: Allocator) -> Resolved:
     """Find the concrete libraries and interpreters of an allocator here, or say why it is unavailable."""
     libs = []
     for pattern in alloc.preload:
-        found = _expand(pattern)
+        found = _expand(pattern, alloc)
         if not found:
             return Resolved(alloc, False, f"library not found: {pattern} (run `make allocators`)")
         libs.append(found[-1])  # the newest build
     interpreters = {}
     for name, pattern in alloc.interpreters.items():
-        found = [p for p in _expand(pattern) if os.access(p, os.X_OK)]
+        found = [p for p in _expand(pattern, alloc) if os.access(p, os.X_OK)]
         if not found:
             return Resolved(alloc, False, f"{name} interpreter not built: {pattern} (run `make allocators`)")
         interpreters[name] = found[-1]
