@@ -300,6 +300,55 @@ def verdicts(trade: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     return out
 
 
+# ---------------------------------------------------------------------------------------------- method tables
+def allocator_table(runs: list["Run"]) -> pd.DataFrame:
+    """Every allocator of the runs as measured (run.json's catalogue entries; the first run that has it)."""
+    seen: dict[str, dict] = {}
+    for run in runs:
+        for aid, a in (run.info.get("allocators") or {}).items():
+            if aid in seen or not isinstance(a, dict):
+                continue
+            seen[aid] = {"allocator": aid, "family": a.get("family", ""), "description": a.get("description", ""),
+                         "origin": (a.get("origin") or {}).get("kind", ""),
+                         "defences": " ".join(a.get("defences") or [])}
+    return pd.DataFrame(sorted(seen.values(), key=lambda r: (r["family"], r["allocator"])),
+                        columns=["allocator", "family", "description", "origin", "defences"])
+
+
+def workload_table(run: "Run | None") -> pd.DataFrame:
+    rows = []
+    for wid, w in ((run.info.get("workloads") or {}) if run else {}).items():
+        rows.append({"workload": wid, "kind": w.get("kind", ""), "seed": (w.get("seed") or "")[:3],
+                     "description": w.get("description", ""), "full_scale": w.get("scale_note", "")})
+    return pd.DataFrame(sorted(rows, key=lambda r: r["workload"]),
+                        columns=["workload", "kind", "seed", "description", "full_scale"])
+
+
+# Allocators no registry here carries: the paper can only report what the seeds measured.
+SEED_ONLY = [("000", "OpenBSD malloc", "perl malloc (usemymalloc)"),
+             ("001", "hardened_malloc (LD_PRELOAD)", "glibc 2.33")]
+
+
+def seed_only_figures(figures: pd.DataFrame) -> pd.DataFrame:
+    """The seeds' own measured figures for hardened_malloc and OpenBSD malloc, as ratios to the
+    reference each seed used, per benchmark and metric (single runs: no interval is possible)."""
+    rows = []
+    measured = figures[figures["kind"] == "measured"]
+    for seed, cond, ref in SEED_ONLY:
+        sub = measured[measured["seed"].astype(str).str.zfill(3) == seed]
+        for (bench, metric), g in sub.groupby(["benchmark", "metric"], sort=True):
+            a = pd.to_numeric(g.loc[g["condition"] == cond, "value"], errors="coerce").dropna()
+            b = pd.to_numeric(g.loc[g["condition"] == ref, "value"], errors="coerce").dropna()
+            if len(a) != 1 or len(b) != 1 or metric not in ("wall", "user", "sys", "maxrss") or b.iloc[0] <= 0 or a.iloc[0] <= 0:
+                continue
+            rows.append({"seed": seed, "allocator": cond, "reference": ref, "benchmark": str(bench).strip(),
+                         "metric": metric, "value": float(a.iloc[0]), "reference_value": float(b.iloc[0]),
+                         "ratio": float(a.iloc[0] / b.iloc[0]),
+                         "line": ",".join(sorted(set(g["line"].astype(str))))})
+    return pd.DataFrame(rows, columns=["seed", "allocator", "reference", "benchmark", "metric", "value",
+                                       "reference_value", "ratio", "line"])
+
+
 # ---------------------------------------------------------------------------------------------- outputs
 def fmt_ratio(x) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.3f}"
@@ -333,6 +382,9 @@ class Results:
     callgrind_missing: pd.DataFrame
     scores: pd.DataFrame
     trade: pd.DataFrame
+    allocators: pd.DataFrame
+    workloads: pd.DataFrame
+    seed_only: pd.DataFrame
 
 
 def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = None) -> Results:
@@ -365,8 +417,13 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     trade = pd.DataFrame()
     if speed is not None and len(scores):
         trade = verdicts(tradeoff(speed.geomean, scores, baseline), baseline)
+    runs = [r for r in (time_run, cg_run, probe_run) if r is not None]
+    figures_csv = Path(data_dir) / "literature" / "figures.csv"
+    seed_only = (seed_only_figures(read_table(figures_csv)) if figures_csv.is_file()
+                 else seed_only_figures(pd.DataFrame(columns=["seed", "condition", "benchmark", "metric", "value",
+                                                               "kind", "line"])))
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
-                   scores, trade)
+                   scores, trade, allocator_table(runs), workload_table(time_run or cg_run), seed_only)
 
 
 def _setup_matplotlib():
@@ -379,6 +436,20 @@ def _setup_matplotlib():
     plt.rcParams.update({"svg.hashsalt": "heapcost", "svg.fonttype": "path", "font.size": 8,
                          "axes.spines.top": False, "axes.spines.right": False})
     return plt
+
+
+def _plain_log_axis(ax) -> None:
+    from matplotlib.ticker import LogLocator, ScalarFormatter
+
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(plt_null_formatter())
+
+
+def plt_null_formatter():
+    from matplotlib.ticker import NullFormatter
+
+    return NullFormatter()
 
 
 def _save(fig, path: Path) -> None:
@@ -403,6 +474,7 @@ def forest(plt, table: pd.DataFrame, path: Path, xlabel: str, ncols: int = 3) ->
                             fmt="o", ms=2.5, color="#2c5d8f", elinewidth=1, capsize=1.5)
         ax.axvline(1.0, color="grey", lw=0.6, ls="--")
         ax.set_xscale("log")
+        _plain_log_axis(ax)
         ax.set_title(w, fontsize=8)
         ax.set_yticks(list(ys), allocs, fontsize=6)
         ax.tick_params(axis="x", labelsize=6)
@@ -425,6 +497,7 @@ def ablation_figure(plt, table: pd.DataFrame, path: Path, xlabel: str) -> None:
     ax.set_yticks(range(len(pooled)), [f"{r['allocator']} / {r['base']}" for _, r in pooled.iterrows()], fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    _plain_log_axis(ax)
     ax.set_xlabel(xlabel)
     fig.tight_layout()
     _save(fig, path)
@@ -465,8 +538,9 @@ def tradeoff_figure(plt, trade: pd.DataFrame, path: Path, baseline: str) -> None
     if len(front):
         ax.step(front["overhead"], front["score"], where="post", color="#1a9850", lw=0.8)
     ax.set_xscale("log")
+    _plain_log_axis(ax)
     ax.set_xlabel(f"time overhead: geometric-mean ratio to {baseline} (95% interval)")
-    ax.set_ylabel("security score (bounds from the probes' intervals)")
+    ax.set_ylabel("security score (95% interval from the probes' uncertainty)")
     ax.set_ylim(0, 100)
     fig.tight_layout()
     _save(fig, path)
@@ -610,11 +684,24 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                                  for _, r in t.iterrows()]
         t["score_display"] = [f"{fmt_score(r['score'])} [{fmt_score(r['score_low'])}, {fmt_score(r['score_high'])}]"
                               for _, r in t.iterrows()]
+        t["pareto_display"] = t["pareto"].map({True: "yes", False: ""})
         t = t.sort_values(["overhead", "allocator"]).reset_index(drop=True)
         t.to_csv(p("tradeoff.csv"), index=False)
         tradeoff_figure(plt, res.trade, p("tradeoff.svg"), baseline)
         numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
                                "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()}}
+    res.allocators.to_csv(p("allocators.csv"), index=False)
+    res.workloads.to_csv(p("workloads.csv"), index=False)
+    so = res.seed_only.copy()
+    so["ratio_display"] = so["ratio"].map(lambda x: f"{x:.3f}")
+    so.to_csv(p("seed_only.csv"), index=False)
+    numbers["allocators"] = int(len(res.allocators))
+    numbers["workloads"] = int(len(res.workloads))
+    if res.time_run is not None:
+        prof = res.time_run.info.get("profile") or {}
+        numbers["time_run"].update(seed=str(res.time_run.info.get("seed", "")),
+                                   probe_iters=str(res.time_run.info.get("probe_iters", "")),
+                                   scale=str(prof.get("scale", "")), warmups=str(prof.get("warmups", "")))
     if res.probe_run is not None:
         no_score = sorted(set(res.scores.loc[res.scores["score"].isna(), "allocator"]))
         numbers["probe_run"] = {"run_id": res.probe_run.run_id, "no_score": no_score}

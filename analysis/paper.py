@@ -1,0 +1,120 @@
+"""`python -m analysis paper`: run the analysis notebooks over a dataset, then compile the paper.
+
+The notebooks (noise, literature, security, results; those present) run under papermill and write
+their figures and numbers to <out>/generated/. This command adds generated/paper_numbers.json (the
+dataset's version and archive checksum, and the list of generated files, which the paper consults
+before reading an optional one), then compiles paper.typ with Typst to paper.pdf and paper.html.
+Typst runs with its embedded fonts only and no document date, so the same data gives the same bytes.
+"""
+import json
+import shutil
+import time
+from pathlib import Path
+
+from analysis import __version__
+from analysis.errors import HeapcostError
+from analysis.paths import BUILD_DIR, DATA_DIR, REPO
+
+PAPER_DIR = REPO / "paper"
+NOTEBOOKS = ["noise", "literature", "security", "results"]
+SOURCES = ["paper.typ", "refs.bib"]
+
+
+def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) -> dict:
+    """The parameters that point a notebook at the dataset and the output directory. Notebooks name
+    them data_dir / runs_dir / literature_dir / probes_csv / trials_csv / out_dir; the ones a
+    notebook does not declare are not passed."""
+    from analysis.results import pick_run
+
+    runs = data_dir / "runs"
+    wanted = {"data_dir": str(data_dir), "runs_dir": str(runs), "literature_dir": str(data_dir / "literature"),
+              "out_dir": str(generated)}
+    probe = pick_run(runs, "probe", "probes.csv")
+    if probe is not None:
+        wanted["probes_csv"] = str(probe.path / "probes.csv")
+    timed = pick_run(runs, "time", "trials.csv")
+    if timed is not None:
+        wanted["trials_csv"] = str(timed.path / "trials.csv")
+    return {k: v for k, v in wanted.items() if k in defaults}
+
+
+def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print) -> list[str]:
+    from analysis import notebook
+
+    out_dir = BUILD_DIR / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ran = []
+    for name in names:
+        path = notebook.NOTEBOOKS_DIR / f"{name}.ipynb"
+        if not path.is_file():
+            log(f"paper: notebooks/{name}.ipynb does not exist; its part of the paper says so")
+            continue
+        params = notebook_params(name, notebook.default_parameters(path), data_dir, generated)
+        t0 = time.monotonic()
+        notebook.execute(path, out_dir / f"paper-{name}.ipynb", params)
+        log(f"paper: ran {name}.ipynb in {time.monotonic() - t0:.1f} s")
+        ran.append(name)
+    return ran
+
+
+def write_paper_numbers(data_dir: Path, generated: Path, notebooks: list[str]) -> dict:
+    from analysis import dataset
+
+    numbers = {
+        "dataset": {"name": "heapcost-dataset", "version": __version__, "archive": dataset.archive_name(),
+                    "sha256": dataset.checksum(data_dir)},
+        "notebooks": sorted(notebooks),
+        "files": sorted(p.name for p in generated.iterdir() if p.is_file() and p.name != "paper_numbers.json"),
+    }
+    (generated / "paper_numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
+    return numbers
+
+
+def compile_paper(out_dir: Path) -> tuple[Path, Path]:
+    import typst
+
+    source = out_dir / "paper.typ"
+    compiler = typst.Compiler(str(source), root=str(out_dir), ignore_system_fonts=True)
+    pdf, html = out_dir / "paper.pdf", out_dir / "paper.html"
+    try:
+        compiler.compile(output=str(pdf), format="pdf")
+        compiler.compile(output=str(html), format="html")
+    except typst.TypstError as exc:
+        raise HeapcostError(f"typst could not compile {source}: {exc.message} "
+                            f"({' '.join(exc.trace[:1]) or exc.diagnostic.splitlines()[0] if exc.diagnostic else ''})") from None
+    return pdf, html
+
+
+def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBOOKS, log=print) -> tuple[Path, Path]:
+    data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir).resolve()
+    if not (data_dir / "runs").is_dir():
+        raise HeapcostError(f"{data_dir} has no runs/ directory; give a dataset directory (default data)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir != PAPER_DIR.resolve():
+        for name in SOURCES:
+            if (PAPER_DIR / name).is_file():
+                shutil.copyfile(PAPER_DIR / name, out_dir / name)
+    generated = out_dir / "generated"
+    generated.mkdir(exist_ok=True)
+    ran = run_notebooks(data_dir, generated, notebooks, log)
+    write_paper_numbers(data_dir, generated, ran)
+    return compile_paper(out_dir)
+
+
+def add_arguments(parser):
+    parser.add_argument("--data", default=str(DATA_DIR), help="the dataset directory (default data)")
+    parser.add_argument("--out", default=str(PAPER_DIR),
+                        help="where generated/, paper.pdf and paper.html go (default paper/)")
+    parser.add_argument("--notebooks", default=",".join(NOTEBOOKS),
+                        help=f"comma-separated notebooks to run first (default {','.join(NOTEBOOKS)}; empty: none)")
+
+
+def run(args) -> int:
+    names = [n for n in args.notebooks.split(",") if n]
+    unknown = [n for n in names if n not in NOTEBOOKS]
+    if unknown:
+        raise HeapcostError(f"unknown notebook(s) {', '.join(unknown)}; valid: {', '.join(NOTEBOOKS)}")
+    t0 = time.monotonic()
+    pdf, html = build(Path(args.data), Path(args.out), names)
+    print(f"{pdf}\n{html}\n({time.monotonic() - t0:.0f} s)")
+    return 0
