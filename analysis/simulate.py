@@ -49,6 +49,7 @@ class Scenario:
     failure_prob: float = 0.0
     rss_ratios: dict | None = None
     noise: NoiseModel = NOISY
+    order: str = "interleaved"  # or "sequential": all runs of one allocator, then the next (hyperfine)
 
 
 def simulate_trials(scenario: Scenario, seed: int) -> pd.DataFrame:
@@ -57,11 +58,15 @@ def simulate_trials(scenario: Scenario, seed: int) -> pd.DataFrame:
     nm = scenario.noise
     pairs = [(w, a) for w in scenario.workloads for a in scenario.ratios]
     blocks = scenario.warmup_blocks + scenario.n_blocks
-    order = np.concatenate([rng.permutation(len(pairs)) for _ in range(blocks)])
+    if scenario.order == "sequential":
+        order = np.repeat(np.arange(len(pairs)), blocks)
+        block = np.tile(np.arange(blocks), len(pairs))
+    else:
+        order = np.concatenate([rng.permutation(len(pairs)) for _ in range(blocks)])
+        block = np.repeat(np.arange(blocks), len(pairs))
     n = order.size
     workload = np.array([pairs[i][0] for i in order], dtype=object)
     allocator = np.array([pairs[i][1] for i in order], dtype=object)
-    block = np.repeat(np.arange(blocks), len(pairs))
 
     slow = np.zeros(n, dtype=bool)
     state = False
@@ -173,3 +178,53 @@ def coverage_study(scenario: Scenario, replications: int, seed: int, baseline: s
     out["hyperfine_halfwidth"] = ((out["hyperfine_high"] - out["hyperfine_low"]) / 2
                                   / out["hyperfine_ratio"])
     return out
+
+
+SCENARIOS = {
+    "noisy, 8 runs per arm": Scenario(n_blocks=8),
+    "noisy, 15 runs per arm": Scenario(n_blocks=15),
+    "noisy, 30 runs per arm": Scenario(n_blocks=30),
+    "clean Gaussian, 15 runs per arm": Scenario(noise=CLEAN),
+    "noisy, 15 runs, sequential order": Scenario(order="sequential"),
+}
+METHODS = {"heapcost (compare)": ("covered", "halfwidth"),
+           "Welch t on raw times": ("welch_covered", "welch_halfwidth"),
+           "hyperfine +- propagation": ("hyperfine_covered", "hyperfine_halfwidth")}
+
+
+def coverage_summary(replications: int, seed: int, scenarios: dict | None = None) -> pd.DataFrame:
+    """Coverage of the true ratio and mean relative half-width, per scenario and method."""
+    rows = []
+    for i, (name, sc) in enumerate((scenarios or SCENARIOS).items()):
+        study = coverage_study(sc, replications, seed + 100_000 * i)
+        for method, (cov, hw) in METHODS.items():
+            p = study[cov].mean()
+            rows.append({"scenario": name, "method": method, "replications": len(study),
+                         "coverage": p, "coverage_se": float(np.sqrt(p * (1 - p) / len(study))),
+                         "mean_halfwidth": study[hw].mean(),
+                         "halfwidth_vs_welch": (study[hw] / study["welch_halfwidth"]).mean()})
+    return pd.DataFrame(rows)
+
+
+def plot_coverage(summary: pd.DataFrame, path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scenarios = list(dict.fromkeys(summary["scenario"]))
+    methods = list(dict.fromkeys(summary["method"]))
+    fig, ax = plt.subplots(figsize=(6.5, 3.0))
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        sub = summary[summary["method"] == m].set_index("scenario").loc[scenarios]
+        xs = np.arange(len(scenarios)) + (j - (len(methods) - 1) / 2) * width
+        ax.bar(xs, sub["coverage"], width, yerr=1.96 * sub["coverage_se"], label=m)
+    ax.axhspan(0.93, 0.97, color="grey", alpha=0.25, label="93-97% band")
+    ax.axhline(0.95, color="black", lw=0.8)
+    ax.set_xticks(np.arange(len(scenarios)), scenarios, fontsize=7)
+    ax.set_ylim(0.5, 1.01)
+    ax.set_ylabel("coverage of the true ratio")
+    ax.legend(fontsize=7, frameon=False, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(fig)
