@@ -186,3 +186,12 @@ def test_perl_strcat_agrees_under_a_perl_with_its_own_malloc():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-500:]
     assert out.stdout.strip().splitlines()[-1] == run(w, SMALL)
+
+
+@pytest.mark.parametrize("wid", ["perl-strcat", "dom-churn"])
+def test_below_one_round_the_work_still_shrinks_with_the_scale(wid, prepared):
+    """Slow debugging allocators get scales like 0.001: the round must shrink, not stay whole."""
+    w = prepared(wl.WORKLOADS[wid])
+    tiny = run(w, 0.001)
+    assert run(w, 0.001, extra_env=other_allocator_env()) == tiny
+    assert run(w, 0.002) != tiny

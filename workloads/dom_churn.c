@@ -155,12 +155,21 @@ static void serialize(struct buf *b, const struct node *n)
 
 int main(int argc, char **argv)
 {
-    long rounds = wl_scaled(wl_scale(argc, argv), 60);
-    uint64_t rng = 2, h = wl_fnv_u64(WL_FNV_INIT, (uint64_t)rounds);
+    double scale = wl_scale(argc, argv), work = 60 * scale;
+    long rounds = wl_scaled(scale, 60), mutations = 3000;
+    int depth = 7;
+    /* below one round, shrink the round instead: fewer mutations, shallower trees (a level
+     * holds about 3x the nodes of the one above), so slow allocators can run a true fraction */
+    if (work < 1.0) {
+        mutations = wl_scaled(work, 3000);
+        for (double w = work; w < 1.0 / 3 && depth > 2; w *= 3)
+            depth--;
+    }
+    uint64_t rng = 2, h = wl_fnv_u64(wl_fnv_u64(WL_FNV_INIT, (uint64_t)rounds), (uint64_t)mutations);
 
     for (long r = 0; r < rounds; r++) {
-        struct node *root = make_tree(&rng, 7);
-        for (int m = 0; m < 3000; m++) {
+        struct node *root = make_tree(&rng, depth);
+        for (long m = 0; m < mutations; m++) {
             mutate(&rng, root);
             if (m % 1000 == 999) {  /* an occasional "innerHTML" of a subtree */
                 struct buf b = {0};

@@ -10,12 +10,15 @@ use warnings;
 my $scale = shift @ARGV;
 die "usage: perl_strcat.pl SCALE\n"
   unless defined $scale && $scale =~ /^(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/ && $scale > 0;
-my $rounds = int(16 * $scale + 0.5);
-$rounds = 1 if $rounds < 1;
+# Scale 1 is 16 rounds. Below one round, every length and count shrinks by the scale instead, so
+# slow debugging allocators can run a true fraction of the work (chunk sizes stay as they are).
+my $work = 16 * $scale;
+my ($rounds, $fraction) = $work >= 1 ? (int($work + 0.5), 1) : (1, $work);
+sub n { my $v = int($_[0] * $fraction + 0.5); $v < 1 ? 1 : $v }
 
 my $pattern = join('', 'a' .. 'z') x 3900;
 my %chunk = map { $_ => substr($pattern, $_, 10**$_) } 1 .. 5;
-my %base  = map { $_ => substr($pattern, 0, 1) x (10**$_) } 5 .. 7;
+my %base  = map { $_ => substr($pattern, 0, 1) x n(10**$_) } 5 .. 7;
 
 # [base length exponent, chunk length exponent, appends]: each appends 1E6 characters
 my @appends = ([5, 2, 1E4], [6, 2, 1E4], [7, 2, 1E4], [7, 1, 1E5], [7, 3, 1E3], [7, 4, 1E2],
@@ -24,28 +27,29 @@ my @appends = ([5, 2, 1E4], [6, 2, 1E4], [7, 2, 1E4], [7, 1, 1E5], [7, 3, 1E3], 
 my $h = 0;
 sub mix { $h = ($h * 33 + $_[0]) % 4294967291 }
 
-my $pre = substr($pattern, 0, 1) x 2E7;
-substr($pre, 1E7) = '';      # length 1E7, buffer still sized for 2E7
-my @array = map { substr($pattern, $_ % 26, 100) } 1 .. 1E5;
+my $pre = substr($pattern, 0, 1) x n(2E7);
+substr($pre, n(1E7)) = '';   # length 1E7, buffer still sized for 2E7
+my @array = map { substr($pattern, $_ % 26, 100) } 1 .. n(1E5);
 
 for my $round (1 .. $rounds) {
     for my $case (@appends) {
         my ($b, $c, $n) = @$case;
         my $str = $base{$b};
         my $piece = $chunk{$c};
-        $str .= $piece for 1 .. $n;
+        $str .= $piece for 1 .. n($n);
         mix(length $str);
         mix(ord substr($str, -1 - $round % 7, 1));
     }
 
-    $pre .= $chunk{2} for 1 .. 1E4;
+    $pre .= $chunk{2} for 1 .. n(1E4);
     mix(length $pre);
-    substr($pre, 1E7) = '';
+    substr($pre, n(1E7)) = '';
 
     my @copy = @array;
-    push @copy, $chunk{2} for 1 .. 1E4;
+    push @copy, $chunk{2} for 1 .. n(1E4);
     mix(scalar @copy);
     mix(ord substr($copy[($round * 7919) % @copy], 99, 1));
 }
 mix($rounds);
+mix(n(1E7));
 printf "checksum=%08x\n", $h;
