@@ -3,6 +3,7 @@ the scale only (not on the allocator, its settings, or the libc a C workload was
 import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,12 +30,16 @@ def other_allocator_env():
 
 
 def run(workload, scale, variant="glibc", extra_env=None, quiet=False):
-    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "MALLOC_PERTURB_")}
-    env.update(workload.env(scale))
-    env.update(extra_env or {})
-    proc = subprocess.run(workload.argv(scale, variant, {}), env=env, capture_output=True, text=True,
-                          timeout=120)
+    """Run as the harness does: a bare environment, an empty scratch directory as cwd and TMPDIR."""
+    with tempfile.TemporaryDirectory(prefix="heapcost-wltest-") as tmp:
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": tmp, "TMPDIR": tmp}
+        env.update(workload.env(scale))
+        env.update(extra_env or {})
+        proc = subprocess.run(workload.argv(scale, variant, {}), env=env, cwd=tmp, capture_output=True,
+                              text=True, timeout=120)
+        left = os.listdir(tmp)
     assert proc.returncode == 0, f"{workload.id} exited {proc.returncode}: {proc.stderr[-500:]}"
+    assert left == [], f"{workload.id} left files behind in its scratch directory: {left}"
     if quiet:
         assert proc.stderr == "", f"{workload.id} wrote to stderr: {proc.stderr[-500:]}"
     lines = proc.stdout.strip().splitlines()
@@ -181,7 +186,7 @@ def test_perl_strcat_agrees_under_a_perl_with_its_own_malloc():
     if not perls:
         pytest.skip("no perl-mymalloc built in the cache yet (python -m analysis provision)")
     w = wl.WORKLOADS["perl-strcat"]
-    env = {**os.environ, **w.env(SMALL)}
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", **w.env(SMALL)}
     out = subprocess.run(w.argv(SMALL, "glibc", {"perl": str(perls[-1])}), env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-500:]
