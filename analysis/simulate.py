@@ -50,6 +50,7 @@ class Scenario:
     rss_ratios: dict | None = None
     noise: NoiseModel = NOISY
     order: str = "interleaved"  # or "sequential": all runs of one allocator, then the next (hyperfine)
+    noise_scale: dict | None = None  # allocator -> multiplier of the run-to-run noise
 
 
 def simulate_trials(scenario: Scenario, seed: int) -> pd.DataFrame:
@@ -82,6 +83,8 @@ def simulate_trials(scenario: Scenario, seed: int) -> pd.DataFrame:
         core = rng.standard_normal(n) * nm.sigma
     else:
         core = rng.standard_t(nm.tail_df, n) * nm.sigma
+    if scenario.noise_scale:
+        core = core * np.array([scenario.noise_scale.get(a, 1.0) for a in allocator])
     interference = np.where(rng.random(n) < nm.interference_prob,
                             rng.exponential(nm.interference_mean, n), 0.0)
     outlier = np.where(rng.random(n) < nm.outlier_prob, np.log(rng.uniform(1.2, 1.5, n)), 0.0)
