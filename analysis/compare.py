@@ -16,6 +16,9 @@ from analysis.errors import HeapcostError
 
 MIN_RUNS = 5
 TIME_METRICS = {"wall_s", "user_s", "sys_s", "cpu_s"}
+# callgrind counts (counts.csv) are deterministic: one run per pair, reported as exact ratios
+EXACT_METRICS = {"instructions", "data_reads", "data_writes", "d1_read_misses", "d1_write_misses",
+                 "malloc_calls", "free_calls", "realloc_calls", "calloc_calls"}
 DERIVED = {"cpu_s": ("user_s", "sys_s")}
 METHOD = "yuen-trim20-log"
 
@@ -125,6 +128,66 @@ def _interval_fields(diff: stats.Difference, prefix_suffix: str = "") -> dict:
             f"ci_high{s}": float(np.exp(hi))}
 
 
+def exact_ratios(counts: pd.DataFrame, baseline: str, metric: str = "instructions") -> pd.DataFrame:
+    """Ratios of deterministic callgrind counts, total and per free, with no interval to compute.
+
+    Runs of one pair that disagree are reported (a count that varies is not deterministic)."""
+    df = prepare(counts, metric)
+    allocators = sorted(df["allocator"].unique())
+    if baseline not in allocators:
+        raise HeapcostError(f"unknown baseline {baseline!r}; allocators in the data: "
+                            f"{', '.join(allocators)}")
+    per_free = "free_calls" in df.columns
+    if per_free:
+        df["free_calls"] = _numeric(df, "free_calls")
+    grouped = df.groupby(["workload", "allocator"])
+    value = grouped[metric].median()
+    spread = (grouped[metric].max() - grouped[metric].min()) / value
+    frees = grouped["free_calls"].median() if per_free else None
+    rows = []
+    for (w, a), v in value.items():
+        if a == baseline:
+            continue
+        if (w, baseline) not in value.index:
+            raise HeapcostError(f"workload {w!r} has no count for the baseline {baseline!r}")
+        b = value[(w, baseline)]
+        row = {"workload": w, "allocator": a, "baseline": baseline, "metric": metric,
+               "ratio": v / b, "ci_low": v / b, "ci_high": v / b,
+               "n": int(grouped.size()[(w, a)]), "n_baseline": int(grouped.size()[(w, baseline)]),
+               "method": "exact", "value": v, "value_baseline": b,
+               "max_relative_spread": float(max(spread[(w, a)], spread[(w, baseline)]))}
+        if per_free and frees[(w, a)] > 0 and frees[(w, baseline)] > 0:
+            row.update(per_free=v / frees[(w, a)], per_free_baseline=b / frees[(w, baseline)])
+            row["ratio_per_free"] = row["per_free"] / row["per_free_baseline"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def process_variance(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Variance components of log(metric) between and within processes, per (workload, allocator),
+    when the input has several rows (iterations) per `invocation`."""
+    cols = ["workload", "allocator", "var_between_process", "var_within_process",
+            "iterations_per_process"]
+    if "invocation" not in trials.columns:
+        return pd.DataFrame(columns=cols)
+    df = trials.copy()
+    if "status" in df.columns:
+        df = df[df["status"].astype(str) == "ok"]
+    if "warmup" in df.columns:
+        df = df[~_truthy(df["warmup"])]
+    keys = [k for k in ("run_id", "invocation") if k in df.columns]
+    rows = []
+    for (w, a), sub in df.groupby(["workload", "allocator"]):
+        units = sub[keys].astype(str).agg("|".join, axis=1)
+        try:
+            vc = noise.variance_components(np.log(pd.to_numeric(sub[metric]).to_numpy()), units)
+        except ValueError:
+            continue
+        rows.append({"workload": str(w), "allocator": str(a), "var_between_process": vc.between,
+                     "var_within_process": vc.within, "iterations_per_process": vc.per_group})
+    return pd.DataFrame(rows, columns=cols)
+
+
 def compare(trials: pd.DataFrame, baseline: str, metric: str = "wall_s", *, margin: float = 0.05,
             target: float | None = None, use_probe: bool = True) -> Comparison:
     """Pure function: the comparison table of every allocator against `baseline`, per workload."""
@@ -232,6 +295,9 @@ def compare(trials: pd.DataFrame, baseline: str, metric: str = "wall_s", *, marg
     results["equivalent"] = results["p_equivalent_holm"] < 1 - stats.CONFIDENCE
     geomean = geometric_means(results)
     results = results.drop(columns="_diff")[RESULT_COLUMNS]
+    variance = process_variance(trials, metric)
+    if len(variance):
+        results = results.merge(variance, on=["workload", "allocator"], how="left")
     return Comparison(results, df, geomean)
 
 
@@ -379,6 +445,12 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    if args.metric in EXACT_METRICS:
+        table = exact_ratios(read_trials(args.trials), args.baseline, args.metric)
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.6g}"))
+        if args.out:
+            table.to_csv(args.out, index=False)
+        return 0
     if not 0 < args.margin < 1:
         raise HeapcostError(f"--margin {args.margin} is out of range; give a fraction in (0, 1)")
     if args.target is not None and not 0 < args.target < 1:

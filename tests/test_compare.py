@@ -179,3 +179,32 @@ def test_prepare_reports_empty_selection():
     t = pd.DataFrame({"workload": ["w"], "allocator": ["a"], "wall_s": [1.0], "status": ["crashed"]})
     with pytest.raises(HeapcostError, match="no usable runs"):
         compare.prepare(t, "wall_s")
+
+
+def test_callgrind_counts_are_exact_and_per_free(tmp_path, capsys):
+    counts = pd.DataFrame({
+        "workload": ["w", "w", "v", "v"], "allocator": ["glibc", "hard", "glibc", "hard"],
+        "status": "ok", "instructions": [1000, 1300, 500, 600], "free_calls": [10, 10, 5, 4]})
+    t = compare.exact_ratios(counts, "glibc").set_index("workload")
+    assert t.loc["w", "ratio"] == pytest.approx(1.3) and t.loc["w", "method"] == "exact"
+    assert t.loc["w", "ci_low"] == t.loc["w", "ci_high"] == t.loc["w", "ratio"]
+    assert t.loc["v", "ratio_per_free"] == pytest.approx((600 / 4) / (500 / 5))
+    src, out = tmp_path / "counts.csv", tmp_path / "r.csv"
+    counts.to_csv(src, index=False)
+    assert main(["compare", str(src), "--baseline", "glibc", "--metric", "instructions",
+                 "--out", str(out)]) == 0
+    assert pd.read_csv(out)["ratio"].tolist() == pytest.approx([1.2, 1.3])
+
+
+def test_process_variance_components_with_invocations():
+    rng = np.random.default_rng(8)
+    rows = []
+    for alloc in ("a", "b"):
+        for inv in range(30):
+            proc = rng.normal(0, 0.05)
+            rows += [{"workload": "w", "allocator": alloc, "invocation": inv,
+                      "wall_s": float(np.exp(proc + rng.normal(0, 0.01)))} for _ in range(8)]
+    res = compare.compare(pd.DataFrame(rows), "a").results
+    assert res.loc[0, "var_between_process"] == pytest.approx(0.05 ** 2, rel=0.5)
+    assert res.loc[0, "var_within_process"] == pytest.approx(0.01 ** 2, rel=0.2)
+    assert res.loc[0, "iterations_per_process"] == 8
