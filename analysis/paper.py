@@ -7,6 +7,7 @@ before reading an optional one), then compiles paper.typ with Typst to paper.pdf
 Typst runs with its embedded fonts only and no document date, so the same data gives the same bytes.
 """
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -22,13 +23,13 @@ SOURCES = ["paper.typ", "refs.bib"]
 
 def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) -> dict:
     """The parameters that point a notebook at the dataset and the output directory. Notebooks name
-    them data_dir / runs_dir / literature_dir / probes_csv / trials_csv / out_dir; the ones a
+    them data_dir / runs_dir / literature_dir / figures_csv / probes_csv / trials_csv / out_dir; the ones a
     notebook does not declare are not passed."""
     from analysis.results import pick_run
 
     runs = data_dir / "runs"
     wanted = {"data_dir": str(data_dir), "runs_dir": str(runs), "literature_dir": str(data_dir / "literature"),
-              "out_dir": str(generated)}
+              "figures_csv": str(data_dir / "literature" / "figures.csv"), "out_dir": str(generated)}
     probe = pick_run(runs, "probe", "probes.csv")
     if probe is not None:
         wanted["probes_csv"] = str(probe.path / "probes.csv")
@@ -38,11 +39,39 @@ def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) 
     return {k: v for k, v in wanted.items() if k in defaults}
 
 
+def reproducible_environment() -> None:
+    """Make every notebook's figures byte-identical for the same data, whatever its own code sets:
+    the kernels inherit a matplotlibrc with a fixed SVG hash salt, and SOURCE_DATE_EPOCH replaces
+    the date matplotlib would write into SVG metadata."""
+    from analysis.dataset import FIXED_MTIME
+
+    rc = BUILD_DIR / "matplotlibrc"
+    rc.parent.mkdir(parents=True, exist_ok=True)
+    rc.write_text("backend: Agg\nsvg.hashsalt: heapcost\n")
+    os.environ["MATPLOTLIBRC"] = str(rc)
+    os.environ["SOURCE_DATE_EPOCH"] = str(FIXED_MTIME)
+
+
 def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print) -> list[str]:
     from analysis import notebook
 
     out_dir = BUILD_DIR / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("MATPLOTLIBRC", "SOURCE_DATE_EPOCH")}
+    reproducible_environment()
+    try:
+        return _run_each(data_dir, generated, names, log, out_dir)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _run_each(data_dir, generated, names, log, out_dir) -> list[str]:
+    from analysis import notebook
+
     ran = []
     for name in names:
         path = notebook.NOTEBOOKS_DIR / f"{name}.ipynb"
@@ -95,6 +124,9 @@ def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBO
             if (PAPER_DIR / name).is_file():
                 shutil.copyfile(PAPER_DIR / name, out_dir / name)
     generated = out_dir / "generated"
+    if set(notebooks) == set(NOTEBOOKS) and generated.is_dir():
+        # every product is made again: nothing stale from an earlier dataset may survive
+        shutil.rmtree(generated)
     generated.mkdir(exist_ok=True)
     ran = run_notebooks(data_dir, generated, notebooks, log)
     write_paper_numbers(data_dir, generated, ran)

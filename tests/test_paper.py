@@ -1,0 +1,345 @@
+"""The paper's results against a dataset with a known truth, and the paper itself: built from that
+dataset, its PDF and HTML state exactly what paper/generated/ holds, and the same data gives the same bytes."""
+import csv
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import dataset, paper, results, security
+from analysis.paths import REPO
+from test_paper_data import FREES, PER_FREE, TRUE_RATIOS, make_dataset
+
+
+def squash(text: str) -> str:
+    """PDF text extraction breaks lines and spaces differently from the source: compare without them."""
+    return re.sub(r"\s+", "", text)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("paperdata"))
+
+
+@pytest.fixture(scope="module")
+def computed(data):
+    return results.compute(data)
+
+
+# ------------------------------------------------------------------------------------------ results
+def test_speed_geomeans_cover_the_truth(computed):
+    geo = computed.speed.geomean.set_index("allocator")
+    for alloc, truth in TRUE_RATIOS.items():
+        if alloc == "glibc":
+            continue
+        lo, hi = geo.loc[alloc, ["ci_low", "ci_high"]]
+        assert lo <= truth <= hi, (alloc, truth, lo, hi)
+    assert geo.loc["scudo-quarantine", "ci_low"] > 1.0  # a 43% cost is found, not hidden in noise
+
+
+def test_ablations_measure_the_defence_against_its_own_base(computed):
+    pooled = computed.ablation[computed.ablation["workload"] == "all"].set_index("allocator")
+    assert set(pooled.index) == {"jemalloc-junk-free", "scudo-quarantine"}  # glibc/mimalloc/perl pairs absent
+    for alloc in pooled.index:
+        base = pooled.loc[alloc, "base"]
+        truth = TRUE_RATIOS[alloc] / TRUE_RATIOS[base]
+        assert pooled.loc[alloc, "ci_low"] <= truth <= pooled.loc[alloc, "ci_high"]
+        assert abs(np.log(pooled.loc[alloc, "ratio"] / truth)) < 0.05
+
+
+def test_per_free_is_exact_and_relative_to_the_baseline(computed):
+    pf = computed.per_free.set_index(["workload", "allocator"])
+    for w in FREES:
+        for a, cost in PER_FREE.items():
+            assert pf.loc[(w, a), "instructions_per_free"] == pytest.approx(cost)
+            assert pf.loc[(w, a), "instructions_ratio"] == pytest.approx(cost / PER_FREE["glibc"])
+    assert list(computed.callgrind_missing["allocator"]) == ["efence"]
+
+
+def test_groups_with_too_few_runs_are_reported_not_fatal(data):
+    trials = results.read_table(next((data / "runs").glob("*time*")) / "trials.csv")
+    trials["reason"] = trials["reason"].astype(object)
+    bad = (trials["allocator"] == "scudo") & (trials["workload"] == "pow2-churn")
+    trials.loc[bad, "status"] = "crashed"
+    trials.loc[bad, "reason"] = "signal SIGSEGV: simulated"
+    kept, left_out = results.usable(trials, "wall_s")
+    assert left_out.to_dict("records") == [{"workload": "pow2-churn", "allocator": "scudo", "ok": 0,
+                                            "trials": int((bad & (trials["warmup"] == 0)).sum()),
+                                            "why": "crashed: signal SIGSEGV: simulated"}]
+    comp = results.against(trials, "glibc", "wall_s")
+    assert ("pow2-churn", "scudo") not in set(zip(comp.results["workload"], comp.results["allocator"]))
+
+
+def test_pareto_front_and_domination():
+    pts = pd.DataFrame([
+        {"allocator": "a", "overhead": 1.0, "overhead_low": 0.99, "overhead_high": 1.01, "score": 50,
+         "score_low": 45, "score_high": 55},
+        {"allocator": "b", "overhead": 1.2, "overhead_low": 1.1, "overhead_high": 1.3, "score": 80,
+         "score_low": 75, "score_high": 85},
+        {"allocator": "c", "overhead": 1.5, "overhead_low": 1.4, "overhead_high": 1.6, "score": 70,
+         "score_low": 65, "score_high": 72},  # dominated by b, firmly
+        {"allocator": "d", "overhead": 1.25, "overhead_low": 1.0, "overhead_high": 1.5, "score": 79,
+         "score_low": 60, "score_high": 90},  # dominated by b on the estimates, not firmly
+    ])
+    assert results.pareto_front(pts) == ["a", "b"]
+    assert results.dominator(pts, pts.iloc[2]) == "b"
+    assert results.dominator(pts, pts.iloc[3]) == ""
+
+
+@pytest.mark.parametrize("overhead, score, want", [
+    ((0.90, 0.85, 0.93), (80, 70, 90), "a better default: safer, faster than the baseline"),
+    ((1.00, 0.97, 1.03), (80, 70, 90), "a better default: safer, no measurable cost"),
+    ((1.30, 1.20, 1.40), (80, 70, 90), "buys security: costs more than the margin"),
+    ((1.30, 0.90, 1.40), (50, 45, 62), "security like the baseline's; cost unresolved"),
+    ((1.00, 0.97, 1.03), (30, 20, 40), "less safe than the baseline; no measurable cost"),
+    ((3.00, 2.50, 3.50), (99, 98, 100), "debugging only: more than twice the baseline's time"),
+])
+def test_verdict_rules(overhead, score, want):
+    base = {"allocator": "glibc", "score": 55.0, "score_low": 50.0, "score_high": 60.0}
+    row = {"allocator": "x", "overhead": overhead[0], "overhead_low": overhead[1], "overhead_high": overhead[2],
+           "score": score[0], "score_low": score[1], "score_high": score[2], "dominated_by": ""}
+    assert results.verdict(row, base) == want
+
+
+def test_security_score_interval_covers_the_true_score():
+    """Probe outcomes drawn from known rates: the interval holds the score of the true rates."""
+    rng = np.random.default_rng(5)
+    probes = ["double-free", "uaf-write", "overflow-16", "reuse-immediate", "freelist-poison"]
+    true_rates = dict(zip(probes, (0.0, 0.3, 0.6, 0.9, 0.15)))
+    truth = security.scores([{"allocator": "x", "probe": p, "outcome": "missed", "rate": r}
+                             for p, r in true_rates.items()])["x"]["score"]
+    covered, reps = 0, 60
+    for i in range(reps):
+        rows = []
+        for p, r in true_rates.items():
+            k = rng.binomial(20, r)
+            rows.append({"allocator": "x", "probe": p, "outcome": "missed" if k else "caught",
+                         "trials": "20", "rate": str(k / 20)})
+        s = results.score_intervals(rows, draws=300, seed=i).iloc[0]
+        assert s["score_low"] <= s["score"] <= s["score_high"]
+        covered += s["score_low"] <= truth <= s["score_high"]
+    assert covered / reps >= 0.88, covered / reps
+
+
+def test_seeds_figures_for_unmeasurable_allocators():
+    figures = results.read_table(REPO / "data" / "literature" / "figures.csv")
+    so = results.seed_only_figures(figures)
+    hardened = so[(so["seed"] == "001") & (so["metric"] == "wall")].iloc[0]
+    assert hardened["ratio"] == pytest.approx(hardened["value"] / hardened["reference_value"])
+    assert 1.2 < hardened["ratio"] < 1.4  # the seed's "1.3 times as much wall clock"
+    assert set(so["allocator"]) == {"OpenBSD malloc", "hardened_malloc (LD_PRELOAD)"}
+
+
+# ------------------------------------------------------------------------------------------ the paper
+@pytest.fixture(scope="module")
+def built(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("paper")
+    pdf, html = paper.build(data, out, notebooks=["literature", "security", "results"], log=lambda *_: None)
+    return out, pdf, html
+
+
+def pdf_text(pdf: Path) -> str:
+    from pypdf import PdfReader
+
+    return "".join(page.extract_text() for page in PdfReader(str(pdf)).pages)
+
+
+def generated_csv(out: Path, name: str) -> list[dict]:
+    with open(out / "generated" / name, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_paper_states_what_generated_holds(built, data):
+    out, pdf, html = built
+    text = squash(pdf_text(pdf))
+    numbers = json.loads((out / "generated" / "results_numbers.json").read_text())
+    # the verdict table: every allocator with its overhead, score interval and verdict
+    trade = generated_csv(out, "results_tradeoff.csv")
+    assert len(trade) == len(TRUE_RATIOS)
+    for r in trade:
+        assert squash(r["allocator"] + r["overhead_display"] + r["score_display"]) in text, r["allocator"]
+        assert squash(r["verdict"]) in text
+    # the ablations, the geometric means and the abstract's extremes
+    for r in generated_csv(out, "results_ablations.csv"):
+        if r["workload"] == "all":
+            assert squash(r["display"]) in text and squash(r["memory_display"]) in text
+    for r in generated_csv(out, "results_speed_geomean.csv"):
+        assert squash(r["allocator"] + r["workloads"] + r["display"] + r["percent"]) in text
+    for key in ("cheapest", "dearest"):
+        assert squash(numbers["speed"][key]["display"]) in text
+    for r in generated_csv(out, "results_per_free_geomean.csv"):
+        assert squash(r["allocator"] + r["workloads"] + r["display"]) in text
+    # threats to validity: this machine's clock facts and the load during the run
+    clock = numbers["clock"]
+    for key in ("loadavg_min", "loadavg_max", "probe_cv_percent", "perf_counters"):
+        assert squash(str(clock[key])) in text, key
+    # the seeds: the re-analysis ratios and the figures of allocators measured only there
+    for r in generated_csv(out, "results_seed_only.csv"):
+        assert squash(r["ratio_display"]) in text
+    for r in generated_csv(out, "literature_reanalysis.csv"):
+        assert squash(f"{round(float(r['ratio']), 3):g}") in text
+    # data availability: the archive's checksum, computed again from the dataset
+    assert dataset.checksum(data) in text
+    html_text = html.read_text()
+    assert dataset.checksum(data) in html_text
+    for r in trade:
+        assert r["overhead_display"] in html_text
+
+
+def test_generated_numbers_are_the_datasets(built, data):
+    """generated/ agrees with the results recomputed from the dataset (no stale or edited numbers)."""
+    out, _, _ = built
+    res = results.compute(data)
+    shown = {r["allocator"]: r["display"] for r in generated_csv(out, "results_speed_geomean.csv")}
+    for _, g in res.speed.geomean.iterrows():
+        assert shown[g["allocator"]] == results.fmt_interval(g["geomean_ratio"], g["ci_low"], g["ci_high"])
+
+
+def test_same_data_gives_the_same_bytes(built, data, tmp_path):
+    out, pdf, html = built
+    again = tmp_path / "again"
+    shutil.copytree(out, again)
+    results.write_outputs(results.compute(data), again / "generated")
+    for svg in sorted((out / "generated").glob("results_*.svg")):
+        assert (again / "generated" / svg.name).read_bytes() == svg.read_bytes(), svg.name
+    pdf2, html2 = paper.compile_paper(again)
+    assert pdf2.read_bytes() == pdf.read_bytes()
+    assert html2.read_bytes() == html.read_bytes()
+
+
+def typst_prose(src: str) -> str:
+    """The markup text of a Typst source with all code (#expressions, their arguments, strings) and raw
+    text removed; content blocks [...] inside code are markup again and kept."""
+    out: list[str] = []
+    n = len(src)
+
+    def skip_string(i):
+        i += 1
+        while i < n and src[i] != '"':
+            i += 2 if src[i] == "\\" else 1
+        return i + 1
+
+    def markup(i, end=None):
+        while i < n:
+            c = src[i]
+            if end and c == end:
+                return i + 1
+            if c == "`":
+                j = src.find("`", i + 1)
+                i = n if j < 0 else j + 1
+            elif src.startswith("//", i):
+                j = src.find("\n", i)
+                i = n if j < 0 else j
+            elif c == "\\":
+                i += 2
+            elif c == "#":
+                i = code_expr(i + 1)
+            elif c == "[":
+                i = markup(i + 1, "]")
+            elif c in "<@" and i + 1 < n and (src[i + 1].isalpha()):
+                j = i + 1
+                while j < n and (src[j].isalnum() or src[j] in "-_"):
+                    j += 1
+                i = j + (1 if c == "<" and j < n and src[j] == ">" else 0)
+            else:
+                out.append(c)
+                i += 1
+        return i
+
+    def code(i, close):
+        while i < n:
+            c = src[i]
+            if c == close:
+                return i + 1
+            if c == '"':
+                i = skip_string(i)
+            elif c == "[":
+                out.append(" ")
+                i = markup(i + 1, "]")
+                out.append(" ")
+            elif c == "(":
+                i = code(i + 1, ")")
+            elif c == "{":
+                i = code(i + 1, "}")
+            elif src.startswith("//", i):
+                j = src.find("\n", i)
+                i = n if j < 0 else j
+            else:
+                i += 1
+        return i
+
+    def code_expr(i):
+        j = i
+        while j < n and (src[j].isalnum() or src[j] in "_-"):
+            j += 1
+        word = src[i:j]
+        if word in ("let", "set", "show", "if", "for", "import", "while", "return"):
+            # a statement: code up to the end of the line, brackets may span lines
+            k = j
+            while k < n and src[k] != "\n":
+                c = src[k]
+                if c == '"':
+                    k = skip_string(k)
+                elif c == "[":
+                    out.append(" ")
+                    k = markup(k + 1, "]")
+                    out.append(" ")
+                elif c in "({":
+                    k = code(k + 1, ")" if c == "(" else "}")
+                else:
+                    k += 1
+            return k
+        while j < n:
+            if src[j] == "." and j + 1 < n and src[j + 1].isalpha():
+                j += 1
+                while j < n and (src[j].isalnum() or src[j] in "_-"):
+                    j += 1
+            elif src[j] == "(":
+                j = code(j + 1, ")")
+            elif src[j] == "[":
+                out.append(" ")
+                j = markup(j + 1, "]")
+                out.append(" ")
+            else:
+                break
+        return j
+
+    markup(0)
+    return "".join(out)
+
+
+def typed_numbers(src: str) -> list[str]:
+    prose = typst_prose(src)
+    return [m.group(0) for m in re.finditer(r"(?<![\w.])\d+(\.\d+)?(?!\w)", prose)]
+
+
+def test_no_number_is_typed_into_the_paper():
+    """Prose in paper.typ carries no number: every one comes from generated/ through code. Digits
+    inside identifiers (mimalloc2, D1) and inside code (sizes, widths) are not numbers of the text."""
+    typed = typed_numbers((REPO / "paper" / "paper.typ").read_text())
+    assert typed == [], f"numbers typed into paper.typ: {typed}"
+
+
+def test_typed_number_lint_catches_a_typed_number():
+    """The lint must fail on a number in prose, also inside content blocks of code, and pass code."""
+    assert typed_numbers("= Results\nThe overhead is 2.5 percent over a 1-minute run.\n") == ["2.5", "1"]
+    assert typed_numbers('#if x [costs 3 times] else [#y.z of #f(a, 7pt)]') == ["3"]
+    assert typed_numbers('#let f(x) = calc.round(x, digits: 3)\nmimalloc2 and D1 misses, #conf%') == []
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "analysis", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    r = run_cli("paper", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs/" in r.stderr
+    r = run_cli("paper", "--notebooks", "results,bogus", "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "valid: noise, literature, security, results" in r.stderr
