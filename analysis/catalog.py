@@ -35,6 +35,7 @@ class Allocator:
     scale: float = 1.0
     interpreters: dict = field(default_factory=dict)
     callgrind: bool | str = True  # True, or the reason it cannot run under callgrind
+    timeout_s: float | None = None  # a tighter per-trial timeout than the profile's (slow debuggers)
 
     @property
     def variant(self) -> str:

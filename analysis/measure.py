@@ -286,9 +286,11 @@ class Campaign:
         self.extra = extra_allocators or ""
 
     def params(self) -> dict:
+        """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
         p = {"profile": self.profile.name, "mode": self.mode, "allocators": [a.id for a in self.allocs],
              "workloads": self.workload_ids, "extra_allocators": self.extra, "blocks": self.blocks,
-             "target_ci": self.target_ci, "budget_min": self.budget_min}
+             "target_ci": self.target_ci, "budget_min": self.budget_min,
+             "sources_sha256": sources_sha256()}
         if self.seed is not None:
             p["seed"] = self.seed
         return p
@@ -362,7 +364,7 @@ class Campaign:
 
     def trial(self, aid, wid) -> Trial:
         t = Trial(self.resolved[aid], self.workloads[wid], self.scale_of(aid), self.env_target, self.mode)
-        t.timeout_s = self.profile.timeout_s
+        t.timeout_s = min(self.profile.timeout_s, t.alloc.timeout_s or self.profile.timeout_s)
         return t
 
     @property
@@ -401,7 +403,12 @@ class Campaign:
                         return note
                     t = self.trial(aid, wid)
                     key = f"{wid}|{t.alloc.variant}|{t.scale:.6g}"
-                    row = run_one(t, expected.get(key), info["probe_iters"], pad)
+                    hopeless = _timed_out_in_warmup(done, aid, wid)
+                    if hopeless is not None and not warm:
+                        # It cannot finish within the timeout: each further try would cost the timeout.
+                        row = skipped_row(t, f"timed out in the warm-up block (seq {hopeless})")
+                    else:
+                        row = run_one(t, expected.get(key), info["probe_iters"], pad)
                     row.update(run_id=run_dir.name, seq=seq, block=block, warmup=int(warm))
                     trials.append(row)
                     done.append({k: str(v) for k, v in row.items()})
@@ -410,7 +417,9 @@ class Campaign:
                 if not self.target_ci:
                     break
                 # Decide from the rows before this point only, so a resumed run makes the same decisions.
-                wide = pairs_wider_than([r for r in done if int(r["seq"]) < seq], self.target_ci, self.pairs)
+                before = [r for r in done if int(r["seq"]) < seq]
+                live = [p for p in self.pairs if _timed_out_in_warmup(before, *p) is None]
+                wide = pairs_wider_than(before, self.target_ci, live)
                 if not wide:
                     note = {"adaptive": f"every pair within ±{self.target_ci:g}"}
                     break
@@ -425,6 +434,24 @@ class Campaign:
             info["elapsed_s"] = round(time.monotonic() - started, 1)
             runstore.write_json_atomic(run_dir / "run.json", info)
         return note
+
+
+def sources_sha256() -> str:
+    """One hash over the workload sources, the harness's C helpers and the catalogue."""
+    import hashlib
+
+    from analysis.paths import CATALOG_PATH, NATIVE_DIR, WORKLOADS_DIR
+
+    h = hashlib.sha256()
+    files = sorted(p for d in (WORKLOADS_DIR, NATIVE_DIR) for p in d.rglob("*") if p.is_file())
+    for path in [*files, CATALOG_PATH, Path(__file__).with_name("workloads.py")]:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def skipped_row(trial: "Trial", why: str) -> dict:
+    return {"workload": trial.workload.id, "allocator": trial.alloc.id, "scale": f"{trial.scale:.6g}",
+            "status": "skipped", "reason": why, "env_pad": 0, "started_utc": runstore.utc_now()}
 
 
 def run_one(trial: Trial, expected: str | None, probe_iters: int, pad: int, wrapper=()) -> dict:
@@ -481,6 +508,13 @@ def pairs_wider_than(rows, target: float, pairs) -> list:
         if math.expm1(half) > target:
             wide.append((aid, wid))
     return wide
+
+
+def _timed_out_in_warmup(rows, aid, wid):
+    for r in rows:
+        if r["allocator"] == aid and r["workload"] == wid and str(r["warmup"]) == "1" and r["status"] == "timeout":
+            return int(r["seq"])
+    return None
 
 
 def _var(xs):

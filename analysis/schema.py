@@ -4,7 +4,7 @@ datapackage.json, the validation and the codebook (data/README.md) are all gener
 """
 from analysis.runstore import COUNT_COLUMNS, TRIAL_COLUMNS
 
-STATUS_TRIAL = ["ok", "failed", "crashed", "timeout", "wrong-malloc", "bad-checksum", "spawn-failed"]
+STATUS_TRIAL = ["ok", "failed", "crashed", "timeout", "wrong-malloc", "bad-checksum", "spawn-failed", "skipped"]
 
 
 def _f(name, type_, description, unit=None, **constraints):
@@ -28,7 +28,8 @@ TRIALS = [
        minimum=0),
     _f("status", "string", "ok, or why the trial does not count: non-zero exit (failed), a signal (crashed), "
        "timeout, malloc not from the expected library (wrong-malloc), wrong or missing checksum "
-       "(bad-checksum), exec failure (spawn-failed).", required=True, enum=STATUS_TRIAL),
+       "(bad-checksum), exec failure (spawn-failed), not run because the pair timed out in the warm-up "
+       "block (skipped).", required=True, enum=STATUS_TRIAL),
     _f("reason", "string", "Why a trial is not ok: signal or exit code and the first line of its stderr."),
     _f("exit_code", "integer", "Exit status of the workload process, when it exited."),
     _f("signal", "integer", "Signal that ended the workload process, when one did."),

@@ -176,3 +176,29 @@ def test_bring_your_own_allocator_is_measured(runs_dir):
     rows = read_rows(r.stdout.strip().splitlines()[-1])
     mine = [row for row in rows if row["allocator"] == "mine"]
     assert mine and all(row["status"] == "ok" and row["malloc_lib"] == JEMALLOC for row in mine)
+
+
+def test_python_binary_with_a_canonical_plt_entry_reports_the_preloaded_malloc():
+    """/usr/bin/python3 takes malloc's address: plain dlsym would name the executable itself."""
+    row = one_trial(catalog.load_catalog()["jemalloc"], workload="python", scale=0.01)
+    assert row["status"] == "ok", row
+    assert row["malloc_lib"] == JEMALLOC
+
+
+def test_perl_builds_are_told_apart_by_their_own_malloc():
+    cat = catalog.load_catalog()
+    for aid, marker in (("perl-mymalloc", True), ("perl-sysmalloc", False)):
+        if not catalog.resolve(cat[aid]).available:
+            pytest.skip(f"{aid} is not built on this machine (make allocators builds it)")
+        row = one_trial(cat[aid], workload="perl-strcat", scale=0.005)
+        assert row["status"] == "ok", row
+        assert row["malloc_lib"].endswith("+ perl malloc") is marker
+
+
+def test_a_pair_that_timed_out_in_the_warmup_is_skipped_afterwards():
+    rows = [{"allocator": "a", "workload": "w", "warmup": "1", "status": "timeout", "seq": "4"},
+            {"allocator": "a", "workload": "v", "warmup": "1", "status": "ok", "seq": "5"},
+            {"allocator": "b", "workload": "w", "warmup": "0", "status": "timeout", "seq": "9"}]
+    assert measure._timed_out_in_warmup(rows, "a", "w") == 4
+    assert measure._timed_out_in_warmup(rows, "a", "v") is None
+    assert measure._timed_out_in_warmup(rows, "b", "w") is None  # a measured timeout does not condemn a pair

@@ -13,46 +13,63 @@
 #include <string.h>
 #include <unistd.h>
 
-struct order_query {
-    const char *name;
-    int index, found;
+#define MAX_OBJECTS 512
+
+struct object_list {
+    const char *names[MAX_OBJECTS];
+    int n;
 };
 
-static int find_index(struct dl_phdr_info *info, size_t size, void *data)
+static int collect(struct dl_phdr_info *info, size_t size, void *data)
 {
-    struct order_query *q = data;
+    struct object_list *list = data;
     (void)size;
-    if (!q->found && info->dlpi_name && !strcmp(info->dlpi_name, q->name)) {
-        q->found = 1;
-        return 1;
-    }
-    q->index++;
+    if (list->n < MAX_OBJECTS)
+        list->names[list->n++] = info->dlpi_name;
     return 0;
 }
 
-static int load_order(const char *name)
+static int defines(void *handle, const char *sym, const char *name)
 {
-    struct order_query q = {name, 0, 0};
-    dl_iterate_phdr(find_index, &q);
-    return q.found ? q.index : 1 << 30;
+    /* Programs bind malloc@GLIBC_2.2.5, x86_64's base version: libc_malloc_debug.so defines only that
+     * (non-default) version, which plain dlsym skips; jemalloc & co. define it unversioned, which
+     * dlvsym skips. An object defines the symbol if either lookup lands inside it. */
+    void *candidates[2] = {dlsym(handle, sym), dlvsym(handle, sym, "GLIBC_2.2.5")};
+    for (int k = 0; k < 2; k++) {
+        Dl_info info;
+        if (candidates[k] && dladdr(candidates[k], &info) && info.dli_fname && !strcmp(info.dli_fname, name))
+            return 1;
+    }
+    return 0;
 }
 
-/* Programs bind malloc@GLIBC_2.2.5 (x86_64's base version) to the first object in search order that
- * defines it: libc_malloc_debug.so defines only that non-default version, which plain dlsym skips, while
- * jemalloc & co. define it unversioned, which dlvsym skips. Take both and keep the earlier object. */
-static const char *where(const char *sym)
+/* The first object in the global search order that itself defines `sym`: the one every reference
+ * binds to. For malloc the main program is skipped: a non-PIE executable that takes malloc's address
+ * carries a canonical PLT entry that dlsym reports as a definition, though calls land in a library. */
+static const char *where(const char *sym, int include_main)
 {
-    Dl_info a, b;
-    void *pa = dlsym(RTLD_DEFAULT, sym);
-    void *pb = dlvsym(RTLD_DEFAULT, sym, "GLIBC_2.2.5");
-    int ha = pa && dladdr(pa, &a) && a.dli_fname;
-    int hb = pb && dladdr(pb, &b) && b.dli_fname;
-    if (!ha && !hb)
+    struct object_list list = {{0}, 0};
+    dl_iterate_phdr(collect, &list);
+    if (include_main) { /* a symbol nothing imports (Perl_malloced_size): the plain lookup is right */
+        void *p = dlsym(RTLD_DEFAULT, sym);
+        Dl_info info;
+        if (p && dladdr(p, &info) && info.dli_fname)
+            return info.dli_fname[0] ? info.dli_fname : "(main program)";
         return "-";
-    const char *name = ha ? a.dli_fname : b.dli_fname;
-    if (ha && hb && load_order(b.dli_fname) < load_order(a.dli_fname))
-        name = b.dli_fname;
-    return name[0] ? name : "(main program)";
+    }
+    for (int i = 1; i < list.n; i++) {
+        const char *name = list.names[i];
+        if (!name || !name[0])
+            continue;
+        void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            continue;
+        int own = defines(h, sym, name);
+        dlclose(h);
+        if (own)
+            return name;
+    }
+    return "-";
 }
 
 __attribute__((constructor)) static void mallocwho_report(void)
@@ -65,7 +82,7 @@ __attribute__((constructor)) static void mallocwho_report(void)
     exe[n > 0 ? n : 0] = '\0';
     char line[4096];
     int len = snprintf(line, sizeof line, "%d\t%s\tmalloc=%s\tfree=%s\tPerl_malloced_size=%s\n", (int)getpid(), exe,
-                       where("malloc"), where("free"), where("Perl_malloced_size"));
+                       where("malloc", 0), where("free", 0), where("Perl_malloced_size", 1));
     if (len <= 0)
         return;
     if (len >= (int)sizeof line)
