@@ -33,9 +33,9 @@ my @array = map { substr($pattern, $_ % 26, 100) } 1 .. n(1E5);
 
 for my $round (1 .. $rounds) {
     for my $case (@appends) {
-        my ($b, $c, $n) = @$case;
-        my $str = $base{$b};
-        my $piece = $chunk{$c};
+        my ($base_exp, $chunk_exp, $n) = @$case;
+        my $str = $base{$base_exp};
+        my $piece = $chunk{$chunk_exp};
         $str .= $piece for 1 .. n($n);
         mix(length $str);
         mix(ord substr($str, -1 - $round % 7, 1));
