@@ -523,9 +523,8 @@ def per_free_figure(plt, table: pd.DataFrame, path: Path, baseline: str) -> None
     plt.close(fig)
 
 
-def tradeoff_figure(plt, trade: pd.DataFrame, path: Path, baseline: str) -> None:
+def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
     """Security score against overhead, both with their intervals; the Pareto front as a step line."""
-    fig, ax = plt.subplots(figsize=(5.5, 4.0))
     for _, r in trade.iterrows():
         colour = "#1a9850" if r["pareto"] else "#4d4d4d"
         ax.errorbar([r["overhead"]], [r["score"]],
@@ -542,9 +541,16 @@ def tradeoff_figure(plt, trade: pd.DataFrame, path: Path, baseline: str) -> None
     ax.set_xlabel(f"time overhead: geometric-mean ratio to {baseline} (95% interval)")
     ax.set_ylabel("security score (95% interval from the probes' uncertainty)")
     ax.set_ylim(0, 100)
+
+
+def tradeoff_figure(plt, trade: pd.DataFrame, path: Path | None, baseline: str):
+    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    tradeoff_axes(ax, trade, baseline)
     fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    if path is not None:
+        _save(fig, path)
+        plt.close(fig)
+    return fig
 
 
 def _records(df: pd.DataFrame) -> list[dict]:

@@ -72,7 +72,11 @@ def make_dataset(root: Path, seed: int = 11, n_blocks: int = 12) -> Path:
                          "free_calls": frees, "calloc_calls": 0, "realloc_calls": 0, "malloc_lib": "sim"})
     rows.append({"run_id": cg_id, "workload": "small-loop", "allocator": "efence", "scale": 0.01,
                  "status": "missing", "reason": "crashed under valgrind (simulated)", "free_calls": 400_000})
-    pd.DataFrame(rows).to_csv(c / "counts.csv", index=False)
+    counts = pd.DataFrame(rows)
+    for col in ("instructions", "data_reads", "data_writes", "d1_read_misses", "d1_write_misses", "malloc_calls",
+                "free_calls", "calloc_calls", "realloc_calls"):
+        counts[col] = counts[col].astype("Int64")
+    counts.to_csv(c / "counts.csv", index=False)
     (c / "machine.json").write_text(json.dumps(machine))
     (c / "run.json").write_text(json.dumps({"format": "heapcost-run/1", "run_id": cg_id, "kind": "callgrind",
                                             "status": "complete", "params": {"profile": "sim"},

@@ -1,0 +1,94 @@
+"""The published dataset: a deterministic archive with its checksum, a generated codebook that covers every
+column, a data package that validates, and a citation file that names the dataset without inventing a DOI."""
+import hashlib
+import subprocess
+import sys
+import tarfile
+
+import pytest
+import yaml
+
+from analysis import __version__, codebook, dataset
+from analysis.datapackage import literature_schemas
+from analysis.paths import DATA_DIR, REPO
+from analysis.schema import TABLE_SCHEMAS
+from analysis.validate import validate
+from test_paper_data import make_dataset
+
+
+@pytest.fixture
+def data(tmp_path):
+    return make_dataset(tmp_path, n_blocks=6)
+
+
+def test_archive_is_deterministic_with_its_checksum(data, tmp_path):
+    dataset.refresh_description(data)
+    p1, d1 = dataset.write_archive(tmp_path / "one", data)
+    p2, d2 = dataset.write_archive(tmp_path / "two", data)
+    assert p1.read_bytes() == p2.read_bytes() and d1 == d2 == hashlib.sha256(p1.read_bytes()).hexdigest()
+    assert (tmp_path / "one" / f"{p1.name}.sha256").read_text() == f"{d1}  {p1.name}\n"
+    assert p1.name == f"heapcost-dataset-{__version__}.tar.gz"
+    with tarfile.open(p1) as tar:
+        members = tar.getmembers()
+    names = [m.name for m in members]
+    assert names == sorted(names)
+    assert {m.mtime for m in members} == {dataset.FIXED_MTIME} and {m.uid for m in members} == {0}
+    top = f"heapcost-dataset-{__version__}"
+    for needed in ("data/README.md", "data/datapackage.json", "CITATION.cff"):
+        assert f"{top}/{needed}" in names
+    assert any(n.endswith("/trials.csv") for n in names) and any(n.endswith("/probes.csv") for n in names)
+
+
+def test_a_changed_file_changes_the_checksum(data):
+    before = dataset.checksum(data)
+    trials = next((data / "runs").glob("*time*")) / "trials.csv"
+    trials.write_text(trials.read_text() + "\n")
+    assert dataset.checksum(data) != before
+
+
+def test_refreshed_description_validates_and_is_stable(data):
+    changed = dataset.refresh_description(data)
+    assert {p.rsplit("/", 1)[-1] for p in changed} == {"README.md", "datapackage.json"}
+    assert validate(data) == []
+    assert dataset.refresh_description(data) == []  # nothing left to rewrite
+
+
+def test_codebook_describes_every_column_of_every_table(data):
+    text = codebook.codebook(data)
+    for name, fields in TABLE_SCHEMAS.items():
+        assert f"## `{name}`" in text
+        for f in fields:
+            assert f"| `{f['name']}` | {f['type']} | {f.get('unit', '')} |" in text, (name, f["name"])
+    for name, schema in literature_schemas().items():
+        fields = schema["fields"] if isinstance(schema, dict) else schema
+        for f in fields:
+            assert f"| `{f['name']}` |" in text, (name, f["name"])
+    for run in (data / "runs").iterdir():
+        assert f"`{run.name}`" in text
+
+
+def test_published_codebook_is_generated_and_current():
+    """data/README.md is never hand-written: it must equal what the codebook code makes of data/."""
+    assert (DATA_DIR / "README.md").read_text() == codebook.codebook(DATA_DIR), \
+        "data/README.md is stale: run `make dataset` (or python -m analysis dataset)"
+
+
+def test_citation_names_the_dataset_without_a_doi():
+    cff = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["version"] == __version__
+    data_refs = [r for r in cff["references"] if r["type"] == "data"]
+    assert len(data_refs) == 1 and data_refs[0]["version"] == __version__
+    assert "doi" not in (REPO / "CITATION.cff").read_text().lower().replace("no doi", "")
+
+
+def test_cli_writes_the_archive_and_reports_errors_on_one_line(data, tmp_path):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "analysis", "dataset", *args], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+
+    r = cli("--data", str(data), "--out", str(tmp_path / "dist"))
+    assert r.returncode == 0, r.stderr
+    archive = tmp_path / "dist" / dataset.archive_name()
+    assert f"sha256 {hashlib.sha256(archive.read_bytes()).hexdigest()}" in r.stdout
+    r = cli("--data", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs/" in r.stderr

@@ -1,0 +1,40 @@
+"""Every notebook in notebooks/ runs top to bottom under papermill with its default parameters.
+
+Two things differ from a user's run, so that the tests never touch the published data or the paper:
+products go to a temporary out_dir (for notebooks that have one), and the measurement notebook writes its
+run to a temporary HEAPCOST_RUNS_DIR (the others read the published data/). FAST lists the only other parameters changed, each to keep the suite quick.
+"""
+import os
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+from analysis.notebook import default_parameters
+from analysis.paths import REPO
+
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+FAST = {"noise": {"replications": 12}}  # the coverage study's default (hundreds of data sets) takes minutes
+
+
+def test_every_notebook_is_listed():
+    assert {p.stem for p in NOTEBOOKS} >= {"explore", "literature", "measure", "noise", "results", "security"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_with_its_defaults(path: Path, tmp_path, monkeypatch):
+    defaults = default_parameters(path)
+    params = dict(FAST.get(path.stem, {}))
+    if "out_dir" in defaults:
+        params["out_dir"] = str(tmp_path / "generated")
+    if path.stem == "measure":
+        monkeypatch.setenv("HEAPCOST_RUNS_DIR", str(tmp_path / "runs"))
+        (tmp_path / "runs").mkdir()
+    output = tmp_path / path.name
+    pm.execute_notebook(str(path), str(output), parameters=params, cwd=str(REPO / "notebooks"),
+                        kernel_name="python3", progress_bar=False)
+    assert output.is_file()
+    if "out_dir" in defaults:
+        assert any((tmp_path / "generated").iterdir()), f"{path.name} wrote nothing to its out_dir"
+    if path.stem == "measure":
+        assert any((tmp_path / "runs").glob("*/trials.csv")), "measure.ipynb made no run"
