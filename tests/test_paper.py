@@ -343,3 +343,13 @@ def test_cli_errors_are_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs/" in r.stderr
     r = run_cli("paper", "--notebooks", "results,bogus", "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "valid: noise, literature, security, results" in r.stderr
+
+
+def test_readme_lists_every_figure_and_table_of_the_paper():
+    source = (REPO / "paper" / "paper.typ").read_text()
+    used = set(re.findall(r'(?:fig|C|J)\("([\w.]+\.(?:svg|csv|json))"', source))
+    assert len(used) > 15
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### Figures and tables of the paper"):]
+    missing = sorted(f for f in used if f"`{f}`" not in section)
+    assert missing == [], f"README's figure and table list lacks {missing}"
