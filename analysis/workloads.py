@@ -316,7 +316,7 @@ WORKLOADS = {w.id: w for w in [
         "pow2-churn", "c",
         "batches of 8192 power-of-two requests of 1..128 bytes, freed in a random odd stride",
         "003_f7c9ca2ca154b322.txt",
-        "1600 batches of 8192 allocations", source="pow2_churn.c"),
+        "2000 batches of 8192 allocations", source="pow2_churn.c"),
     CWorkload(
         "small-loop", "c",
         "ten malloc(0x20) then ten free, in a loop: the allocator's fast path",

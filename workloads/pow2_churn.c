@@ -8,7 +8,7 @@
 
 int main(int argc, char **argv)
 {
-    long rounds = wl_scaled(wl_scale(argc, argv), 1600);
+    long rounds = wl_scaled(wl_scale(argc, argv), 2000);
     unsigned char **p = wl_malloc(BATCH * sizeof *p);
     uint64_t seed = 3, sum = 0;
 
