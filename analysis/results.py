@@ -462,7 +462,7 @@ def forest(plt, table: pd.DataFrame, path: Path, xlabel: str, ncols: int = 3) ->
     ncols = min(ncols, max(1, len(workloads)))
     nrows = math.ceil(len(workloads) / ncols) or 1
     allocs = sorted(table["allocator"].unique())
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols + 0.6, 0.5 + nrows * (0.5 + 0.14 * len(allocs))),
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols + 0.6, 0.5 + nrows * (0.4 + 0.1 * len(allocs))),
                              squeeze=False, sharey=True)
     for ax, w in zip(axes.flat, workloads):
         sub = table[table["workload"] == w].set_index("allocator")
@@ -668,6 +668,14 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         numbers["ablations"] = {f"{r['allocator']}/{r['base']}": {"defence": r["defence"], "display": r["display"],
                                                                   "percent": r["percent"], "workloads": int(r["n"])}
                                 for _, r in pooled.iterrows()}
+    if res.speed is not None:
+        done = set(zip(res.ablation.get("allocator", []), res.ablation.get("base", [])))
+        measured = set(res.speed.trials["allocator"])
+        numbers["ablations_missing"] = [
+            {"defence": d, "pair": f"{a} / {b}",
+             "why": "no valid runs of " + ", ".join(x for x in (a, b) if x not in measured)
+             if {a, b} - measured else "no workload with enough valid runs of both"}
+            for d, a, b in ABLATIONS if (a, b) not in done]
 
     if len(res.per_free):
         pf = res.per_free.copy()
