@@ -75,13 +75,13 @@ def run_counts(campaign, run_dir: Path, info: dict) -> dict:
     from analysis.measure import _progress
 
     table = runstore.AppendTable(run_dir / "counts.csv", runstore.COUNT_COLUMNS)
-    done = {(r["workload"], r["allocator"]) for r in table.rows()}
+    done = {(r["workload"], r["allocator"], r["scale"]) for r in table.rows()}
     calls = info.setdefault("malloc_calls", {})
-    todo = [(a, w) for a, w in campaign.pairs if (w, a) not in done]
+    todo = [(a, w, f) for a, w, f in campaign.pairs if (w, a, f"{campaign.scale_of(f):.6g}") not in done]
     bar = _progress(len(campaign.pairs), len(campaign.pairs) - len(todo), campaign.progress)
     try:
-        for aid, wid in todo:
-            trial = campaign.trial(aid, wid)
+        for aid, wid, factor in todo:
+            trial = campaign.trial(aid, wid, factor)
             trial.timeout_s = CALLGRIND_TIMEOUT_S
             key = f"{wid}|{trial.scale:.6g}"
             if key not in calls:

@@ -108,14 +108,20 @@ def check_preloadable(resolved: catalog_mod.Resolved) -> None:
             raise HeapcostError(f"allocator {alloc.id}: library cannot be preloaded as malloc ({why})")
 
 
+ERROR_WORDS = ("error", "abort", "fatal", "fail", "invalid", "corrupt", "cannot", "segmentation")
+
+
 def first_line(path) -> str:
+    """The most telling line of a stderr: the first that reads like an error (allocators print
+    banners first), else the last."""
     try:
-        for line in Path(path).read_text(errors="replace").splitlines():
-            if line.strip():
-                return line.strip()[:300]
+        lines = [l.strip() for l in Path(path).read_text(errors="replace").splitlines() if l.strip()]
     except OSError:
-        pass
-    return ""
+        return ""
+    for line in lines:
+        if any(w in line.lower() for w in ERROR_WORDS):
+            return line[:300]
+    return lines[-1][:300] if lines else ""
 
 
 def read_who(path) -> list[tuple[str, str]]:
@@ -252,7 +258,7 @@ def plan(pairs, blocks: int, warmups: int, seed: int, first_block: int = 0):
     for b in range(first_block, first_block + blocks):
         order = list(pairs)
         rng.shuffle(order)
-        out += [(b, b < warmups, a, w) for a, w in order]
+        out += [(b, b < warmups, *cell) for cell in order]
     return out
 
 
@@ -280,9 +286,17 @@ class Campaign:
             if r.allocator.user_supplied:
                 check_preloadable(r)
         self.workloads = {w: WORKLOADS[w] for w in self.workload_ids}
-        self.pairs = [(a.id, w) for a in self.allocs for w in self.workload_ids if catalog_mod.supports(a, w)]
+        # A cell is (allocator, workload, scale factor). Allocators run at a reduced scale (slow
+        # debugging ones) are compared with the baseline at that same scale, so it runs there too.
+        self.pairs = [(a.id, w, a.scale) for a in self.allocs for w in self.workload_ids
+                      if catalog_mod.supports(a, w)]
         if not self.pairs:
             raise HeapcostError("no allocator in the selection can run any selected workload")
+        if BASELINE in self.resolved:
+            base = self.resolved[BASELINE].allocator
+            extra_cells = {(BASELINE, w, f) for a, w, f in self.pairs
+                           if f != base.scale and catalog_mod.supports(base, w)}
+            self.pairs += sorted(extra_cells - set(self.pairs))
         self.extra = extra_allocators or ""
 
     def params(self) -> dict:
@@ -295,9 +309,9 @@ class Campaign:
             p["seed"] = self.seed
         return p
 
-    def scale_of(self, alloc_id: str) -> float:
+    def scale_of(self, factor: float) -> float:
         base = self.profile.callgrind_scale if self.mode == "callgrind" else self.profile.scale
-        return base * self.resolved[alloc_id].allocator.scale
+        return base * factor
 
     def allocator_record(self, r: catalog_mod.Resolved) -> dict:
         a = r.allocator
@@ -308,7 +322,7 @@ class Campaign:
 
     def run(self) -> Path:
         for w in self.workloads.values():
-            for variant in sorted({self.resolved[a].allocator.variant for a, ww in self.pairs if ww == w.id}):
+            for variant in sorted({self.resolved[a].allocator.variant for a, ww, _ in self.pairs if ww == w.id}):
                 w.prepare(variant)
         packages = [a.origin["package"] for a in self.allocs if a.origin.get("package")]
         packages += ["libc6", "perl", "python3", "sqlite3", "gcc-12", "valgrind", "musl"]
@@ -351,9 +365,9 @@ class Campaign:
             info["probe_target_s"] = 0.002
             changed = True
         expected = info.setdefault("expected_checksums", {})
-        for aid, w in self.pairs:
+        for aid, w, factor in self.pairs:
             variant = self.resolved[aid].allocator.variant
-            scale = self.scale_of(aid)
+            scale = self.scale_of(factor)
             key = f"{w}|{variant}|{scale:.6g}"
             if key not in expected:
                 expected[key] = reference_checksum(self.workloads[w], scale, variant, self.profile.timeout_s)
@@ -362,8 +376,8 @@ class Campaign:
             runstore.write_json_atomic(run_dir / "run.json", info)
         return info
 
-    def trial(self, aid, wid) -> Trial:
-        t = Trial(self.resolved[aid], self.workloads[wid], self.scale_of(aid), self.env_target, self.mode)
+    def trial(self, aid, wid, factor) -> Trial:
+        t = Trial(self.resolved[aid], self.workloads[wid], self.scale_of(factor), self.env_target, self.mode)
         t.timeout_s = min(self.profile.timeout_s, t.alloc.timeout_s or self.profile.timeout_s)
         return t
 
@@ -372,8 +386,8 @@ class Campaign:
         if not hasattr(self, "_env_target"):
             probe_dir = Path(tempfile.gettempdir()) / "heapcost-trial-XXXXXXXX"
             self._env_target = 0
-            sizes = [Trial(self.resolved[a], self.workloads[w], self.scale_of(a), 0, self.mode).env_size(probe_dir)
-                     for a, w in self.pairs]
+            sizes = [Trial(self.resolved[a], self.workloads[w], self.scale_of(f), 0, self.mode).env_size(probe_dir)
+                     for a, w, f in self.pairs]
             self._env_target = max(sizes) + 64
         return self._env_target
 
@@ -393,7 +407,7 @@ class Campaign:
             queue = list(base)
             next_block = self.blocks + self.profile.warmups
             while True:
-                for block, warm, aid, wid in queue:
+                for block, warm, aid, wid, factor in queue:
                     pad = rng.randrange(PAD_SPREAD)  # drawn for every seq, so resumed runs draw the same
                     if seq in done_seqs:
                         seq += 1
@@ -401,9 +415,9 @@ class Campaign:
                     if budget_s and time.monotonic() - started > budget_s:
                         note = {"stopped": f"budget of {self.budget_min:g} min spent"}
                         return note
-                    t = self.trial(aid, wid)
+                    t = self.trial(aid, wid, factor)
                     key = f"{wid}|{t.alloc.variant}|{t.scale:.6g}"
-                    hopeless = _timed_out_in_warmup(done, aid, wid)
+                    hopeless = _timed_out_in_warmup(done, aid, wid, t.scale)
                     if hopeless is not None and not warm:
                         # It cannot finish within the timeout: each further try would cost the timeout.
                         row = skipped_row(t, f"timed out in the warm-up block (seq {hopeless})")
@@ -418,8 +432,9 @@ class Campaign:
                     break
                 # Decide from the rows before this point only, so a resumed run makes the same decisions.
                 before = [r for r in done if int(r["seq"]) < seq]
-                live = [p for p in self.pairs if _timed_out_in_warmup(before, *p) is None]
-                wide = pairs_wider_than(before, self.target_ci, live)
+                live = [(a, w, f) for a, w, f in self.pairs
+                        if _timed_out_in_warmup(before, a, w, self.scale_of(f)) is None]
+                wide = pairs_wider_than(before, self.target_ci, live, self.scale_of)
                 if not wide:
                     note = {"adaptive": f"every pair within ±{self.target_ci:g}"}
                     break
@@ -481,8 +496,9 @@ def _fmt(x):
     return None if x is None else f"{x:.9f}"
 
 
-def pairs_wider_than(rows, target: float, pairs) -> list:
-    """Pairs whose 95% interval for the ratio to the baseline (Welch on log wall time) is wider than ±target.
+def pairs_wider_than(rows, target: float, pairs, scale_of) -> list:
+    """Cells whose 95% interval for the ratio to the baseline at the same scale (Welch on log wall time)
+    is wider than ±target.
 
     Used only to decide where more blocks go; the published intervals come from analysis.stats.
     """
@@ -491,13 +507,15 @@ def pairs_wider_than(rows, target: float, pairs) -> list:
     logs: dict = {}
     for r in rows:
         if r.get("status") == "ok" and str(r.get("warmup")) in ("0", "False", "false"):
-            logs.setdefault((r["allocator"], r["workload"]), []).append(math.log(float(r["wall_s"])))
+            key = (r["allocator"], r["workload"], f"{float(r['scale']):.6g}")
+            logs.setdefault(key, []).append(math.log(float(r["wall_s"])))
     wide = []
-    for aid, wid in pairs:
-        x = logs.get((aid, wid), [])
-        y = logs.get((BASELINE, wid), x)
+    for aid, wid, factor in pairs:
+        scale = f"{scale_of(factor):.6g}"
+        x = logs.get((aid, wid, scale), [])
+        y = logs.get((BASELINE, wid, scale), x)
         if len(x) < 3 or len(y) < 3:
-            wide.append((aid, wid))
+            wide.append((aid, wid, factor))
             continue
         vx, vy = _var(x) / len(x), _var(y) / len(y)
         se = math.sqrt(vx + vy) if aid != BASELINE else math.sqrt(vx)
@@ -506,13 +524,14 @@ def pairs_wider_than(rows, target: float, pairs) -> list:
         df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1)) if aid != BASELINE else len(x) - 1
         half = stats.t.ppf(0.975, df) * se
         if math.expm1(half) > target:
-            wide.append((aid, wid))
+            wide.append((aid, wid, factor))
     return wide
 
 
-def _timed_out_in_warmup(rows, aid, wid):
+def _timed_out_in_warmup(rows, aid, wid, scale):
     for r in rows:
-        if r["allocator"] == aid and r["workload"] == wid and str(r["warmup"]) == "1" and r["status"] == "timeout":
+        if (r["allocator"] == aid and r["workload"] == wid and str(r["warmup"]) == "1"
+                and r["status"] == "timeout" and abs(float(r["scale"]) - scale) <= 1e-9 * scale):
             return int(r["seq"])
     return None
 

@@ -80,11 +80,11 @@ def test_environment_is_padded_to_one_size_for_every_allocator(tmp_path):
 
 
 def test_plan_is_randomized_complete_blocks():
-    pairs = [(a, w) for a in "abc" for w in "xy"]
+    pairs = [(a, w, 1.0) for a in "abc" for w in "xy"]
     p = measure.plan(pairs, 4, 1, seed=7)
     assert len(p) == 24
     for b in range(4):
-        block = [(a, w) for bb, _, a, w in p if bb == b]
+        block = [(a, w, f) for bb, _, a, w, f in p if bb == b]
         assert sorted(block) == sorted(pairs)
     assert [x for x in p if x[1]] == [x for x in p if x[0] == 0]
     assert p == measure.plan(pairs, 4, 1, seed=7) and p != measure.plan(pairs, 4, 1, seed=8)
@@ -196,9 +196,18 @@ def test_perl_builds_are_told_apart_by_their_own_malloc():
 
 
 def test_a_pair_that_timed_out_in_the_warmup_is_skipped_afterwards():
-    rows = [{"allocator": "a", "workload": "w", "warmup": "1", "status": "timeout", "seq": "4"},
-            {"allocator": "a", "workload": "v", "warmup": "1", "status": "ok", "seq": "5"},
-            {"allocator": "b", "workload": "w", "warmup": "0", "status": "timeout", "seq": "9"}]
-    assert measure._timed_out_in_warmup(rows, "a", "w") == 4
-    assert measure._timed_out_in_warmup(rows, "a", "v") is None
-    assert measure._timed_out_in_warmup(rows, "b", "w") is None  # a measured timeout does not condemn a pair
+    rows = [{"allocator": "a", "workload": "w", "warmup": "1", "status": "timeout", "seq": "4", "scale": "0.5"},
+            {"allocator": "a", "workload": "v", "warmup": "1", "status": "ok", "seq": "5", "scale": "0.5"},
+            {"allocator": "b", "workload": "w", "warmup": "0", "status": "timeout", "seq": "9", "scale": "0.5"}]
+    assert measure._timed_out_in_warmup(rows, "a", "w", 0.5) == 4
+    assert measure._timed_out_in_warmup(rows, "a", "w", 1.0) is None  # another scale is another cell
+    assert measure._timed_out_in_warmup(rows, "a", "v", 0.5) is None
+    assert measure._timed_out_in_warmup(rows, "b", "w", 0.5) is None  # a measured timeout does not condemn a pair
+
+
+def test_reduced_scale_allocators_get_a_baseline_at_their_scale():
+    c = measure.Campaign(profile="smoke", allocators="glibc,efence,jemalloc", workloads="small-loop",
+                         progress=False)
+    efence = catalog.load_catalog()["efence"].scale
+    assert ("glibc", "small-loop", efence) in c.pairs and ("glibc", "small-loop", 1.0) in c.pairs
+    assert ("jemalloc", "small-loop", efence) not in c.pairs
