@@ -285,7 +285,7 @@ def typst_prose(src: str) -> str:
         while j < n and (src[j].isalnum() or src[j] in "_-"):
             j += 1
         word = src[i:j]
-        if word in ("let", "set", "show", "if", "for", "import", "while", "return"):
+        if word in ("let", "set", "show", "if", "for", "import", "while", "return", "context"):
             # a statement: code up to the end of the line, brackets may span lines
             k = j
             while k < n and src[k] != "\n":
