@@ -163,7 +163,7 @@ def assert_paper_states_generated(out: Path, pdf: Path, html: Path, data: Path) 
     trade = generated_csv(out, "results_tradeoff.csv")
     assert trade, "no verdicts"
     for r in trade:
-        assert squash(r["allocator"] + r["overhead_display"] + r["score_display"]) in text, r["allocator"]
+        assert squash(r["allocator"] + r["workloads"] + r["overhead_display"] + r["score_display"]) in text, r["allocator"]
         assert squash(r["verdict"]) in text
     # the ablations, the geometric means and the abstract's extremes
     for r in generated_csv(out, "results_ablations.csv"):
