@@ -21,6 +21,10 @@ EXACT_METRICS = {"instructions", "data_reads", "data_writes", "d1_read_misses", 
                  "malloc_calls", "free_calls", "realloc_calls", "calloc_calls"}
 DERIVED = {"cpu_s": ("user_s", "sys_s")}
 METHOD = "yuen-trim20-log"
+DRIFT_ALPHA = 1.0  # the drift term enters when its joint Wald test rejects no drift at this level
+# Residuals of a Huber fit shrink more than least squares' q / (n - groups): by about 1.3-1.4 times
+# that for normal errors (measured by simulation, tests/test_simulate.py checks the coverage)
+HUBER_FIT_SHRINK = 1.4
 
 RESULT_COLUMNS = [
     "workload", "allocator", "baseline", "metric", "ratio", "ci_low", "ci_high", "n", "n_baseline",
@@ -326,7 +330,7 @@ class WorkloadModel:
         if fit is not None:
             n, q = cov_x.shape
             groups = np.unique(self.alloc).size
-            fitted = q / (n - groups)
+            fitted = min(0.5, HUBER_FIT_SHRINK * q / (n - groups))
             # the covariates' own estimation error enters when the groups' covariates differ
             dx = np.array([stats.trimmed_location(cov_x[ma, j]).estimate
                            - stats.trimmed_location(cov_x[mb, j]).estimate
@@ -340,9 +344,14 @@ def _fit_workload(y, alloc, x, basis) -> WorkloadModel:
     fit_u = None
     y_u = y
     if basis is not None:
+        # the drift term is used only where the data show drift: fitted to pure noise it would
+        # spend degrees of freedom and shrink the residuals more than the correction allows for
         try:
             fit_u = stats.robust_fit(y, basis, alloc)
-            y_u = y - basis @ fit_u.coef
+            if DRIFT_ALPHA < 1 and fit_u.wald_p() >= DRIFT_ALPHA:
+                basis, fit_u = None, None
+            else:
+                y_u = y - basis @ fit_u.coef
         except (ValueError, np.linalg.LinAlgError):
             basis, fit_u = None, None
     probe_fit, y_a, supported, cov_a = None, y_u, False, None

@@ -195,7 +195,7 @@ def runs_needed(variance_sum: float, target_halfwidth: float, confidence: float 
     return limit
 
 
-def drift_basis(seq, min_runs: int = 20, runs_per_knot: int = 15, max_knots: int = 4):
+def drift_basis(seq, min_runs: int = 20, runs_per_knot: int = 15, max_knots: int = 2):
     """Columns of a linear spline in time order (rank of seq, knots at quantiles), centred, or None
     when there are too few runs: a common-mode drift term that the regression removes."""
     seq = np.asarray(seq, dtype=float)

@@ -84,6 +84,13 @@ class Fit:
         se = float(np.sqrt(self.cov[j, j]))
         return float(self.coef[j] - q * se), float(self.coef[j] + q * se)
 
+    def wald_p(self, columns=None) -> float:
+        """p-value of the joint Wald test that the given coefficients are all zero (F approximation)."""
+        idx = np.arange(self.coef.size) if columns is None else np.asarray(columns)
+        b = self.coef[idx]
+        stat = float(b @ np.linalg.solve(self.cov[np.ix_(idx, idx)], b)) / idx.size
+        return float(sps.f.sf(stat, idx.size, self.df))
+
 
 def mad_scale(r) -> float:
     r = np.asarray(r, dtype=float)
