@@ -28,7 +28,7 @@ HUBER_FIT_SHRINK = 1.4
 
 RESULT_COLUMNS = [
     "workload", "allocator", "baseline", "metric", "ratio", "ci_low", "ci_high", "n", "n_baseline",
-    "method", "adjusted", "adjustment_supported", "ratio_unadjusted", "ci_low_unadjusted",
+    "scale", "method", "adjusted", "adjustment_supported", "ratio_unadjusted", "ci_low_unadjusted",
     "ci_high_unadjusted", "ratio_adjusted", "ci_low_adjusted", "ci_high_adjusted", "probe_slope",
     "probe_slope_ci_low", "probe_slope_ci_high", "halfwidth", "df", "n_outliers",
     "n_outliers_baseline", "clock_regimes", "change_points", "drift_rho", "drift_p", "margin",
@@ -90,8 +90,10 @@ def prepare(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
         df["clock_probe_s"] = pd.to_numeric(df["clock_probe_s"], errors="coerce")
     if "seq" in df.columns:
         df["seq"] = pd.to_numeric(df["seq"], errors="coerce")
+    if "scale" in df.columns:
+        df["scale"] = _numeric(df, "scale")
     if "invocation" in df.columns:
-        keys = [k for k in ("run_id", "workload", "allocator", "invocation") if k in df.columns]
+        keys = [k for k in ("run_id", "workload", "scale", "allocator", "invocation") if k in df.columns]
         agg = {metric: "mean"}
         for extra in ("clock_probe_s", "seq"):
             if extra in df.columns:
@@ -100,18 +102,28 @@ def prepare(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
     return df
 
 
+def cell_keys(df: pd.DataFrame) -> list[str]:
+    """Runs are compared within a workload, and within a scale when the table has several."""
+    return ["workload", "scale"] if "scale" in df.columns else ["workload"]
+
+
 def _check_groups(df: pd.DataFrame, baseline: str, metric: str) -> None:
     allocators = sorted(df["allocator"].unique())
     if baseline not in allocators:
         raise HeapcostError(f"unknown baseline {baseline!r}; allocators in the data: "
                             f"{', '.join(allocators)}")
-    for workload, sub in df.groupby("workload", sort=True):
-        if baseline not in set(sub["allocator"]):
-            raise HeapcostError(f"workload {workload!r} has no runs of the baseline {baseline!r}")
-    counts = df.groupby(["workload", "allocator"]).size()
+    keys = cell_keys(df)
+    for key, sub in df.groupby(keys, sort=True):
+        present = set(sub["allocator"])
+        if baseline not in present:
+            where = " at scale ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+            raise HeapcostError(f"workload {where} has runs of {', '.join(sorted(present))} but none "
+                                f"of the baseline {baseline!r}")
+    counts = df.groupby([*keys, "allocator"]).size()
     few = counts[counts < MIN_RUNS]
     if len(few):
-        (w, a), n = few.index[0], int(few.iloc[0])
+        key, n = few.index[0], int(few.iloc[0])
+        w, a = key[0], key[-1]
         raise HeapcostError(f"group workload={w!r} allocator={a!r} has {n} usable run(s) of "
                             f"{metric}; at least {MIN_RUNS} are needed")
 
@@ -144,24 +156,28 @@ def exact_ratios(counts: pd.DataFrame, baseline: str, metric: str = "instruction
     per_free = "free_calls" in df.columns
     if per_free:
         df["free_calls"] = _numeric(df, "free_calls")
-    grouped = df.groupby(["workload", "allocator"])
+    keys = cell_keys(df)
+    grouped = df.groupby([*keys, "allocator"])
     value = grouped[metric].median()
     spread = (grouped[metric].max() - grouped[metric].min()) / value
     frees = grouped["free_calls"].median() if per_free else None
+    sizes = grouped.size()
     rows = []
-    for (w, a), v in value.items():
+    for key, v in value.items():
+        *cell, a = key
         if a == baseline:
             continue
-        if (w, baseline) not in value.index:
-            raise HeapcostError(f"workload {w!r} has no count for the baseline {baseline!r}")
-        b = value[(w, baseline)]
-        row = {"workload": w, "allocator": a, "baseline": baseline, "metric": metric,
+        base_key = (*cell, baseline)
+        if base_key not in value.index:
+            raise HeapcostError(f"workload {cell[0]!r} has no count for the baseline {baseline!r}")
+        b = value[base_key]
+        row = {"workload": cell[0], "allocator": a, "baseline": baseline, "metric": metric,
                "ratio": v / b, "ci_low": v / b, "ci_high": v / b,
-               "n": int(grouped.size()[(w, a)]), "n_baseline": int(grouped.size()[(w, baseline)]),
-               "method": "exact", "value": v, "value_baseline": b,
-               "max_relative_spread": float(max(spread[(w, a)], spread[(w, baseline)]))}
-        if per_free and frees[(w, a)] > 0 and frees[(w, baseline)] > 0:
-            row.update(per_free=v / frees[(w, a)], per_free_baseline=b / frees[(w, baseline)])
+               "n": int(sizes[key]), "n_baseline": int(sizes[base_key]),
+               "scale": cell[1] if len(cell) > 1 else np.nan, "method": "exact", "value": v,
+               "value_baseline": b, "max_relative_spread": float(max(spread[key], spread[base_key]))}
+        if per_free and frees[key] > 0 and frees[base_key] > 0:
+            row.update(per_free=v / frees[key], per_free_baseline=b / frees[base_key])
             row["ratio_per_free"] = row["per_free"] / row["per_free_baseline"]
         rows.append(row)
     return pd.DataFrame(rows)
@@ -182,6 +198,8 @@ def process_variance(trials: pd.DataFrame, metric: str) -> pd.DataFrame:
     keys = [k for k in ("run_id", "invocation") if k in df.columns]
     rows = []
     for (w, a), sub in df.groupby(["workload", "allocator"]):
+        if "scale" in sub.columns and sub["scale"].nunique() > 1:
+            continue  # one allocator at several scales: components per scale are not worth a table
         units = sub[keys].astype(str).agg("|".join, axis=1)
         try:
             vc = noise.variance_components(np.log(pd.to_numeric(sub[metric]).to_numpy()), units)
@@ -209,89 +227,15 @@ def compare(trials: pd.DataFrame, baseline: str, metric: str = "wall_s", *, marg
         df["clock_regime"] = regimes.labels
 
     rows = []
-    for workload, sub in df.groupby("workload", sort=True):
-        idx = sub.index
-        y = sub["log_value"].to_numpy()
-        alloc = sub["allocator"].to_numpy()
-        x = _workload_probe(sub, metric, use_probe)
-        has_seq = "seq" in sub.columns and sub["seq"].notna().all()
-        basis = noise.drift_basis(sub["seq"].to_numpy()) if has_seq else None
-        model = _fit_workload(y, alloc, x, basis)
-        y_unadj, y_adj = model.unadjusted_values, model.adjusted_values
-        df.loc[idx, "adjusted_value"] = y_adj
-
-        z_raw = np.zeros(y.size)
-        z_adj = np.zeros(y.size)
-        floor_raw = stats.group_scale(y_unadj, alloc)
-        floor_adj = stats.group_scale(y_adj, alloc)
-        for a in np.unique(alloc):
-            m = alloc == a
-            z_raw[m] = noise.robust_z(y_unadj[m], floor_raw)
-            z_adj[m] = noise.robust_z(y_adj[m], floor_adj)
-        classes = noise.classify_outliers(z_raw, z_adj if model.probe is not None else None)
-        df.loc[idx, "outlier"] = classes
-
-        # change points and drift are looked for before the drift term takes drift out
-        y_nodrift = y if x is None or model.probe is None else y - model.probe_coef * (x - x.mean())
-        residual = y_nodrift.copy()
-        for a in np.unique(alloc):
-            residual[alloc == a] -= stats.trimmed_location(y_nodrift[alloc == a]).estimate
-        if has_seq:
-            order = np.argsort(sub["seq"].to_numpy(), kind="stable")
-            cps = noise.change_points(residual[order])
-            seg = np.zeros(y.size, dtype=int)
-            for c in cps:
-                seg[order[c:]] += 1
-            df.loc[idx, "segment"] = seg
-            dr = noise.drift(sub["seq"].to_numpy(), residual)
-        else:
-            cps, dr = [], noise.Drift(float("nan"), float("nan"))
-        n_regimes = int(df.loc[idx, "clock_regime"].nunique())
-
-        base_mask = alloc == baseline
-        for a in sorted(set(alloc) - {baseline}):
-            a_mask = alloc == a
-            unadj = model.difference(a, baseline, adjusted=False)
-            row = {"workload": workload, "allocator": a, "baseline": baseline, "metric": metric,
-                   "n": int(a_mask.sum()), "n_baseline": int(base_mask.sum())}
-            row.update(_interval_fields(unadj, "_unadjusted"))
-            primary = unadj
-            if model.probe is not None:
-                adj = model.difference(a, baseline, adjusted=True)
-                row.update(_interval_fields(adj, "_adjusted"))
-                lo, hi = model.probe.interval(0)
-                row.update(probe_slope=model.probe_coef, probe_slope_ci_low=lo,
-                           probe_slope_ci_high=hi, adjustment_supported=model.supported)
-                if model.supported:
-                    primary = adj
-            else:
-                row.update(ratio_adjusted=np.nan, ci_low_adjusted=np.nan, ci_high_adjusted=np.nan,
-                           probe_slope=np.nan, probe_slope_ci_low=np.nan, probe_slope_ci_high=np.nan,
-                           adjustment_supported=False)
-            adjusted = primary is not unadj
-            row.update(_interval_fields(primary))
-            lo, hi = primary.interval()
-            row.update(
-                method=METHOD + ("+drift" if model.fit_unadjusted is not None else "") + ("+probe" if adjusted else ""),
-                adjusted=adjusted,
-                halfwidth=(hi - lo) / 2, df=primary.df,
-                n_outliers=int(np.sum(classes[a_mask] != "none")),
-                n_outliers_baseline=int(np.sum(classes[base_mask] != "none")),
-                clock_regimes=n_regimes, change_points=len(cps), drift_rho=dr.rho, drift_p=dr.p,
-                margin=margin, p_noninferior=stats.noninferiority_p(primary, margin),
-                p_equivalent=stats.equivalence_p(primary, margin),
-                _diff=primary,
-            )
-            if target is not None:
-                used = y_adj if adjusted else y_unadj
-                la_ = stats.trimmed_location(used[a_mask])
-                lb_ = stats.trimmed_location(used[base_mask])
-                per_run = la_.var * row["n"] + lb_.var * row["n_baseline"]
-                row["runs_needed"] = noise.runs_needed(per_run, float(np.log1p(target)))
-            else:
-                row["runs_needed"] = np.nan
-            rows.append(row)
-
+    keys = cell_keys(df)
+    for key, sub in df.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        if set(sub["allocator"]) == {baseline}:
+            continue
+        cell_rows = _workload_rows(df, sub, key[0], baseline, metric, margin, target, use_probe)
+        for row in cell_rows:
+            row["scale"] = key[1] if len(key) > 1 else np.nan
+        rows += cell_rows
     results = pd.DataFrame(rows)
     results["p_noninferior_holm"] = stats.holm(results["p_noninferior"])
     results["noninferior"] = results["p_noninferior_holm"] < 1 - stats.CONFIDENCE
@@ -303,6 +247,94 @@ def compare(trials: pd.DataFrame, baseline: str, metric: str = "wall_s", *, marg
     if len(variance):
         results = results.merge(variance, on=["workload", "allocator"], how="left")
     return Comparison(results, df, geomean)
+
+
+def _workload_rows(df, sub, workload, baseline, metric, margin, target, use_probe) -> list[dict]:
+    """Fit one workload's covariates, annotate its runs in df, and return its result rows."""
+    idx = sub.index
+    y = sub["log_value"].to_numpy()
+    alloc = sub["allocator"].to_numpy()
+    x = _workload_probe(sub, metric, use_probe)
+    has_seq = "seq" in sub.columns and sub["seq"].notna().all()
+    basis = noise.drift_basis(sub["seq"].to_numpy()) if has_seq else None
+    model = _fit_workload(y, alloc, x, basis)
+    y_unadj, y_adj = model.unadjusted_values, model.adjusted_values
+    df.loc[idx, "adjusted_value"] = y_adj
+
+    classes = _outlier_classes(y_unadj, y_adj if model.probe is not None else None, alloc)
+    df.loc[idx, "outlier"] = classes
+
+    # change points and drift are looked for before the drift term takes drift out
+    y_nodrift = y if model.probe is None else y - model.probe_coef * (x - x.mean())
+    residual = y_nodrift.copy()
+    for a in np.unique(alloc):
+        residual[alloc == a] -= stats.trimmed_location(y_nodrift[alloc == a]).estimate
+    cps, dr = [], noise.Drift(float("nan"), float("nan"))
+    if has_seq:
+        order = np.argsort(sub["seq"].to_numpy(), kind="stable")
+        cps = noise.change_points(residual[order])
+        seg = np.zeros(y.size, dtype=int)
+        for c in cps:
+            seg[order[c:]] += 1
+        df.loc[idx, "segment"] = seg
+        dr = noise.drift(sub["seq"].to_numpy(), residual)
+    n_regimes = int(df.loc[idx, "clock_regime"].nunique())
+
+    rows = []
+    base_mask = alloc == baseline
+    for a in sorted(set(alloc) - {baseline}):
+        a_mask = alloc == a
+        unadj = model.difference(a, baseline, adjusted=False)
+        row = {"workload": workload, "allocator": a, "baseline": baseline, "metric": metric,
+               "n": int(a_mask.sum()), "n_baseline": int(base_mask.sum())}
+        row.update(_interval_fields(unadj, "_unadjusted"))
+        primary = unadj
+        if model.probe is not None:
+            adj = model.difference(a, baseline, adjusted=True)
+            row.update(_interval_fields(adj, "_adjusted"))
+            lo, hi = model.probe.interval(0)
+            row.update(probe_slope=model.probe_coef, probe_slope_ci_low=lo,
+                       probe_slope_ci_high=hi, adjustment_supported=model.supported)
+            if model.supported:
+                primary = adj
+        else:
+            row.update(ratio_adjusted=np.nan, ci_low_adjusted=np.nan, ci_high_adjusted=np.nan,
+                       probe_slope=np.nan, probe_slope_ci_low=np.nan, probe_slope_ci_high=np.nan,
+                       adjustment_supported=False)
+        adjusted = primary is not unadj
+        row.update(_interval_fields(primary))
+        lo, hi = primary.interval()
+        method = METHOD + ("+drift" if model.fit_unadjusted is not None else "")
+        row.update(
+            method=method + ("+probe" if adjusted else ""), adjusted=adjusted,
+            halfwidth=(hi - lo) / 2, df=primary.df,
+            n_outliers=int(np.sum(classes[a_mask] != "none")),
+            n_outliers_baseline=int(np.sum(classes[base_mask] != "none")),
+            clock_regimes=n_regimes, change_points=len(cps), drift_rho=dr.rho, drift_p=dr.p,
+            margin=margin, p_noninferior=stats.noninferiority_p(primary, margin),
+            p_equivalent=stats.equivalence_p(primary, margin), _diff=primary,
+            runs_needed=np.nan,
+        )
+        if target is not None:
+            # runs per arm at which the current per-run spread gives the target half-width
+            per_run = primary.se ** 2 / (1 / row["n"] + 1 / row["n_baseline"]) * 2
+            row["runs_needed"] = noise.runs_needed(per_run, float(np.log1p(target)))
+        rows.append(row)
+    return rows
+
+
+def _outlier_classes(y_unadj, y_adj, alloc) -> np.ndarray:
+    """Outlier class of each run from robust z within its allocator (scale floored by the pooled one)."""
+    z_raw = np.zeros(y_unadj.size)
+    z_adj = np.zeros(y_unadj.size)
+    floor_raw = stats.group_scale(y_unadj, alloc)
+    floor_adj = floor_raw if y_adj is None else stats.group_scale(y_adj, alloc)
+    for a in np.unique(alloc):
+        m = alloc == a
+        z_raw[m] = noise.robust_z(y_unadj[m], floor_raw)
+        if y_adj is not None:
+            z_adj[m] = noise.robust_z(y_adj[m], floor_adj)
+    return noise.classify_outliers(z_raw, z_adj if y_adj is not None else None)
 
 
 @dataclass

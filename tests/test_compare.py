@@ -208,3 +208,20 @@ def test_process_variance_components_with_invocations():
     assert res.loc[0, "var_between_process"] == pytest.approx(0.05 ** 2, rel=0.5)
     assert res.loc[0, "var_within_process"] == pytest.approx(0.01 ** 2, rel=0.2)
     assert res.loc[0, "iterations_per_process"] == 8
+
+
+def test_allocators_at_a_reduced_scale_are_compared_with_the_baseline_at_that_scale():
+    sc_full = simulate.Scenario(ratios={"glibc": 1.0, "fast": 1.1}, workloads={"w": 0.5}, n_blocks=10)
+    sc_small = simulate.Scenario(ratios={"glibc": 1.0, "slow": 3.0}, workloads={"w": 0.05},
+                                 n_blocks=10)
+    full = simulate.simulate_trials(sc_full, 1)
+    small = simulate.simulate_trials(sc_small, 2).assign(scale=0.1)
+    small["seq"] += len(full)
+    res = compare.compare(pd.concat([full, small], ignore_index=True), "glibc").results
+    res = res.set_index("allocator")
+    assert res.loc["slow", "scale"] == 0.1 and res.loc["fast", "scale"] == 1.0
+    assert res.loc["slow", "ci_low"] <= 3.0 <= res.loc["slow", "ci_high"]  # not 30x
+    assert res.loc["slow", "n_baseline"] == 10
+    lone = small[small["allocator"] == "slow"]
+    with pytest.raises(HeapcostError, match="none of the baseline"):
+        compare.compare(pd.concat([full, lone], ignore_index=True), "glibc")
