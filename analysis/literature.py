@@ -154,6 +154,7 @@ def slips(fig: pd.DataFrame | None = None) -> pd.DataFrame:
 def figure_003(fig: pd.DataFrame, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "heapcost"  # stable element ids: reruns give the same file
     import matplotlib.pyplot as plt
 
     rows = fig[(fig["seed"] == "003") & (fig["metric"] == "wall")]

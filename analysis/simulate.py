@@ -212,6 +212,7 @@ def coverage_summary(replications: int, seed: int, scenarios: dict | None = None
 def plot_coverage(summary: pd.DataFrame, path) -> None:
     import matplotlib
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "heapcost"  # stable element ids: reruns give the same file
     import matplotlib.pyplot as plt
 
     scenarios = list(dict.fromkeys(summary["scenario"]))
