@@ -428,10 +428,14 @@ def format_table(comp: Comparison) -> str:
     head = ["workload", "allocator", "ratio", "95% interval", "n/base", "probe", "outliers",
             f"not slower +{r['margin'].iloc[0]:.0%}" if len(r) else "not slower"]
     lines = []
+    scaled = "scale" in r.columns and r["scale"].nunique() > 1
+    if scaled:
+        head.insert(2, "scale")
     for _, x in r.iterrows():
         probe = ("adjusted" if x["adjusted"] else
                  "no-support" if not np.isnan(x["probe_slope"]) else "-")
-        lines.append([x["workload"], x["allocator"], f"{x['ratio']:.4f}",
+        lines.append([x["workload"], x["allocator"], *([f"{x['scale']:g}"] if scaled else []),
+                      f"{x['ratio']:.4f}",
                       f"[{x['ci_low']:.4f}, {x['ci_high']:.4f}]", f"{x['n']}/{x['n_baseline']}",
                       probe, f"{x['n_outliers']}/{x['n_outliers_baseline']}",
                       "yes" if x["noninferior"] else "no"])
