@@ -16,6 +16,7 @@ COMMANDS = {
     "paper": ("analysis.paper", "generate the paper's figures and numbers from the dataset"),
     "dataset": ("analysis.dataset", "write the versioned dataset archive with its checksum"),
     "notebook": ("analysis.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
+    "bench": ("analysis.bench", "benchmark the measurement protocol against hyperfine"),
 }
 
 
