@@ -300,6 +300,34 @@ def verdicts(trade: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     return out
 
 
+# ---------------------------------------------------------------------------------------------- between runs
+REPLICATION_COLUMNS = ["allocator", "run_id", "geomean_ratio", "ci_low", "ci_high", "published_ratio",
+                       "published_low", "published_high", "overlap", "display", "published_display"]
+
+
+def between_runs(published: pd.DataFrame, others: dict, baseline: str = BASELINE) -> pd.DataFrame:
+    """Each other run of the same profile analysed the same way: does its geometric-mean interval per
+    allocator overlap the published run's? (Intervals are for one run; runs differ in machine load.)"""
+    pub = published.set_index("allocator")
+    rows = []
+    for run_id, trials in sorted(others.items()):
+        try:
+            geo = against(trials, baseline, "wall_s").geomean
+        except HeapcostError:
+            continue
+        for _, g in geo.iterrows():
+            if g["allocator"] not in pub.index:
+                continue
+            p = pub.loc[g["allocator"]]
+            rows.append({"allocator": g["allocator"], "run_id": run_id, "geomean_ratio": g["geomean_ratio"],
+                         "ci_low": g["ci_low"], "ci_high": g["ci_high"], "published_ratio": p["geomean_ratio"],
+                         "published_low": p["ci_low"], "published_high": p["ci_high"],
+                         "overlap": bool(g["ci_low"] <= p["ci_high"] and p["ci_low"] <= g["ci_high"]),
+                         "display": fmt_interval(g["geomean_ratio"], g["ci_low"], g["ci_high"]),
+                         "published_display": fmt_interval(p["geomean_ratio"], p["ci_low"], p["ci_high"])})
+    return pd.DataFrame(rows, columns=REPLICATION_COLUMNS)
+
+
 # ---------------------------------------------------------------------------------------------- method tables
 def allocator_table(runs: list["Run"]) -> pd.DataFrame:
     """Every allocator of the runs as measured (run.json's catalogue entries; the first run that has it)."""
@@ -385,6 +413,7 @@ class Results:
     allocators: pd.DataFrame
     workloads: pd.DataFrame
     seed_only: pd.DataFrame
+    replication: pd.DataFrame
 
 
 def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = None) -> Results:
@@ -422,8 +451,16 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     seed_only = (seed_only_figures(read_table(figures_csv)) if figures_csv.is_file()
                  else seed_only_figures(pd.DataFrame(columns=["seed", "condition", "benchmark", "metric", "value",
                                                                "kind", "line"])))
+    replication = pd.DataFrame(columns=REPLICATION_COLUMNS)
+    if speed is not None:
+        others = [r for r in runs_of_kind(runs_dir, "time")
+                  if r.run_id != time_run.run_id and r.info.get("status") == "complete"
+                  and (r.info.get("params") or {}).get("profile") == (time_run.info.get("params") or {}).get("profile")
+                  and (r.path / "trials.csv").is_file()]
+        replication = between_runs(speed.geomean, {r.run_id: read_table(r.path / "trials.csv") for r in others},
+                                   baseline)
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
-                   scores, trade, allocator_table(runs), workload_table(time_run or cg_run), seed_only)
+                   scores, trade, allocator_table(runs), workload_table(time_run or cg_run), seed_only, replication)
 
 
 def _setup_matplotlib():
@@ -707,6 +744,9 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         tradeoff_figure(plt, res.trade, p("tradeoff.svg"), baseline)
         numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
                                "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()}}
+    res.replication.to_csv(p("replication.csv"), index=False)
+    numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
+                              "overlapping": int(res.replication["overlap"].sum())}
     res.allocators.to_csv(p("allocators.csv"), index=False)
     res.workloads.to_csv(p("workloads.csv"), index=False)
     so = res.seed_only.copy()

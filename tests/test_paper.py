@@ -360,3 +360,18 @@ def test_readme_lists_every_figure_and_table_of_the_paper():
     section = readme[readme.index("### Figures and tables of the paper"):]
     missing = sorted(f for f in used if f"`{f}`" not in section)
     assert missing == [], f"README's figure and table list lacks {missing}"
+
+
+def test_other_runs_of_the_profile_are_compared_with_the_published_one(data, tmp_path):
+    """A second simulated run of the same truth: its intervals overlap the published run's; a run with
+    one allocator made 30% slower does not, for that allocator."""
+    from test_paper_data import WORKLOADS
+    from analysis import simulate
+
+    published = results.compute(data).speed.geomean
+    same = simulate.simulate_trials(simulate.Scenario(ratios=TRUE_RATIOS, workloads=WORKLOADS, n_blocks=12), 99)
+    shifted = dict(TRUE_RATIOS, jemalloc=TRUE_RATIOS["jemalloc"] * 1.3)
+    slower = simulate.simulate_trials(simulate.Scenario(ratios=shifted, workloads=WORKLOADS, n_blocks=12), 98)
+    rep = results.between_runs(published, {"same": same, "slower": slower}).set_index(["run_id", "allocator"])
+    assert rep.loc[("slower", "jemalloc"), "overlap"] == False  # noqa: E712
+    assert rep.loc["same", "overlap"].mean() >= 0.75
