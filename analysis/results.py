@@ -727,6 +727,8 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         res.callgrind_missing.to_csv(p("callgrind_missing.csv"), index=False)
         per_free_figure(plt, res.per_free, p("per_free.svg"), baseline)
         numbers["callgrind"] = {"run_id": res.callgrind_run.run_id, "rows": int(len(pf)),
+                                "status": str(res.callgrind_run.info.get("status", "")),
+                                "workloads": int(pf["workload"].nunique()), "allocators": int(pf["allocator"].nunique()),
                                 "missing_allocators": int(len(res.callgrind_missing)),
                                 "scale": str(pf.get("scale", pd.Series([""])).iloc[0]) if "scale" in pf else ""}
         numbers["per_free"] = {r["allocator"]: fmt_ratio(r["instructions_ratio"])
