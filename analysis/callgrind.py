@@ -57,9 +57,10 @@ def count_calls(workload, scale: float, timeout: float) -> dict:
     """malloc/free/calloc/realloc calls of a workload at a scale, summed over its processes."""
     with tempfile.TemporaryDirectory(prefix="heapcost-count-") as tmp:
         tmp = Path(tmp)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": str(tmp), "TMPDIR": str(tmp),
-               "PERL_HASH_SEED": "0", "PYTHONHASHSEED": "0", **workload.env(scale),
-               "LD_PRELOAD": str(malloccount_path()), "HEAPCOST_COUNT": str(tmp / "counts")}
+        from analysis.measure import clean_env
+
+        env = {**clean_env(tmp), **workload.env(scale), "LD_PRELOAD": str(malloccount_path()),
+               "HEAPCOST_COUNT": str(tmp / "counts")}
         result = launcher.run(workload.argv(scale, "glibc", {}), env=env, stdout=tmp / "stdout",
                               stderr=tmp / "stderr", cwd=tmp, timeout=timeout)
         if result.status != "exited" or result.exit_code != 0:

@@ -152,10 +152,17 @@ def is_static_elf(path) -> bool:
     return all(struct.unpack_from("<I", table, i * phentsize)[0] != 3 for i in range(phnum))
 
 
-class Trial:
-    """Everything needed to run one (allocator, workload) pair at a scale, and to judge the result."""
+def clean_env(workdir: Path) -> dict:
+    """The environment every workload process starts from: small, fixed, hash seeds pinned."""
+    return {"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": str(workdir), "TMPDIR": str(workdir),
+            "PERL_HASH_SEED": "0", "PYTHONHASHSEED": "0"}
 
-    def __init__(self, resolved, workload, scale, env_target, mode="time"):
+
+class Trial:
+    """Everything needed to run one (allocator, workload) cell at a scale, and to judge the result."""
+
+    def __init__(self, resolved, workload, scale, env_target, mode="time", timeout_s=None):
+        self.timeout_s = timeout_s
         self.resolved = resolved
         self.alloc = resolved.allocator
         self.workload = workload
@@ -168,10 +175,7 @@ class Trial:
             raise HeapcostError(f"{workload.id}: {self.argv[0]} is not a static musl binary")
 
     def base_env(self, workdir: Path) -> dict:
-        env = {
-            "PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": str(workdir), "TMPDIR": str(workdir),
-            "PERL_HASH_SEED": "0", "PYTHONHASHSEED": "0",
-        }
+        env = clean_env(workdir)
         env.update(self.workload.env(self.scale))
         alloc_env = self.alloc.callgrind_env if self.mode == "callgrind" and self.alloc.callgrind_env else self.alloc.env
         env.update(alloc_env)
@@ -223,8 +227,6 @@ class Trial:
             return "bad-checksum", f"checksum {got} != expected {expected_checksum}", malloc_lib
         return "ok", "", malloc_lib
 
-    timeout_s = 0.0
-
 
 def last_checksum(path) -> str | None:
     try:
@@ -240,8 +242,7 @@ def reference_checksum(workload, scale, variant, timeout) -> str:
     """The checksum a workload prints at this scale under plain glibc (musl: its own static build)."""
     with tempfile.TemporaryDirectory(prefix="heapcost-ref-") as tmp:
         tmp = Path(tmp)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": str(tmp), "TMPDIR": str(tmp),
-               "PERL_HASH_SEED": "0", "PYTHONHASHSEED": "0", **workload.env(scale)}
+        env = {**clean_env(tmp), **workload.env(scale)}
         argv = workload.argv(scale, variant, {})
         result = launcher.run(argv, env=env, stdout=tmp / "stdout", stderr=tmp / "stderr", cwd=tmp, timeout=timeout)
         got = last_checksum(tmp / "stdout")
@@ -377,9 +378,9 @@ class Campaign:
         return info
 
     def trial(self, aid, wid, factor) -> Trial:
-        t = Trial(self.resolved[aid], self.workloads[wid], self.scale_of(factor), self.env_target, self.mode)
-        t.timeout_s = min(self.profile.timeout_s, t.alloc.timeout_s or self.profile.timeout_s)
-        return t
+        timeout = min(self.profile.timeout_s, self.resolved[aid].allocator.timeout_s or self.profile.timeout_s)
+        return Trial(self.resolved[aid], self.workloads[wid], self.scale_of(factor), self.env_target, self.mode,
+                     timeout)
 
     @property
     def env_target(self) -> int:

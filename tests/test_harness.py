@@ -24,8 +24,7 @@ def read_rows(run_dir):
 
 def one_trial(alloc, workload="small-loop", scale=0.01, expected=None):
     resolved = catalog.resolve(alloc)
-    t = measure.Trial(resolved, WORKLOADS[workload], scale, env_target=2000)
-    t.timeout_s = 60
+    t = measure.Trial(resolved, WORKLOADS[workload], scale, env_target=2000, timeout_s=60)
     return measure.run_one(t, expected, probe_iters=0, pad=0)
 
 
@@ -62,9 +61,8 @@ def test_a_wrong_checksum_is_a_failed_trial_not_ok():
 
 def test_crash_is_recorded_with_its_signal():
     alloc = catalog.load_catalog()["glibc"]
-    t = measure.Trial(catalog.resolve(alloc), WORKLOADS["small-loop"], 0.01, env_target=2000)
+    t = measure.Trial(catalog.resolve(alloc), WORKLOADS["small-loop"], 0.01, env_target=2000, timeout_s=10)
     t.argv = ["/bin/sh", "-c", "kill -SEGV $$"]
-    t.timeout_s = 10
     row = measure.run_one(t, None, 0, 0)
     assert row["status"] == "crashed" and "SIGSEGV" in row["reason"]
 
