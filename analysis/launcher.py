@@ -51,6 +51,36 @@ def calibrate(seconds: float) -> int:
     return int(out.strip())
 
 
+class _Server:
+    """One long-lived launcher (--serve) per Python process: a trial then costs a pipe round trip
+    instead of starting a launcher process (about 2 ms less per trial)."""
+
+    def __init__(self):
+        self.proc = None
+
+    def request(self, args: list[str]) -> str:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([str(launcher_path()), "--serve"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, env={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+        payload = b"".join(a.encode() + b"\0" for a in args) + b"\0"
+        try:
+            self.proc.stdin.write(payload)
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError) as exc:
+            self.proc = None
+            raise HeapcostError(f"the launcher died: {exc}") from None
+        if not line:
+            self.proc = None
+            raise HeapcostError("the launcher died without a result")
+        return line.decode()
+
+
+_server = _Server()
+_DEFAULTS = {f: None for f in ("exit_code", "signal", "probe_before_s", "probe_after_s", "error")}
+_DEFAULTS.update({f: 0 for f in ("wall_s", "user_s", "sys_s", "maxrss_kb", "minflt", "majflt", "nvcsw", "nivcsw")})
+
+
 def run(argv, *, env, stdout=None, stderr=None, stdin=None, timeout=None, probe_iters=0, cwd=None,
         cpu_limit=None, as_limit=None, fsize_limit=None, wrapper=()) -> LaunchResult:
     """Run argv (no shell) as a child of the launcher, with exactly `env` as its environment (the
@@ -68,15 +98,12 @@ def run(argv, *, env, stdout=None, stderr=None, stdin=None, timeout=None, probe_
         cmd += ["--probe-iters", str(int(probe_iters))]
     cmd.append("--clear-env")
     for key, value in env.items():
+        if "\0" in f"{key}{value}":
+            raise HeapcostError(f"environment variable {key!r} contains a NUL byte")
         cmd += ["--env", f"{key}={value}"]
     cmd += ["--", *map(str, wrapper), *map(str, argv)]
-    own_env = {"PATH": env.get("PATH", "/usr/local/bin:/usr/bin:/bin")}
-    # The launcher's own timeout kills the trial; this one only guards against a hung launcher.
-    guard = None if timeout is None else float(timeout) + 60
-    proc = subprocess.run(cmd, env=own_env, capture_output=True, text=True, timeout=guard)
-    if proc.returncode != 0:
-        raise HeapcostError(f"launcher failed (exit {proc.returncode}): {proc.stderr.strip()[:200]}")
+    line = _server.request(cmd[1:])
     try:
-        return LaunchResult(**json.loads(proc.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError, TypeError) as exc:
+        return LaunchResult(**{**_DEFAULTS, **json.loads(line)})
+    except (ValueError, TypeError) as exc:
         raise HeapcostError(f"launcher printed no result: {exc}") from None

@@ -69,3 +69,21 @@ def test_no_core_files_and_limits(tmp_path):
     assert (tmp_path / "o").read_text().strip() == "0"
     r = launcher.run(["/bin/sh", "-c", "while :; do :; done"], env=ENV, cpu_limit=1, timeout=20)
     assert r.status == "signaled" and r.signal in (signal.SIGXCPU, signal.SIGKILL)
+
+
+def test_the_server_survives_a_malformed_request():
+    import subprocess
+
+    proc = subprocess.Popen([str(launcher.launcher_path()), "--serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    try:
+        proc.stdin.write(b"--no-such-flag\0x\0\0")
+        proc.stdin.flush()
+        assert b"malformed request" in proc.stdout.readline()
+        proc.stdin.write(b"--clear-env\0--env\0PATH=/usr/bin:/bin\0--\0true\0\0")
+        proc.stdin.flush()
+        assert b'"status": "exited", "exit_code": 0' in proc.stdout.readline()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    assert proc.returncode == 0

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <setjmp.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -58,8 +59,13 @@ static void on_alarm(int sig)
         kill(-child_pid, SIGKILL);
 }
 
+static int in_server;
+static jmp_buf bad_request;
+
 static void usage(void)
 {
+    if (in_server)
+        longjmp(bad_request, 1);
     fprintf(stderr,
             "usage: heapcost-run [--stdout F] [--stderr F] [--stdin F] [--timeout S] [--probe-iters N]\n"
             "                    [--cpu-limit S] [--as-limit B] [--fsize-limit B] [--cwd D]\n"
@@ -102,7 +108,18 @@ static int redirect(const char *path, int fd, int flags)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int fatal(const char *what)
+{
+    if (in_server) {
+        printf("{\"status\": \"spawn-failed\", \"error\": \"%s: %s\"}\n", what, strerror(errno));
+        fflush(stdout);
+        return 0;
+    }
+    perror(what);
+    return 70;
+}
+
+static int run_request(int argc, char **argv)
 {
     const char *out = "/dev/null", *err = "/dev/null", *in = "/dev/null", *cwd = NULL;
     double timeout = 0, calibrate = 0;
@@ -154,6 +171,8 @@ int main(int argc, char **argv)
     if (i >= argc - 1)
         usage();
     char **child_argv = argv + i + 1;
+    timed_out = 0;
+    child_pid = 0;
 
     struct rlimit nocore = {0, 0};
     setrlimit(RLIMIT_CORE, &nocore);
@@ -161,8 +180,8 @@ int main(int argc, char **argv)
     /* A pipe that closes on a successful exec tells a failed exec (errno) from a child's exit 127. */
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC) != 0) {
-        perror("pipe2");
-        return 70;
+        free(child_env);
+        return fatal("pipe2");
     }
     double probe_before = probe_iters ? time_spin(probe_iters) : -1;
 
@@ -174,8 +193,10 @@ int main(int argc, char **argv)
     double t0 = now();
     pid_t pid = fork();
     if (pid < 0) {
-        perror("fork");
-        return 70;
+        close(errpipe[0]);
+        close(errpipe[1]);
+        free(child_env);
+        return fatal("fork");
     }
     if (pid == 0) {
         setpgid(0, 0);
@@ -189,8 +210,12 @@ int main(int argc, char **argv)
             if (cpu_limit > 0) set_limit(RLIMIT_CPU, (rlim_t)cpu_limit);
             if (as_limit > 0) set_limit(RLIMIT_AS, (rlim_t)as_limit);
             if (fsize_limit > 0) set_limit(RLIMIT_FSIZE, (rlim_t)fsize_limit);
-            if (clear_env)
+            if (clear_env) {
+                for (int k = 0; k < n_env; k++) /* look the program up in the trial's own PATH */
+                    if (!strncmp(child_env[k], "PATH=", 5))
+                        setenv("PATH", child_env[k] + 5, 1);
                 execvpe(child_argv[0], child_argv, child_env);
+            }
             else
                 execvp(child_argv[0], child_argv);
             e = errno;
@@ -253,5 +278,53 @@ int main(int argc, char **argv)
     else
         printf("null");
     printf("}\n");
+    fflush(stdout);
+    close(errpipe[0]);
+    free(child_env);
     return 0;
+}
+
+/* --serve: requests on stdin, each the same arguments as a command line, NUL-terminated, closed by an
+ * empty argument; one JSON line back per request. It saves the driver a process start per trial. */
+static int serve(void)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    in_server = 1;
+    for (;;) {
+        len = 0;
+        int c, prev = -1;
+        while ((c = getchar()) != EOF) {
+            if (len + 1 >= cap)
+                buf = realloc(buf, cap *= 2);
+            buf[len++] = (char)c;
+            if (c == 0 && prev == 0)
+                break;
+            prev = c;
+        }
+        if (c == EOF)
+            return 0;
+        int n = 1;
+        for (size_t k = 0; k + 1 < len; k++)
+            n += buf[k] == 0;
+        char **args = calloc((size_t)n + 2, sizeof *args);
+        int argc = 0;
+        args[argc++] = "heapcost-run";
+        for (size_t k = 0; k + 1 < len; k += strlen(buf + k) + 1)
+            args[argc++] = buf + k;
+        if (setjmp(bad_request) == 0)
+            run_request(argc, args);
+        else {
+            printf("{\"status\": \"spawn-failed\", \"error\": \"malformed request\"}\n");
+            fflush(stdout);
+        }
+        free(args);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strcmp(argv[1], "--serve"))
+        return serve();
+    return run_request(argc, argv);
 }
