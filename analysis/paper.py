@@ -6,6 +6,7 @@ dataset's version and archive checksum, and the list of generated files, which t
 before reading an optional one), then compiles paper.typ with Typst to paper.pdf and paper.html.
 Typst runs with its embedded fonts only and no document date, so the same data gives the same bytes.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -21,6 +22,11 @@ from analysis.paths import BUILD_DIR, DATA_DIR, REPO
 PAPER_DIR = REPO / "paper"
 NOTEBOOKS = ["noise", "literature", "security", "results"]
 BACKGROUND = {"noise"}
+# Notebooks that read nothing of the dataset (the simulation study): their products are kept while the
+# notebook, the code it runs, the pinned packages and its parameters are unchanged (a sha256 of them all
+# sits beside the products in generated/.<name>.inputs). --rerun-all runs them anyway.
+DATA_FREE = {"noise": ("analysis/simulate.py", "analysis/compare.py", "analysis/stats.py", "analysis/noise.py",
+                       "requirements.txt")}
 SOURCES = ["paper.typ", "refs.bib"]
 
 
@@ -42,6 +48,35 @@ def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) 
     return {k: v for k, v in wanted.items() if k in defaults}
 
 
+def inputs_digest(name: str, params: dict) -> str:
+    h = hashlib.sha256()
+    for rel in (f"notebooks/{name}.ipynb",) + DATA_FREE[name]:
+        h.update(rel.encode() + b"\0" + (REPO / rel).read_bytes() + b"\0")
+    h.update(json.dumps({k: v for k, v in params.items() if k != "out_dir"}, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def stamp_path(generated: Path, name: str) -> Path:
+    return generated / f".{name}.inputs"
+
+
+def kept_products(generated: Path, names, data_dir: Path) -> dict[str, dict[str, bytes]]:
+    """The products of data-free notebooks whose inputs have not changed: {name: {file: bytes}}."""
+    from analysis import notebook
+
+    kept = {}
+    for name in names:
+        if name not in DATA_FREE or not (notebook.NOTEBOOKS_DIR / f"{name}.ipynb").is_file():
+            continue
+        stamp = stamp_path(generated, name)
+        params = notebook_params(name, notebook.default_parameters(notebook.NOTEBOOKS_DIR / f"{name}.ipynb"),
+                                 data_dir, generated)
+        products = sorted(generated.glob(f"{name}_*"))
+        if products and stamp.is_file() and stamp.read_text().strip() == inputs_digest(name, params):
+            kept[name] = {p.name: p.read_bytes() for p in products + [stamp]}
+    return kept
+
+
 def reproducible_environment() -> None:
     """Make every notebook's figures byte-identical for the same data, whatever its own code sets:
     the kernels inherit a matplotlibrc with a fixed SVG hash salt, and SOURCE_DATE_EPOCH replaces
@@ -55,7 +90,7 @@ def reproducible_environment() -> None:
     os.environ["SOURCE_DATE_EPOCH"] = str(FIXED_MTIME)
 
 
-def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print) -> list[str]:
+def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print, kept=()) -> list[str]:
     from analysis import notebook
 
     out_dir = BUILD_DIR / "notebooks"
@@ -63,7 +98,7 @@ def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print) -
     saved = {k: os.environ.get(k) for k in ("MATPLOTLIBRC", "SOURCE_DATE_EPOCH")}
     reproducible_environment()
     try:
-        return _run_each(data_dir, generated, names, log, out_dir)
+        return _run_each(data_dir, generated, names, log, out_dir, kept)
     finally:
         for k, v in saved.items():
             if v is None:
@@ -72,7 +107,7 @@ def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print) -
                 os.environ[k] = v
 
 
-def _run_each(data_dir, generated, names, log, out_dir) -> list[str]:
+def _run_each(data_dir, generated, names, log, out_dir, kept) -> list[str]:
     from analysis import notebook
 
     ran, background = [], []
@@ -81,6 +116,10 @@ def _run_each(data_dir, generated, names, log, out_dir) -> list[str]:
         path = notebook.NOTEBOOKS_DIR / f"{name}.ipynb"
         if not path.is_file():
             log(f"paper: notebooks/{name}.ipynb does not exist; its part of the paper says so")
+            continue
+        if name in kept:
+            log(f"paper: {name}.ipynb reads no data and its inputs are unchanged: its products are kept")
+            ran.append(name)
             continue
         present.append((name, path, notebook_params(name, notebook.default_parameters(path), data_dir, generated)))
     # the simulation study does not read the dataset and is the slowest: it runs on the other core meanwhile
@@ -105,6 +144,9 @@ def _run_each(data_dir, generated, names, log, out_dir) -> list[str]:
                 raise HeapcostError(f"notebook {name}.ipynb failed: {last[0]}")
             log(f"paper: ran {name}.ipynb in {time.monotonic() - t0:.1f} s (alongside the others)")
             ran.append(name)
+    for name, _, params in present:
+        if name in DATA_FREE:
+            stamp_path(generated, name).write_text(inputs_digest(name, params) + "\n")
     return ran
 
 
@@ -115,7 +157,8 @@ def write_paper_numbers(data_dir: Path, generated: Path, notebooks: list[str]) -
         "dataset": {"name": "heapcost-dataset", "version": __version__, "archive": dataset.archive_name(),
                     "sha256": dataset.checksum(data_dir)},
         "notebooks": sorted(notebooks),
-        "files": sorted(p.name for p in generated.iterdir() if p.is_file() and p.name != "paper_numbers.json"),
+        "files": sorted(p.name for p in generated.iterdir()
+                        if p.is_file() and p.name != "paper_numbers.json" and not p.name.startswith(".")),
     }
     (generated / "paper_numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
     return numbers
@@ -138,7 +181,8 @@ def compile_paper(out_dir: Path) -> tuple[Path, Path]:
     return pdf, html
 
 
-def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBOOKS, log=print) -> tuple[Path, Path]:
+def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBOOKS, log=print,
+          rerun_all: bool = False) -> tuple[Path, Path]:
     data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir).resolve()
     if not (data_dir / "runs").is_dir():
         raise HeapcostError(f"{data_dir} has no runs/ directory; give a dataset directory (default data)")
@@ -148,11 +192,15 @@ def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBO
             if (PAPER_DIR / name).is_file():
                 shutil.copyfile(PAPER_DIR / name, out_dir / name)
     generated = out_dir / "generated"
+    kept = {} if rerun_all or not generated.is_dir() else kept_products(generated, notebooks, data_dir)
     if set(notebooks) == set(NOTEBOOKS) and generated.is_dir():
-        # every product is made again: nothing stale from an earlier dataset may survive
+        # every product is made again (or kept by its inputs' digest): nothing stale may survive
         shutil.rmtree(generated)
     generated.mkdir(exist_ok=True)
-    ran = run_notebooks(data_dir, generated, notebooks, log)
+    for files in kept.values():
+        for fname, blob in files.items():
+            (generated / fname).write_bytes(blob)
+    ran = run_notebooks(data_dir, generated, notebooks, log, kept)
     write_paper_numbers(data_dir, generated, ran)
     return compile_paper(out_dir)
 
@@ -161,6 +209,8 @@ def add_arguments(parser):
     parser.add_argument("--data", default=str(DATA_DIR), help="the dataset directory (default data)")
     parser.add_argument("--out", default=str(PAPER_DIR),
                         help="where generated/, paper.pdf and paper.html go (default paper/)")
+    parser.add_argument("--rerun-all", action="store_true",
+                        help="run the data-free notebooks (the simulation study) even when their inputs are unchanged")
     parser.add_argument("--notebooks", default=",".join(NOTEBOOKS),
                         help=f"comma-separated notebooks to run first (default {','.join(NOTEBOOKS)}; empty: none)")
 
@@ -171,6 +221,6 @@ def run(args) -> int:
     if unknown:
         raise HeapcostError(f"unknown notebook(s) {', '.join(unknown)}; valid: {', '.join(NOTEBOOKS)}")
     t0 = time.monotonic()
-    pdf, html = build(Path(args.data), Path(args.out), names)
+    pdf, html = build(Path(args.data), Path(args.out), names, rerun_all=args.rerun_all)
     print(f"{pdf}\n{html}\n({time.monotonic() - t0:.0f} s)")
     return 0

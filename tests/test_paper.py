@@ -375,3 +375,15 @@ def test_other_runs_of_the_profile_are_compared_with_the_published_one(data, tmp
     rep = results.between_runs(published, {"same": same, "slower": slower}).set_index(["run_id", "allocator"])
     assert rep.loc[("slower", "jemalloc"), "overlap"] == False  # noqa: E712
     assert rep.loc["same", "overlap"].mean() >= 0.75
+
+
+def test_data_free_notebook_products_are_kept_only_while_their_inputs_are_unchanged(tmp_path, data):
+    generated = tmp_path / "generated"
+    generated.mkdir()
+    (generated / "noise_coverage.csv").write_text("made earlier\n")
+    assert paper.kept_products(generated, ["noise"], data) == {}  # no stamp: run it
+    paper.stamp_path(generated, "noise").write_text(paper.inputs_digest("noise", {}) + "\n")
+    kept = paper.kept_products(generated, ["noise", "results"], data)
+    assert set(kept) == {"noise"} and kept["noise"]["noise_coverage.csv"] == b"made earlier\n"
+    paper.stamp_path(generated, "noise").write_text(paper.inputs_digest("noise", {"replications": 5}) + "\n")
+    assert paper.kept_products(generated, ["noise"], data) == {}  # other inputs: run it again
