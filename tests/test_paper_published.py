@@ -1,7 +1,7 @@
 """The paper rendered from the published dataset in data/: it builds, and states what generated/ holds.
 
-The noise notebook's products do not depend on the dataset (simulation only) and take minutes to make,
-so the committed ones are used; every other notebook runs on data/ into a temporary directory.
+The products of the notebooks that do not read data/runs (noise: simulation; literature: the seeds'
+figures) are the committed ones; security and results run on data/ into a temporary directory.
 """
 import shutil
 
@@ -21,10 +21,10 @@ def has_run(kind: str) -> bool:
 def test_paper_from_the_published_dataset(tmp_path):
     generated = tmp_path / "generated"
     generated.mkdir()
-    for f in (REPO / "paper" / "generated").glob("noise_*"):
-        shutil.copyfile(f, generated / f.name)
-    pdf, html = paper.build(DATA_DIR, tmp_path, notebooks=["literature", "security", "results"],
-                            log=lambda *_: None)
+    for pattern in ("noise_*", "literature_*"):
+        for f in (REPO / "paper" / "generated").glob(pattern):
+            shutil.copyfile(f, generated / f.name)
+    pdf, html = paper.build(DATA_DIR, tmp_path, notebooks=["security", "results"], log=lambda *_: None)
     assert pdf.stat().st_size > 0 and html.stat().st_size > 0
     if not (has_run("time") and has_run("probe")):
         pytest.xfail("data/ holds no speed run yet: the paper says so instead of stating results")
@@ -36,4 +36,11 @@ def test_the_rendered_paper_matches_its_generated_numbers():
     pdf, html = REPO / "paper" / "paper.pdf", REPO / "paper" / "paper.html"
     if not pdf.is_file():
         pytest.skip("paper/paper.pdf is not built: `make paper` makes it")
+    import json
+
+    from analysis import dataset
+
+    rendered_from = json.loads((REPO / "paper" / "generated" / "paper_numbers.json").read_text())["dataset"]["sha256"]
+    assert rendered_from == dataset.checksum(DATA_DIR), \
+        "paper/paper.pdf was rendered from other data than data/ holds now: run `make paper`"
     assert_paper_states_generated(REPO / "paper", pdf, html, DATA_DIR)
