@@ -746,7 +746,8 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         tradeoff_figure(plt, res.trade, p("tradeoff.svg"), baseline)
         numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
                                "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()}}
-    res.replication.to_csv(p("replication.csv"), index=False)
+    res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"})).to_csv(
+        p("replication.csv"), index=False)
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
     res.allocators.to_csv(p("allocators.csv"), index=False)
