@@ -133,7 +133,7 @@ def _run_each(data_dir, generated, names, log, out_dir, kept) -> list[str]:
             if name in BACKGROUND:
                 continue
             t0 = time.monotonic()
-            notebook.execute(path, out_dir / f"paper-{name}.ipynb", params)
+            execute_quietly(path, out_dir / f"paper-{name}.ipynb", params)
             log(f"paper: ran {name}.ipynb in {time.monotonic() - t0:.1f} s")
             ran.append(name)
     finally:
@@ -148,6 +148,18 @@ def _run_each(data_dir, generated, names, log, out_dir, kept) -> list[str]:
         if name in DATA_FREE:
             stamp_path(generated, name).write_text(inputs_digest(name, params) + "\n")
     return ran
+
+
+def execute_quietly(path: Path, output: Path, params: dict) -> None:
+    """papermill without echoing every cell (the executed copy in build/notebooks/ has it all)."""
+    import papermill
+
+    try:
+        papermill.execute_notebook(str(path), str(output), parameters=params, cwd=str(path.parent),
+                                   kernel_name="python3", log_output=False, progress_bar=False)
+    except papermill.PapermillExecutionError as exc:
+        message = (exc.evalue or str(exc)).strip().splitlines()[0]
+        raise HeapcostError(f"notebook {path.name} failed ({exc.ename}): {message}; executed copy: {output}") from None
 
 
 def write_paper_numbers(data_dir: Path, generated: Path, notebooks: list[str]) -> dict:
