@@ -565,14 +565,15 @@ def per_free_figure(plt, table: pd.DataFrame, path: Path, baseline: str) -> None
 
 def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
     """Security score against overhead, both with their intervals; the Pareto front as a step line."""
-    for _, r in trade.iterrows():
+    # neighbours in score get their labels above and below in turn, so close points stay readable
+    for i, (_, r) in enumerate(trade.sort_values(["score", "allocator"]).iterrows()):
         colour = "#1a9850" if r["pareto"] else "#4d4d4d"
         ax.errorbar([r["overhead"]], [r["score"]],
                     xerr=[[r["overhead"] - r["overhead_low"]], [r["overhead_high"] - r["overhead"]]],
                     yerr=[[r["score"] - r["score_low"]], [r["score_high"] - r["score"]]],
                     fmt="o", ms=3, color=colour, elinewidth=0.7, capsize=1.5)
-        ax.annotate(r["allocator"], (r["overhead"], r["score"]), xytext=(3, 3), textcoords="offset points",
-                    fontsize=6, color=colour)
+        ax.annotate(r["allocator"], (r["overhead"], r["score"]), xytext=(3, 3 if i % 2 else -8),
+                    textcoords="offset points", fontsize=6, color=colour)
     front = trade[trade["pareto"]].sort_values("overhead")
     if len(front):
         ax.step(front["overhead"], front["score"], where="post", color="#1a9850", lw=0.8)
