@@ -545,19 +545,22 @@ def ablation_figure(plt, table: pd.DataFrame, path: Path, xlabel: str) -> None:
 
 
 def per_free_figure(plt, table: pd.DataFrame, path: Path, baseline: str) -> None:
+    """One row per allocator, one marker per workload: instructions per free on a log axis."""
     workloads = sorted(table["workload"].unique())
     allocs = sorted(table["allocator"].unique())
-    fig, ax = plt.subplots(figsize=(5.5, 0.8 + 0.22 * len(allocs) * max(1, len(workloads)) / 2))
-    height = 0.8 / max(1, len(workloads))
+    markers = "osD^v<>phX*"
+    fig, ax = plt.subplots(figsize=(5.5, 0.9 + 0.2 * len(allocs)))
     for i, w in enumerate(workloads):
         sub = table[table["workload"] == w].set_index("allocator")
-        vals = [sub.loc[a, "instructions_per_free"] if a in sub.index else np.nan for a in allocs]
-        ax.barh(np.arange(len(allocs)) + i * height, vals, height=height, label=w)
-    ax.set_yticks(np.arange(len(allocs)) + 0.4 - height / 2, allocs, fontsize=7)
+        ys = [y for y, a in enumerate(allocs) if a in sub.index]
+        xs = [sub.loc[a, "instructions_per_free"] for a in allocs if a in sub.index]
+        ax.scatter(xs, ys, s=12, marker=markers[i % len(markers)], label=w, alpha=0.8)
+    ax.set_yticks(range(len(allocs)), allocs, fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    _plain_log_axis(ax)
     ax.set_xlabel("instructions per free (callgrind, whole program)")
-    ax.legend(fontsize=6, frameon=False)
+    ax.legend(fontsize=6, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     _save(fig, path)
     plt.close(fig)
