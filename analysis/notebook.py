@@ -91,14 +91,19 @@ def run_measure_notebook(params: dict) -> Path:
     with tempfile.TemporaryDirectory(prefix="heapcost-nb-") as tmp:
         record = Path(tmp) / "run_dir.txt"
         output = Path(tmp) / "measure.ipynb"
-        execute(notebook_path("measure"), output, {**params, "PROGRESS": "text", "RECORD_RUN_DIR_TO": str(record)})
-        run_dir = Path(record.read_text().strip())
-        target = run_dir / "measure.ipynb"
-        n = 1
-        while target.exists():
-            n += 1
-            target = run_dir / f"measure-{n}.ipynb"
-        shutil.copyfile(output, target)
+        try:
+            execute(notebook_path("measure"), output,
+                    {**params, "PROGRESS": "text", "RECORD_RUN_DIR_TO": str(record)})
+        finally:
+            # Once the campaign has named its run, the executed notebook belongs to it, failed or not.
+            if record.exists() and output.exists():
+                run_dir = Path(record.read_text().strip())
+                target = run_dir / "measure.ipynb"
+                n = 1
+                while target.exists():
+                    n += 1
+                    target = run_dir / f"measure-{n}.ipynb"
+                shutil.copyfile(output, target)
     return run_dir
 
 

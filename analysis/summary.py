@@ -9,7 +9,11 @@ def read_trials(run_dir) -> pd.DataFrame:
 
 
 def run_summary(run_dir) -> pd.DataFrame:
-    """Per workload and allocator: trials by status, and the median wall time and max RSS of ok trials."""
+    """Per workload and allocator: trials by status, and the median wall time and max RSS of ok trials
+    (for a callgrind run: status and instruction counts)."""
+    if not (Path(run_dir) / "trials.csv").exists():
+        counts = pd.read_csv(Path(run_dir) / "counts.csv", keep_default_na=False, na_values=[""])
+        return counts[["workload", "allocator", "scale", "status", "instructions", "free_calls", "reason"]]
     df = read_trials(run_dir)
     measured = df[df["warmup"] == 0]
     ok = measured[measured["status"] == "ok"]
