@@ -149,18 +149,29 @@ def per_free(counts: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     ok["instructions_per_free"] = ok["instructions"] / ok["free_calls"]
     ok["accesses_per_free"] = (ok["data_reads"] + ok["data_writes"]) / ok["free_calls"]
     ok["d1_misses_per_free"] = (ok["d1_read_misses"] + ok["d1_write_misses"]) / ok["free_calls"]
-    base = ok[ok["allocator"] == baseline].set_index("workload")
+    # slow allocators run at a smaller scale; the baseline is counted at each of those scales too, and
+    # every ratio is taken at the same scale
+    ok["scale"] = pd.to_numeric(ok["scale"], errors="coerce").round(8)
+    base = ok[ok["allocator"] == baseline].set_index(["workload", "scale"])
     for col in ("instructions_per_free", "accesses_per_free", "d1_misses_per_free"):
-        ok[col.replace("_per_free", "_ratio")] = ok.apply(
-            lambda r: r[col] / base.loc[r["workload"], col] if r["workload"] in base.index else np.nan, axis=1)
-    cols = ["workload", "allocator", "instructions", "free_calls", "instructions_per_free", "accesses_per_free",
-            "d1_misses_per_free", "instructions_ratio", "accesses_ratio", "d1_misses_ratio"]
-    return ok[cols].sort_values(["workload", "allocator"]).reset_index(drop=True)
+        ok[col.replace("_per_free", "_ratio")] = [
+            r[col] / base.loc[(r["workload"], r["scale"]), col] if (r["workload"], r["scale"]) in base.index
+            else np.nan for _, r in ok.iterrows()]
+    cols = ["workload", "allocator", "scale", "instructions", "free_calls", "instructions_per_free",
+            "accesses_per_free", "d1_misses_per_free", "instructions_ratio", "accesses_ratio", "d1_misses_ratio"]
+    return ok[cols].sort_values(["workload", "allocator", "scale"]).reset_index(drop=True)
+
+
+def main_scale(table: pd.DataFrame) -> pd.DataFrame:
+    """Each (workload, allocator) at the largest scale it was counted at (the baseline's extra
+    reduced-scale counts serve only as references for the slow allocators)."""
+    idx = table.groupby(["workload", "allocator"])["scale"].idxmax()
+    return table.loc[sorted(idx)].reset_index(drop=True)
 
 
 def per_free_geomean(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    for alloc, sub in table.groupby("allocator", sort=True):
+    for alloc, sub in main_scale(table).groupby("allocator", sort=True):
         r = sub["instructions_ratio"].dropna()
         if len(r):
             rows.append({"allocator": alloc, "workloads": len(r),
@@ -546,6 +557,7 @@ def ablation_figure(plt, table: pd.DataFrame, path: Path, xlabel: str) -> None:
 
 def per_free_figure(plt, table: pd.DataFrame, path: Path, baseline: str) -> None:
     """One row per allocator, one marker per workload: instructions per free on a log axis."""
+    table = main_scale(table)
     workloads = sorted(table["workload"].unique())
     allocs = sorted(table["allocator"].unique())
     markers = "osD^v<>phX*"
@@ -734,7 +746,9 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                                 "status": str(res.callgrind_run.info.get("status", "")),
                                 "workloads": int(pf["workload"].nunique()), "allocators": int(pf["allocator"].nunique()),
                                 "missing_allocators": int(len(res.callgrind_missing)),
-                                "scale": str(pf.get("scale", pd.Series([""])).iloc[0]) if "scale" in pf else ""}
+                                "scale": f"{pf['scale'].max():g}",
+                                "reduced_scale": sorted({str(a) for a in pf.loc[pf["scale"] < pf["scale"].max(), "allocator"]}
+                                                        - {baseline})}
         numbers["per_free"] = {r["allocator"]: fmt_ratio(r["instructions_ratio"])
                                for _, r in res.per_free_geomean.iterrows()}
 

@@ -53,12 +53,17 @@ def test_ablations_measure_the_defence_against_its_own_base(computed):
         assert abs(np.log(pooled.loc[alloc, "ratio"] / truth)) < 0.05
 
 
-def test_per_free_is_exact_and_relative_to_the_baseline(computed):
-    pf = computed.per_free.set_index(["workload", "allocator"])
+def test_per_free_is_exact_and_relative_to_the_baseline_at_the_same_scale(computed):
+    pf = results.main_scale(computed.per_free).set_index(["workload", "allocator"])
     for w in FREES:
         for a, cost in PER_FREE.items():
             assert pf.loc[(w, a), "instructions_per_free"] == pytest.approx(cost)
             assert pf.loc[(w, a), "instructions_ratio"] == pytest.approx(cost / PER_FREE["glibc"])
+    # counted at a smaller scale: against glibc at that scale (2000/200), not at the main one (2000/100)
+    assert pf.loc[("small-loop", "tcmalloc-debug"), "instructions_ratio"] == pytest.approx(10.0)
+    geo = computed.per_free_geomean.set_index("allocator")
+    assert geo.loc["tcmalloc-debug", "instructions_ratio"] == pytest.approx(10.0)
+    assert "glibc" not in geo.index
     assert list(computed.callgrind_missing["allocator"]) == ["efence"]
 
 

@@ -70,6 +70,12 @@ def make_dataset(root: Path, seed: int = 11, n_blocks: int = 12) -> Path:
                          "reason": "", "instructions": ins, "data_reads": ins // 4, "data_writes": ins // 8,
                          "d1_read_misses": ins // 1000, "d1_write_misses": ins // 2000, "malloc_calls": frees + 1,
                          "free_calls": frees, "calloc_calls": 0, "realloc_calls": 0, "malloc_lib": "sim"})
+    # a slow allocator counted at a smaller scale, with the baseline at that scale beside it
+    for a, cost in (("glibc", 200.0), ("tcmalloc-debug", 2000.0)):
+        rows.append({"run_id": cg_id, "workload": "small-loop", "allocator": a, "scale": 0.0001, "status": "ok",
+                     "reason": "", "instructions": int(cost * 4000), "data_reads": 1, "data_writes": 1,
+                     "d1_read_misses": 1, "d1_write_misses": 1, "malloc_calls": 4001, "free_calls": 4000,
+                     "calloc_calls": 0, "realloc_calls": 0, "malloc_lib": "sim"})
     rows.append({"run_id": cg_id, "workload": "small-loop", "allocator": "efence", "scale": 0.01,
                  "status": "missing", "reason": "crashed under valgrind (simulated)", "free_calls": 400_000})
     counts = pd.DataFrame(rows)
