@@ -180,9 +180,13 @@ def per_free_geomean(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def missing_callgrind(counts: pd.DataFrame) -> pd.DataFrame:
+    """Per allocator: the workloads callgrind could not count, and the first reason."""
     bad = counts[counts["status"] != "ok"]
-    return (bad.groupby("allocator", sort=True)["reason"].first().reset_index()
-            if len(bad) else pd.DataFrame(columns=["allocator", "reason"]))
+    if bad.empty:
+        return pd.DataFrame(columns=["allocator", "workloads", "reason"])
+    g = bad.groupby("allocator", sort=True)
+    return pd.DataFrame({"allocator": list(g.groups), "workloads": g["workload"].nunique().to_list(),
+                         "reason": g["reason"].first().to_list()})
 
 
 # ---------------------------------------------------------------------------------------------- security
