@@ -198,3 +198,33 @@ def write_outputs(outdir: Path, fig_path: Path = FIGURES) -> dict:
     }
     (outdir / "literature_numbers.json").write_text(json.dumps(numbers, indent=2, default=float))
     return numbers
+
+
+def _field(name, type_, description, **constraints):
+    field = {"name": name, "type": type_, "description": description}
+    if constraints:
+        field["constraints"] = constraints
+    return field
+
+
+# The Table Schema of figures.csv (datapackage.json and the codebook in data/README.md come from it).
+TABLE_SCHEMAS = {"figures.csv": {"missingValues": [""], "fields": [
+    _field("seed", "string", "Seed number, 000 to 004.", required=True, pattern="00[0-4]"),
+    _field("file", "string", "Seed file name in shared/seeds/.", required=True),
+    _field("line", "integer", "1-based line of that file the number is printed on (seed 001 is one long "
+           "line: all its rows cite line 2).", required=True, minimum=1),
+    _field("condition", "string", "The arm: allocator or configuration as the author names it."),
+    _field("benchmark", "string", "The program or benchmark that was timed."),
+    _field("machine", "string", "The machine as the seed describes it."),
+    _field("metric", "string", "wall, user, sys, cpu (user+sys), rate, maxrss, *_faults, callgrind and perf "
+           "counters, score (higher is faster), claim* for a stated conclusion."),
+    _field("unit", "string", "s, ms, KiB, count, runs/min, ratio, %, ..."),
+    _field("text", "string", "The exact text on the cited line the number comes from."),
+    _field("value", "number", "The number as a float (1:49:06 in seconds; 13224M as 13224e6)."),
+    _field("replicate", "integer", "Run number within the arm, in the order printed; empty for derived "
+           "figures and claims.", minimum=1),
+    _field("kind", "string", "measured (a reading), derived (the author's arithmetic), claim (a conclusion).",
+           enum=["measured", "derived", "claim"]),
+    _field("slip", "string", "The author's slip on this row, if any (the number is kept as printed)."),
+    _field("note", "string", "Context for the re-analysis."),
+]}}
