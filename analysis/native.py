@@ -10,6 +10,7 @@ from analysis.errors import HeapcostError
 from analysis.paths import BUILD_DIR
 
 VARIANT_CC = {"glibc": "gcc", "musl": "musl-gcc"}
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp")  # other files (headers) only enter the hash
 
 
 def _compiler_version(cc: str) -> str:
@@ -20,7 +21,7 @@ def _compiler_version(cc: str) -> str:
 
 
 def build_c(name, sources, *, variant="glibc", cflags=(), ldflags=(), shared=False, cc=None) -> Path:
-    """Build `name` from C sources; returns the path of the binary (or shared object)."""
+    """Build `name` from C (or, with cc="g++", C++) sources; returns the binary (or shared object)."""
     cc = cc or VARIANT_CC[variant]
     if shutil.which(cc) is None:
         raise HeapcostError(f"compiler {cc!r} not found (variant {variant}); run `make allocators`")
@@ -48,7 +49,7 @@ def build_c(name, sources, *, variant="glibc", cflags=(), ldflags=(), shared=Fal
         cmd = [cc, "-O2", "-g", "-Wall", *cflags]
         if shared:
             cmd += ["-shared", "-fPIC"]
-        cmd += [str(s) for s in sources if s.suffix == ".c"] + ["-o", str(tmp), *ldflags]
+        cmd += [str(s) for s in sources if s.suffix in SOURCE_SUFFIXES] + ["-o", str(tmp), *ldflags]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             first = (proc.stderr.strip().splitlines() or ["(no output)"])[0]

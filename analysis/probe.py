@@ -14,13 +14,9 @@ the process stopped relative to those markers, how, and what the allocator print
   program with a message of its own (a delayed check, e.g. a quarantine verified on eviction): caught;
 - a hang (timeout) counts as late-crash; no usable run (setup failed, wrong malloc): n/a.
 """
-import fcntl
-import hashlib
-import os
 import re
 import shutil
 import signal as signals
-import subprocess
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -29,7 +25,7 @@ from pathlib import Path
 
 from analysis import security
 from analysis.errors import HeapcostError
-from analysis.paths import BUILD_DIR, PROBES_DIR, RUNS_DIR
+from analysis.paths import PROBES_DIR, RUNS_DIR
 
 OUTCOMES = ("caught", "mitigated", "missed", "late-crash", "n/a")
 PROBE_COLUMNS = ["run_id", "allocator", "probe", "outcome", "trials", "rate", "rate_ci_low", "rate_ci_high",
@@ -97,42 +93,6 @@ PROBES = {p.id: p for p in (
 
 
 # ------------------------------------------------------------------------------------------ building
-def _compiler_version(cc: str) -> str:
-    try:
-        return subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise HeapcostError(f"compiler {cc!r} is not usable: {exc}") from None
-
-
-def _build_cxx(name: str, sources: list[Path]) -> Path:
-    """g++ build keyed like native.build_c (which compiles .c files only)."""
-    cc = "g++"
-    if shutil.which(cc) is None:
-        raise HeapcostError("compiler 'g++' not found: apt-get install g++")
-    h = hashlib.sha256()
-    for part in (cc, _compiler_version(cc), *PROBE_CFLAGS):
-        h.update(part.encode() + b"\0")
-    for src in sources:
-        h.update(src.name.encode() + b"\0" + src.read_bytes())
-    out_dir = BUILD_DIR / "glibc"
-    out = out_dir / f"{name}-{h.hexdigest()[:12]}"
-    if out.exists():
-        return out
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if out.exists():
-            return out
-        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-        cmd = [cc, "-g", "-Wall", *PROBE_CFLAGS, *[str(s) for s in sources if s.suffix == ".cc"], "-o", str(tmp)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            first = (proc.stderr.strip().splitlines() or ["(no output)"])[0]
-            raise HeapcostError(f"building {name} failed: {first}")
-        os.replace(tmp, out)
-    return out
-
-
 @lru_cache(maxsize=None)
 def probe_binary(source: str, variant: str = "glibc") -> Path:
     """The built probe program for a source in probes/ and a variant (glibc, or musl: static)."""
@@ -144,7 +104,9 @@ def probe_binary(source: str, variant: str = "glibc") -> Path:
     if src.suffix == ".cc":
         if variant != "glibc":
             raise HeapcostError(f"{source} is C++: no C++ runtime for the {variant} variant")
-        return _build_cxx(name, [src, header])
+        if shutil.which("g++") is None:
+            raise HeapcostError("compiler 'g++' not found: apt-get install g++")
+        return build_c(name, [src, header], cflags=PROBE_CFLAGS, cc="g++")
     return build_c(name, [src, header], variant=variant, cflags=PROBE_CFLAGS)
 
 
