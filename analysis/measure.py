@@ -498,35 +498,30 @@ def _fmt(x):
 
 
 def pairs_wider_than(rows, target: float, pairs, scale_of) -> list:
-    """Cells whose 95% interval for the ratio to the baseline at the same scale (Welch on log wall time)
-    is wider than ±target.
-
-    Used only to decide where more blocks go; the published intervals come from analysis.stats.
-    """
-    from scipy import stats
+    """Cells whose 95% interval for the ratio to the baseline at the same scale is wider than ±target,
+    by the published estimator (Yuen's trimmed means of log wall time, without the clock adjustment).
+    The baseline's cell gets more runs whenever another cell of its workload and scale does."""
+    from analysis.stats import yuen_difference
 
     logs: dict = {}
     for r in rows:
         if r.get("status") == "ok" and str(r.get("warmup")) in ("0", "False", "false"):
             key = (r["allocator"], r["workload"], f"{float(r['scale']):.6g}")
             logs.setdefault(key, []).append(math.log(float(r["wall_s"])))
-    wide = []
+    wide = set()
     for aid, wid, factor in pairs:
+        if aid == BASELINE:
+            continue
         scale = f"{scale_of(factor):.6g}"
-        x = logs.get((aid, wid, scale), [])
-        y = logs.get((BASELINE, wid, scale), x)
-        if len(x) < 3 or len(y) < 3:
-            wide.append((aid, wid, factor))
-            continue
-        vx, vy = _var(x) / len(x), _var(y) / len(y)
-        se = math.sqrt(vx + vy) if aid != BASELINE else math.sqrt(vx)
-        if se == 0:
-            continue
-        df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1)) if aid != BASELINE else len(x) - 1
-        half = stats.t.ppf(0.975, df) * se
-        if math.expm1(half) > target:
-            wide.append((aid, wid, factor))
-    return wide
+        x, y = logs.get((aid, wid, scale), []), logs.get((BASELINE, wid, scale), [])
+        if len(x) >= 3 and len(y) >= 3:
+            lo, hi = yuen_difference(x, y).interval()
+            if math.expm1((hi - lo) / 2) <= target:
+                continue
+        wide.add((aid, wid, factor))
+        wide.update((a, w, f) for a, w, f in pairs
+                    if a == BASELINE and w == wid and f"{scale_of(f):.6g}" == scale)
+    return [p for p in pairs if p in wide]
 
 
 def _timed_out_in_warmup(rows, aid, wid, scale):
@@ -535,11 +530,6 @@ def _timed_out_in_warmup(rows, aid, wid, scale):
                 and r["status"] == "timeout" and abs(float(r["scale"]) - scale) <= 1e-9 * scale):
             return int(r["seq"])
     return None
-
-
-def _var(xs):
-    m = sum(xs) / len(xs)
-    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
 
 
 def _progress(total, initial, mode):

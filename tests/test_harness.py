@@ -209,3 +209,18 @@ def test_reduced_scale_allocators_get_a_baseline_at_their_scale():
     efence = catalog.load_catalog()["efence"].scale
     assert ("glibc", "small-loop", efence) in c.pairs and ("glibc", "small-loop", 1.0) in c.pairs
     assert ("jemalloc", "small-loop", efence) not in c.pairs
+
+
+def test_adaptive_mode_extends_only_wide_cells_and_their_baseline():
+    import random as rnd
+
+    rng = rnd.Random(3)
+    rows = []
+    for alloc, spread, n in (("glibc", 0.001, 12), ("tight", 0.001, 12), ("noisy", 0.3, 12), ("few", 0.001, 2)):
+        for _ in range(n):
+            rows.append({"allocator": alloc, "workload": "w", "scale": "1", "status": "ok", "warmup": "0",
+                         "wall_s": str(1.0 * (1 + rng.uniform(-spread, spread)))})
+    cells = [(a, "w", 1.0) for a in ("glibc", "tight", "noisy", "few")]
+    wide = measure.pairs_wider_than(rows, 0.01, cells, lambda f: f)
+    assert wide == [("glibc", "w", 1.0), ("noisy", "w", 1.0), ("few", "w", 1.0)]
+    assert measure.pairs_wider_than(rows, 0.01, cells[:2], lambda f: f) == []
