@@ -24,7 +24,7 @@ RUNS ?=
 PAPER_INPUTS := $(shell find data notebooks analysis paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
-.PHONY: help venv test measure probe allocators system-deps lab paper bench dataset validate clean
+.PHONY: help venv test test-fast measure probe allocators system-deps lab paper bench dataset validate clean
 
 help: ## list the targets
 	@echo "heapcost: what allocator hardening costs and what it buys"
@@ -34,12 +34,12 @@ help: ## list the targets
 	@echo "measure parameters: PROFILE=smoke|quick|full ALLOCATORS=a,b WORKLOADS=x,y MODE=time|callgrind"
 	@echo "  EXTRA_ALLOCATORS=name=/path/lib.so TARGET_CI=0.01 BUDGET_MIN=60 BLOCKS=N LOCK_CLOCK=1 SEED=N"
 
-$(VENV_STAMP): requirements.txt
+$(VENV_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
-	@# the notebooks' kernels and JupyterLab import analysis/ from this checkout
-	$(PY) -c 'import site, sys; open(site.getsitepackages()[0] + "/heapcost.pth", "w").write(sys.argv[1] + "\n")' "$(CURDIR)"
+	@# the package itself, editable: the notebooks' kernels and JupyterLab import analysis/ from this checkout
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 venv: $(VENV_STAMP) ## create .venv from requirements.txt
@@ -53,8 +53,12 @@ paper: $(VENV_STAMP) paper/paper.pdf paper/paper.html ## render paper/paper.pdf 
 paper/paper.pdf paper/paper.html &: $(VENV_STAMP) $(PAPER_INPUTS) CITATION.cff
 	$(PY) -m analysis paper
 
-test: $(VENV_STAMP) system-deps ## run the test suite (real allocators, simulated statistics, the paper)
+test: $(VENV_STAMP) system-deps paper ## run the whole test suite (real allocators, valgrind, simulated statistics, the paper)
 	$(PY) -m pytest -q tests
+
+FAST := not (slow or allocators or valgrind or paper)
+test-fast: $(VENV_STAMP) ## the tests that need no allocator, valgrind, papermill or Typst (under a minute)
+	$(PY) -m pytest -q -m "$(FAST)" tests
 
 measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.ipynb into data/runs/
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \

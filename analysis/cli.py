@@ -7,16 +7,16 @@ from analysis.errors import HeapcostError
 
 # command -> (module, one-line help). Modules are imported only when their command runs.
 COMMANDS = {
-    "allocators": ("analysis.catalog", "list the allocator catalogue and what is available here"),
-    "provision": ("analysis.provision", "install or build every allocator this machine can have"),
-    "measure": ("analysis.measure", "run a measurement campaign into data/runs/"),
-    "validate": ("analysis.validate", "check a dataset against data/datapackage.json"),
-    "compare": ("analysis.compare", "ratios with 95% intervals of each allocator against a baseline"),
-    "probe": ("analysis.probe", "run the heap-misuse probes under allocators"),
-    "paper": ("analysis.paper", "generate the paper's figures and numbers from the dataset"),
-    "dataset": ("analysis.dataset", "write the versioned dataset archive with its checksum"),
-    "notebook": ("analysis.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
-    "bench": ("analysis.bench", "benchmark the measurement protocol against hyperfine"),
+    "allocators": ("analysis.harness.catalog", "list the allocator catalogue and what is available here"),
+    "provision": ("analysis.harness.provision", "install or build every allocator this machine can have"),
+    "measure": ("analysis.harness.measure", "run a measurement campaign into data/runs/"),
+    "validate": ("analysis.publish.validate", "check a dataset against data/datapackage.json"),
+    "compare": ("analysis.stats.compare", "ratios with 95% intervals of each allocator against a baseline"),
+    "probe": ("analysis.harness.probes", "run the heap-misuse probes under allocators"),
+    "paper": ("analysis.publish.paper", "generate the paper's figures and numbers from the dataset"),
+    "dataset": ("analysis.publish.dataset", "write the versioned dataset archive with its checksum"),
+    "notebook": ("analysis.publish.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
+    "bench": ("analysis.harness.bench", "benchmark the measurement protocol against hyperfine"),
 }
 
 

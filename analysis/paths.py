@@ -8,10 +8,20 @@ DATA_DIR = REPO / "data"
 RUNS_DIR = Path(os.environ.get("HEAPCOST_RUNS_DIR") or DATA_DIR / "runs")
 WORKLOADS_DIR = REPO / "workloads"
 PROBES_DIR = REPO / "probes"
-NATIVE_DIR = Path(__file__).resolve().parent / "native"
+NATIVE_DIR = Path(__file__).resolve().parent / "harness" / "native"
 CATALOG_PATH = REPO / "allocators.toml"
 
 
 def cache_dir() -> Path:
     """Built allocators live outside the clone so a new clone reuses them."""
     return Path(os.environ.get("HEAPCOST_CACHE") or Path.home() / ".cache" / "heapcost")
+GENERATED_DIR = REPO / "paper" / "generated"
+
+
+def in_repo(value, default: Path) -> Path:
+    """A notebook or CLI path parameter: empty means `default`; a relative path is taken from the
+    repository root, never from the folder a kernel happens to run in."""
+    if value in (None, ""):
+        return Path(default)
+    path = Path(value)
+    return path if path.is_absolute() else REPO / path

@@ -1,11 +1,13 @@
 import csv
 import shutil
-from pathlib import Path
 
 import pytest
 
-from analysis import callgrind, measure
-from analysis.workloads import WORKLOADS
+from analysis.harness import callgrind
+from analysis.harness import measure
+from analysis.harness.workloads import WORKLOADS
+
+pytestmark = [pytest.mark.valgrind, pytest.mark.allocators, pytest.mark.slow]
 
 SAMPLE = """version: 1
 creator: callgrind-3.19.0
@@ -46,7 +48,7 @@ def test_callgrind_counts_are_exact_and_scudo_is_recorded_missing(tmp_path):
     def once():
         run_dir = measure.run_campaign(profile="smoke", mode="callgrind", allocators="glibc,jemalloc,scudo",
                                        workloads="small-loop", runs_dir=runs, progress=False, seed=1)
-        from analysis.summary import run_summary
+        from analysis.publish.summary import run_summary
 
         assert set(run_summary(run_dir)["allocator"]) == {"glibc", "jemalloc", "scudo"}
         with open(run_dir / "counts.csv", newline="") as fh:

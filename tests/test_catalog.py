@@ -1,6 +1,6 @@
 import pytest
 
-from analysis import catalog
+from analysis.harness import catalog
 from analysis.errors import HeapcostError
 from conftest import cli
 
@@ -17,6 +17,7 @@ def test_catalogue_has_every_required_configuration():
         assert set(alloc.defences) <= set(catalog.DEFENCES)
 
 
+@pytest.mark.allocators
 def test_debian_allocators_resolve_here():
     cat = catalog.load_catalog()
     for aid in ("glibc", "jemalloc", "tcmalloc", "mimalloc2", "mimalloc3", "scudo", "tbbmalloc", "efence", "duma",
@@ -55,6 +56,7 @@ def test_malformed_catalogue_is_a_clear_error(tmp_path):
         catalog.load_catalog(bad)
 
 
+@pytest.mark.allocators
 def test_allocators_command_lists_availability():
     r = cli("allocators")
     assert r.returncode == 0

@@ -2,7 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import compare, simulate
+from analysis.contract.schema import usable_trials
+from analysis.stats import compare
+from analysis.stats import simulate
 from analysis.cli import main
 from analysis.errors import HeapcostError
 from conftest import cli
@@ -79,7 +81,7 @@ def test_minimal_csv_without_optional_columns():
 def test_failed_and_warmup_runs_are_excluded_outliers_are_kept():
     sc, t = _trials(failure_prob=0.05)
     comp = compare.compare(t, "glibc")
-    used = t[(t["status"] == "ok") & ~t["warmup"]]
+    used = usable_trials(t)
     counts = used.groupby(["workload", "allocator"]).size()
     for _, r in comp.results.iterrows():
         assert r["n"] == counts[(r["workload"], r["allocator"])]

@@ -8,12 +8,14 @@ import tarfile
 import pytest
 import yaml
 
-from analysis import __version__, codebook, dataset
-from analysis.datapackage import literature_schemas
+from analysis import __version__
+from analysis.publish import codebook
+from analysis.publish import dataset
+from analysis.contract.schema import LITERATURE_SCHEMAS
 from analysis.paths import DATA_DIR, REPO
-from analysis.schema import TABLE_SCHEMAS
-from analysis.validate import validate
-from test_paper_data import make_dataset
+from analysis.contract.schema import TABLE_SCHEMAS
+from analysis.publish.validate import validate
+from simulated_dataset import make_dataset
 
 
 @pytest.fixture
@@ -59,7 +61,7 @@ def test_codebook_describes_every_column_of_every_table(data):
         assert f"## `{name}`" in text
         for f in fields:
             assert f"| `{f['name']}` | {f['type']} | {f.get('unit', '')} |" in text, (name, f["name"])
-    for name, schema in literature_schemas().items():
+    for name, schema in LITERATURE_SCHEMAS.items():
         fields = schema["fields"] if isinstance(schema, dict) else schema
         for f in fields:
             assert f"| `{f['name']}` |" in text, (name, f["name"])

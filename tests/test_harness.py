@@ -9,10 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from analysis import catalog, launcher, measure, runstore
+from analysis.harness import catalog
+from analysis.harness import measure, trial
+from analysis.contract import runstore
 from analysis.errors import HeapcostError
-from analysis.workloads import WORKLOADS
+from analysis.harness.workloads import WORKLOADS
 from conftest import REPO, cli
+
+pytestmark = [pytest.mark.allocators, pytest.mark.slow]
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
@@ -24,8 +28,8 @@ def read_rows(run_dir):
 
 def one_trial(alloc, workload="small-loop", scale=0.01, expected=None):
     resolved = catalog.resolve(alloc)
-    t = measure.Trial(resolved, WORKLOADS[workload], scale, env_target=2000, timeout_s=60)
-    return measure.run_one(t, expected, probe_iters=0, pad=0)
+    t = trial.SpeedTrial(resolved, WORKLOADS[workload], scale, env_target=2000, timeout_s=60)
+    return trial.run_one(t, expected, probe_iters=0, pad=0)
 
 
 def test_trial_records_the_library_malloc_resolved_to():
@@ -51,7 +55,7 @@ def test_a_library_without_malloc_is_caught():
     row = one_trial(alloc)
     assert row["status"] == "wrong-malloc" and "libc.so.6" in row["reason"]
     with pytest.raises(HeapcostError, match="cannot be preloaded"):
-        measure.check_preloadable(catalog.resolve(alloc))
+        trial.check_preloadable(catalog.resolve(alloc))
 
 
 def test_a_wrong_checksum_is_a_failed_trial_not_ok():
@@ -61,15 +65,15 @@ def test_a_wrong_checksum_is_a_failed_trial_not_ok():
 
 def test_crash_is_recorded_with_its_signal():
     alloc = catalog.load_catalog()["glibc"]
-    t = measure.Trial(catalog.resolve(alloc), WORKLOADS["small-loop"], 0.01, env_target=2000, timeout_s=10)
+    t = trial.SpeedTrial(catalog.resolve(alloc), WORKLOADS["small-loop"], 0.01, env_target=2000, timeout_s=10)
     t.argv = ["/bin/sh", "-c", "kill -SEGV $$"]
-    row = measure.run_one(t, None, 0, 0)
+    row = trial.run_one(t, None, 0, 0)
     assert row["status"] == "crashed" and "SIGSEGV" in row["reason"]
 
 
 def test_environment_is_padded_to_one_size_for_every_allocator(tmp_path):
     cat = catalog.load_catalog()
-    trials = [measure.Trial(catalog.resolve(cat[a]), WORKLOADS["small-loop"], 0.01, env_target=3000)
+    trials = [trial.SpeedTrial(catalog.resolve(cat[a]), WORKLOADS["small-loop"], 0.01, env_target=3000)
               for a in ("glibc", "jemalloc-junk-free", "scudo-quarantine", "glibc-perturb")]
     sizes = {sum(len(k) + len(v) + 2 for k, v in t.env(tmp_path, 0).items()) for t in trials}
     assert len(sizes) == 1
@@ -91,8 +95,8 @@ def test_plan_is_randomized_complete_blocks():
 def test_static_musl_binaries_are_recognised():
     WORKLOADS["small-loop"].prepare("musl")
     musl_bin = WORKLOADS["small-loop"].argv(0.01, "musl", {})[0]
-    assert measure.is_static_elf(musl_bin)
-    assert not measure.is_static_elf("/bin/true")
+    assert trial.is_static_elf(musl_bin)
+    assert not trial.is_static_elf("/bin/true")
 
 
 def test_campaign_resumes_after_sigkill_without_duplicating_a_seq(runs_dir):

@@ -4,7 +4,8 @@ import re
 import numpy as np
 import pytest
 
-from analysis import literature
+from analysis.publish import literature_writer
+from analysis.stats import literature
 from analysis.paths import REPO
 
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -84,7 +85,7 @@ def test_single_runs_get_no_interval_and_counts_are_exact(fig):
 
 
 def test_write_outputs(tmp_path):
-    numbers = literature.write_outputs(tmp_path)
+    numbers = literature_writer.write_outputs(tmp_path)
     for name in ("literature_reanalysis.csv", "literature_slips.csv", "literature_003.svg",
                  "literature_numbers.json"):
         assert (tmp_path / name).stat().st_size > 0

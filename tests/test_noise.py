@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from analysis import noise
+from analysis.stats import noise
 
 
 def test_clock_regimes_finds_two_clock_states():

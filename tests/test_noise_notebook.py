@@ -3,8 +3,11 @@ import json
 
 import pandas as pd
 import papermill as pm
+import pytest
 
 from analysis.paths import REPO
+
+pytestmark = pytest.mark.paper
 
 
 def _run(name, tmp_path, **parameters):

@@ -4,14 +4,15 @@ Two things differ from a user's run, so that the tests never touch the published
 products go to a temporary out_dir (for notebooks that have one), and the measurement notebook writes its
 run to a temporary HEAPCOST_RUNS_DIR (the others read the published data/). FAST lists the only other parameters changed, each to keep the suite quick.
 """
-import os
 from pathlib import Path
 
 import papermill as pm
 import pytest
 
-from analysis.notebook import default_parameters
+from analysis.publish.notebook import default_parameters
 from analysis.paths import REPO
+
+pytestmark = pytest.mark.paper
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 FAST = {"noise": {"replications": 12}}  # the coverage study's default (hundreds of data sets) takes minutes

@@ -1,25 +1,23 @@
 """The paper's results against a dataset with a known truth, and the paper itself: built from that
 dataset, its PDF and HTML state exactly what paper/generated/ holds, and the same data gives the same bytes."""
-import csv
-import json
 import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import dataset, paper, results, security
+from analysis.publish import paper
+from analysis.contract.schema import read_table
+from analysis.publish import results, results_writer
+from analysis.stats import security
 from analysis.paths import REPO
-from test_paper_data import FREES, PER_FREE, TRUE_RATIOS, make_dataset
+from paper_checks import assert_paper_states_generated, generated_csv
+from simulated_dataset import FREES, PER_FREE, TRUE_RATIOS, make_dataset
 
-
-def squash(text: str) -> str:
-    """PDF text extraction breaks lines and spaces differently from the source: compare without them."""
-    return re.sub(r"\s+", "", text)
+pytestmark = pytest.mark.paper
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +66,7 @@ def test_per_free_is_exact_and_relative_to_the_baseline_at_the_same_scale(comput
 
 
 def test_groups_with_too_few_runs_are_reported_not_fatal(data):
-    trials = results.read_table(next((data / "runs").glob("*time*")) / "trials.csv")
+    trials = read_table(next((data / "runs").glob("*time*")) / "trials.csv")
     trials["reason"] = trials["reason"].astype(object)
     bad = (trials["allocator"] == "scudo") & (trials["workload"] == "pow2-churn")
     trials.loc[bad, "status"] = "crashed"
@@ -127,14 +125,14 @@ def test_security_score_interval_covers_the_true_score():
             k = rng.binomial(20, r)
             rows.append({"allocator": "x", "probe": p, "outcome": "missed" if k else "caught",
                          "trials": "20", "rate": str(k / 20)})
-        s = results.score_intervals(rows, draws=300, seed=i).iloc[0]
+        s = security.score_intervals(rows, draws=300, seed=i).iloc[0]
         assert s["score_low"] <= s["score"] <= s["score_high"]
         covered += s["score_low"] <= truth <= s["score_high"]
     assert covered / reps >= 0.88, covered / reps
 
 
 def test_seeds_figures_for_unmeasurable_allocators():
-    figures = results.read_table(REPO / "data" / "literature" / "figures.csv")
+    figures = read_table(REPO / "data" / "literature" / "figures.csv")
     so = results.seed_only_figures(figures)
     hardened = so[(so["seed"] == "001") & (so["metric"] == "wall")].iloc[0]
     assert hardened["ratio"] == pytest.approx(hardened["value"] / hardened["reference_value"])
@@ -153,54 +151,6 @@ def built(data, tmp_path_factory):
         shutil.copyfile(f, out / "generated" / f.name)
     pdf, html = paper.build(data, out, notebooks=["security", "results"], log=lambda *_: None)
     return out, pdf, html
-
-
-def pdf_text(pdf: Path) -> str:
-    from pypdf import PdfReader
-
-    return "".join(page.extract_text() for page in PdfReader(str(pdf)).pages)
-
-
-def generated_csv(out: Path, name: str) -> list[dict]:
-    with open(out / "generated" / name, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def assert_paper_states_generated(out: Path, pdf: Path, html: Path, data: Path) -> None:
-    """Each result the paper states is in the PDF's and the HTML's text exactly as generated/ holds it."""
-    text = squash(pdf_text(pdf))
-    numbers = json.loads((out / "generated" / "results_numbers.json").read_text())
-    # the verdict table: every allocator with its overhead, score interval and verdict
-    trade = generated_csv(out, "results_tradeoff.csv")
-    assert trade, "no verdicts"
-    for r in trade:
-        assert squash(r["allocator"] + r["workloads"] + r["overhead_display"] + r["score_display"]) in text, r["allocator"]
-        assert squash(r["verdict"]) in text
-    # the ablations, the geometric means and the abstract's extremes
-    for r in generated_csv(out, "results_ablations.csv"):
-        if r["workload"] == "all":
-            assert squash(r["display"]) in text and squash(r["memory_display"]) in text
-    for r in generated_csv(out, "results_speed_geomean.csv") + generated_csv(out, "results_memory_geomean.csv"):
-        assert squash(r["allocator"] + r["workloads"] + r["display"] + r["percent"]) in text
-    for key in ("cheapest", "dearest"):
-        assert squash(numbers["speed"][key]["display"]) in text
-    for r in generated_csv(out, "results_per_free_geomean.csv"):
-        assert squash(r["allocator"] + r["workloads"] + r["display"]) in text
-    # threats to validity: this machine's clock facts and the load during the run
-    clock = numbers["clock"]
-    for key in ("loadavg_min", "loadavg_max", "probe_cv_percent", "perf_counters", "cpufreq_exposed"):
-        assert squash(str(clock[key])) in text, key
-    # the seeds: the re-analysis ratios and the figures of allocators measured only there
-    for r in generated_csv(out, "results_seed_only.csv"):
-        assert squash(r["ratio_display"]) in text
-    for r in generated_csv(out, "literature_reanalysis.csv"):
-        assert squash(f"{round(float(r['ratio']), 3):g}") in text
-    # data availability: the archive's checksum, computed again from the dataset
-    assert dataset.checksum(data) in text
-    html_text = html.read_text()
-    assert dataset.checksum(data) in html_text
-    for r in trade:
-        assert r["overhead_display"] in html_text
 
 
 def test_paper_states_what_generated_holds(built, data):
@@ -222,7 +172,7 @@ def test_same_data_gives_the_same_bytes(built, data, tmp_path):
     out, pdf, html = built
     again = tmp_path / "again"
     shutil.copytree(out, again)
-    results.write_outputs(results.compute(data), again / "generated")
+    results_writer.write_outputs(results.compute(data), again / "generated")
     for svg in sorted((out / "generated").glob("results_*.svg")):
         assert (again / "generated" / svg.name).read_bytes() == svg.read_bytes(), svg.name
     pdf2, html2 = paper.compile_paper(again)
@@ -375,8 +325,8 @@ def test_readme_lists_every_figure_and_table_of_the_paper():
 def test_other_runs_of_the_profile_are_compared_with_the_published_one(data, tmp_path):
     """A second simulated run of the same truth: its intervals overlap the published run's; a run with
     one allocator made 30% slower does not, for that allocator."""
-    from test_paper_data import WORKLOADS
-    from analysis import simulate
+    from simulated_dataset import WORKLOADS
+    from analysis.stats import simulate
 
     published = results.compute(data).speed.geomean
     same = simulate.simulate_trials(simulate.Scenario(ratios=TRUE_RATIOS, workloads=WORKLOADS, n_blocks=12), 99)

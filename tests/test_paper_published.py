@@ -7,13 +7,15 @@ import shutil
 
 import pytest
 
-from analysis import paper
+from analysis.publish import paper
 from analysis.paths import DATA_DIR, REPO
-from test_paper import assert_paper_states_generated
+from paper_checks import assert_paper_states_generated
+
+pytestmark = pytest.mark.paper
 
 
 def has_run(kind: str) -> bool:
-    from analysis.results import pick_run
+    from analysis.contract.runstore import pick_run
 
     return pick_run(DATA_DIR / "runs", kind, {"time": "trials.csv", "probe": "probes.csv"}[kind]) is not None
 
@@ -38,7 +40,7 @@ def test_the_rendered_paper_matches_its_generated_numbers():
         pytest.skip("paper/paper.pdf is not built: `make paper` makes it")
     import json
 
-    from analysis import dataset
+    from analysis.publish import dataset
 
     rendered_from = json.loads((REPO / "paper" / "generated" / "paper_numbers.json").read_text())["dataset"]["sha256"]
     assert rendered_from == dataset.checksum(DATA_DIR), \

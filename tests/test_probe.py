@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import probe as P
-from analysis.catalog import load_catalog
-from analysis.errors import HeapcostError
+from analysis.harness import probes as P
+from analysis.harness.catalog import load_catalog
 from analysis.paths import REPO
+
+pytestmark = [pytest.mark.allocators, pytest.mark.slow]
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 SCUDO = "/usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.scudo_standalone-x86_64.so"
@@ -152,12 +153,12 @@ def test_setup_failure_timeout_and_spawn_failure():
 
 
 def test_summary_takes_the_majority_and_rates_every_trial():
-    trials = [P.Trial("missed", True, "x")] * 3 + [P.Trial("mitigated", False, "y")] * 7
+    trials = [P.ProbeResult("missed", True, "x")] * 3 + [P.ProbeResult("mitigated", False, "y")] * 7
     r = P.summarize(P.PROBES["reuse-immediate"], trials)
     assert r["outcome"] == "mitigated" and r["rate"] == pytest.approx(0.3)
     assert r["rate_ci_low"] < 0.3 < r["rate_ci_high"]
     assert "missed 3" in r["detail"]
-    tie = [P.Trial("missed", True)] + [P.Trial("caught", False)]
+    tie = [P.ProbeResult("missed", True)] + [P.ProbeResult("caught", False)]
     assert P.summarize(P.PROBES["double-free"], tie)["outcome"] == "missed"
 
 

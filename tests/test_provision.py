@@ -4,7 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from analysis import cli, debsrc, provision
+from analysis import cli
+from analysis.harness import debsrc
+from analysis.harness import provision
 from analysis.errors import HeapcostError
 
 
@@ -220,22 +222,26 @@ def test_status_rows(cache, monkeypatch):
     assert rows[1][2].endswith("mimalloc-secure-2.0.9+ds-2") and "make allocators" in rows[2][2]
 
 
+def _as_catalog(allocators):
+    return {a.id: a for a in allocators}
+
+
 def test_cli_dry_run_and_unknown_only(cache, monkeypatch, capsys):
-    monkeypatch.setattr(provision, "_load_catalog", lambda: [_alloc("glibc", kind="system"),
-                                                             _alloc("perl-mymalloc", kind="debian-source", package="perl")])
+    monkeypatch.setattr(provision.catalog, "load_catalog", lambda: _as_catalog([_alloc("glibc", kind="system"),
+                                                             _alloc("perl-mymalloc", kind="debian-source", package="perl")]))
     assert cli.main(["provision", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "ok  glibc" in out and "would build from Debian source perl" in out
     assert cli.main(["provision", "--only", "glibc,bogus"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "heapcost: error: unknown allocator bogus; valid ids: glibc, perl-mymalloc"
-    monkeypatch.setattr(provision, "_load_catalog", lambda: [_alloc("x", kind="carrier-pigeon")])
+    assert err == "heapcost: error: unknown allocator(s) bogus; valid: glibc, perl-mymalloc"
+    monkeypatch.setattr(provision.catalog, "load_catalog", lambda: _as_catalog([_alloc("x", kind="carrier-pigeon")]))
     assert cli.main(["provision"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
 def test_the_catalogue_and_the_recipes_agree():
-    catalogue = provision._load_catalog()
+    catalogue = provision.catalog.load_catalog().values()
     for alloc in catalogue:
         if alloc.origin.get("kind") == "debian-source":
             assert alloc.id in provision.RECIPES
@@ -248,8 +254,8 @@ def test_no_build_reports_unbuilt_sources_without_failing_and_installs_tools(cac
     asked = []
     monkeypatch.setattr(provision.Apt, "ensure", lambda self, names, why: (asked.append(tuple(names)), (True, "ok"))[1])
     monkeypatch.setattr(provision, "build", lambda *a, **k: pytest.fail("--no-build must not build"))
-    monkeypatch.setattr(provision, "_load_catalog", lambda: [_alloc("perl-mymalloc", kind="debian-source", package="perl"),
-                                                             _alloc("jemalloc", kind="debian", package="libjemalloc2")])
+    monkeypatch.setattr(provision.catalog, "load_catalog", lambda: _as_catalog([_alloc("perl-mymalloc", kind="debian-source", package="perl"),
+                                                             _alloc("jemalloc", kind="debian", package="libjemalloc2")]))
     assert cli.main(["provision", "--no-build"]) == 0
     assert "perl-mymalloc: not built (skipped" in capsys.readouterr().out
     assert asked == [provision.TOOL_PACKAGES, ("libjemalloc2",)]

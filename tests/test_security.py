@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from analysis import security as S
+from analysis.publish import security_writer
+from analysis.stats import security as S
 
 
 def test_clopper_pearson_known_values():
@@ -101,8 +102,8 @@ def test_claims_against_observations():
 
 
 def test_every_defence_id_maps_to_known_probes():
-    from analysis.catalog import DEFENCES
-    from analysis.probe import PROBES
+    from analysis.harness.catalog import DEFENCES
+    from analysis.harness.probes import PROBES
 
     assert set(S.DEFENCE_PROBES) == set(DEFENCES)
     for probe_ids, _ in S.DEFENCE_PROBES.values():
@@ -114,7 +115,7 @@ def test_outputs_are_written(tmp_path):
     rows = (rows_for("a", {"double-free": "caught", "address-entropy": "mitigated"},
                      **{"address-entropy": {"bits": "20"}})
             + rows_for("b", {"double-free": "missed", "address-entropy": "n/a"}))
-    numbers = S.write_outputs(rows, tmp_path, claims={"a": (), "b": ("double-free-detect",)})
+    numbers = security_writer.write_outputs(rows, tmp_path, claims={"a": (), "b": ("double-free-detect",)})
     for name in ("outcomes.svg", "scores.svg", "scores.csv", "disagreements.csv", "numbers.json"):
         assert (tmp_path / f"security_{name}").stat().st_size > 0
     assert numbers["disagreements"]["claimed-not-seen"] == 1

@@ -1,11 +1,15 @@
 """notebooks/security.ipynb runs under papermill on a probes.csv and writes the security_ outputs."""
+import pytest
+
 import csv
 import json
 
 import papermill as pm
 
 from analysis.paths import REPO
-from analysis.probe import PROBE_COLUMNS
+from analysis.contract.schema import PROBE_COLUMNS
+
+pytestmark = pytest.mark.paper
 
 
 def test_notebook_runs_under_papermill_with_adjusted_weights(tmp_path):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from analysis import stats
+from analysis.stats import estimators as stats
 
 
 def test_trimmed_location_matches_scipy_trim_mean():

@@ -1,10 +1,9 @@
 import shutil
-from pathlib import Path
 
 import pytest
 
-from analysis import measure
-from analysis.datapackage import write_datapackage
+from analysis.harness import measure
+from analysis.publish.datapackage import write_datapackage
 from conftest import REPO, cli
 
 

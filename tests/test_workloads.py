@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis import workloads as wl
+from analysis.harness import workloads as wl
 from analysis.errors import HeapcostError
+
+pytestmark = [pytest.mark.allocators, pytest.mark.slow]
 
 CHECKSUM = re.compile(r"^checksum=[0-9a-f]{8,}$")
 SMALL = 0.02

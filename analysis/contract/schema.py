@@ -1,0 +1,181 @@
+"""The data contract: every table of the dataset, its columns, their meaning and how to read them.
+
+Everything that writes or reads trials.csv, counts.csv, probes.csv or literature/figures.csv takes the
+columns, statuses, the warm-up encoding and the usable-trials rule from here. datapackage.json, the
+validation and the codebook (data/README.md) are generated from these Table Schemas.
+"""
+from pathlib import Path
+
+import pandas as pd
+
+STATUS_TRIAL = ["ok", "failed", "crashed", "timeout", "wrong-malloc", "bad-checksum", "spawn-failed", "skipped"]
+STATUS_COUNT = ["ok", "missing"] + STATUS_TRIAL[1:]
+OK = "ok"
+# warm-up is written 0/1 in trials.csv; readers accept what pandas or a hand-made CSV may hold
+WARMUP_TRUE = frozenset({"1", "true", "yes", "t"})
+
+
+def _f(name, type_, description, unit=None, **constraints):
+    field = {"name": name, "type": type_, "description": description}
+    if unit:
+        field["unit"] = unit
+    if constraints:
+        field["constraints"] = constraints
+    return field
+
+
+TRIALS = [
+    _f("run_id", "string", "The run this trial belongs to (its directory name).", required=True),
+    _f("seq", "integer", "Position of the trial in the run's randomized order; unique within a run.",
+       required=True, minimum=0),
+    _f("block", "integer", "Randomized block: every (allocator, workload) pair runs once per block.", minimum=0),
+    _f("warmup", "integer", "1 for warm-up blocks, excluded from statistics.", enum=[0, 1]),
+    _f("workload", "string", "Workload id (see analysis/harness/workloads.py).", required=True),
+    _f("allocator", "string", "Allocator id (see allocators.toml, run.json).", required=True),
+    _f("scale", "number", "Workload scale actually run (profile scale x the allocator's scale factor).",
+       minimum=0),
+    _f("status", "string", "ok, or why the trial does not count: non-zero exit (failed), a signal (crashed), "
+       "timeout, malloc not from the expected library (wrong-malloc), wrong or missing checksum "
+       "(bad-checksum), exec failure (spawn-failed), not run because the pair timed out in the warm-up "
+       "block (skipped).", required=True, enum=STATUS_TRIAL),
+    _f("reason", "string", "Why a trial is not ok: signal or exit code and the first line of its stderr."),
+    _f("exit_code", "integer", "Exit status of the workload process, when it exited."),
+    _f("signal", "integer", "Signal that ended the workload process, when one did."),
+    _f("wall_s", "number", "Wall-clock time from fork to reaping the process (CLOCK_MONOTONIC).", "s", minimum=0),
+    _f("user_s", "number", "User CPU time of the process and its reaped children (wait4 rusage).", "s", minimum=0),
+    _f("sys_s", "number", "System CPU time of the process and its reaped children.", "s", minimum=0),
+    _f("maxrss_kb", "integer", "Peak resident set size of the process (or its largest child), ru_maxrss; "
+       "measured from a tiny launcher so the parent's size is not carried over.", "KiB", minimum=0),
+    _f("minflt", "integer", "Minor page faults.", minimum=0),
+    _f("majflt", "integer", "Major page faults.", minimum=0),
+    _f("nvcsw", "integer", "Voluntary context switches.", minimum=0),
+    _f("nivcsw", "integer", "Involuntary context switches (preemptions: a sign of interference).", minimum=0),
+    _f("clock_probe_s", "number", "Mean of probe_before_s and probe_after_s: tracks the core's clock rate.", "s"),
+    _f("probe_before_s", "number", "Time of a fixed spin loop (run.json probe_iters) just before the trial.", "s"),
+    _f("probe_after_s", "number", "Time of the same spin loop just after the trial.", "s"),
+    _f("malloc_lib", "string", "The shared object every process of the trial bound malloc to (mallocwho), "
+       "'musl-static' for statically relinked musl binaries, '+ perl malloc' when perl's own is in use."),
+    _f("env_pad", "integer", "Random extra bytes of environment for this trial (on top of padding every "
+       "allocator's environment to the same size).", "bytes", minimum=0),
+    _f("loadavg1", "number", "1-minute load average when the trial started."),
+    _f("started_utc", "datetime", "When the trial started (UTC)."),
+]
+
+COUNTS = [
+    _f("run_id", "string", "The callgrind run (directory name).", required=True),
+    _f("workload", "string", "Workload id.", required=True),
+    _f("allocator", "string", "Allocator id.", required=True),
+    _f("scale", "number", "Workload scale run under callgrind.", minimum=0),
+    _f("status", "string", "ok, or missing (it could not be measured under valgrind: see reason).",
+       required=True, enum=STATUS_COUNT),
+    _f("reason", "string", "What happened when status is not ok."),
+    _f("instructions", "integer", "Instructions executed (callgrind Ir), all processes of the workload.",
+       minimum=0),
+    _f("data_reads", "integer", "Data reads (Dr).", minimum=0),
+    _f("data_writes", "integer", "Data writes (Dw).", minimum=0),
+    _f("d1_read_misses", "integer", "Simulated L1 data cache read misses (D1mr).", minimum=0),
+    _f("d1_write_misses", "integer", "Simulated L1 data cache write misses (D1mw).", minimum=0),
+    _f("malloc_calls", "integer", "malloc calls of the workload at this scale (counted once per workload "
+       "under glibc with the malloccount shim: the demand, independent of the allocator).", minimum=0),
+    _f("free_calls", "integer", "free calls with a non-NULL pointer (same counting).", minimum=0),
+    _f("calloc_calls", "integer", "calloc calls (same counting).", minimum=0),
+    _f("realloc_calls", "integer", "realloc calls (same counting).", minimum=0),
+    _f("malloc_lib", "string", "The shared object malloc resolved to under valgrind."),
+]
+
+PROBES = [
+    _f("run_id", "string", "The probe run (directory name).", required=True),
+    _f("allocator", "string", "Allocator id.", required=True),
+    _f("probe", "string", "Probe id (see probes/ and analysis/harness/probes.py).", required=True),
+    _f("outcome", "string", "caught: stopped or reported at or before the misuse could be used; "
+       "mitigated: the program went on but the primitive failed; missed: the primitive worked silently; "
+       "late-crash: it broke later, somewhere unrelated; n/a: not applicable (see detail); for random "
+       "probes the outcome of the majority, with the rate beside it.", required=True),
+    _f("trials", "integer", "Fresh processes run for this probe.", minimum=0),
+    _f("rate", "number", "Fraction of trials in which the primitive worked (missed).", minimum=0, maximum=1),
+    _f("rate_ci_low", "number", "Clopper-Pearson 95% lower bound of rate.", minimum=0, maximum=1),
+    _f("rate_ci_high", "number", "Clopper-Pearson 95% upper bound of rate.", minimum=0, maximum=1),
+    _f("bits", "number", "Entropy estimate (entropy probes).", "bits"),
+    _f("bits_ci_low", "number", "95% lower bound of bits.", "bits"),
+    _f("bits_ci_high", "number", "95% upper bound of bits.", "bits"),
+    _f("detail", "string", "The allocator's message or what the probe observed."),
+]
+
+TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES}
+TRIAL_COLUMNS = [f["name"] for f in TRIALS]
+COUNT_COLUMNS = [f["name"] for f in COUNTS]
+PROBE_COLUMNS = [f["name"] for f in PROBES]
+
+
+def table_schema(filename: str, header: list[str] | None = None) -> dict | None:
+    """The Table Schema of a known table; a table whose header differs from ours gets none (it fails)."""
+    fields = TABLE_SCHEMAS.get(filename)
+    if fields is None:
+        return None
+    return {"fields": fields, "missingValues": [""]}
+
+
+# The Table Schema of figures.csv (datapackage.json and the codebook in data/README.md come from it).
+LITERATURE_SCHEMAS = {"figures.csv": {"missingValues": [""], "fields": [
+    _f("seed", "string", "Seed number, 000 to 004.", required=True, pattern="00[0-4]"),
+    _f("file", "string", "Seed file name in shared/seeds/.", required=True),
+    _f("line", "integer", "1-based line of that file the number is printed on (seed 001 is one long "
+           "line: all its rows cite line 2).", required=True, minimum=1),
+    _f("condition", "string", "The arm: allocator or configuration as the author names it."),
+    _f("benchmark", "string", "The program or benchmark that was timed."),
+    _f("machine", "string", "The machine as the seed describes it."),
+    _f("metric", "string", "wall, user, sys, cpu (user+sys), rate, maxrss, *_faults, callgrind and perf "
+           "counters, score (higher is faster), claim* for a stated conclusion."),
+    _f("unit", "string", "s, ms, KiB, count, runs/min, ratio, %, ..."),
+    _f("text", "string", "The exact text on the cited line the number comes from."),
+    _f("value", "number", "The number as a float (1:49:06 in seconds; 13224M as 13224e6)."),
+    _f("replicate", "integer", "Run number within the arm, in the order printed; empty for derived "
+           "figures and claims.", minimum=1),
+    _f("kind", "string", "measured (a reading), derived (the author's arithmetic), claim (a conclusion).",
+           enum=["measured", "derived", "claim"]),
+    _f("slip", "string", "The author's slip on this row, if any (the number is kept as printed)."),
+    _f("note", "string", "Context for the re-analysis."),
+]}}
+
+
+def read_table(path) -> pd.DataFrame:
+    """A dataset table as written: empty cells are missing values, nothing else is."""
+    return pd.read_csv(Path(path), keep_default_na=False, na_values=[""])
+
+
+def read_rows(path) -> list[dict]:
+    """A dataset table as a list of dicts of strings (the probes' scoring works on plain rows)."""
+    import csv
+
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def is_warmup(value) -> bool:
+    return str(value).strip().lower() in WARMUP_TRUE
+
+
+def warmup_mask(column: pd.Series) -> pd.Series:
+    if column.dtype == bool:
+        return column
+    return column.astype(str).str.strip().str.lower().isin(WARMUP_TRUE)
+
+
+def is_usable(row: dict) -> bool:
+    """The rule every statistic uses: a trial counts when it is ok and not warm-up."""
+    return str(row.get("status", OK)) == OK and not is_warmup(row.get("warmup", 0))
+
+
+def measured_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """The trials outside the warm-up blocks (any status); a table without the column is all measured."""
+    if "warmup" not in trials.columns:
+        return trials
+    return trials[~warmup_mask(trials["warmup"])]
+
+
+def usable_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """ok and not warm-up (columns that a table does not have do not filter: compare takes any CSV)."""
+    df = measured_trials(trials)
+    if "status" in df.columns:
+        df = df[df["status"].astype(str) == OK]
+    return df

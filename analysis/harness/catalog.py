@@ -1,0 +1,211 @@
+"""The allocator catalogue (allocators.toml) and how each entry is selected on this machine."""
+import glob
+import os
+import shutil
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.errors import HeapcostError
+from analysis.harness.allocator_cache import built_prefix
+from analysis.paths import CATALOG_PATH, cache_dir
+
+DEFENCES = (
+    "double-free-detect", "invalid-free-detect", "overflow-detect", "guard-pages", "free-poison",
+    "uaf-write-detect", "delayed-reuse", "freelist-protect", "zero-on-alloc", "randomized-placement",
+    "size-mismatch-detect", "huge-request-safe",
+)
+ORIGIN_KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path")
+
+
+@dataclass(frozen=True)
+class Allocator:
+    id: str
+    family: str
+    description: str
+    origin: dict
+    preload: tuple = ()
+    env: dict = field(default_factory=dict)
+    callgrind_env: dict | None = None
+    expect_malloc: str = "libc.so.6"
+    expect_perl_malloc: bool | None = None
+    defences: tuple = ()
+    defences_ref: str = ""
+    workloads: tuple = ("*",)
+    scale: float = 1.0
+    interpreters: dict = field(default_factory=dict)
+    callgrind: bool | str = True  # True, or the reason it cannot run under callgrind
+    timeout_s: float | None = None  # a tighter per-trial timeout than the profile's (slow debuggers)
+
+    @property
+    def variant(self) -> str:
+        """How programs are built for it: musl relinks our C workloads, the rest preload into glibc ones."""
+        return "musl" if self.origin.get("kind") == "musl" else "glibc"
+
+    @property
+    def user_supplied(self) -> bool:
+        return self.origin.get("kind") == "path"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    allocator: Allocator
+    available: bool
+    reason: str  # why it is not available ("" when it is)
+    preload: tuple = ()  # concrete library paths, in LD_PRELOAD order
+    interpreters: dict = field(default_factory=dict)
+
+
+def _allocator_from_table(entry: dict, where: str) -> Allocator:
+    known = set(Allocator.__dataclass_fields__)
+    unknown = set(entry) - known
+    if unknown:
+        raise HeapcostError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
+    for key in ("id", "family", "description", "origin"):
+        if key not in entry:
+            raise HeapcostError(f"{where}: missing key {key!r}")
+    kind = entry["origin"].get("kind")
+    if kind not in ORIGIN_KINDS:
+        raise HeapcostError(f"{where}: origin kind {kind!r} is not one of {', '.join(ORIGIN_KINDS)}")
+    bad = [d for d in entry.get("defences", []) if d not in DEFENCES]
+    if bad:
+        raise HeapcostError(f"{where}: unknown defence(s) {bad}; known: {', '.join(DEFENCES)}")
+    values = dict(entry)
+    for key in ("preload", "defences", "workloads"):
+        if key in values:
+            values[key] = tuple(values[key])
+    return Allocator(**values)
+
+
+def load_catalog(path: Path = CATALOG_PATH) -> dict[str, Allocator]:
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise HeapcostError(f"cannot read the catalogue {path}: {exc}") from None
+    catalog: dict[str, Allocator] = {}
+    for i, entry in enumerate(data.get("allocator", [])):
+        alloc = _allocator_from_table(entry, f"{Path(path).name} allocator #{i + 1}")
+        if alloc.id in catalog:
+            raise HeapcostError(f"{Path(path).name}: allocator id {alloc.id!r} appears twice")
+        catalog[alloc.id] = alloc
+    return catalog
+
+
+def parse_extra(spec: str | None) -> list[Allocator]:
+    """Bring-your-own allocators: "name=/path/lib.so,other=/path2.so" (hardened_malloc, omalloc, isoalloc...)."""
+    extras = []
+    for item in filter(None, (part.strip() for part in (spec or "").split(","))):
+        name, sep, lib = item.partition("=")
+        name, lib = name.strip(), lib.strip()
+        if not sep or not name or not lib:
+            raise HeapcostError(f"extra allocator {item!r} is not of the form name=/path/to/lib.so")
+        if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            raise HeapcostError(f"extra allocator name {name!r} may use only letters, digits, - _ .")
+        path = Path(lib).expanduser()
+        if not path.is_file():
+            raise HeapcostError(f"extra allocator {name}: library {lib} does not exist")
+        path = path.resolve()
+        extras.append(Allocator(
+            id=name, family=name, description=f"user-supplied library {path}",
+            origin={"kind": "path", "path": str(path)}, preload=(str(path),),
+            expect_malloc=str(path), defences=(), defences_ref="user-supplied: no claims recorded",
+        ))
+    return extras
+
+
+def _expand(pattern: str, alloc: Allocator) -> list[str]:
+    if alloc.origin.get("kind") == "debian-source":
+        # Only a finished, verified build counts (a half-built directory also matches the glob).
+        prefix = built_prefix(alloc.id)
+        if prefix is None:
+            return []
+        pattern = pattern.replace(f"{{cache}}/allocators/{alloc.id}-*", glob.escape(str(prefix)))
+    pattern = pattern.replace("{cache}", str(cache_dir())).replace("{venv}", sys.prefix)
+    return sorted(glob.glob(pattern, recursive=True), key=lambda p: (os.path.getmtime(p), p))
+
+
+def resolve(alloc: Allocator) -> Resolved:
+    """Find the concrete libraries and interpreters of an allocator here, or say why it is unavailable."""
+    libs = []
+    for pattern in alloc.preload:
+        found = _expand(pattern, alloc)
+        if not found:
+            return Resolved(alloc, False, f"library not found: {pattern} (run `make allocators`)")
+        libs.append(found[-1])  # the newest build
+    interpreters = {}
+    for name, pattern in alloc.interpreters.items():
+        found = [p for p in _expand(pattern, alloc) if os.access(p, os.X_OK)]
+        if not found:
+            return Resolved(alloc, False, f"{name} interpreter not built: {pattern} (run `make allocators`)")
+        interpreters[name] = found[-1]
+    if alloc.variant == "musl" and shutil.which("musl-gcc") is None:
+        return Resolved(alloc, False, "musl-gcc not installed (apt-get install musl-tools)")
+    return Resolved(alloc, True, "", tuple(libs), interpreters)
+
+
+def supports(alloc: Allocator, workload_id: str) -> bool:
+    from analysis.harness.workloads import WORKLOAD_GROUPS
+
+    for pattern in alloc.workloads:
+        if pattern in ("*", workload_id) or workload_id in WORKLOAD_GROUPS.get(pattern, ()):
+            return True
+    return False
+
+
+def select(names: str | None, extra: str | None = None, *, catalog=None,
+           require_available: bool = True) -> list[Allocator]:
+    """The allocators a command names ("a,b,c"), plus bring-your-own extras ("name=/path.so,...").
+
+    With require_available (measuring), empty names mean every allocator available here and a named one
+    that is not available is an error. Without it (probing records n/a, provisioning makes them
+    available), empty names mean the whole catalogue."""
+    catalog = dict(catalog or load_catalog())
+    extras = parse_extra(extra)
+    for e in extras:
+        if e.id in catalog:
+            raise HeapcostError(f"extra allocator name {e.id!r} is already a catalogue id; choose another")
+        catalog[e.id] = e
+    wanted = [n.strip() for n in (names or "").split(",") if n.strip()]
+    if not wanted:
+        chosen = [a for a in catalog.values()
+                  if not require_available or a.user_supplied or resolve(a).available]
+    elif not require_available:
+        unknown = [n for n in wanted if n not in catalog]
+        if unknown:
+            raise HeapcostError(f"unknown allocator(s) {', '.join(unknown)}; valid: {', '.join(catalog)}")
+        chosen = [catalog[n] for n in dict.fromkeys(wanted)] + [e for e in extras if e.id not in wanted]
+    else:
+        unknown = [n for n in wanted if n not in catalog]
+        if unknown:
+            raise HeapcostError(f"unknown allocator(s) {', '.join(unknown)}; valid: {', '.join(catalog)}")
+        chosen = [catalog[n] for n in dict.fromkeys(wanted)]
+        chosen += [e for e in extras if e.id not in wanted]
+        missing = [(a.id, r.reason) for a in chosen if not (r := resolve(a)).available]
+        if missing:
+            raise HeapcostError("not available here: " + "; ".join(f"{i}: {why}" for i, why in missing))
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------- CLI
+def add_arguments(parser):
+    parser.add_argument("--extra", default="", help="bring-your-own allocators: name=/path/lib.so,...")
+    parser.add_argument("--available", action="store_true", help="list only those available here")
+
+
+def run(args) -> int:
+    catalog = load_catalog()
+    for e in parse_extra(args.extra):
+        catalog[e.id] = e
+    rows = []
+    for alloc in catalog.values():
+        r = resolve(alloc)
+        if args.available and not r.available:
+            continue
+        where = " ".join(r.preload) or " ".join(r.interpreters.values()) or alloc.origin.get("kind")
+        rows.append((alloc.id, alloc.family, "yes" if r.available else "no", r.reason or where))
+    widths = [max(len(row[i]) for row in rows + [("id", "family", "here", "")]) for i in range(3)]
+    print(f"{'id':<{widths[0]}}  {'family':<{widths[1]}}  {'here':<{widths[2]}}  library / why not")
+    for row in rows:
+        print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
+    return 0

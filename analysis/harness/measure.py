@@ -1,0 +1,367 @@
+"""The measurement harness: a campaign of trials, one fresh process each, into data/runs/<run-id>/.
+
+Bias control follows Mytkowicz et al. ("Producing wrong data without doing anything obviously wrong"):
+every allocator sees the same environment size (padded) plus a random offset per trial, and
+allocators are interleaved in randomized blocks so slow drifts of the machine fall on all of them.
+"""
+import math
+import random
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.contract import runstore
+from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
+from analysis.harness import catalog as catalog_mod
+from analysis.harness import launcher, machine
+from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
+                                    skipped_row)
+from analysis.errors import HeapcostError
+from analysis.paths import RUNS_DIR
+
+PAD_SPREAD = 4096  # bytes of random environment offset per trial (more than a page: all stack alignments)
+BASELINE = "glibc"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    scale: float
+    blocks: int
+    warmups: int
+    timeout_s: float
+    callgrind_scale: float
+    description: str
+
+
+PROFILES = {
+    "smoke": Profile("smoke", 0.03, 2, 1, 120, 0.01, "a few seconds per allocator: for tests, under 2 minutes"),
+    "quick": Profile("quick", 0.25, 5, 1, 300, 0.02, "a first look: under 20 minutes on a 2-core machine"),
+    "full": Profile("full", 1.0, 12, 1, 900, 0.05, "the published run: 12 measured blocks after a warm-up"),
+}
+MODES = ("time", "callgrind")
+
+
+def _split(names) -> list[str]:
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = names.split(",")
+    return [n.strip() for n in names if n and n.strip()]
+
+
+def select_workloads(names) -> list[str]:
+    from analysis.harness.workloads import WORKLOADS
+
+    wanted = _split(names)
+    if not wanted:
+        return list(WORKLOADS)
+    unknown = [w for w in wanted if w not in WORKLOADS]
+    if unknown:
+        raise HeapcostError(f"unknown workload(s) {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}")
+    return list(dict.fromkeys(wanted))
+
+
+def parse_seed(value) -> int:
+    try:
+        seed = int(value)
+    except (TypeError, ValueError):
+        seed = -1
+    if seed < 0:
+        raise HeapcostError(f"SEED must be a non-negative integer, not {value!r}")
+    return seed
+
+
+def get_profile(name: str) -> Profile:
+    if name not in PROFILES:
+        raise HeapcostError(f"unknown profile {name!r}; valid: {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def parse_positive(value, name, kind=float):
+    if value in (None, ""):
+        return None
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise HeapcostError(f"{name} must be a positive number, not {value!r}") from None
+    if not number > 0 or (isinstance(number, float) and not math.isfinite(number)):
+        raise HeapcostError(f"{name} must be a positive number, not {value!r}")
+    return number
+
+
+def plan(pairs, blocks: int, warmups: int, seed: int, first_block: int = 0):
+    """Randomized complete blocks: every pair once per block, in a fresh random order each block."""
+    rng = random.Random(seed)
+    out = []
+    for b in range(first_block, first_block + blocks):
+        order = list(pairs)
+        rng.shuffle(order)
+        out += [(b, b < warmups, *cell) for cell in order]
+    return out
+
+
+class Campaign:
+    def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
+                 target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
+                 runs_dir=RUNS_DIR, progress=True):
+        from analysis.harness.workloads import WORKLOADS
+
+        self.profile = get_profile(profile)
+        if mode not in MODES:
+            raise HeapcostError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+        self.mode = mode
+        self.target_ci = parse_positive(target_ci, "TARGET_CI")
+        self.budget_min = parse_positive(budget_min, "BUDGET_MIN")
+        self.blocks = parse_positive(blocks, "BLOCKS", int) or self.profile.blocks
+        self.lock_clock = str(lock_clock).lower() in ("1", "true", "yes")
+        self.seed = None if seed in (None, "") else parse_seed(seed)
+        self.runs_dir = Path(runs_dir)
+        self.progress = progress
+        self.workload_ids = select_workloads(workloads)
+        self.allocs = catalog_mod.select(allocators, extra_allocators)
+        self.resolved = {a.id: catalog_mod.resolve(a) for a in self.allocs}
+        for r in self.resolved.values():
+            if r.allocator.user_supplied:
+                check_preloadable(r)
+        self.workloads = {w: WORKLOADS[w] for w in self.workload_ids}
+        # A cell is (allocator, workload, scale factor). Allocators run at a reduced scale (slow
+        # debugging ones) are compared with the baseline at that same scale, so it runs there too.
+        self.pairs = [(a.id, w, a.scale) for a in self.allocs for w in self.workload_ids
+                      if catalog_mod.supports(a, w)]
+        if not self.pairs:
+            raise HeapcostError("no allocator in the selection can run any selected workload")
+        if BASELINE in self.resolved:
+            base = self.resolved[BASELINE].allocator
+            extra_cells = {(BASELINE, w, f) for a, w, f in self.pairs
+                           if f != base.scale and catalog_mod.supports(base, w)}
+            self.pairs += sorted(extra_cells - set(self.pairs))
+        self.extra = extra_allocators or ""
+
+    def params(self) -> dict:
+        """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
+        p = {"profile": self.profile.name, "mode": self.mode, "allocators": [a.id for a in self.allocs],
+             "workloads": self.workload_ids, "extra_allocators": self.extra, "blocks": self.blocks,
+             "target_ci": self.target_ci, "budget_min": self.budget_min,
+             "sources_sha256": sources_sha256()}
+        if self.seed is not None:
+            p["seed"] = self.seed
+        return p
+
+    def scale_of(self, factor: float) -> float:
+        base = self.profile.callgrind_scale if self.mode == "callgrind" else self.profile.scale
+        return base * factor
+
+    def allocator_record(self, r: catalog_mod.Resolved) -> dict:
+        a = r.allocator
+        return {"family": a.family, "description": a.description, "origin": a.origin, "preload": list(r.preload),
+                "interpreters": r.interpreters, "env": a.env, "callgrind_env": a.callgrind_env,
+                "expect_malloc": a.expect_malloc, "scale_factor": a.scale, "defences": list(a.defences),
+                "defences_ref": a.defences_ref}
+
+    def run(self) -> Path:
+        for w in self.workloads.values():
+            for variant in sorted({self.resolved[a].allocator.variant for a, ww, _ in self.pairs if ww == w.id}):
+                w.prepare(variant)
+        packages = [a.origin["package"] for a in self.allocs if a.origin.get("package")]
+        packages += ["libc6", "perl", "python3", "sqlite3", "gcc-12", "valgrind", "musl"]
+        extra = {
+            "profile": vars(self.profile),
+            "allocators": {aid: self.allocator_record(r) for aid, r in self.resolved.items()},
+            "workloads": {w.id: {"kind": w.kind, "description": w.description, "seed": w.seed,
+                                 "scale_note": w.base_scale_note} for w in self.workloads.values()},
+        }
+        run_dir, info = runstore.start_run(self.mode, self.profile.name, self.params(), extra, self.runs_dir)
+        try:
+            if not (run_dir / "machine.json").exists():
+                runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(packages))
+            info = self._prepare_run(run_dir, info)
+            with machine.ClockLock(self.lock_clock) as lock:
+                info.setdefault("clock_lock", []).append({"utc": runstore.utc_now(), "outcome": lock.outcome})
+                runstore.write_json_atomic(run_dir / "run.json", info)
+                if self.mode == "callgrind":
+                    from analysis.harness.callgrind import run_counts
+                    notes = run_counts(self, run_dir, info)
+                else:
+                    notes = self._run_trials(run_dir, info)
+        except BaseException as exc:
+            if not (run_dir / "trials.csv").exists() and not (run_dir / "counts.csv").exists():
+                runstore.discard_run(run_dir)
+            elif isinstance(exc, KeyboardInterrupt):
+                runstore.finish_run(run_dir, "interrupted")
+            raise
+        runstore.finish_run(run_dir, "complete", **notes)
+        return run_dir
+
+    def _prepare_run(self, run_dir: Path, info: dict) -> dict:
+        """Seed, clock-probe calibration, expected checksums: fixed at the first start, reused on resume."""
+        changed = False
+        if info.get("seed") is None:
+            info["seed"] = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
+            changed = True
+        if not info.get("probe_iters"):
+            info["probe_iters"] = launcher.calibrate(0.002)
+            info["probe_target_s"] = 0.002
+            changed = True
+        expected = info.setdefault("expected_checksums", {})
+        for aid, w, factor in self.pairs:
+            variant = self.resolved[aid].allocator.variant
+            scale = self.scale_of(factor)
+            key = f"{w}|{variant}|{scale:.6g}"
+            if key not in expected:
+                expected[key] = reference_checksum(self.workloads[w], scale, variant, self.profile.timeout_s)
+                changed = True
+        if changed:
+            runstore.write_json_atomic(run_dir / "run.json", info)
+        return info
+
+    def trial(self, aid, wid, factor) -> SpeedTrial:
+        timeout = min(self.profile.timeout_s, self.resolved[aid].allocator.timeout_s or self.profile.timeout_s)
+        return SpeedTrial(self.resolved[aid], self.workloads[wid], self.scale_of(factor), self.env_target, self.mode,
+                     timeout)
+
+    @property
+    def env_target(self) -> int:
+        if not hasattr(self, "_env_target"):
+            probe_dir = Path(tempfile.gettempdir()) / "heapcost-trial-XXXXXXXX"
+            self._env_target = 0
+            sizes = [SpeedTrial(self.resolved[a], self.workloads[w], self.scale_of(f), 0, self.mode).env_size(probe_dir)
+                     for a, w, f in self.pairs]
+            self._env_target = max(sizes) + 64
+        return self._env_target
+
+    def _run_trials(self, run_dir: Path, info: dict) -> dict:
+        trials = runstore.AppendTable(run_dir / "trials.csv", TRIAL_COLUMNS)
+        done = trials.rows()
+        done_seqs = {int(r["seq"]) for r in done}
+        base = plan(self.pairs, self.blocks + self.profile.warmups, self.profile.warmups, info["seed"])
+        rng = random.Random(info["seed"] ^ 0x5EED)
+        started = time.monotonic() - float(info.get("elapsed_s", 0))
+        bar = progress_bar(len(base), len(done_seqs & set(range(len(base)))), self.progress)
+        expected = info["expected_checksums"]
+        budget_s = self.budget_min * 60 if self.budget_min else None
+        note = {}
+        try:
+            seq = 0
+            queue = list(base)
+            next_block = self.blocks + self.profile.warmups
+            while True:
+                for block, warm, aid, wid, factor in queue:
+                    pad = rng.randrange(PAD_SPREAD)  # drawn for every seq, so resumed runs draw the same
+                    if seq in done_seqs:
+                        seq += 1
+                        continue
+                    if budget_s and time.monotonic() - started > budget_s:
+                        note = {"stopped": f"budget of {self.budget_min:g} min spent"}
+                        return note
+                    t = self.trial(aid, wid, factor)
+                    key = f"{wid}|{t.alloc.variant}|{t.scale:.6g}"
+                    hopeless = _timed_out_in_warmup(done, aid, wid, t.scale)
+                    if hopeless is not None and not warm:
+                        # It cannot finish within the timeout: each further try would cost the timeout.
+                        row = skipped_row(t, f"timed out in the warm-up block (seq {hopeless})")
+                    else:
+                        row = run_one(t, expected.get(key), info["probe_iters"], pad)
+                    row.update(run_id=run_dir.name, seq=seq, block=block, warmup=int(warm))
+                    trials.append(row)
+                    done.append({k: str(v) for k, v in row.items()})
+                    seq += 1
+                    bar.update(1)
+                if not self.target_ci:
+                    break
+                # Decide from the rows before this point only, so a resumed run makes the same decisions.
+                before = [r for r in done if int(r["seq"]) < seq]
+                live = [(a, w, f) for a, w, f in self.pairs
+                        if _timed_out_in_warmup(before, a, w, self.scale_of(f)) is None]
+                wide = pairs_wider_than(before, self.target_ci, live, self.scale_of)
+                if not wide:
+                    note = {"adaptive": f"every pair within ±{self.target_ci:g}"}
+                    break
+                queue = plan(wide, 1, 0, info["seed"] + next_block, first_block=next_block)
+                next_block += 1
+                bar.total += len(queue)
+                bar.refresh()
+        finally:
+            bar.close()
+            trials.close()
+            info = runstore.read_json(run_dir / "run.json")
+            info["elapsed_s"] = round(time.monotonic() - started, 1)
+            runstore.write_json_atomic(run_dir / "run.json", info)
+        return note
+
+
+def sources_sha256() -> str:
+    """One hash over the workload sources, the harness's C helpers and the catalogue."""
+    import hashlib
+
+    from analysis.paths import CATALOG_PATH, NATIVE_DIR, WORKLOADS_DIR
+
+    h = hashlib.sha256()
+    files = sorted(p for d in (WORKLOADS_DIR, NATIVE_DIR) for p in d.rglob("*") if p.is_file())
+    for path in [*files, CATALOG_PATH, Path(__file__).with_name("workloads.py")]:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def pairs_wider_than(rows, target: float, pairs, scale_of) -> list:
+    """Cells whose 95% interval for the ratio to the baseline at the same scale is wider than ±target,
+    by the published estimator (Yuen's trimmed means of log wall time, without the clock adjustment).
+    The baseline's cell gets more runs whenever another cell of its workload and scale does."""
+    from analysis.stats.estimators import yuen_difference
+
+    logs: dict = {}
+    for r in rows:
+        if is_usable(r):
+            key = (r["allocator"], r["workload"], f"{float(r['scale']):.6g}")
+            logs.setdefault(key, []).append(math.log(float(r["wall_s"])))
+    wide = set()
+    for aid, wid, factor in pairs:
+        if aid == BASELINE:
+            continue
+        scale = f"{scale_of(factor):.6g}"
+        x, y = logs.get((aid, wid, scale), []), logs.get((BASELINE, wid, scale), [])
+        if len(x) >= 3 and len(y) >= 3:
+            lo, hi = yuen_difference(x, y).interval()
+            if math.expm1((hi - lo) / 2) <= target:
+                continue
+        wide.add((aid, wid, factor))
+        wide.update((a, w, f) for a, w, f in pairs
+                    if a == BASELINE and w == wid and f"{scale_of(f):.6g}" == scale)
+    return [p for p in pairs if p in wide]
+
+
+def _timed_out_in_warmup(rows, aid, wid, scale):
+    for r in rows:
+        if (r["allocator"] == aid and r["workload"] == wid and is_warmup(r["warmup"])
+                and r["status"] == "timeout" and abs(float(r["scale"]) - scale) <= 1e-9 * scale):
+            return int(r["seq"])
+    return None
+
+
+def run_campaign(**kwargs) -> Path:
+    return Campaign(**kwargs).run()
+
+
+# ---------------------------------------------------------------------------------------- CLI
+def add_arguments(parser):
+    parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
+    parser.add_argument("--allocators", default="", help="comma-separated ids (default: all available here)")
+    parser.add_argument("--workloads", default="", help="comma-separated ids (default: all)")
+    parser.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... (bring your own)")
+    parser.add_argument("--mode", default="time", help="time (default) or callgrind")
+    parser.add_argument("--target-ci", default=None, help="adaptive: more blocks until every ratio is within ±X")
+    parser.add_argument("--budget-min", default=None, help="stop after this many minutes")
+    parser.add_argument("--blocks", default=None, help="measured blocks (default: the profile's)")
+    parser.add_argument("--lock-clock", default="0", help="1: lock the CPU clock where the machine allows")
+    parser.add_argument("--seed", default=None, help="seed of the randomized order (default: random, recorded)")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run(args) -> int:
+    run_dir = run_campaign(profile=args.profile, allocators=args.allocators, workloads=args.workloads,
+                           extra_allocators=args.extra_allocators, mode=args.mode, target_ci=args.target_ci,
+                           budget_min=args.budget_min, blocks=args.blocks, lock_clock=args.lock_clock,
+                           seed=args.seed, progress=not args.no_progress)
+    print(run_dir)
+    return 0

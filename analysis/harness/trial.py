@@ -1,0 +1,241 @@
+"""One speed trial: its clean environment, the allocator preloaded with the resolution check, the
+launcher run, and the verdict on what it left behind (status, reason, which malloc ran). Shared by the
+timed campaign (measure), callgrind mode and, for the environment and resolution check, the probes."""
+import shutil
+import signal
+import struct
+import tempfile
+from pathlib import Path
+
+from analysis.contract import runstore
+from analysis.errors import HeapcostError
+from analysis.harness import launcher, machine
+
+CHECKSUM_PREFIX = "checksum="
+
+ERROR_WORDS = ("error", "abort", "fatal", "fail", "invalid", "corrupt", "cannot", "segmentation")
+
+
+def first_line(path) -> str:
+    """The most telling line of a stderr: the first that reads like an error (allocators print
+    banners first), else the last."""
+    try:
+        lines = [l.strip() for l in Path(path).read_text(errors="replace").splitlines() if l.strip()]
+    except OSError:
+        return ""
+    for line in lines:
+        if any(w in line.lower() for w in ERROR_WORDS):
+            return line[:300]
+    return lines[-1][:300] if lines else ""
+
+
+def preload_env(preload, who: Path) -> dict:
+    """LD_PRELOAD of an allocator's libraries with mallocwho last (it interposes nothing; it records
+    which object every process bound malloc to, in `who`)."""
+    return {"LD_PRELOAD": " ".join([*preload, str(launcher.mallocwho_path())]), "HEAPCOST_WHO": str(who)}
+
+
+def wrong_malloc(procs: list[tuple[str, str]], expect: str) -> str:
+    """'' when every process's malloc came from a library whose path contains `expect`, else why not."""
+    if not procs:
+        return "no process reported its malloc (preload failed?)"
+    wrong = [lib for lib, _ in procs if expect not in lib]
+    return f"malloc resolved to {wrong[0]}, expected {expect}" if wrong else ""
+
+
+def read_who(path) -> list[tuple[str, str]]:
+    """(malloc library, Perl_malloced_size definer) for each process of a trial."""
+    out = []
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split("\t")[2:] if "=" in f)
+        out.append((fields.get("malloc", "?"), fields.get("Perl_malloced_size", "-")))
+    return out
+
+
+def is_static_elf(path) -> bool:
+    """True for an ELF executable without PT_INTERP, i.e. one that no LD_PRELOAD can reach."""
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2:
+            return False
+        phoff, = struct.unpack_from("<Q", head, 32)
+        phentsize, phnum = struct.unpack_from("<HH", head, 54)
+        fh.seek(phoff)
+        table = fh.read(phentsize * phnum)
+    return all(struct.unpack_from("<I", table, i * phentsize)[0] != 3 for i in range(phnum))
+
+
+def clean_env(workdir: Path) -> dict:
+    """The environment every workload process starts from: small, fixed, hash seeds pinned."""
+    return {"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": str(workdir), "TMPDIR": str(workdir),
+            "PERL_HASH_SEED": "0", "PYTHONHASHSEED": "0"}
+
+
+def check_preloadable(resolved) -> None:
+    """A user's library must really preload and provide malloc; the loader would only warn otherwise."""
+    with tempfile.TemporaryDirectory(prefix="heapcost-check-") as tmp:
+        who = Path(tmp) / "who"
+        env = {"PATH": "/usr/bin:/bin", **preload_env(resolved.preload, who)}
+        err = Path(tmp) / "err"
+        result = launcher.run(["/bin/true"], env=env, stderr=err, timeout=30)
+        libs = read_who(who)
+        alloc = resolved.allocator
+        if result.status != "exited" or result.exit_code != 0:
+            raise HeapcostError(f"allocator {alloc.id}: /bin/true fails under it: {first_line(err)}")
+        if wrong_malloc(libs, alloc.expect_malloc):
+            why = first_line(err) or wrong_malloc(libs, alloc.expect_malloc)
+            raise HeapcostError(f"allocator {alloc.id}: library cannot be preloaded as malloc ({why})")
+
+
+class SpeedTrial:
+    """Everything needed to run one (allocator, workload) cell at a scale, and to judge the result."""
+
+    def __init__(self, resolved, workload, scale, env_target, mode="time", timeout_s=None):
+        self.timeout_s = timeout_s
+        self.resolved = resolved
+        self.alloc = resolved.allocator
+        self.workload = workload
+        self.scale = scale
+        self.mode = mode
+        self.env_target = env_target
+        interps = dict(resolved.interpreters)
+        self.argv = workload.argv(scale, self.alloc.variant, interps)
+        if self.alloc.variant == "musl" and not is_static_elf(self.argv[0]):
+            raise HeapcostError(f"{workload.id}: {self.argv[0]} is not a static musl binary")
+
+    def base_env(self, workdir: Path) -> dict:
+        env = clean_env(workdir)
+        env.update(self.workload.env(self.scale))
+        alloc_env = self.alloc.callgrind_env if self.mode == "callgrind" and self.alloc.callgrind_env else self.alloc.env
+        env.update(alloc_env)
+        if self.alloc.variant != "musl":
+            env.update(preload_env(self.resolved.preload, workdir / "who"))
+        return env
+
+    def env_size(self, workdir: Path) -> int:
+        return sum(len(k) + len(v) + 2 for k, v in self.base_env(workdir).items())
+
+    def env(self, workdir: Path, offset: int) -> dict:
+        env = self.base_env(workdir)
+        pad = max(0, self.env_target - self.env_size(workdir)) + offset
+        env["HEAPCOST_PAD"] = "x" * pad
+        return env
+
+    def judge(self, result, workdir: Path, expected_checksum: str | None) -> tuple[str, str, str]:
+        """(status, reason, malloc_lib) from the launcher's result and what the trial left behind."""
+        err = first_line(workdir / "stderr")
+        if result.status == "spawn-failed":
+            return "spawn-failed", result.error or "exec failed", ""
+        if result.status == "timeout":
+            return "timeout", f"killed after the {self.timeout_s:g} s timeout", ""
+        if self.alloc.variant == "musl":
+            malloc_lib = "musl-static"
+        else:
+            procs = read_who(workdir / "who")
+            wrong = wrong_malloc(procs, self.alloc.expect_malloc)
+            if wrong:
+                return "wrong-malloc", (err if not procs and err else wrong), procs[0][0] if procs else ""
+            malloc_lib = procs[0][0]
+            if self.alloc.expect_perl_malloc is not None and "perl" in self.workload.kind:
+                has = any(perl != "-" for _, perl in procs)
+                if has != self.alloc.expect_perl_malloc:
+                    return "wrong-malloc", f"perl's own malloc {'present' if has else 'absent'}, expected the opposite", malloc_lib
+                malloc_lib += " + perl malloc" if has else ""
+        if result.status == "signaled":
+            name = signal.Signals(result.signal).name if result.signal in signal.Signals._value2member_map_ else result.signal
+            return "crashed", f"signal {name}" + (f": {err}" if err else ""), malloc_lib
+        if result.exit_code != 0:
+            return "failed", f"exit {result.exit_code}" + (f": {err}" if err else ""), malloc_lib
+        got = last_checksum(workdir / "stdout")
+        if got is None:
+            return "bad-checksum", "no checksum line in the output", malloc_lib
+        if expected_checksum is not None and got != expected_checksum:
+            return "bad-checksum", f"checksum {got} != expected {expected_checksum}", malloc_lib
+        return "ok", "", malloc_lib
+
+
+def last_checksum(path) -> str | None:
+    try:
+        lines = [l.strip() for l in Path(path).read_text(errors="replace").splitlines() if l.strip()]
+    except OSError:
+        return None
+    if lines and lines[-1].startswith(CHECKSUM_PREFIX):
+        return lines[-1][len(CHECKSUM_PREFIX):]
+    return None
+
+
+def reference_checksum(workload, scale, variant, timeout) -> str:
+    """The checksum a workload prints at this scale under plain glibc (musl: its own static build)."""
+    with tempfile.TemporaryDirectory(prefix="heapcost-ref-") as tmp:
+        tmp = Path(tmp)
+        env = {**clean_env(tmp), **workload.env(scale)}
+        argv = workload.argv(scale, variant, {})
+        result = launcher.run(argv, env=env, stdout=tmp / "stdout", stderr=tmp / "stderr", cwd=tmp, timeout=timeout)
+        got = last_checksum(tmp / "stdout")
+        if result.status != "exited" or result.exit_code != 0 or got is None:
+            raise HeapcostError(f"workload {workload.id} fails under plain glibc at scale {scale:g}: "
+                                f"{result.status} {result.exit_code} {first_line(tmp / 'stderr')}")
+        return got
+
+
+def skipped_row(trial: "SpeedTrial", why: str) -> dict:
+    return {"workload": trial.workload.id, "allocator": trial.alloc.id, "scale": f"{trial.scale:.6g}",
+            "status": "skipped", "reason": why, "env_pad": 0, "started_utc": runstore.utc_now()}
+
+
+def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int, wrapper=()) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="heapcost-trial-", dir=tempfile.gettempdir()))
+    try:
+        env = trial.env(workdir, pad)
+        started = runstore.utc_now()
+        load = machine.loadavg1()
+        result = launcher.run(trial.argv, env=env, stdout=workdir / "stdout", stderr=workdir / "stderr",
+                              cwd=workdir, timeout=trial.timeout_s, probe_iters=probe_iters, wrapper=wrapper)
+        status, reason, malloc_lib = trial.judge(result, workdir, expected)
+        return {
+            "workload": trial.workload.id, "allocator": trial.alloc.id, "scale": f"{trial.scale:.6g}",
+            "status": status, "reason": reason, "exit_code": result.exit_code, "signal": result.signal,
+            "wall_s": f"{result.wall_s:.6f}", "user_s": f"{result.user_s:.6f}", "sys_s": f"{result.sys_s:.6f}",
+            "maxrss_kb": result.maxrss_kb, "minflt": result.minflt, "majflt": result.majflt,
+            "nvcsw": result.nvcsw, "nivcsw": result.nivcsw,
+            "clock_probe_s": _fmt(result.clock_probe_s), "probe_before_s": _fmt(result.probe_before_s),
+            "probe_after_s": _fmt(result.probe_after_s), "malloc_lib": malloc_lib, "env_pad": pad,
+            "loadavg1": load, "started_utc": started,
+        }
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _fmt(x):
+    return None if x is None else f"{x:.9f}"
+
+
+def progress_bar(total, initial, mode):
+    """mode: True/"auto" (a widget in a notebook, text in a terminal), "text" (papermill logs it), False."""
+    if mode in (False, None, "", "none", "0"):
+        return NoBar(total)
+    if mode == "text":
+        from tqdm.std import tqdm
+    else:
+        from tqdm.auto import tqdm
+    return tqdm(total=total, initial=initial, unit="trial", desc="trials", smoothing=0.05, mininterval=2)
+
+
+class NoBar:
+    def __init__(self, total):
+        self.total = total
+
+    def update(self, n):
+        pass
+
+    def refresh(self):
+        pass
+
+    def close(self):
+        pass
+
+

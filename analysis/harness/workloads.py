@@ -1,0 +1,380 @@
+"""The speed workloads: what each one runs, how it is built, and what scale 1.0 means.
+
+Every workload prints `checksum=<hex>` as its last stdout line; the checksum depends only on the
+scale, so the harness can tell a wrong result from a right one under any allocator. Scale 1.0 is
+the `full` profile (about 0.3-1 s under glibc on the project's 2-core machine).
+"""
+import fcntl
+import hashlib
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.harness import build as native
+from analysis.errors import HeapcostError
+from analysis.paths import BUILD_DIR, WORKLOADS_DIR
+
+VARIANTS = ("glibc", "musl")
+DEFAULT_INTERPRETERS = {"perl": "/usr/bin/perl", "python": "/usr/bin/python3"}
+
+# Keep the compiler from folding a malloc/free pair away: the allocator is what we measure.
+NO_ALLOC_BUILTINS = ("-fno-builtin-malloc", "-fno-builtin-calloc", "-fno-builtin-realloc",
+                     "-fno-builtin-free")
+
+
+def check_scale(scale) -> float:
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 1000):
+        raise HeapcostError(f"workload scale must be a number in (0, 1000], got {scale!r}")
+    return value
+
+
+def scale_arg(scale) -> str:
+    """The scale as the workload programs parse it (shortest round-trip form of the float)."""
+    return repr(check_scale(scale))
+
+
+def _check_variant(variant, allowed):
+    if variant not in allowed:
+        raise HeapcostError(f"unknown or unsupported build variant {variant!r}; valid here: "
+                            + ", ".join(allowed))
+
+
+def _interpreter(interpreters, name) -> str:
+    path = (interpreters or {}).get(name) or DEFAULT_INTERPRETERS[name]
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        hint = " (apt-get install python3)" if path == DEFAULT_INTERPRETERS["python"] else ""
+        raise HeapcostError(f"{name} interpreter {path} is not an executable file{hint}")
+    return path
+
+
+def _program(name, package) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise HeapcostError(f"program {name!r} not found; install it with `apt-get install {package}`")
+    return path
+
+
+@dataclass(frozen=True)
+class Workload:
+    id: str
+    kind: str                 # c | perl | python | program
+    description: str
+    seed: str                 # the seed file whose profile it re-creates, or None
+    base_scale_note: str      # what scale 1.0 does
+
+    variants = ("glibc",)
+
+    def prepare(self, variant="glibc") -> None:
+        """Build or fetch what the workload needs; idempotent."""
+        _check_variant(variant, self.variants)
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        raise NotImplementedError
+
+    def env(self, scale) -> dict:
+        return {}
+
+
+@dataclass(frozen=True)
+class CWorkload(Workload):
+    source: str = ""
+    threads: bool = False
+
+    variants = VARIANTS
+
+    def binary(self, variant) -> Path:
+        _check_variant(variant, self.variants)
+        flags = ["-pthread"] if self.threads else []
+        return native.build_c(f"wl-{self.id}",
+                              [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
+                              variant=variant, cflags=[*NO_ALLOC_BUILTINS, *flags], ldflags=flags)
+
+    def prepare(self, variant="glibc") -> None:
+        self.binary(variant)
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        return [str(self.binary(variant)), scale_arg(scale)]
+
+
+@dataclass(frozen=True)
+class PerlWorkload(Workload):
+    script: str = ""
+
+    def prepare(self, variant="glibc") -> None:
+        super().prepare(variant)
+        _interpreter({}, "perl")
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        _check_variant(variant, self.variants)
+        return [_interpreter(interpreters, "perl"), str(WORKLOADS_DIR / self.script), scale_arg(scale)]
+
+    def env(self, scale) -> dict:
+        # a fixed hash seed: the same buckets and key order in every trial
+        return {"PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
+
+
+@dataclass(frozen=True)
+class PythonWorkload(Workload):
+    script: str = ""
+
+    def prepare(self, variant="glibc") -> None:
+        super().prepare(variant)
+        _interpreter({}, "python")
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        _check_variant(variant, self.variants)
+        # -S -B: no site packages, no .pyc writes; not -E/-I, which would drop PYTHONMALLOC
+        return [_interpreter(interpreters, "python"), "-S", "-B", str(WORKLOADS_DIR / self.script),
+                scale_arg(scale)]
+
+    def env(self, scale) -> dict:
+        # PYTHONMALLOC=malloc sends every object allocation to malloc (not pymalloc's arenas)
+        return {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"}
+
+
+# ---- sqlite: a generated SQL script run by Debian's sqlite3 on an in-memory database ----------
+
+SQLITE_FULL_CUSTOMERS = 10000
+_CITIES = ("Aarhus", "Bergen", "Cork", "Delft", "Espoo", "Faro", "Graz", "Hull", "Ibiza", "Jena",
+           "Kiel", "Lund", "Metz", "Nice", "Oulu", "Pisa", "Riga", "Sion", "Tartu", "Ulm")
+_NAME_PARTS = ("an", "bel", "cor", "dan", "el", "fio", "gus", "hal", "ina", "jo", "ka", "lin",
+               "mar", "ni", "ola", "per", "qui", "ros", "sam", "tor", "una", "vik", "wen", "yan")
+
+
+def sqlite_script(scale) -> str:
+    """The SQL the sqlite workload runs: deterministic for a scale, ends with one checksum row."""
+    customers = max(1, int(SQLITE_FULL_CUSTOMERS * check_scale(scale) + 0.5))
+    orders = 8 * customers
+    state = 12345
+    rows = []
+    for i in range(1, customers + 1):
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+        name = "".join(_NAME_PARTS[(state >> s) % len(_NAME_PARTS)] for s in (8, 16, 24, 32))
+        city = _CITIES[(state >> 40) % len(_CITIES)]
+        rows.append(f"({i},'{name.capitalize()} {i}','{city}',{(state >> 48) % 3650})")
+    inserts = [f"INSERT INTO customers VALUES {','.join(rows[k:k + 200])};"
+               for k in range(0, len(rows), 200)]
+    pad = "x" * 60
+    return "\n".join([
+        "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT NOT NULL, city TEXT, joined INTEGER);",
+        "CREATE TABLE orders(id INTEGER PRIMARY KEY, customer INTEGER, item TEXT, qty INTEGER,"
+        " price INTEGER, note TEXT);",
+        "BEGIN;",
+        *inserts,
+        f"WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {orders})",
+        f"INSERT INTO orders SELECT i, 1 + (i * 7919) % {customers}, 'item-' || (i * 31 % 997),"
+        f" 1 + i % 9, (i * 104729) % 10000, substr('{pad}', 1, i % 61) FROM seq;",
+        "COMMIT;",
+        "CREATE INDEX orders_by_customer ON orders(customer);",
+        "CREATE INDEX orders_by_item ON orders(item, price);",
+        "CREATE INDEX customers_by_city ON customers(city, name);",
+        "UPDATE orders SET note = note || '-rush' WHERE qty = 3;",
+        "DELETE FROM orders WHERE price % 13 = 0;",
+        "CREATE TEMP TABLE per_city AS SELECT c.city AS city, count(*) AS n,"
+        " sum(o.qty * o.price) AS revenue, max(length(c.name)) AS longest"
+        " FROM orders o JOIN customers c ON c.id = o.customer GROUP BY c.city;",
+        "CREATE TEMP TABLE per_item AS SELECT item, count(DISTINCT customer) AS buyers,"
+        " length(group_concat(note, ',')) AS notes FROM orders GROUP BY item;",
+        "CREATE TEMP TABLE best AS SELECT c.id AS id, c.name AS name, sum(o.price) AS spent"
+        " FROM customers c JOIN orders o ON o.customer = c.id"
+        " GROUP BY c.id ORDER BY spent DESC, c.id LIMIT 100;",
+        "SELECT 'checksum=' || printf('%08x%08x%08x',"
+        " (SELECT sum(n * 31 + revenue % 1000003 + longest) FROM per_city) % 4294967296,"
+        " (SELECT sum(buyers * 7 + notes) FROM per_item) % 4294967296,"
+        " (SELECT sum(spent % 65521 + length(name)) + count(*) FROM best) % 4294967296);",
+        "",
+    ])
+
+
+@dataclass(frozen=True)
+class SqliteWorkload(Workload):
+    def prepare(self, variant="glibc") -> None:
+        super().prepare(variant)
+        _program("sqlite3", "sqlite3")
+
+    def script_path(self, scale) -> Path:
+        text = sqlite_script(scale)
+        path = BUILD_DIR / "workloads" / f"sqlite-{hashlib.sha256(text.encode()).hexdigest()[:12]}.sql"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        return path
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        _check_variant(variant, self.variants)
+        return [_program("sqlite3", "sqlite3"), "-batch", "-bail", ":memory:",
+                f'.read "{self.script_path(scale)}"']
+
+
+# ---- compile: gcc over real C source from a Debian source package --------------------------------
+
+@dataclass(frozen=True)
+class CompileWorkload(Workload):
+    package: str = "lua5.4"
+    subdir: str = "src"
+    full_files: int = 8
+    # headers Debian's build generates; the tree needs them to compile outside that build
+    generated_headers: dict = field(default_factory=dict)
+
+    def _stamp(self) -> Path:
+        return BUILD_DIR / "workloads" / f"{self.id}-source.txt"
+
+    def _tree(self, fetch: bool) -> Path:
+        """The unpacked source tree, remembered in build/ so runs need no apt call."""
+        stamp = self._stamp()
+        if stamp.is_file():
+            tree = Path(stamp.read_text().strip())
+            if (tree / self.subdir).is_dir():
+                return tree
+        if not fetch:
+            raise HeapcostError(f"workload {self.id} is not prepared: its {self.package} source is not "
+                                "fetched yet; run its prepare('glibc') first")
+        from analysis.harness.debsrc import fetch_source   # late: only this workload fetches sources
+        tree = Path(fetch_source(self.package))
+        if not (tree / self.subdir).is_dir():
+            raise HeapcostError(f"{self.package} source at {tree} has no {self.subdir}/ folder")
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stamp.with_name(f"{stamp.name}.tmp{os.getpid()}")
+        tmp.write_text(f"{tree}\n")
+        os.replace(tmp, stamp)
+        return tree
+
+    def _include_dir(self) -> Path:
+        inc = BUILD_DIR / "workloads" / f"{self.id}-include"
+        for name, text in self.generated_headers.items():
+            path = inc / name
+            if not path.is_file() or path.read_text() != text:
+                inc.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f"{name}.tmp{os.getpid()}")
+                tmp.write_text(text)
+                os.replace(tmp, path)
+        return inc
+
+    def driver(self) -> Path:
+        return native.build_c("wl-compile-driver",
+                              [WORKLOADS_DIR / "compile_driver.c", WORKLOADS_DIR / "wl_common.h"])
+
+    def files(self, tree: Path) -> list:
+        """The C files in build order: smallest first, so small scales still compile whole files."""
+        src = tree / self.subdir
+        return sorted((p.name for p in src.glob("*.c")), key=lambda n: ((src / n).stat().st_size, n))
+
+    def prepare(self, variant="glibc") -> None:
+        super().prepare(variant)
+        _program("gcc", "gcc")
+        self.driver()
+        BUILD_DIR.mkdir(parents=True, exist_ok=True)
+        with open(BUILD_DIR / ".workloads-fetch.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            tree = self._tree(fetch=True)
+        if len(self.files(tree)) < self.full_files:
+            raise HeapcostError(f"{self.package} source at {tree} has fewer than {self.full_files} C files")
+        self._include_dir()
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        _check_variant(variant, self.variants)
+        value = check_scale(scale)
+        tree = self._tree(fetch=False)
+        files = self.files(tree)
+        wanted = max(1, int(self.full_files * value + 0.5))
+        if wanted > len(files):
+            raise HeapcostError(f"scale {value} asks {self.id} for {wanted} files; {self.package} has "
+                                f"{len(files)}: use a scale up to {len(files) / self.full_files:g}")
+        return [str(self.driver()), scale_arg(value), str(self.full_files), _program("gcc", "gcc"),
+                str(tree / self.subdir), "--", "-I", str(self._include_dir()), "--", *files]
+
+
+WORKLOADS = {w.id: w for w in [
+    PerlWorkload(
+        "perl-strcat", "perl",
+        "Perl string appends (1E1..1E5-char chunks onto 1E5..1E7-char strings, a pre-extended "
+        "string) and an array of 1E5 100-char strings copied and pushed onto",
+        "000_df6142052d7a08fc.txt",
+        "16 rounds of every append case and the array copy+push", script="perl_strcat.pl"),
+    CompileWorkload(
+        "compile", "program",
+        "gcc -O2 -c over C files of the lua5.4 Debian source package, one after another, as a "
+        "build does (the kernel build of the seed, in small); LD_PRELOAD reaches gcc, cc1 and as",
+        "001_380ece32c947093f.txt",
+        "the 8 smallest .c files of lua5.4's src/",
+        generated_headers={"lua5.4-deb-multiarch.h": '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n'}),
+    CWorkload(
+        "dom-churn", "c",
+        "DOM-like trees of small nodes with tag/attribute/text strings and growable child arrays: "
+        "built, mutated, serialized and torn down (the browser profile)",
+        "002_39eb2b164d22928e.txt",
+        "60 trees (depth 7), 3000 mutations each", source="dom_churn.c"),
+    CWorkload(
+        "pow2-churn", "c",
+        "batches of 8192 power-of-two requests of 1..128 bytes, freed in a random odd stride",
+        "003_f7c9ca2ca154b322.txt",
+        "2000 batches of 8192 allocations", source="pow2_churn.c"),
+    CWorkload(
+        "small-loop", "c",
+        "ten malloc(0x20) then ten free, in a loop: the allocator's fast path",
+        "004_d42ed6e97fa9d58a.txt",
+        "4,000,000 rounds of 10 malloc + 10 free", source="small_loop.c"),
+    CWorkload(
+        "server", "c",
+        "2 producer threads allocate 16 B..64 KB messages, 2 consumer threads read and free them "
+        "(cross-thread frees) through a bounded queue",
+        None,
+        "2 x 400,000 messages", source="server.c", threads=True),
+    CWorkload(
+        "pareto", "c",
+        "Pareto-distributed sizes (shape 1, 16 B..256 KiB) with random lifetimes in a sliding "
+        "window of 8192 live objects",
+        None,
+        "10,000,000 allocate/free steps", source="pareto.c"),
+    SqliteWorkload(
+        "sqlite", "program",
+        "Debian's sqlite3 on an in-memory database: inserts, indexes, updates, deletes, joins and "
+        "aggregates from a generated SQL script",
+        None,
+        f"{SQLITE_FULL_CUSTOMERS} customers and {8 * SQLITE_FULL_CUSTOMERS} orders"),
+    PythonWorkload(
+        "python", "python",
+        "Debian's python3 with PYTHONMALLOC=malloc on an object-heavy script: dicts of records, "
+        "string building and splitting, small objects, and reference cycles for the collector",
+        None,
+        "36,000 records, 36,000 lines, 72,000 cyclic cells", script="py_objects.py"),
+]}
+
+WORKLOAD_GROUPS = {
+    "c": [w.id for w in WORKLOADS.values() if w.kind == "c"],
+    "perl": [w.id for w in WORKLOADS.values() if w.kind == "perl"],
+    "python": [w.id for w in WORKLOADS.values() if w.kind == "python"],
+    "program": [w.id for w in WORKLOADS.values() if w.kind == "program"],
+}
+
+
+def expand(names) -> list:
+    """Workload ids for a catalogue `workloads` list: ids, group names, or "*" for all."""
+    chosen = []
+    for name in names:
+        if name == "*":
+            ids = list(WORKLOADS)
+        elif name in WORKLOAD_GROUPS:
+            ids = WORKLOAD_GROUPS[name]
+        elif name in WORKLOADS:
+            ids = [name]
+        else:
+            raise HeapcostError(f"unknown workload or group {name!r}; valid: *, "
+                                + ", ".join([*WORKLOAD_GROUPS, *WORKLOADS]))
+        chosen += [i for i in ids if i not in chosen]
+    return chosen
+
+
+def get(workload_id) -> Workload:
+    try:
+        return WORKLOADS[workload_id]
+    except KeyError:
+        raise HeapcostError(f"unknown workload {workload_id!r}; valid: {', '.join(WORKLOADS)}") from None

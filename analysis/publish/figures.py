@@ -1,0 +1,221 @@
+"""Every figure of the paper and the notebooks, and the one place that configures matplotlib.
+
+`pyplot()` gives a non-interactive pyplot with the house style; `save()` writes SVG whose bytes depend
+only on the figure (fixed hash salt for element ids, no date, no creator), so the same data gives the
+same file. Each function draws one figure from a table the results, security or literature code made.
+"""
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+STYLE = {"svg.hashsalt": "heapcost", "svg.fonttype": "path", "font.size": 8,
+         "axes.spines.top": False, "axes.spines.right": False}
+OUTCOME_COLOURS = {"caught": "#1a9850", "mitigated": "#a6d96a", "missed": "#d73027", "late-crash": "#fdae61",
+                   "n/a": "#e0e0e0"}
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(STYLE)
+    return plt
+
+
+def save(fig, path: Path) -> None:
+    """SVG with stable bytes, then the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+
+
+def plain_log_axis(ax) -> None:
+    """Plain numbers on a log axis: 1, 2, 5 per decade over a short range, decades only over a long one."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    lo, hi = ax.get_xlim()
+    subs = (1.0, 2.0, 5.0) if hi / max(lo, 1e-12) < 30 else (1.0,)
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(plt_null_formatter())
+
+
+def plt_null_formatter():
+    from matplotlib.ticker import NullFormatter
+
+    return NullFormatter()
+
+
+def forest(table: pd.DataFrame, path: Path, xlabel: str, ncols: int = 3) -> None:
+    plt = pyplot()
+    """One panel per workload: each allocator's ratio to the baseline with its 95% interval."""
+    workloads = sorted(table["workload"].unique())
+    ncols = min(ncols, max(1, len(workloads)))
+    nrows = math.ceil(len(workloads) / ncols) or 1
+    allocs = sorted(table["allocator"].unique())
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols + 0.6, 0.5 + nrows * (0.4 + 0.1 * len(allocs))),
+                             squeeze=False, sharey=True)
+    for ax, w in zip(axes.flat, workloads):
+        sub = table[table["workload"] == w].set_index("allocator")
+        ys = range(len(allocs))
+        for y, a in zip(ys, allocs):
+            if a in sub.index:
+                r = sub.loc[a]
+                ax.errorbar([r["ratio"]], [y], xerr=[[r["ratio"] - r["ci_low"]], [r["ci_high"] - r["ratio"]]],
+                            fmt="o", ms=2.5, color="#2c5d8f", elinewidth=1, capsize=1.5)
+        ax.axvline(1.0, color="grey", lw=0.6, ls="--")
+        ax.set_xscale("log")
+        plain_log_axis(ax)
+        ax.set_title(w, fontsize=8)
+        ax.set_yticks(list(ys), allocs, fontsize=6)
+        ax.tick_params(axis="x", labelsize=6)
+        ax.invert_yaxis() if w == workloads[0] else None
+    for ax in list(axes.flat)[len(workloads):]:
+        ax.set_visible(False)
+    fig.supxlabel(xlabel, fontsize=8)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def ablation_figure(table: pd.DataFrame, path: Path, xlabel: str) -> None:
+    plt = pyplot()
+    pooled = table[table["workload"] == "all"].reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(5.5, 0.6 + 0.3 * max(1, len(pooled))))
+    for y, r in pooled.iterrows():
+        ax.errorbar([r["ratio"]], [y], xerr=[[r["ratio"] - r["ci_low"]], [r["ci_high"] - r["ratio"]]],
+                    fmt="o", ms=3, color="#8f2c2c", elinewidth=1, capsize=2)
+    ax.axvline(1.0, color="grey", lw=0.6, ls="--")
+    ax.set_yticks(range(len(pooled)), [f"{r['allocator']} / {r['base']}" for _, r in pooled.iterrows()], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    plain_log_axis(ax)
+    ax.set_xlabel(xlabel)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def per_free_figure(table: pd.DataFrame, path: Path, baseline: str) -> None:
+    plt = pyplot()
+    """One row per allocator, one marker per workload: instructions per free on a log axis."""
+    
+    workloads = sorted(table["workload"].unique())
+    allocs = sorted(table["allocator"].unique())
+    markers = "osD^v<>phX*"
+    fig, ax = plt.subplots(figsize=(5.5, 0.9 + 0.2 * len(allocs)))
+    for i, w in enumerate(workloads):
+        sub = table[table["workload"] == w].set_index("allocator")
+        ys = [y for y, a in enumerate(allocs) if a in sub.index]
+        xs = [sub.loc[a, "instructions_per_free"] for a in allocs if a in sub.index]
+        ax.scatter(xs, ys, s=12, marker=markers[i % len(markers)], label=w, alpha=0.8)
+    ax.set_yticks(range(len(allocs)), allocs, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    plain_log_axis(ax)
+    ax.set_xlabel("instructions per free (callgrind, whole program)")
+    ax.legend(fontsize=6, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    save(fig, path)
+
+
+def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
+    """Security score against overhead, both with their intervals; the Pareto front as a step line."""
+    # neighbours in score get their labels above and below in turn, so close points stay readable
+    for i, (_, r) in enumerate(trade.sort_values(["score", "allocator"]).iterrows()):
+        colour = "#1a9850" if r["pareto"] else "#4d4d4d"
+        ax.errorbar([r["overhead"]], [r["score"]],
+                    xerr=[[r["overhead"] - r["overhead_low"]], [r["overhead_high"] - r["overhead"]]],
+                    yerr=[[r["score"] - r["score_low"]], [r["score_high"] - r["score"]]],
+                    fmt="o", ms=3, color=colour, elinewidth=0.7, capsize=1.5)
+        ax.annotate(r["allocator"], (r["overhead"], r["score"]), xytext=(3, 3 if i % 2 else -8),
+                    textcoords="offset points", fontsize=6, color=colour)
+    front = trade[trade["pareto"]].sort_values("overhead")
+    if len(front):
+        ax.step(front["overhead"], front["score"], where="post", color="#1a9850", lw=0.8)
+    ax.set_xscale("log")
+    plain_log_axis(ax)
+    ax.set_xlabel(f"time overhead: geometric-mean ratio to {baseline} (95% interval)")
+    ax.set_ylabel("security score (95% interval from the probes' uncertainty)")
+    ax.set_ylim(0, 100)
+
+
+def tradeoff_figure(trade: pd.DataFrame, path: Path | None, baseline: str):
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    tradeoff_axes(ax, trade, baseline)
+    fig.tight_layout()
+    if path is not None:
+        save(fig, path)
+    return fig
+
+
+def probe_matrix(order: list[str], probes: list[str], outcome: dict, outcomes_path: Path) -> None:
+    """Outcome matrix: allocators (best score first) x probes."""
+    from matplotlib.colors import ListedColormap
+
+    plt = pyplot()
+    names = list(OUTCOME_COLOURS)
+    grid = np.array([[names.index(outcome.get((a, p), "n/a")) for p in probes] for a in order])
+    fig, ax = plt.subplots(figsize=(1.0 + 0.32 * len(probes), 1.2 + 0.28 * len(order)))
+    ax.imshow(grid, cmap=ListedColormap(list(OUTCOME_COLOURS.values())), vmin=0, vmax=len(names) - 1,
+              aspect="auto")
+    ax.set_xticks(range(len(probes)), probes, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(order)), order, fontsize=7)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in OUTCOME_COLOURS.values()]
+    ax.legend(handles, names, ncol=len(names), fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.01), frameon=False)
+    save(fig, outcomes_path)
+
+
+def security_scores(order: list[str], score: dict, scores_path: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5, 1.0 + 0.25 * len(order)))
+    values = [0 if math.isnan(score[a]["score"]) else score[a]["score"] for a in order]
+    ax.barh(range(len(order)), values, color="#4575b4")
+    ax.set_yticks(range(len(order)), order, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("security score (100 = no primitive worked)")
+    save(fig, scores_path)
+
+
+def literature_003(fig: pd.DataFrame, path: Path) -> None:
+    plt = pyplot()
+    rows = fig[(fig["seed"] == "003") & (fig["metric"] == "wall")]
+    fig_, ax = plt.subplots(figsize=(5.5, 2.6))
+    for i, cond in enumerate(("unpatched", "patched")):
+        sub = rows[rows["condition"] == cond]
+        flagged = (sub["slip"] != "") | (sub["note"] != "")
+        jitter = np.linspace(-0.12, 0.12, len(sub))
+        ax.scatter(sub["value"][~flagged], (i + jitter)[~flagged], color="black", s=18,
+                   label="run" if i == 0 else None)
+        ax.scatter(sub["value"][flagged], (i + jitter)[flagged], facecolors="none",
+                   edgecolors="red", s=40, label="outlier / repeated line" if i == 0 else None)
+    ax.set_yticks([0, 1], ["unpatched", "patched"])
+    ax.set_xlabel("wall time of malloc-test (s), seed 003")
+    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    fig_.tight_layout()
+    save(fig_, path)
+
+
+def coverage(summary: pd.DataFrame, path) -> None:
+    plt = pyplot()
+    scenarios = list(dict.fromkeys(summary["scenario"]))
+    methods = list(dict.fromkeys(summary["method"]))
+    fig, ax = plt.subplots(figsize=(6.5, 3.0))
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        sub = summary[summary["method"] == m].set_index("scenario").loc[scenarios]
+        xs = np.arange(len(scenarios)) + (j - (len(methods) - 1) / 2) * width
+        ax.bar(xs, sub["coverage"], width, yerr=1.96 * sub["coverage_se"], label=m)
+    ax.axhspan(0.93, 0.97, color="grey", alpha=0.25, label="93-97% band")
+    ax.axhline(0.95, color="black", lw=0.8)
+    ax.set_xticks(np.arange(len(scenarios)), scenarios, fontsize=7)
+    ax.set_ylim(0.5, 1.01)
+    ax.set_ylabel("coverage of the true ratio")
+    ax.legend(fontsize=7, frameon=False, loc="lower left")
+    fig.tight_layout()
+    save(fig, path)

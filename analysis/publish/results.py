@@ -1,0 +1,395 @@
+"""The paper's results as pure functions of the dataset: speed, memory and instruction counts against
+a baseline, ablations inside one allocator, the security-versus-overhead trade-off and the verdicts.
+
+Every function here is a pure function of tables; analysis.publish.results_writer turns the results into
+the figures (SVG, drawn by analysis.publish.figures) and numbers (CSV, JSON) the paper reads.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.stats import compare as cmp
+from analysis.stats import security
+from analysis.contract.runstore import Run, pick_run, runs_of_kind
+from analysis.contract.schema import OK, measured_trials, read_rows, read_table
+from analysis.errors import HeapcostError, warn
+
+BASELINE = "glibc"
+MARGIN = 0.05  # "no measurable cost": the geometric-mean interval lies inside 1 +- MARGIN
+HEAVY = 2.0  # beyond this geometric-mean overhead the cost is reported as a multiple, not a margin
+
+# Each single defence measured inside one allocator: (defence, allocator, its base). The bases are the
+# family's default configuration; glibc-perturb also runs against glibc-notcache, because perturb needs
+# the tcache off and only that pair isolates the poisoning itself.
+ABLATIONS = [
+    ("poison on free", "jemalloc-junk-free", "jemalloc"),
+    ("poison on free and fill on allocation", "jemalloc-junk", "jemalloc"),
+    ("tcache off", "glibc-notcache", "glibc"),
+    ("tcache off and perturb (poison on free, fill on allocation)", "glibc-perturb", "glibc"),
+    ("perturb alone (tcache off on both sides)", "glibc-perturb", "glibc-notcache"),
+    ("quarantine", "scudo-quarantine", "scudo"),
+    ("zero on allocation", "scudo-zero", "scudo"),
+    ("secure mode (same 2.0.9 source)", "mimalloc-secure", "mimalloc2"),
+    ("perl's own malloc instead of the system one (same perl source)", "perl-mymalloc", "perl-sysmalloc"),
+]
+
+
+# ---------------------------------------------------------------------------------------------- speed
+def usable(trials: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(trials of the groups compare can use, the groups left out with why). A group needs
+    compare.MIN_RUNS ok, non-warm-up trials; the others are reported, never silently dropped."""
+    measured = measured_trials(trials)
+    ok = measured[measured["status"] == OK]
+    if metric in ok.columns:
+        ok = ok[pd.to_numeric(ok[metric], errors="coerce") > 0]
+    counts = ok.groupby(["workload", "allocator"]).size()
+    total = measured.groupby(["workload", "allocator"]).size()
+    left_out = []
+    for (w, a), n_all in total.items():
+        n_ok = int(counts.get((w, a), 0))
+        if n_ok < cmp.MIN_RUNS:
+            sub = measured[(measured["workload"] == w) & (measured["allocator"] == a)]
+            bad = sub[sub["status"] != OK]
+            why = (bad["status"].value_counts().idxmax() + ": " + str(bad["reason"].dropna().iloc[0])
+                   if len(bad) and bad["reason"].notna().any() else
+                   (bad["status"].value_counts().idxmax() if len(bad) else "too few runs"))
+            left_out.append({"workload": w, "allocator": a, "ok": n_ok, "trials": int(n_all),
+                             "why": why.splitlines()[0][:160]})
+    keep = counts[counts >= cmp.MIN_RUNS].index
+    key = pd.MultiIndex.from_frame(trials[["workload", "allocator"]])
+    return (trials[key.isin(keep)].reset_index(drop=True),
+            pd.DataFrame(left_out, columns=["workload", "allocator", "ok", "trials", "why"]))
+
+
+def against(trials: pd.DataFrame, baseline: str, metric: str, margin: float = MARGIN) -> cmp.Comparison:
+    """compare() over the workloads the baseline has usable runs of."""
+    data, _ = usable(trials, metric)
+    has_base = set(data.loc[data["allocator"] == baseline, "workload"])
+    data = data[data["workload"].isin(has_base)]
+    if data.empty:
+        raise HeapcostError(f"no usable runs of the baseline {baseline!r} for {metric}; allocators with runs: "
+                            f"{', '.join(sorted(trials['allocator'].unique()))}")
+    return cmp.compare(data, baseline, metric, margin=margin)
+
+
+def ablations(trials: pd.DataFrame, metric: str = "wall_s", plan=ABLATIONS) -> pd.DataFrame:
+    """One row per (defence, workload) and a pooled row (workload "all": the geometric mean) per
+    defence: the ratio of the variant to its base with a 95% interval."""
+    data, _ = usable(trials, metric)
+    present = set(data["allocator"])
+    rows = []
+    for defence, alloc, base in plan:
+        if alloc not in present or base not in present:
+            continue
+        common = (set(data.loc[data["allocator"] == alloc, "workload"])
+                  & set(data.loc[data["allocator"] == base, "workload"]))
+        sub = data[data["allocator"].isin([alloc, base]) & data["workload"].isin(common)]
+        if sub.empty:
+            continue
+        comp = cmp.compare(sub, base, metric, margin=MARGIN)
+        for _, r in comp.results.iterrows():
+            rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
+                         "workload": r["workload"], "ratio": r["ratio"], "ci_low": r["ci_low"],
+                         "ci_high": r["ci_high"], "n": r["n"], "n_base": r["n_baseline"]})
+        g = comp.geomean.iloc[0]
+        rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
+                     "workload": "all", "ratio": g["geomean_ratio"], "ci_low": g["ci_low"],
+                     "ci_high": g["ci_high"], "n": int(g["workloads"]), "n_base": int(g["workloads"])})
+    return pd.DataFrame(rows, columns=["defence", "allocator", "base", "metric", "workload", "ratio",
+                                       "ci_low", "ci_high", "n", "n_base"])
+
+
+# ---------------------------------------------------------------------------------------------- callgrind
+def per_free(counts: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+    """Instructions, data accesses and simulated D1 misses per free (seed 002's unit of useful work:
+    the workload's own count of frees, the same under every allocator), with the ratio to the baseline
+    on the same workload. Callgrind counts are exact for one deterministic run: no interval."""
+    ok = counts[counts["status"] == "ok"].copy()
+    for c in ("instructions", "data_reads", "data_writes", "d1_read_misses", "d1_write_misses", "free_calls"):
+        ok[c] = pd.to_numeric(ok[c], errors="coerce")
+    ok = ok[ok["free_calls"] > 0]
+    ok["instructions_per_free"] = ok["instructions"] / ok["free_calls"]
+    ok["accesses_per_free"] = (ok["data_reads"] + ok["data_writes"]) / ok["free_calls"]
+    ok["d1_misses_per_free"] = (ok["d1_read_misses"] + ok["d1_write_misses"]) / ok["free_calls"]
+    # slow allocators run at a smaller scale; the baseline is counted at each of those scales too, and
+    # every ratio is taken at the same scale
+    ok["scale"] = pd.to_numeric(ok["scale"], errors="coerce").round(8)
+    base = ok[ok["allocator"] == baseline].set_index(["workload", "scale"])
+    for col in ("instructions_per_free", "accesses_per_free", "d1_misses_per_free"):
+        ok[col.replace("_per_free", "_ratio")] = [
+            r[col] / base.loc[(r["workload"], r["scale"]), col] if (r["workload"], r["scale"]) in base.index
+            else np.nan for _, r in ok.iterrows()]
+    cols = ["workload", "allocator", "scale", "instructions", "free_calls", "instructions_per_free",
+            "accesses_per_free", "d1_misses_per_free", "instructions_ratio", "accesses_ratio", "d1_misses_ratio"]
+    return ok[cols].sort_values(["workload", "allocator", "scale"]).reset_index(drop=True)
+
+
+def main_scale(table: pd.DataFrame) -> pd.DataFrame:
+    """Each (workload, allocator) at the largest scale it was counted at (the baseline's extra
+    reduced-scale counts serve only as references for the slow allocators)."""
+    idx = table.groupby(["workload", "allocator"])["scale"].idxmax()
+    return table.loc[sorted(idx)].reset_index(drop=True)
+
+
+def per_free_geomean(table: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for alloc, sub in main_scale(table).groupby("allocator", sort=True):
+        r = sub["instructions_ratio"].dropna()
+        if len(r):
+            rows.append({"allocator": alloc, "workloads": len(r),
+                         "instructions_ratio": float(np.exp(np.log(r).mean()))})
+    return pd.DataFrame(rows, columns=["allocator", "workloads", "instructions_ratio"])
+
+
+def missing_callgrind(counts: pd.DataFrame) -> pd.DataFrame:
+    """Per allocator: the workloads callgrind could not count, and the first reason."""
+    bad = counts[counts["status"] != "ok"]
+    if bad.empty:
+        return pd.DataFrame(columns=["allocator", "workloads", "reason"])
+    g = bad.groupby("allocator", sort=True)
+    return pd.DataFrame({"allocator": list(g.groups), "workloads": g["workload"].nunique().to_list(),
+                         "reason": g["reason"].first().to_list()})
+
+
+# ---------------------------------------------------------------------------------------------- trade-off
+def pareto_front(points: pd.DataFrame) -> list[str]:
+    """Allocators no other beats on both axes (lower overhead and higher score, one strictly)."""
+    front = []
+    for _, p in points.iterrows():
+        dominated = ((points["overhead"] <= p["overhead"]) & (points["score"] >= p["score"])
+                     & ((points["overhead"] < p["overhead"]) | (points["score"] > p["score"]))).any()
+        if not dominated:
+            front.append(p["allocator"])
+    return sorted(front, key=lambda a: float(points.set_index("allocator").loc[a, "overhead"]))
+
+
+def tradeoff(geomean: pd.DataFrame, scores: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+    """Overhead (geometric-mean ratio to the baseline, interval) against security score (bounds), for
+    the allocators that have both; the baseline sits at overhead 1 with a zero-width interval."""
+    g = geomean.rename(columns={"geomean_ratio": "overhead", "ci_low": "overhead_low",
+                                "ci_high": "overhead_high"})[["allocator", "overhead", "overhead_low",
+                                                              "overhead_high", "workloads"]]
+    base_row = pd.DataFrame([{"allocator": baseline, "overhead": 1.0, "overhead_low": 1.0, "overhead_high": 1.0,
+                              "workloads": int(g["workloads"].max()) if len(g) else 0}])
+    g = pd.concat([base_row, g], ignore_index=True)
+    t = g.merge(scores, on="allocator", how="inner")
+    t = t[t["score"].notna()].sort_values("allocator").reset_index(drop=True)
+    front = set(pareto_front(t)) if len(t) else set()
+    t["pareto"] = t["allocator"].isin(front)
+    t["dominated_by"] = [dominator(t, r) for _, r in t.iterrows()]
+    return t
+
+
+def dominator(points: pd.DataFrame, p) -> str:
+    """The allocator that beats p on both axes with both intervals clear of p's (the firm kind of
+    domination): the cheapest such, or "" if none."""
+    firm = points[(points["overhead_high"] < p["overhead_low"]) & (points["score_low"] > p["score_high"])]
+    if firm.empty:
+        return ""
+    return str(firm.sort_values(["overhead", "allocator"]).iloc[0]["allocator"])
+
+
+def verdict(row, base, baseline: str = BASELINE, margin: float = MARGIN) -> str:
+    """One line per allocator from fixed rules on the intervals (the paper states the rules); `base`
+    is the baseline's row. Safer or less safe only when the score intervals do not overlap."""
+    if row["allocator"] == baseline:
+        return "baseline"
+    lo, hi = row["overhead_low"], row["overhead_high"]
+    safer = row["score_low"] > base["score_high"]
+    less_safe = row["score_high"] < base["score_low"]
+    if row.get("dominated_by"):
+        return f"dominated by {row['dominated_by']}"
+    if lo > HEAVY:
+        cost = f"over {HEAVY:g} times the baseline's time"
+    elif hi < 1 - margin:
+        cost = "faster than the baseline"
+    elif lo >= 1 - margin and hi <= 1 + margin:
+        cost = "no measurable cost"
+    elif hi < 1:
+        cost = "not slower"
+    elif lo > 1 + margin:
+        cost = "costs more than the margin"
+    else:
+        cost = "cost unresolved"
+    if safer and cost in ("faster than the baseline", "no measurable cost", "not slower"):
+        return f"a better default: safer, {cost}"
+    if safer:
+        return f"buys security: {cost}"
+    if less_safe:
+        return f"less safe than the baseline; {cost}"
+    return f"security like the baseline's; {cost}"
+
+
+def verdicts(trade: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+    if baseline not in set(trade["allocator"]):
+        raise HeapcostError(f"the baseline {baseline!r} has no security score; it must be in the probe run")
+    base = trade.set_index("allocator").loc[baseline]
+    out = trade.copy()
+    out["verdict"] = [verdict(r, base, baseline) for _, r in out.iterrows()]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- between runs
+REPLICATION_COLUMNS = ["allocator", "run_id", "geomean_ratio", "ci_low", "ci_high", "published_ratio",
+                       "published_low", "published_high", "overlap", "display", "published_display"]
+
+
+def between_runs(published: pd.DataFrame, others: dict, baseline: str = BASELINE) -> pd.DataFrame:
+    """Each other run of the same profile analysed the same way: does its geometric-mean interval per
+    allocator overlap the published run's? (Intervals are for one run; runs differ in machine load.)"""
+    pub = published.set_index("allocator")
+    rows = []
+    for run_id, trials in sorted(others.items()):
+        try:
+            geo = against(trials, baseline, "wall_s").geomean
+        except HeapcostError as exc:
+            warn(f"run {run_id} is left out of the replication table: {exc}")
+            continue
+        for _, g in geo.iterrows():
+            if g["allocator"] not in pub.index:
+                continue
+            p = pub.loc[g["allocator"]]
+            rows.append({"allocator": g["allocator"], "run_id": run_id, "geomean_ratio": g["geomean_ratio"],
+                         "ci_low": g["ci_low"], "ci_high": g["ci_high"], "published_ratio": p["geomean_ratio"],
+                         "published_low": p["ci_low"], "published_high": p["ci_high"],
+                         "overlap": bool(g["ci_low"] <= p["ci_high"] and p["ci_low"] <= g["ci_high"]),
+                         "display": fmt_interval(g["geomean_ratio"], g["ci_low"], g["ci_high"]),
+                         "published_display": fmt_interval(p["geomean_ratio"], p["ci_low"], p["ci_high"])})
+    return pd.DataFrame(rows, columns=REPLICATION_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------- method tables
+def allocator_table(runs: list["Run"]) -> pd.DataFrame:
+    """Every allocator of the runs as measured (run.json's catalogue entries; the first run that has it)."""
+    seen: dict[str, dict] = {}
+    for run in runs:
+        for aid, a in (run.info.get("allocators") or {}).items():
+            if aid in seen or not isinstance(a, dict):
+                continue
+            seen[aid] = {"allocator": aid, "family": a.get("family", ""), "description": a.get("description", ""),
+                         "origin": (a.get("origin") or {}).get("kind", ""),
+                         "defences": " ".join(a.get("defences") or [])}
+    return pd.DataFrame(sorted(seen.values(), key=lambda r: (r["family"], r["allocator"])),
+                        columns=["allocator", "family", "description", "origin", "defences"])
+
+
+def workload_table(run: "Run | None") -> pd.DataFrame:
+    rows = []
+    for wid, w in ((run.info.get("workloads") or {}) if run else {}).items():
+        rows.append({"workload": wid, "kind": w.get("kind", ""), "seed": (w.get("seed") or "")[:3],
+                     "description": w.get("description", ""), "full_scale": w.get("scale_note", "")})
+    return pd.DataFrame(sorted(rows, key=lambda r: r["workload"]),
+                        columns=["workload", "kind", "seed", "description", "full_scale"])
+
+
+# Allocators no registry here carries: the paper can only report what the seeds measured.
+SEED_ONLY = [("000", "OpenBSD malloc", "perl malloc (usemymalloc)", ("wall",)),
+             ("001", "hardened_malloc (LD_PRELOAD)", "glibc 2.33", ("wall", "user", "sys", "maxrss"))]
+
+
+def seed_only_figures(figures: pd.DataFrame) -> pd.DataFrame:
+    """The seeds' own measured figures for hardened_malloc and OpenBSD malloc, as ratios to the
+    reference each seed used, per benchmark and metric (single runs: no interval is possible)."""
+    rows = []
+    measured = figures[figures["kind"] == "measured"]
+    for seed, cond, ref, metrics in SEED_ONLY:
+        sub = measured[measured["seed"].astype(str).str.zfill(3) == seed]
+        for (bench, metric), g in sub.groupby(["benchmark", "metric"], sort=True):
+            a = pd.to_numeric(g.loc[g["condition"] == cond, "value"], errors="coerce").dropna()
+            b = pd.to_numeric(g.loc[g["condition"] == ref, "value"], errors="coerce").dropna()
+            if len(a) != 1 or len(b) != 1 or metric not in metrics or b.iloc[0] <= 0 or a.iloc[0] <= 0:
+                continue
+            rows.append({"seed": seed, "allocator": cond, "reference": ref, "benchmark": str(bench).strip(),
+                         "metric": metric, "value": float(a.iloc[0]), "reference_value": float(b.iloc[0]),
+                         "ratio": float(a.iloc[0] / b.iloc[0]),
+                         "line": ",".join(sorted(set(g["line"].astype(str))))})
+    return pd.DataFrame(rows, columns=["seed", "allocator", "reference", "benchmark", "metric", "value",
+                                       "reference_value", "ratio", "line"])
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+def fmt_ratio(x) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.3f}"
+
+
+def fmt_interval(ratio, lo, hi) -> str:
+    return f"{fmt_ratio(ratio)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]"
+
+
+def fmt_score(x) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.1f}"
+
+
+def fmt_percent(ratio) -> str:
+    """A ratio as a signed percentage change: 1.025 -> +2.5%."""
+    return "n/a" if ratio is None or not np.isfinite(ratio) else f"{(ratio - 1) * 100:+.1f}%"
+
+
+@dataclass
+class Results:
+    time_run: Run | None
+    callgrind_run: Run | None
+    probe_run: Run | None
+    speed: cmp.Comparison | None
+    memory: cmp.Comparison | None
+    left_out: pd.DataFrame
+    ablation: pd.DataFrame
+    ablation_memory: pd.DataFrame
+    per_free: pd.DataFrame
+    per_free_geomean: pd.DataFrame
+    callgrind_missing: pd.DataFrame
+    scores: pd.DataFrame
+    trade: pd.DataFrame
+    allocators: pd.DataFrame
+    workloads: pd.DataFrame
+    seed_only: pd.DataFrame
+    replication: pd.DataFrame
+
+
+def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = None) -> Results:
+    """Every result of the paper from one dataset directory (with runs/ inside)."""
+    runs_dir = Path(data_dir) / "runs"
+    if not runs_dir.is_dir():
+        raise HeapcostError(f"{runs_dir} does not exist; give a dataset directory holding runs/ (e.g. data)")
+    time_run = pick_run(runs_dir, "time", "trials.csv")
+    cg_run = pick_run(runs_dir, "callgrind", "counts.csv")
+    probe_run = pick_run(runs_dir, "probe", "probes.csv")
+    speed = memory = None
+    left_out = pd.DataFrame(columns=["workload", "allocator", "ok", "trials", "why"])
+    abl = abl_mem = pd.DataFrame()
+    if time_run is not None:
+        trials = read_table(time_run.path / "trials.csv")
+        _, left_out = usable(trials, "wall_s")
+        speed = against(trials, baseline, "wall_s")
+        memory = against(trials, baseline, "maxrss_kb")
+        abl = ablations(trials, "wall_s")
+        abl_mem = ablations(trials, "maxrss_kb")
+    pf = pf_g = cg_missing = pd.DataFrame()
+    if cg_run is not None:
+        counts = read_table(cg_run.path / "counts.csv")
+        pf = per_free(counts, baseline)
+        pf_g = per_free_geomean(pf[pf["allocator"] != baseline])
+        cg_missing = missing_callgrind(counts)
+    scores = pd.DataFrame(columns=["allocator", "score", "score_low", "score_high", "coverage"])
+    if probe_run is not None:
+        scores = security.score_intervals(read_rows(probe_run.path / "probes.csv"), weights)
+    trade = pd.DataFrame()
+    if speed is not None and len(scores):
+        trade = verdicts(tradeoff(speed.geomean, scores, baseline), baseline)
+    runs = [r for r in (time_run, cg_run, probe_run) if r is not None]
+    figures_csv = Path(data_dir) / "literature" / "figures.csv"
+    seed_only = (seed_only_figures(read_table(figures_csv)) if figures_csv.is_file()
+                 else seed_only_figures(pd.DataFrame(columns=["seed", "condition", "benchmark", "metric", "value",
+                                                               "kind", "line"])))
+    replication = pd.DataFrame(columns=REPLICATION_COLUMNS)
+    if speed is not None:
+        others = [r for r in runs_of_kind(runs_dir, "time")
+                  if r.run_id != time_run.run_id and r.info.get("status") == "complete"
+                  and (r.info.get("params") or {}).get("profile") == (time_run.info.get("params") or {}).get("profile")
+                  and (r.path / "trials.csv").is_file()]
+        replication = between_runs(speed.geomean, {r.run_id: read_table(r.path / "trials.csv") for r in others},
+                                   baseline)
+    return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
+                   scores, trade, allocator_table(runs), workload_table(time_run or cg_run), seed_only, replication)

@@ -1,0 +1,220 @@
+"""The results' figures (SVG) and numbers (CSV, JSON) for the paper, from analysis.publish.results."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.contract.runstore import Run
+from analysis.contract.schema import OK, measured_trials, read_table
+from analysis.publish import figures
+from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
+                                      fmt_ratio, fmt_score, main_scale)
+from analysis.stats import compare as cmp
+from analysis.stats import estimators as stats
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return json.loads(df.to_json(orient="records")) if df is not None and len(df) else []
+
+
+def _display_rows(df: pd.DataFrame, ratio="ratio", lo="ci_low", hi="ci_high") -> pd.DataFrame:
+    out = df.copy()
+    out["display"] = [fmt_interval(r[ratio], r[lo], r[hi]) for _, r in out.iterrows()]
+    out["percent"] = [fmt_percent(r[ratio]) for _, r in out.iterrows()]
+    return out
+
+
+def clock_facts(run: Run | None, trials: pd.DataFrame | None, speed: cmp.Comparison | None) -> dict:
+    """What the threats-to-validity section states about this machine's clock and noise."""
+    if run is None:
+        return {}
+    machine = json.loads((run.path / "machine.json").read_text()) if (run.path / "machine.json").is_file() else {}
+    clock = machine.get("clock", {})
+    cpu = machine.get("cpu", {})
+    facts = {
+        "cpu_model": cpu.get("model", "unknown"), "logical_cpus": cpu.get("logical_cpus"),
+        "kernel": machine.get("kernel", "unknown"), "os": machine.get("os", "unknown"),
+        "hypervisor": "yes" if cpu.get("hypervisor_flag") else "no",
+        "virtualization": clock.get("virtualization") or "none detected",
+        "cpufreq_exposed": "yes" if clock.get("cpufreq_exposed") else "no",
+        "perf_counters": str(clock.get("perf_counters", "unknown")),
+        "constant_tsc": "yes" if cpu.get("constant_tsc") else "no",
+        "glibc": machine.get("glibc", "unknown"),
+    }
+    if trials is not None and "loadavg1" in trials.columns:
+        la = pd.to_numeric(trials["loadavg1"], errors="coerce").dropna()
+        if len(la):
+            facts.update(loadavg_min=f"{la.min():.2f}", loadavg_median=f"{la.median():.2f}",
+                         loadavg_max=f"{la.max():.2f}")
+        probe = pd.to_numeric(trials["clock_probe_s"], errors="coerce").dropna()
+        if len(probe) > 1:
+            facts["probe_cv_percent"] = f"{probe.std() / probe.mean() * 100:.2f}"
+            facts["probe_range_percent"] = f"{(probe.max() / probe.min() - 1) * 100:.1f}"
+    if speed is not None:
+        r = speed.results
+        facts.update(rows=int(len(r)), rows_probe_adjusted=int(r["adjusted"].sum()),
+                     outliers=int((speed.trials["outlier"] != "none").sum()),
+                     trials_used=int(len(speed.trials)),
+                     clock_regimes=int(speed.trials["clock_regime"].nunique()),
+                     rows_with_change_points=int((r["change_points"] > 0).sum()))
+    return facts
+
+
+def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix: str = "results_") -> dict:
+    """The results figures (SVG) and numbers (CSV, JSON) for the paper; returns the numbers."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    p = lambda name: out_dir / f"{prefix}{name}"  # noqa: E731
+    numbers: dict = {"baseline": baseline, "confidence_percent": f"{stats.CONFIDENCE * 100:.0f}",
+                     "margin_percent": f"{MARGIN * 100:.0f}", "heavy": f"{HEAVY:g}",
+                     "trim_percent": f"{stats.TRIM * 100:.0f}", "min_runs": cmp.MIN_RUNS}
+    trials = None
+    if res.time_run is not None:
+        info = res.time_run.info
+        trials = read_table(res.time_run.path / "trials.csv")
+        measured = measured_trials(trials)
+        numbers["time_run"] = {
+            "run_id": res.time_run.run_id, "profile": (info.get("params") or {}).get("profile", ""),
+            "blocks": int(measured["block"].nunique()), "trials": int(len(trials)),
+            "measured": int(len(measured)), "ok": int((measured["status"] == OK).sum()),
+            "allocators": int(trials["allocator"].nunique()), "workloads": int(trials["workload"].nunique()),
+            "started": info.get("started_utc", ""), "ended": info.get("ended_utc", ""),
+            "status": info.get("status", ""),
+        }
+    numbers["clock"] = clock_facts(res.time_run, trials, res.speed)
+
+    numbers.update(_speed_and_memory(res, p, baseline))
+    res.left_out.to_csv(p("left_out.csv"), index=False)
+    numbers["left_out"] = int(len(res.left_out))
+
+    numbers.update(_ablations(res, p))
+    numbers.update(_callgrind(res, p, baseline))
+    numbers.update(_tradeoff(res, p, baseline))
+    res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"})).to_csv(
+        p("replication.csv"), index=False)
+    numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
+                              "overlapping": int(res.replication["overlap"].sum())}
+    res.allocators.to_csv(p("allocators.csv"), index=False)
+    res.workloads.to_csv(p("workloads.csv"), index=False)
+    so = res.seed_only.copy()
+    so["ratio_display"] = so["ratio"].map(lambda x: f"{x:.3f}")
+    so.to_csv(p("seed_only.csv"), index=False)
+    numbers["allocators"] = int(len(res.allocators))
+    numbers["workloads"] = int(len(res.workloads))
+    if res.time_run is not None:
+        prof = res.time_run.info.get("profile") or {}
+        numbers["time_run"].update(seed=str(res.time_run.info.get("seed", "")),
+                                   probe_iters=str(res.time_run.info.get("probe_iters", "")),
+                                   scale=str(prof.get("scale", "")), warmups=str(prof.get("warmups", "")))
+    if res.probe_run is not None:
+        no_score = sorted(set(res.scores.loc[res.scores["score"].isna(), "allocator"]))
+        numbers["probe_run"] = {"run_id": res.probe_run.run_id, "no_score": no_score}
+    (out_dir / f"{prefix}numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
+    return numbers
+
+
+def _speed_and_memory(res: Results, p, baseline: str) -> dict:
+    numbers = {}
+    if res.speed is None:
+        return numbers
+    speed = _display_rows(res.speed.results)
+    speed[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "adjusted", "n_outliers",
+           "noninferior", "display", "percent"]].to_csv(p("speed.csv"), index=False)
+    geo = _display_rows(res.speed.geomean, "geomean_ratio")
+    geo.to_csv(p("speed_geomean.csv"), index=False)
+    figures.forest(res.speed.results, p("speed_forest.svg"), f"wall time ratio to {baseline} (95% interval, log scale)")
+    mem = _display_rows(res.memory.results)
+    mem[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "display", "percent"]].to_csv(
+        p("memory.csv"), index=False)
+    mgeo = _display_rows(res.memory.geomean, "geomean_ratio")
+    mgeo.to_csv(p("memory_geomean.csv"), index=False)
+    figures.forest(res.memory.results, p("memory_forest.svg"), f"peak RSS ratio to {baseline} (95% interval, log scale)")
+    numbers["speed"] = {
+        "rows": int(len(speed)),
+        "slower": int((speed["ci_low"] > 1).sum()), "faster": int((speed["ci_high"] < 1).sum()),
+        "noninferior": int(speed["noninferior"].sum()),
+        "cheapest": _extreme(geo, "geomean_ratio", min), "dearest": _extreme(geo, "geomean_ratio", max),
+        "median_halfwidth_percent": f"{float(np.median(np.expm1(speed['ci_high'].apply(np.log) - speed['ratio'].apply(np.log)))) * 100:.1f}",
+    }
+    numbers["memory"] = {"rows": int(len(mem)), "larger": int((mem["ci_low"] > 1).sum()),
+                         "smaller": int((mem["ci_high"] < 1).sum()),
+                         "leanest": _extreme(mgeo, "geomean_ratio", min),
+                         "heaviest": _extreme(mgeo, "geomean_ratio", max)}
+    return numbers
+
+
+def _ablations(res: Results, p) -> dict:
+    numbers = {}
+    if len(res.ablation):
+        abl = _display_rows(res.ablation)
+        if len(res.ablation_memory):
+            mem_abl = res.ablation_memory.set_index(["defence", "allocator", "base", "workload"])
+            abl["memory_display"] = [
+                fmt_interval(*mem_abl.loc[(r["defence"], r["allocator"], r["base"], r["workload"]),
+                                         ["ratio", "ci_low", "ci_high"]])
+                if (r["defence"], r["allocator"], r["base"], r["workload"]) in mem_abl.index else "n/a"
+                for _, r in abl.iterrows()]
+        abl.to_csv(p("ablations.csv"), index=False)
+        figures.ablation_figure(res.ablation, p("ablations.svg"), "wall time ratio to the family's base (95% interval)")
+        pooled = abl[abl["workload"] == "all"]
+        numbers["ablations"] = {f"{r['allocator']}/{r['base']}": {"defence": r["defence"], "display": r["display"],
+                                                                  "percent": r["percent"], "workloads": int(r["n"])}
+                                for _, r in pooled.iterrows()}
+    if res.speed is not None:
+        done = set(zip(res.ablation.get("allocator", []), res.ablation.get("base", [])))
+        measured = set(res.speed.trials["allocator"])
+        numbers["ablations_missing"] = [
+            {"defence": d, "pair": f"{a} / {b}",
+             "why": "no valid runs of " + ", ".join(x for x in (a, b) if x not in measured)
+             if {a, b} - measured else "no workload with enough valid runs of both"}
+            for d, a, b in ABLATIONS if (a, b) not in done]
+    return numbers
+
+
+def _callgrind(res: Results, p, baseline: str) -> dict:
+    numbers = {}
+    if len(res.per_free):
+        pf = res.per_free.copy()
+        pf["instructions_per_free_display"] = pf["instructions_per_free"].map(lambda x: f"{x:,.0f}")
+        pf["instructions_ratio_display"] = pf["instructions_ratio"].map(fmt_ratio)
+        pf.to_csv(p("per_free.csv"), index=False)
+        res.per_free_geomean.assign(display=res.per_free_geomean["instructions_ratio"].map(fmt_ratio)).to_csv(
+            p("per_free_geomean.csv"), index=False)
+        res.callgrind_missing.to_csv(p("callgrind_missing.csv"), index=False)
+        figures.per_free_figure(main_scale(res.per_free), p("per_free.svg"), baseline)
+        numbers["callgrind"] = {"run_id": res.callgrind_run.run_id, "rows": int(len(pf)),
+                                "status": str(res.callgrind_run.info.get("status", "")),
+                                "workloads": int(pf["workload"].nunique()), "allocators": int(pf["allocator"].nunique()),
+                                "missing_allocators": int(len(res.callgrind_missing)),
+                                "scale": f"{pf['scale'].max():g}",
+                                "reduced_scale": sorted({str(a) for a in pf.loc[pf["scale"] < pf["scale"].max(), "allocator"]}
+                                                        - {baseline})}
+        numbers["per_free"] = {r["allocator"]: fmt_ratio(r["instructions_ratio"])
+                               for _, r in res.per_free_geomean.iterrows()}
+    return numbers
+
+
+def _tradeoff(res: Results, p, baseline: str) -> dict:
+    numbers = {}
+    if len(res.trade):
+        t = res.trade.copy()
+        t["overhead_display"] = [fmt_interval(r["overhead"], r["overhead_low"], r["overhead_high"])
+                                 for _, r in t.iterrows()]
+        t["score_display"] = [f"{fmt_score(r['score'])} [{fmt_score(r['score_low'])}, {fmt_score(r['score_high'])}]"
+                              for _, r in t.iterrows()]
+        t["pareto_display"] = t["pareto"].map({True: "yes", False: ""})
+        t = t.sort_values(["overhead", "allocator"]).reset_index(drop=True)
+        t.to_csv(p("tradeoff.csv"), index=False)
+        figures.tradeoff_figure(res.trade, p("tradeoff.svg"), baseline)
+        numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
+                               "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()}}
+    return numbers
+
+
+def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
+    if geo.empty:
+        return {}
+    i = pick(range(len(geo)), key=lambda k: geo.iloc[k][col])
+    r = geo.iloc[i]
+    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"])}

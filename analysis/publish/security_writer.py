@@ -1,0 +1,65 @@
+"""The security figures (SVG) and numbers (CSV, JSON) for the paper, from a probes.csv."""
+import csv
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+from analysis.contract.runstore import pick_run
+from analysis.errors import HeapcostError
+from analysis.paths import RUNS_DIR
+from analysis.publish import figures
+from analysis.stats.security import DEFAULT_WEIGHTS, disagreements, scores
+
+
+def catalogue_claims() -> dict[str, tuple]:
+    """Each catalogue allocator's claimed defences (allocators.toml)."""
+    from analysis.harness.catalog import load_catalog
+
+    return {a.id: a.defences for a in load_catalog().values()}
+
+
+def reported_probes_csv(runs_dir=RUNS_DIR) -> Path:
+    """The probes.csv the paper reports: the probe run chosen by the one run-selection rule."""
+    run = pick_run(Path(runs_dir), "probe", "probes.csv")
+    if run is None:
+        raise HeapcostError(f"no probe run with a probes.csv under {runs_dir}: run `make probe` first")
+    return run.path / "probes.csv"
+
+
+def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | None = None,
+                  prefix: str = "security_") -> dict:
+    """The security figures (SVG) and numbers (CSV, JSON) for the paper; returns the numbers."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    weights = DEFAULT_WEIGHTS if weights is None else weights
+    claims = catalogue_claims() if claims is None else claims
+    score = scores(rows, weights)
+    order = sorted(score, key=lambda a: (-(score[a]["score"] if not math.isnan(score[a]["score"]) else -1), a))
+    probes = list(dict.fromkeys(r["probe"] for r in rows))
+    outcome = {(r["allocator"], r["probe"]): r["outcome"] for r in rows}
+
+    figures.probe_matrix(order, probes, outcome, out_dir / f"{prefix}outcomes.svg")
+    figures.security_scores(order, score, out_dir / f"{prefix}scores.svg")
+
+    with open(out_dir / f"{prefix}scores.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["allocator", "score", "coverage", "not_applicable"])
+        for a in order:
+            s = score[a]
+            w.writerow([a, round(s["score"], 2), round(s["coverage"], 3), " ".join(s["not_applicable"])])
+    found = disagreements(rows, claims)
+    with open(out_dir / f"{prefix}disagreements.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["allocator", "defence", "kind", "probes"])
+        w.writeheader()
+        w.writerows(found)
+    counts = Counter(r["outcome"] for r in rows)
+    numbers = {
+        "allocators": len(order), "probes": len(probes), "rows": len(rows),
+        "outcomes": dict(counts), "weights": weights,
+        "scores": {a: None if math.isnan(score[a]["score"]) else round(score[a]["score"], 2) for a in order},
+        "disagreements": {"claimed-not-seen": sum(d["kind"] == "claimed-not-seen" for d in found),
+                          "seen-not-claimed": sum(d["kind"] == "seen-not-claimed" for d in found)},
+    }
+    (out_dir / f"{prefix}numbers.json").write_text(json.dumps(numbers, indent=2) + "\n")
+    return numbers

@@ -1,0 +1,205 @@
+"""Simulated trials tables with a known true ratio, to validate the estimators.
+
+The noise model follows what the seeds ran into: a clock that drops into a slow regime for a while
+(the clock probe sees it), slow drift over the run and interference from other processes (the
+probe does not see them), heavy-tailed run-to-run noise and rare gross outliers (003's 44.20 s among
+32 s runs). All allocators share the noise distribution, so the true ratio of typical times is
+exactly the multiplicative effect put in.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.contract.schema import TRIAL_COLUMNS, usable_trials
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    sigma: float = 0.01  # scale of the run-to-run noise of log(wall)
+    tail_df: float | None = 3.0  # Student t degrees of freedom; None: normal
+    clock_drop_prob: float = 0.04  # per trial, chance to enter the slow clock regime
+    clock_recover_prob: float = 0.2  # per trial, chance to leave it
+    clock_drop_factor: float = 1.3  # probe and CPU-bound work slow down by this factor
+    clock_sensitivity: float = 1.0  # d log(wall) / d log(probe) for the workload
+    probe_sigma: float = 0.003  # the probe's own noise (log scale)
+    drift: float = 0.03  # log amplitude of slow drift over the run, unseen by the probe
+    interference_prob: float = 0.05  # unseen slowdowns of mean +8%
+    interference_mean: float = 0.08
+    outlier_prob: float = 0.02  # gross outliers: x1.2 to x1.5
+    rss_sigma: float = 0.002
+
+
+CLEAN = NoiseModel(tail_df=None, clock_drop_prob=0.0, drift=0.0, interference_prob=0.0,
+                   outlier_prob=0.0)
+NOISY = NoiseModel()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    ratios: dict = field(default_factory=lambda: {"base": 1.0, "hardened": 1.05})
+    workloads: dict = field(default_factory=lambda: {"w1": 0.5})  # id -> baseline seconds
+    n_blocks: int = 15
+    warmup_blocks: int = 1
+    failure_prob: float = 0.0
+    rss_ratios: dict | None = None
+    noise: NoiseModel = NOISY
+    order: str = "interleaved"  # or "sequential": all runs of one allocator, then the next (hyperfine)
+    noise_scale: dict | None = None  # allocator -> multiplier of the run-to-run noise
+
+
+def simulate_trials(scenario: Scenario, seed: int) -> pd.DataFrame:
+    """A trials table (docs/design.md columns): blocks of every (workload, allocator) in random order."""
+    rng = np.random.default_rng(seed)
+    nm = scenario.noise
+    pairs = [(w, a) for w in scenario.workloads for a in scenario.ratios]
+    blocks = scenario.warmup_blocks + scenario.n_blocks
+    if scenario.order == "sequential":
+        order = np.repeat(np.arange(len(pairs)), blocks)
+        block = np.tile(np.arange(blocks), len(pairs))
+    else:
+        order = np.concatenate([rng.permutation(len(pairs)) for _ in range(blocks)])
+        block = np.repeat(np.arange(blocks), len(pairs))
+    n = order.size
+    workload = np.array([pairs[i][0] for i in order], dtype=object)
+    allocator = np.array([pairs[i][1] for i in order], dtype=object)
+
+    slow = np.zeros(n, dtype=bool)
+    state = False
+    u = rng.random(n)
+    for i in range(n):
+        state = (u[i] >= nm.clock_recover_prob) if state else (u[i] < nm.clock_drop_prob)
+        slow[i] = state
+    clock = np.where(slow, np.log(nm.clock_drop_factor), 0.0)
+
+    t = np.linspace(0.0, 1.0, n)
+    drift = nm.drift * (0.6 * t + 0.4 * np.sin(2 * np.pi * 1.5 * t))
+    if nm.tail_df is None:
+        core = rng.standard_normal(n) * nm.sigma
+    else:
+        core = rng.standard_t(nm.tail_df, n) * nm.sigma
+    if scenario.noise_scale:
+        core = core * np.array([scenario.noise_scale.get(a, 1.0) for a in allocator])
+    interference = np.where(rng.random(n) < nm.interference_prob,
+                            rng.exponential(nm.interference_mean, n), 0.0)
+    outlier = np.where(rng.random(n) < nm.outlier_prob, np.log(rng.uniform(1.2, 1.5, n)), 0.0)
+    warm = block < scenario.warmup_blocks
+    base = np.array([scenario.workloads[w] for w in workload])
+    effect = np.array([scenario.ratios[a] for a in allocator])
+    log_wall = (np.log(base * effect) + nm.clock_sensitivity * clock + drift + core + interference
+                + outlier + np.where(warm, 0.1, 0.0))
+    wall = np.exp(log_wall)
+
+    probe_base = 0.002
+    before = probe_base * np.exp(clock + rng.standard_normal(n) * nm.probe_sigma)
+    after = probe_base * np.exp(clock + rng.standard_normal(n) * nm.probe_sigma)
+
+    rss_ratios = scenario.rss_ratios or {a: 1.0 for a in scenario.ratios}
+    rss = np.array([rss_ratios[a] for a in allocator]) * 50_000 * np.exp(
+        rng.standard_normal(n) * nm.rss_sigma)
+    status = np.where(rng.random(n) < scenario.failure_prob, "crashed", "ok")
+    df = pd.DataFrame({
+        "run_id": f"sim-{seed}",
+        "seq": np.arange(n),
+        "block": block,
+        "warmup": warm.astype(int),
+        "workload": workload.astype(str),
+        "allocator": allocator.astype(str),
+        "scale": 1.0,
+        "status": status,
+        "reason": "",
+        "exit_code": np.where(status == "ok", 0, -1),
+        "signal": np.where(status == "ok", 0, 11),
+        "wall_s": wall,
+        "user_s": wall * 0.9,
+        "sys_s": wall * 0.08,
+        "maxrss_kb": np.round(rss).astype(int),
+        "minflt": 1000,
+        "majflt": 0,
+        "nvcsw": 1,
+        "nivcsw": 1,
+        "clock_probe_s": (before + after) / 2,
+        "probe_before_s": before,
+        "probe_after_s": after,
+        "malloc_lib": "sim",
+        "env_pad": 0,
+        "loadavg1": 0.0,
+        "started_utc": "",
+    })
+    return df[TRIAL_COLUMNS]
+
+
+def true_ratios(scenario: Scenario, baseline: str) -> dict:
+    """(workload, allocator) -> the true ratio of typical wall times against the baseline."""
+    return {(w, a): scenario.ratios[a] / scenario.ratios[baseline]
+            for w in scenario.workloads for a in scenario.ratios if a != baseline}
+
+
+def coverage_study(scenario: Scenario, replications: int, seed: int, baseline: str = "base",
+                   allocator: str | None = None) -> pd.DataFrame:
+    """One row per simulated dataset: the truth and the intervals of our method (compare) and of the
+    naive ones (Welch on raw times, hyperfine's propagated spread), all as ratios."""
+    from analysis.stats import compare
+    from analysis.stats import estimators as stats
+
+    target = allocator or next(a for a in scenario.ratios if a != baseline)
+    truth = true_ratios(scenario, baseline)
+    rows = []
+    for r in range(replications):
+        trials = simulate_trials(scenario, seed + r)
+        res = compare.compare(trials, baseline).results
+        for _, row in res[res["allocator"] == target].iterrows():
+            used = usable_trials(trials)
+            used = used[used["workload"] == row["workload"]]
+            a = used.loc[used["allocator"] == target, "wall_s"].to_numpy()
+            b = used.loc[used["allocator"] == baseline, "wall_s"].to_numpy()
+            w_ratio, w_lo, w_hi = stats.welch_ratio_interval(a, b)
+            h_ratio, h_lo, h_hi = stats.hyperfine_ratio_interval(a, b)
+            rows.append({
+                "replication": r, "workload": row["workload"], "allocator": target,
+                "truth": truth[(row["workload"], target)], "n": row["n"],
+                "ratio": row["ratio"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+                "adjusted": row["adjusted"], "ci_low_unadjusted": row["ci_low_unadjusted"],
+                "ci_high_unadjusted": row["ci_high_unadjusted"],
+                "welch_ratio": w_ratio, "welch_low": w_lo, "welch_high": w_hi,
+                "hyperfine_ratio": h_ratio, "hyperfine_low": h_lo, "hyperfine_high": h_hi,
+            })
+    out = pd.DataFrame(rows)
+    out["covered"] = (out["ci_low"] <= out["truth"]) & (out["truth"] <= out["ci_high"])
+    out["covered_unadjusted"] = ((out["ci_low_unadjusted"] <= out["truth"])
+                                 & (out["truth"] <= out["ci_high_unadjusted"]))
+    out["welch_covered"] = (out["welch_low"] <= out["truth"]) & (out["truth"] <= out["welch_high"])
+    out["hyperfine_covered"] = ((out["hyperfine_low"] <= out["truth"])
+                                & (out["truth"] <= out["hyperfine_high"]))
+    # half-widths on the relative scale, comparable between log-scale and raw-scale intervals
+    out["halfwidth"] = (np.log(out["ci_high"]) - np.log(out["ci_low"])) / 2
+    out["welch_halfwidth"] = (out["welch_high"] - out["welch_low"]) / 2 / out["welch_ratio"]
+    out["hyperfine_halfwidth"] = ((out["hyperfine_high"] - out["hyperfine_low"]) / 2
+                                  / out["hyperfine_ratio"])
+    return out
+
+
+SCENARIOS = {
+    "noisy, 8 runs per arm": Scenario(n_blocks=8),
+    "noisy, 15 runs per arm": Scenario(n_blocks=15),
+    "noisy, 30 runs per arm": Scenario(n_blocks=30),
+    "clean Gaussian, 15 runs per arm": Scenario(noise=CLEAN),
+    "noisy, 15 runs, sequential order": Scenario(order="sequential"),
+}
+METHODS = {"heapcost (compare)": ("covered", "halfwidth"),
+           "Welch t on raw times": ("welch_covered", "welch_halfwidth"),
+           "hyperfine +- propagation": ("hyperfine_covered", "hyperfine_halfwidth")}
+
+
+def coverage_summary(replications: int, seed: int, scenarios: dict | None = None) -> pd.DataFrame:
+    """Coverage of the true ratio and mean relative half-width, per scenario and method."""
+    rows = []
+    for i, (name, sc) in enumerate((scenarios or SCENARIOS).items()):
+        study = coverage_study(sc, replications, seed + 100_000 * i)
+        for method, (cov, hw) in METHODS.items():
+            p = study[cov].mean()
+            rows.append({"scenario": name, "method": method, "replications": len(study),
+                         "coverage": p, "coverage_se": float(np.sqrt(p * (1 - p) / len(study))),
+                         "mean_halfwidth": study[hw].mean(),
+                         "halfwidth_vs_welch": (study[hw] / study["welch_halfwidth"]).mean()})
+    return pd.DataFrame(rows)

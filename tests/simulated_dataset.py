@@ -1,0 +1,90 @@
+"""A small dataset with a known truth for the paper and dataset tests (no tests here).
+
+Speed trials are SIMULATED (analysis/simulate.py, seeded) with known ratios; the callgrind counts are
+SIMULATED with known per-free costs; the probe run and the seeds' figures are the real committed ones.
+It lives in a temporary directory: nothing of it enters data/.
+"""
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.stats import simulate
+from analysis.paths import DATA_DIR
+
+TRUE_RATIOS = {"glibc": 1.0, "jemalloc": 0.9, "jemalloc-junk-free": 0.99, "scudo": 1.3,
+               "scudo-quarantine": 1.43}  # junk-free / jemalloc = 1.10, quarantine / scudo = 1.10
+FAMILY = {"glibc": "glibc", "jemalloc": "jemalloc", "jemalloc-junk-free": "jemalloc", "scudo": "scudo",
+          "scudo-quarantine": "scudo"}
+WORKLOADS = {"small-loop": 0.4, "pow2-churn": 0.6}
+# instructions per free, exact: the ratio of each allocator to glibc is known
+PER_FREE = {"glibc": 100.0, "jemalloc": 80.0, "jemalloc-junk-free": 160.0, "scudo": 150.0, "scudo-quarantine": 300.0}
+FREES = {"small-loop": 400_000, "pow2-churn": 131_073}
+
+
+def real_probe_run() -> Path:
+    runs = sorted(p.parent for p in (DATA_DIR / "runs").glob("*/probes.csv"))
+    assert runs, "the committed probe run is missing from data/runs"
+    return runs[-1]
+
+
+def make_dataset(root: Path, seed: int = 11, n_blocks: int = 12) -> Path:
+    data = Path(root) / "data"
+    runs = data / "runs"
+    probe = real_probe_run()
+    shutil.copytree(probe, runs / probe.name)
+    machine = json.loads((probe / "machine.json").read_text())
+    if (DATA_DIR / "literature").is_dir():
+        shutil.copytree(DATA_DIR / "literature", data / "literature")
+
+    sc = simulate.Scenario(ratios=TRUE_RATIOS, workloads=WORKLOADS, n_blocks=n_blocks)
+    trials = simulate.simulate_trials(sc, seed)
+    run_id = "20990101T000000Z-time-sim"
+    trials["run_id"] = run_id
+    trials["warmup"] = trials["warmup"].astype(int)
+    trials["loadavg1"] = 1.5
+    allocators = {a: {"family": FAMILY[a], "description": f"{a} (simulated)", "origin": {"kind": "simulated"},
+                      "defences": []} for a in TRUE_RATIOS}
+    workloads = {w: {"kind": "c", "description": f"{w} (simulated)", "seed": "004_x.txt", "scale_note": "sim"}
+                 for w in WORKLOADS}
+    t = runs / run_id
+    t.mkdir(parents=True)
+    trials.to_csv(t / "trials.csv", index=False)
+    (t / "machine.json").write_text(json.dumps(machine))
+    (t / "run.json").write_text(json.dumps({
+        "format": "heapcost-run/1", "run_id": run_id, "kind": "time", "status": "complete",
+        "params": {"profile": "sim", "allocators": list(TRUE_RATIOS), "workloads": list(WORKLOADS)},
+        "started_utc": "2099-01-01T00:00:00Z", "ended_utc": "2099-01-01T00:10:00Z", "seed": seed,
+        "probe_iters": 1000, "profile": {"scale": 1.0, "warmups": 1},
+        "allocators": allocators, "workloads": workloads}))
+
+    cg_id = "20990101T010000Z-callgrind-sim"
+    c = runs / cg_id
+    c.mkdir()
+    rows = []
+    for w, frees in FREES.items():
+        for a, cost in PER_FREE.items():
+            ins = int(cost * frees)
+            rows.append({"run_id": cg_id, "workload": w, "allocator": a, "scale": 0.01, "status": "ok",
+                         "reason": "", "instructions": ins, "data_reads": ins // 4, "data_writes": ins // 8,
+                         "d1_read_misses": ins // 1000, "d1_write_misses": ins // 2000, "malloc_calls": frees + 1,
+                         "free_calls": frees, "calloc_calls": 0, "realloc_calls": 0, "malloc_lib": "sim"})
+    # a slow allocator counted at a smaller scale, with the baseline at that scale beside it
+    for a, cost in (("glibc", 200.0), ("tcmalloc-debug", 2000.0)):
+        rows.append({"run_id": cg_id, "workload": "small-loop", "allocator": a, "scale": 0.0001, "status": "ok",
+                     "reason": "", "instructions": int(cost * 4000), "data_reads": 1, "data_writes": 1,
+                     "d1_read_misses": 1, "d1_write_misses": 1, "malloc_calls": 4001, "free_calls": 4000,
+                     "calloc_calls": 0, "realloc_calls": 0, "malloc_lib": "sim"})
+    rows.append({"run_id": cg_id, "workload": "small-loop", "allocator": "efence", "scale": 0.01,
+                 "status": "missing", "reason": "crashed under valgrind (simulated)", "free_calls": 400_000})
+    counts = pd.DataFrame(rows)
+    for col in ("instructions", "data_reads", "data_writes", "d1_read_misses", "d1_write_misses", "malloc_calls",
+                "free_calls", "calloc_calls", "realloc_calls"):
+        counts[col] = counts[col].astype("Int64")
+    counts.to_csv(c / "counts.csv", index=False)
+    (c / "machine.json").write_text(json.dumps(machine))
+    (c / "run.json").write_text(json.dumps({"format": "heapcost-run/1", "run_id": cg_id, "kind": "callgrind",
+                                            "status": "complete", "params": {"profile": "sim"},
+                                            "allocators": allocators, "workloads": workloads}))
+    return data
