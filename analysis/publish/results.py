@@ -12,8 +12,9 @@ import pandas as pd
 
 from analysis.stats import compare as cmp
 from analysis.stats import security
-from analysis.contract.runstore import Run, pick_run, runs_of_kind
-from analysis.contract.schema import OK, measured_trials, read_rows, read_table
+from analysis.contract.runstore import Run
+from analysis.contract.schema import OK, measured_trials, read_table
+from analysis.publish import merge
 from analysis.errors import HeapcostError, warn
 
 BASELINE = "glibc"
@@ -37,6 +38,9 @@ ABLATIONS = [
 
 
 # ---------------------------------------------------------------------------------------------- speed
+LEFT_OUT_COLUMNS = ["workload", "allocator", "ok", "trials", "why"]
+
+
 def usable(trials: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trials of the groups compare can use, the groups left out with why). A group needs
     compare.MIN_RUNS ok, non-warm-up trials; the others are reported, never silently dropped."""
@@ -60,7 +64,7 @@ def usable(trials: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFram
     keep = counts[counts >= cmp.MIN_RUNS].index
     key = pd.MultiIndex.from_frame(trials[["workload", "allocator"]])
     return (trials[key.isin(keep)].reset_index(drop=True),
-            pd.DataFrame(left_out, columns=["workload", "allocator", "ok", "trials", "why"]))
+            pd.DataFrame(left_out, columns=LEFT_OUT_COLUMNS))
 
 
 def against(trials: pd.DataFrame, baseline: str, metric: str, margin: float = MARGIN) -> cmp.Comparison:
@@ -169,8 +173,8 @@ def tradeoff(geomean: pd.DataFrame, scores: pd.DataFrame, baseline: str = BASELI
     """Overhead (geometric-mean ratio to the baseline, interval) against security score (bounds), for
     the allocators that have both; the baseline sits at overhead 1 with a zero-width interval."""
     g = geomean.rename(columns={"geomean_ratio": "overhead", "ci_low": "overhead_low",
-                                "ci_high": "overhead_high"})[["allocator", "overhead", "overhead_low",
-                                                              "overhead_high", "workloads"]]
+                                "ci_high": "overhead_high"})
+    g = g[[c for c in ("allocator", "overhead", "overhead_low", "overhead_high", "workloads", "run_id") if c in g]]
     base_row = pd.DataFrame([{"allocator": baseline, "overhead": 1.0, "overhead_low": 1.0, "overhead_high": 1.0,
                               "workloads": int(g["workloads"].max()) if len(g) else 0}])
     g = pd.concat([base_row, g], ignore_index=True)
@@ -236,21 +240,16 @@ REPLICATION_COLUMNS = ["allocator", "run_id", "geomean_ratio", "ci_low", "ci_hig
                        "published_low", "published_high", "overlap", "display", "published_display"]
 
 
-def between_runs(published: pd.DataFrame, others: dict, baseline: str = BASELINE) -> pd.DataFrame:
-    """Each other run of the same profile analysed the same way: does its geometric-mean interval per
-    allocator overlap the published run's? (Intervals are for one run; runs differ in machine load.)"""
-    pub = published.set_index("allocator")
+def between_runs(lead_geomean: pd.DataFrame, others: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Each other run that measured an allocator, analysed the same way inside that run: does its
+    geometric-mean interval overlap the leading run's? (Runs differ in machine load and profile.)"""
+    lead = lead_geomean.set_index("allocator")
     rows = []
-    for run_id, trials in sorted(others.items()):
-        try:
-            geo = against(trials, baseline, "wall_s").geomean
-        except HeapcostError as exc:
-            warn(f"run {run_id} is left out of the replication table: {exc}")
-            continue
+    for run_id, geo in sorted(others.items()):
         for _, g in geo.iterrows():
-            if g["allocator"] not in pub.index:
+            if g["allocator"] not in lead.index or lead.loc[g["allocator"], "run_id"] == run_id:
                 continue
-            p = pub.loc[g["allocator"]]
+            p = lead.loc[g["allocator"]]
             rows.append({"allocator": g["allocator"], "run_id": run_id, "geomean_ratio": g["geomean_ratio"],
                          "ci_low": g["ci_low"], "ci_high": g["ci_high"], "published_ratio": p["geomean_ratio"],
                          "published_low": p["ci_low"], "published_high": p["ci_high"],
@@ -329,7 +328,7 @@ def fmt_percent(ratio) -> str:
 
 @dataclass
 class Results:
-    time_run: Run | None
+    time_run: Run | None  # the run the method section describes (pick_run); others may contribute
     callgrind_run: Run | None
     probe_run: Run | None
     speed: cmp.Comparison | None
@@ -346,50 +345,79 @@ class Results:
     workloads: pd.DataFrame
     seed_only: pd.DataFrame
     replication: pd.DataFrame
+    runs: pd.DataFrame  # every contributing run: label, kind, profile, the allocators it leads
+
+
+def _speed(time_runs, main, baseline: str):
+    """Speed and memory comparisons made inside each run, merged by the leading run of each allocator."""
+    lead = merge.leads("time", time_runs, main)
+    per_run = {}
+    for rt in time_runs:
+        if baseline not in set(rt.table["allocator"].astype(str)):
+            warn(f"run {rt.run_id} has no trials of the baseline {baseline!r}: it is left out")
+            continue
+        try:
+            per_run[rt.run_id] = {m: against(rt.table, baseline, m) for m in ("wall_s", "maxrss_kb")}
+        except HeapcostError as exc:
+            warn(f"run {rt.run_id} is left out: {exc}")
+    if not per_run:
+        return None, None, lead, {}
+    merged = []
+    for metric in ("wall_s", "maxrss_kb"):
+        merged.append(cmp.Comparison(
+            results=merge.merge_rows({r: c[metric].results for r, c in per_run.items()}, lead, baseline),
+            trials=merge.merge_rows({r: c[metric].trials for r, c in per_run.items()}, lead, baseline),
+            geomean=merge.merge_rows({r: c[metric].geomean for r, c in per_run.items()}, lead, baseline)))
+    return merged[0], merged[1], lead, per_run
 
 
 def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = None) -> Results:
-    """Every result of the paper from one dataset directory (with runs/ inside)."""
+    """Every result of the paper from one dataset directory (with runs/ inside): every complete run
+    contributes (analysis.publish.merge)."""
     runs_dir = Path(data_dir) / "runs"
     if not runs_dir.is_dir():
         raise HeapcostError(f"{runs_dir} does not exist; give a dataset directory holding runs/ (e.g. data)")
-    time_run = pick_run(runs_dir, "time", "trials.csv")
-    cg_run = pick_run(runs_dir, "callgrind", "counts.csv")
-    probe_run = pick_run(runs_dir, "probe", "probes.csv")
-    speed = memory = None
-    left_out = pd.DataFrame(columns=["workload", "allocator", "ok", "trials", "why"])
-    abl = abl_mem = pd.DataFrame()
-    if time_run is not None:
-        trials = read_table(time_run.path / "trials.csv")
-        _, left_out = usable(trials, "wall_s")
-        speed = against(trials, baseline, "wall_s")
-        memory = against(trials, baseline, "maxrss_kb")
-        abl = ablations(trials, "wall_s")
-        abl_mem = ablations(trials, "maxrss_kb")
-    pf = pf_g = cg_missing = pd.DataFrame()
-    if cg_run is not None:
-        counts = read_table(cg_run.path / "counts.csv")
-        pf = per_free(counts, baseline)
-        pf_g = per_free_geomean(pf[pf["allocator"] != baseline])
-        cg_missing = missing_callgrind(counts)
+    time_run, time_runs = merge.contributing_runs(runs_dir, "time")
+    cg_run, cg_runs = merge.contributing_runs(runs_dir, "callgrind")
+    probe_run, probe_runs = merge.contributing_runs(runs_dir, "probe")
+    speed, memory, time_lead, per_run = _speed(time_runs, time_run, baseline)
+    left_out = pd.concat([usable(rt.table, "wall_s")[1].assign(run_id=rt.run_id) for rt in time_runs]
+                         or [pd.DataFrame(columns=LEFT_OUT_COLUMNS)], ignore_index=True)
+    abl = merge.merge_rows({rt.run_id: ablations(rt.table, "wall_s") for rt in time_runs}, time_lead, baseline)
+    abl_mem = merge.merge_rows({rt.run_id: ablations(rt.table, "maxrss_kb") for rt in time_runs}, time_lead, baseline)
+    cg_lead = merge.leads("callgrind", cg_runs, cg_run)
+    pf = merge.merge_rows({rt.run_id: per_free(rt.table, baseline) for rt in cg_runs}, cg_lead, baseline)
+    pf_g = per_free_geomean(pf[pf["allocator"] != baseline]) if len(pf) else pd.DataFrame()
+    cg_missing = (pd.concat([missing_callgrind(rt.table) for rt in cg_runs], ignore_index=True)
+                  .drop_duplicates("allocator", keep="last") if cg_runs else pd.DataFrame())
+    if len(cg_missing):
+        cg_missing = cg_missing[~cg_missing["allocator"].isin(set(pf.get("allocator", [])))].reset_index(drop=True)
+    probe_lead = merge.leads("probe", probe_runs, probe_run)
     scores = pd.DataFrame(columns=["allocator", "score", "score_low", "score_high", "coverage"])
-    if probe_run is not None:
-        scores = security.score_intervals(read_rows(probe_run.path / "probes.csv"), weights)
+    if probe_runs:
+        scores = security.score_intervals(merge.merge_probe_rows(probe_runs, probe_lead), weights)
     trade = pd.DataFrame()
     if speed is not None and len(scores):
         trade = verdicts(tradeoff(speed.geomean, scores, baseline), baseline)
-    runs = [r for r in (time_run, cg_run, probe_run) if r is not None]
     figures_csv = Path(data_dir) / "literature" / "figures.csv"
     seed_only = (seed_only_figures(read_table(figures_csv)) if figures_csv.is_file()
                  else seed_only_figures(pd.DataFrame(columns=["seed", "condition", "benchmark", "metric", "value",
                                                                "kind", "line"])))
     replication = pd.DataFrame(columns=REPLICATION_COLUMNS)
     if speed is not None:
-        others = [r for r in runs_of_kind(runs_dir, "time")
-                  if r.run_id != time_run.run_id and r.info.get("status") == "complete"
-                  and (r.info.get("params") or {}).get("profile") == (time_run.info.get("params") or {}).get("profile")
-                  and (r.path / "trials.csv").is_file()]
-        replication = between_runs(speed.geomean, {r.run_id: read_table(r.path / "trials.csv") for r in others},
-                                   baseline)
+        replication = between_runs(speed.geomean, {r: c["wall_s"].geomean for r, c in per_run.items()})
+    all_runs = [rt.run for rt in time_runs + cg_runs + probe_runs]
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
-                   scores, trade, allocator_table(runs), workload_table(time_run or cg_run), seed_only, replication)
+                   scores, trade, allocator_table(all_runs), workload_table(time_run or cg_run), seed_only,
+                   replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead))
+
+
+def run_table(time_runs, cg_runs, probe_runs, *leads_by_kind) -> pd.DataFrame:
+    labels = merge.run_labels(rt.run_id for rt in time_runs + cg_runs + probe_runs)
+    rows = []
+    for kind, runs, lead in zip(("time", "callgrind", "probe"), (time_runs, cg_runs, probe_runs), leads_by_kind):
+        for rt in runs:
+            led = sorted(a for a, r in lead.items() if r == rt.run_id)
+            rows.append({"label": labels[rt.run_id], "run_id": rt.run_id, "kind": kind, "profile": rt.run.profile,
+                         "status": rt.run.info.get("status", ""), "leads": len(led), "allocators": " ".join(led)})
+    return pd.DataFrame(rows, columns=["label", "run_id", "kind", "profile", "status", "leads", "allocators"])

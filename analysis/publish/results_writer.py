@@ -18,8 +18,14 @@ def _records(df: pd.DataFrame) -> list[dict]:
     return json.loads(df.to_json(orient="records")) if df is not None and len(df) else []
 
 
-def _display_rows(df: pd.DataFrame, ratio="ratio", lo="ci_low", hi="ci_high") -> pd.DataFrame:
+def _labels(res: Results) -> dict:
+    return dict(zip(res.runs["run_id"], res.runs["label"]))
+
+
+def _display_rows(df: pd.DataFrame, ratio="ratio", lo="ci_low", hi="ci_high", labels: dict | None = None) -> pd.DataFrame:
     out = df.copy()
+    if labels is not None and "run_id" in out:
+        out["run"] = out["run_id"].map(labels).fillna("")
     out["display"] = [fmt_interval(r[ratio], r[lo], r[hi]) for _, r in out.iterrows()]
     out["percent"] = [fmt_percent(r[ratio]) for _, r in out.iterrows()]
     return out
@@ -95,6 +101,9 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         p("replication.csv"), index=False)
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
+    res.runs.to_csv(p("runs.csv"), index=False)
+    numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
+                       for _, r in res.runs.iterrows()}
     res.allocators.to_csv(p("allocators.csv"), index=False)
     res.workloads.to_csv(p("workloads.csv"), index=False)
     so = res.seed_only.copy()
@@ -118,16 +127,16 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     numbers = {}
     if res.speed is None:
         return numbers
-    speed = _display_rows(res.speed.results)
+    speed = _display_rows(res.speed.results, labels=_labels(res))
     speed[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "adjusted", "n_outliers",
            "noninferior", "display", "percent"]].to_csv(p("speed.csv"), index=False)
-    geo = _display_rows(res.speed.geomean, "geomean_ratio")
+    geo = _display_rows(res.speed.geomean, "geomean_ratio", labels=_labels(res))
     geo.to_csv(p("speed_geomean.csv"), index=False)
     figures.forest(res.speed.results, p("speed_forest.svg"), f"wall time ratio to {baseline} (95% interval, log scale)")
-    mem = _display_rows(res.memory.results)
+    mem = _display_rows(res.memory.results, labels=_labels(res))
     mem[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "display", "percent"]].to_csv(
         p("memory.csv"), index=False)
-    mgeo = _display_rows(res.memory.geomean, "geomean_ratio")
+    mgeo = _display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res))
     mgeo.to_csv(p("memory_geomean.csv"), index=False)
     figures.forest(res.memory.results, p("memory_forest.svg"), f"peak RSS ratio to {baseline} (95% interval, log scale)")
     numbers["speed"] = {
@@ -147,7 +156,7 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
 def _ablations(res: Results, p) -> dict:
     numbers = {}
     if len(res.ablation):
-        abl = _display_rows(res.ablation)
+        abl = _display_rows(res.ablation, labels=_labels(res))
         if len(res.ablation_memory):
             mem_abl = res.ablation_memory.set_index(["defence", "allocator", "base", "workload"])
             abl["memory_display"] = [
@@ -176,6 +185,7 @@ def _callgrind(res: Results, p, baseline: str) -> dict:
     numbers = {}
     if len(res.per_free):
         pf = res.per_free.copy()
+        pf["run"] = pf["run_id"].map(_labels(res)).fillna("") if "run_id" in pf else ""
         pf["instructions_per_free_display"] = pf["instructions_per_free"].map(lambda x: f"{x:,.0f}")
         pf["instructions_ratio_display"] = pf["instructions_ratio"].map(fmt_ratio)
         pf.to_csv(p("per_free.csv"), index=False)
@@ -204,6 +214,7 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
         t["score_display"] = [f"{fmt_score(r['score'])} [{fmt_score(r['score_low'])}, {fmt_score(r['score_high'])}]"
                               for _, r in t.iterrows()]
         t["pareto_display"] = t["pareto"].map({True: "yes", False: ""})
+        t["run"] = t["run_id"].map(_labels(res)).fillna("") if "run_id" in t else ""
         t = t.sort_values(["overhead", "allocator"]).reset_index(drop=True)
         t.to_csv(p("tradeoff.csv"), index=False)
         figures.tradeoff_figure(res.trade, p("tradeoff.svg"), baseline)
