@@ -31,7 +31,8 @@ def assert_paper_states_generated(out: Path, pdf: Path, html: Path, data: Path) 
     trade = generated_csv(out, "results_tradeoff.csv")
     assert trade, "no verdicts"
     for r in trade:
-        assert squash(r["allocator"] + r["workloads"] + r["overhead_display"] + r["score_display"]) in text, r["allocator"]
+        assert squash(r["allocator"] + r["run"] + r["workloads"] + r["overhead_display"] + r["score_display"]) in text, \
+            r["allocator"]
         assert squash(r["verdict"]) in text
     # the ablations, the geometric means and the abstract's extremes
     for r in generated_csv(out, "results_ablations.csv"):
@@ -52,6 +53,13 @@ def assert_paper_states_generated(out: Path, pdf: Path, html: Path, data: Path) 
         assert squash(r["ratio_display"]) in text
     for r in generated_csv(out, "literature_reanalysis.csv"):
         assert squash(f"{round(float(r['ratio']), 3):g}") in text
+    # the five debates: every measured ratio and every verdict as generated
+    debates = generated_csv(out, "results_debates.csv")
+    assert {r["seed"] for r in debates} == {"000", "001", "002", "003", "004"}
+    for r in debates:
+        assert squash(r["verdict"]) in text, r["seed"]
+        if r["display"] != "n/a":
+            assert squash(r["display"]) in text, r["seed"]
     # data availability: the archive's checksum, computed again from the dataset
     assert dataset.checksum(data) in text
     html_text = html.read_text()

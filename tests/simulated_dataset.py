@@ -76,24 +76,25 @@ def make_dataset(root: Path, seed: int = 11, n_blocks: int = 12) -> Path:
 
 
 def add_time_run(data: Path, run_id: str, ratios: dict, seed: int, n_blocks: int, machine: dict | None = None,
-                 profile: str = "sim") -> Path:
+                 profile: str = "sim", workloads: dict | None = None) -> Path:
     """A complete simulated time run in data/runs/<run_id>/ with the given true ratios (glibc = 1)."""
-    sc = simulate.Scenario(ratios=ratios, workloads=WORKLOADS, n_blocks=n_blocks)
+    workloads = workloads or WORKLOADS
+    sc = simulate.Scenario(ratios=ratios, workloads=workloads, n_blocks=n_blocks)
     trials = simulate.simulate_trials(sc, seed)
     trials["run_id"] = run_id
     trials["loadavg1"] = 1.5
     allocators = {a: {"family": FAMILY.get(a, a), "description": f"{a} (simulated)", "origin": {"kind": "simulated"},
                       "defences": []} for a in ratios}
-    workloads = {w: {"kind": "c", "description": f"{w} (simulated)", "seed": "004_x.txt", "scale_note": "sim"}
-                 for w in WORKLOADS}
+    described = {w: {"kind": "c", "description": f"{w} (simulated)", "seed": "004_x.txt", "scale_note": "sim"}
+                 for w in workloads}
     t = data / "runs" / run_id
     t.mkdir(parents=True)
     trials.to_csv(t / "trials.csv", index=False)
     (t / "machine.json").write_text(json.dumps(machine or {}))
     (t / "run.json").write_text(json.dumps({
         "format": "heapcost-run/1", "run_id": run_id, "kind": "time", "status": "complete",
-        "params": {"profile": profile, "allocators": list(ratios), "workloads": list(WORKLOADS)},
+        "params": {"profile": profile, "allocators": list(ratios), "workloads": list(workloads)},
         "started_utc": "2099-01-01T00:00:00Z", "ended_utc": "2099-01-01T00:10:00Z", "seed": seed,
         "probe_iters": 1000, "profile": {"scale": 1.0, "warmups": 1},
-        "allocators": allocators, "workloads": workloads}))
+        "allocators": allocators, "workloads": described}))
     return t

@@ -13,7 +13,8 @@ MORE = "20990103T000000Z-time-quick"
 @pytest.fixture(scope="module")
 def merged(tmp_path_factory):
     data = make_dataset(tmp_path_factory.mktemp("merge"))
-    add_time_run(data, BYO, {"glibc": 1.0, "hardened": 1.25}, seed=5, n_blocks=8, profile="quick")
+    add_time_run(data, BYO, {"glibc": 1.0, "hardened": 1.25}, seed=5, n_blocks=8, profile="quick",
+                 workloads={"compile": 0.5, "small-loop": 0.4})
     add_time_run(data, MORE, {"glibc": 1.0, "jemalloc": 0.9}, seed=6, n_blocks=20, profile="quick")
     return data, results.compute(data)
 
@@ -49,3 +50,31 @@ def test_tables_name_the_run_each_row_comes_from(merged, tmp_path):
     assert geo["hardened"]["run"] == labels[BYO]
     assert geo["scudo"]["run"] == labels["20990101T000000Z-time-sim"]
     assert numbers["runs"][labels[BYO]]["leads"] == 1  # the baseline of that run leads nowhere
+
+
+# ------------------------------------------------------------------------------------------ the debates
+from analysis.publish import debates  # noqa: E402
+
+
+@pytest.mark.parametrize("claimed, interval, expected", [
+    (1.025, (1.02, 1.01, 1.03), "supported"),    # inside, and no cost is excluded
+    (1.025, (1.30, 1.20, 1.40), "refuted"),      # outside
+    (1.025, (1.01, 0.95, 1.08), "unresolved"),   # holds both the claim and 1
+    (None, (1.01, 0.99, 1.04), "supported"),     # "not slower": upper end within the margin
+    (None, (1.20, 1.10, 1.30), "refuted"),       # lower end past the margin
+    (None, (1.02, 0.95, 1.10), "unresolved"),
+])
+def test_verdict_rules(claimed, interval, expected):
+    assert debates.verdict(claimed, *interval).startswith(expected)
+
+
+def test_a_brought_allocator_answers_its_debate_instead_of_the_stand_in(merged):
+    _, res = merged
+    answers = debates.answer(res, res.figures).set_index("seed")
+    fedora = answers.loc["001"]
+    assert fedora["configuration"] == "hardened / glibc" and fedora["run_id"] == BYO
+    assert fedora["not_measured"] == "" and not fedora["verdict"].startswith("for the stand-in")
+    # no stand-in of seed 003 exists here: said, not invented
+    assert answers.loc["003", "verdict"] == "not measured here" and answers.loc["003", "not_measured"]
+    # the claim comes from the transcribed figures, with its line
+    assert answers.loc["002", "claimed"] == "1.025" and answers.loc["002", "claim_line"]

@@ -13,7 +13,7 @@ import pandas as pd
 from analysis.stats import compare as cmp
 from analysis.stats import security
 from analysis.contract.runstore import Run
-from analysis.contract.schema import OK, measured_trials, read_table
+from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
 from analysis.publish import merge
 from analysis.errors import HeapcostError, warn
 
@@ -346,6 +346,7 @@ class Results:
     seed_only: pd.DataFrame
     replication: pd.DataFrame
     runs: pd.DataFrame  # every contributing run: label, kind, profile, the allocators it leads
+    figures: pd.DataFrame  # the seeds' transcribed figures (data/literature/figures.csv)
 
 
 def _speed(time_runs, main, baseline: str):
@@ -400,16 +401,16 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     if speed is not None and len(scores):
         trade = verdicts(tradeoff(speed.geomean, scores, baseline), baseline)
     figures_csv = Path(data_dir) / "literature" / "figures.csv"
-    seed_only = (seed_only_figures(read_table(figures_csv)) if figures_csv.is_file()
-                 else seed_only_figures(pd.DataFrame(columns=["seed", "condition", "benchmark", "metric", "value",
-                                                               "kind", "line"])))
+    figures = (read_table(figures_csv) if figures_csv.is_file() else
+               pd.DataFrame(columns=[f["name"] for f in LITERATURE_SCHEMAS["figures.csv"]["fields"]]))
+    seed_only = seed_only_figures(figures)
     replication = pd.DataFrame(columns=REPLICATION_COLUMNS)
     if speed is not None:
         replication = between_runs(speed.geomean, {r: c["wall_s"].geomean for r, c in per_run.items()})
     all_runs = [rt.run for rt in time_runs + cg_runs + probe_runs]
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
                    scores, trade, allocator_table(all_runs), workload_table(time_run or cg_run), seed_only,
-                   replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead))
+                   replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead), figures)
 
 
 def run_table(time_runs, cg_runs, probe_runs, *leads_by_kind) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import figures
+from analysis.publish import debates, figures
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       fmt_ratio, fmt_score, main_scale)
 from analysis.stats import compare as cmp
@@ -101,6 +101,10 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         p("replication.csv"), index=False)
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
+    answers = debates.answer(res, res.figures)
+    answers["run"] = answers["run_id"].map(_labels(res)).fillna("")
+    answers.to_csv(p("debates.csv"), index=False)
+    numbers["debates"] = {r["seed"]: r["verdict"] for _, r in answers.iterrows()}
     res.runs.to_csv(p("runs.csv"), index=False)
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}

@@ -1,0 +1,171 @@
+"""The five debates, answered: for each seed, its claim (from data/literature/figures.csv, never typed), what
+heapcost measured for the contested configuration on the workload that re-creates the seed's benchmark, and
+a verdict by fixed rules on the 95% confidence interval.
+
+Verdict rules (a claim is either a ratio, "costs about x", or a bound, "not noticeably slower"):
+- a claimed ratio is *supported* when it lies inside the interval and the interval excludes 1 (a cost was
+  resolved and it is the claimed one), *refuted* when it lies outside the interval, and *unresolved* when the
+  interval holds both the claim and 1 (the precision reached, its half-width, is stated);
+- "not slower" is *supported* when the interval's upper end is at most 1 + MARGIN, *refuted* when its lower end
+  is above 1 + MARGIN, *unresolved* otherwise;
+- a configuration this machine cannot run is *not measured here*, with why, and the configurations measured
+  in its place are listed (a brought allocator of that name, from any run, takes its place in the table).
+Instruction counts per free (callgrind) are exact: they are reported beside the seed's, without a verdict.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.publish.results import BASELINE, MARGIN, Results, fmt_interval, fmt_ratio
+
+COLUMNS = ["seed", "topic", "claim", "claim_line", "claimed", "configuration", "workload", "run_id", "ratio",
+           "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "per_free_ratio",
+           "claimed_per_free", "verdict", "not_measured"]
+
+
+@dataclass(frozen=True)
+class Debate:
+    seed: str
+    topic: str
+    workload: str  # the workload that re-creates the seed's benchmark
+    contested: tuple  # (configuration with the defence, the same without it): the first one present is answered
+    stand_ins: tuple  # measured in its place when no contested pair is in the dataset
+    claim_metric: str  # the metric of the claim row in figures.csv; "" for a bound ("not slower")
+    per_free_metric: str = ""  # the seed's own per-free figure, when it has one
+    not_measured: str = ""  # why the contested configuration itself cannot be measured here
+
+
+DEBATES = [
+    Debate("000", "perl on OpenBSD: the system malloc instead of perl's own", "perl-strcat",
+           (("omalloc", "perl-mymalloc"),), (("perl-sysmalloc", "perl-mymalloc"),), "",
+           not_measured="OpenBSD's malloc is in no package registry here: bring it as a library "
+                        "(EXTRA_ALLOCATORS); measured in its place: perl on the system malloc (glibc) against "
+                        "perl's own malloc, one perl source built both ways"),
+    Debate("001", "hardened_malloc in Fedora: the kernel build", "compile",
+           (("hardened", BASELINE), ("hardened_malloc", BASELINE)),
+           (("scudo", BASELINE), ("mimalloc-secure", BASELINE)), "wall_ratio",
+           not_measured="hardened_malloc is in no package registry here: bring it as a library "
+                        "(EXTRA_ALLOCATORS=hardened=...); measured in its place: the first of scudo and "
+                        "mimalloc-secure present"),
+    Debate("002", "poisoning freed memory in mozjemalloc", "dom-churn",
+           (("mozjemalloc-poison", "mozjemalloc"),), (("jemalloc-junk-free", "jemalloc"),), "claim_slowdown",
+           "claim_instructions_per_free_increase",
+           not_measured="mozjemalloc (Firefox's fork) is not a library here: jemalloc's own poison on free "
+                        "(junk:free) is measured in its place"),
+    Debate("003", "saving random bits in OpenBSD's malloc", "pow2-churn",
+           (), (), "",
+           not_measured="the patch changes OpenBSD's malloc, which is in no package registry here; nothing "
+                        "on this machine draws its random bits the same way, so nothing stands in for it"),
+    Debate("004", "glibc's tcache double-free check", "small-loop",
+           (("glibc-built", "glibc-no-tcache-key"),), (("glibc", "glibc-notcache"),), "",
+           not_measured="the key check cannot be switched off by a tunable; until a build of glibc without it "
+                        "is measured (glibc-no-tcache-key), the whole tcache (glibc against glibc-notcache) "
+                        "stands in, which is not the question"),
+]
+
+
+def _ratio_row(table: pd.DataFrame, with_: str, without: str, workload: str) -> dict | None:
+    """The ratio with/without on a workload from a table of ratios (ablations: allocator over base; or
+    comparisons with the baseline), inverted when the table holds without/with."""
+    if table is None or table.empty:
+        return None
+    base_col = "base" if "base" in table else None
+    for a, b, invert in ((with_, without, False), (without, with_, True)):
+        if base_col:
+            hit = table[(table["allocator"] == a) & (table["base"] == b) & (table["workload"] == workload)]
+        elif b == BASELINE:
+            hit = table[(table["allocator"] == a) & (table["workload"] == workload)]
+        else:
+            continue
+        if len(hit):
+            r = hit.iloc[0]
+            ratio, lo, hi = float(r["ratio"]), float(r["ci_low"]), float(r["ci_high"])
+            if invert:
+                ratio, lo, hi = 1 / ratio, 1 / hi, 1 / lo
+            return {"ratio": ratio, "ci_low": lo, "ci_high": hi, "run_id": r.get("run_id", "")}
+    return None
+
+
+def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: bool = False) -> dict | None:
+    abl = res.ablation_memory if memory else res.ablation
+    comp = res.memory if memory else res.speed
+    return (_ratio_row(abl, with_, without, workload)
+            or _ratio_row(comp.results if comp is not None else None, with_, without, workload))
+
+
+def _per_free_ratio(res: Results, with_: str, without: str, workload: str) -> float | None:
+    if res.per_free is None or res.per_free.empty:
+        return None
+    pf = res.per_free[res.per_free["workload"] == workload]
+    a = pf[pf["allocator"] == with_].set_index("scale")["instructions_per_free"]
+    b = pf[pf["allocator"] == without].set_index("scale")["instructions_per_free"]
+    common = sorted(set(a.index) & set(b.index))
+    return float(a[common[-1]] / b[common[-1]]) if common else None
+
+
+def _claim(figures: pd.DataFrame, seed: str, metric: str) -> tuple[str, str, float | None]:
+    """(the claim's words, its line, the claimed ratio when it is a number) from the transcribed figures."""
+    rows = figures[figures["seed"].astype(str).str.zfill(3) == seed]
+    words = rows[rows["kind"] == "claim"]
+    text = words.iloc[0]["text"] if len(words) else ""
+    line = str(words.iloc[0]["line"]) if len(words) else ""
+    if not metric:
+        return text, line, None
+    hit = rows[rows["metric"] == metric]
+    if hit.empty:
+        return text, line, None
+    r = hit.iloc[0]
+    value = float(r["value"])
+    ratio = 1 + value / 100 if str(r["unit"]).strip() == "%" else value
+    return text or str(r["text"]), str(r["line"]), ratio
+
+
+def verdict(claimed: float | None, ratio: float, lo: float, hi: float, margin: float = MARGIN) -> str:
+    half = f"±{(hi / lo) ** 0.5 * 100 - 100:.1f}%"
+    if claimed is None:
+        if hi <= 1 + margin:
+            return f"supported: not slower by more than {margin * 100:.0f}% (upper end {fmt_ratio(hi)})"
+        if lo > 1 + margin:
+            return f"refuted: slower by more than {margin * 100:.0f}% (lower end {fmt_ratio(lo)})"
+        return f"unresolved at {half}: the interval reaches past {fmt_ratio(1 + margin)}"
+    if not lo <= claimed <= hi:
+        return f"refuted: the claimed {fmt_ratio(claimed)} lies outside the interval"
+    if lo <= 1 <= hi:
+        return f"unresolved at {half}: the interval holds both the claim and no cost"
+    return f"supported: the claimed {fmt_ratio(claimed)} lies inside the interval"
+
+
+def answer(res: Results, figures: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for d in DEBATES:
+        text, line, claimed = _claim(figures, d.seed, d.claim_metric)
+        _, _, claimed_pf = _claim(figures, d.seed, d.per_free_metric) if d.per_free_metric else ("", "", None)
+        row = {"seed": d.seed, "topic": d.topic, "claim": text, "claim_line": line,
+               "claimed": fmt_ratio(claimed) if claimed else ("not slower" if d.contested else ""),
+               "workload": d.workload,
+               "claimed_per_free": fmt_ratio(claimed_pf) if claimed_pf else "", "not_measured": ""}
+        candidates = [(pair, False) for pair in d.contested] + [(pair, True) for pair in d.stand_ins]
+        for (with_, without), stand_in in candidates:
+            speed = _pair_ratio(res, with_, without, d.workload)
+            if speed is None:
+                continue
+            mem = _pair_ratio(res, with_, without, d.workload, memory=True)
+            pf = _per_free_ratio(res, with_, without, d.workload)
+            row.update(configuration=f"{with_} / {without}", run_id=speed["run_id"], ratio=speed["ratio"],
+                       ci_low=speed["ci_low"], ci_high=speed["ci_high"],
+                       display=fmt_interval(speed["ratio"], speed["ci_low"], speed["ci_high"]),
+                       halfwidth_percent=f"{(speed['ci_high'] / speed['ci_low']) ** 0.5 * 100 - 100:.1f}",
+                       memory_display=fmt_interval(mem["ratio"], mem["ci_low"], mem["ci_high"]) if mem else "n/a",
+                       per_free_ratio=fmt_ratio(pf) if pf else "n/a",
+                       verdict=verdict(claimed, speed["ratio"], speed["ci_low"], speed["ci_high"]))
+            if stand_in:
+                row["not_measured"] = d.not_measured
+                row["verdict"] = "for the stand-in: " + row["verdict"]
+            break
+        else:
+            row.update(configuration="", display="n/a", memory_display="n/a", per_free_ratio="n/a",
+                       verdict="not measured here", not_measured=d.not_measured)
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    return out.replace({np.nan: ""})
