@@ -9,7 +9,9 @@
  *           misusing access itself touches (a fault there, before misuse-done, is a fault at the misuse);
  *   stderr  "heapcost-probe: signal sig=<n> code=<si_code> addr=<hex|-> pc=<hex> object=<path|->
  *           stage=<last stage|-> call=<allocator entry point in progress|-> sym=<symbol|->" from the fault
- *           recorder, after which the signal is re-raised with its default action;
+ *           recorder (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT, and SIGALRM: a probe still
+ *           running after PROBE_ALARM_SECONDS is hung), after which the signal is re-raised with its
+ *           default action;
  *   stderr  "heapcost-probe: setup-failed <why>" and exit 99 when the probe could not set itself up;
  *   stdout  "result worked=0|1 size=<bytes> [step=<n>] key=value..." once the primitive has been tried,
  *           or "result worked=0 applicable=0 size=<bytes> reason=<word>" where the misuse means nothing
@@ -51,6 +53,8 @@
  * hardened allocators reserve hundreds of GiB of inaccessible address space up front; RLIMIT_DATA
  * counts only writable private memory, which is what a runaway probe would use. */
 #define PROBE_DATA_LIMIT ((rlim_t)2 << 30)
+/* A probe that has not ended after this long is hung (the runner's timeout must be longer). */
+#define PROBE_ALARM_SECONDS 10
 
 /* ------------------------------------------------------------------------------ async-signal-safe text */
 struct probe_text {
@@ -254,7 +258,7 @@ __attribute__((constructor)) static void probe_init(void)
     ss.ss_sp = probe_altstack;
     ss.ss_size = sizeof probe_altstack;
     sigaltstack(&ss, NULL);
-    static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT};
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT, SIGALRM};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -263,6 +267,9 @@ __attribute__((constructor)) static void probe_init(void)
         sigemptyset(&sa.sa_mask);
         sigaction(sigs[i], &sa, NULL);
     }
+    /* A hang (an allocator looping on a corrupt free list) ends in SIGALRM with the stage and the
+     * entry point it hung in, before the runner's own timeout kills the process without a word. */
+    alarm(PROBE_ALARM_SECONDS);
 }
 
 /* ------------------------------------------------------------------------------ allocator calls */
