@@ -1,14 +1,18 @@
-/* double-free: free(a); free(a). Primitive: the next two allocations both return a. */
+/* double-free: free(a); free(a), with live neighbours of a's size allocated before and after it.
+ * Primitive: the allocator hands a out twice, so two live blocks share memory. The search runs over
+ * 100,000 allocations of the size and records the allocation number (step) of the second copy. */
 #include "probe.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-    char *a = xmalloc(48);
-    free(a);
-    free(launder(a));
+    size_t size = probe_size(argc, argv, 48);
+    probe_neighbours(size, PROBE_NEIGHBOURS / 2);
+    char *a = xmalloc(size);
+    probe_neighbours(size, PROBE_NEIGHBOURS / 2);
+    probe_mark("setup-done");
+    pfree(a);
+    pfree(launder(a));
     probe_mark("misuse-done");
-    char *x = malloc(48), *y = malloc(48);
-    probe_result("worked=%d same_block_twice=%d", x && x == y, x && x == y);
-    probe_go_on();
+    probe_finish_duplicate(size, a);
     return 0;
 }

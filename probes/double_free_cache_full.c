@@ -1,32 +1,27 @@
 /* double-free-cache-full: the interleaved double free (a, b, a) after 16 frees of the same size have
  * filled any per-thread cache, so the frees reach the allocator's deeper free lists (the fastbin-dup
- * technique). Primitive: two of the following allocations are the same block. */
+ * technique). Primitive: a is handed out twice (two live blocks share memory), searched over 100,000
+ * allocations. */
 #include "probe.h"
 
 #define FILL 16
-#define SIZE 48
 
-int main(void)
+int main(int argc, char **argv)
 {
-    void *fill[FILL];
+    size_t size = probe_size(argc, argv, 48);
+    static void *fill[FILL];
+    probe_neighbours(size, PROBE_NEIGHBOURS / 2);
     for (int i = 0; i < FILL; i++)
-        fill[i] = xmalloc(SIZE);
-    char *a = xmalloc(SIZE), *b = xmalloc(SIZE);
+        fill[i] = xmalloc(size);
+    char *a = xmalloc(size), *b = xmalloc(size);
+    probe_neighbours(size, PROBE_NEIGHBOURS / 2);
     for (int i = 0; i < FILL; i++)
-        free(fill[i]);
-    free(a);
-    free(b);
-    free(launder(a));
+        pfree(fill[i]);
+    probe_mark("setup-done");
+    pfree(a);
+    pfree(b);
+    pfree(launder(a));
     probe_mark("misuse-done");
-    enum { N = FILL + 3 };
-    void *got[N];
-    size_t sizes[N];
-    for (int i = 0; i < N; i++) {
-        got[i] = malloc(SIZE);
-        sizes[i] = SIZE;
-    }
-    size_t overlaps = count_overlaps(got, sizes, N);
-    probe_result("worked=%d overlaps=%zu", overlaps > 0, overlaps);
-    probe_go_on();
+    probe_finish_duplicate(size, a);
     return 0;
 }

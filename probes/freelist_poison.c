@@ -1,26 +1,38 @@
-/* freelist-poison: free two 64-byte blocks, then overwrite their first two words (where intrusive
- * free lists keep their links) with a chosen address in static memory. Primitive: one of the next
- * eight allocations returns memory at the chosen address. */
+/* freelist-poison: free two blocks of the size, then overwrite their first two words (where
+ * intrusive free lists keep their links) with a raw address in static memory: the attacker without
+ * a heap leak (against glibc's safe-linking, see tcache_poison_safelink.c for the one with a leak).
+ * Primitive: a later allocation returns memory at the chosen address; searched over 100,000. */
 #include "probe.h"
 
-#define SIZE 64
-
-int main(void)
+int main(int argc, char **argv)
 {
-    void *keep = xmalloc(SIZE);
-    uintptr_t *a = xmalloc(SIZE), *b = xmalloc(SIZE);
-    free(a);
-    free(b);
+    size_t size = probe_size(argc, argv, 64);
+    size_t words = size >= 16 ? 2 : 1;
+    if (size < 8)
+        probe_not_applicable(size, "block-smaller-than-a-link");
+    probe_neighbours(size, PROBE_NEIGHBOURS / 2);
+    uintptr_t *a = (uintptr_t *)xmalloc(size), *b = (uintptr_t *)xmalloc(size);
+    probe_neighbours(size, PROBE_NEIGHBOURS / 2);
     uintptr_t target = (uintptr_t)(probe_static_area + 4096);
-    volatile uintptr_t *va = launder(a), *vb = launder(b);
-    va[0] = va[1] = target;
-    vb[0] = vb[1] = target;
+    probe_target(a, a + words);
+    probe_target(b, b + words);
+    probe_mark("setup-done");
+    pfree(a);
+    pfree(b);
+    volatile uintptr_t *va = (volatile uintptr_t *)launder(a), *vb = (volatile uintptr_t *)launder(b);
+    for (size_t i = 0; i < words; i++)
+        va[i] = vb[i] = target;
     probe_mark("misuse-done");
-    int inside = 0;
-    for (int i = 0; i < 8; i++)
-        inside += in_static_area(malloc(SIZE));
-    probe_result("worked=%d inside=%d", inside > 0, inside);
-    free(keep);
+    struct probe_hunt h = {0};
+    h.size = size;
+    h.window = PROBE_WINDOW;
+    h.stop_outside_heap = 1;
+    probe_hunt(&h);
+    int worked = h.why == PROBE_HUNT_OUTSIDE || h.why == PROBE_HUNT_OVERLAP;
+    if (worked)
+        probe_mark("primitive");
+    probe_result("worked=%d size=%zu step=%lu at_target=%d made=%lu", worked, size, worked ? h.step : 0ul,
+                 h.hit == (void *)target, h.made);
     probe_go_on();
     return 0;
 }

@@ -1,27 +1,32 @@
-/* fresh-contents: fill 32 blocks of 256 bytes with a secret, free them, allocate 32 again. Primitive:
- * a new block still shows the secret (bytes past the first 16). No misuse: reading fresh memory. */
+/* fresh-contents: fill 32 blocks of the size with a secret, free them, allocate 32 again. Primitive:
+ * a new block still shows the secret (in at least half of its bytes past the first 16, where free
+ * lists keep their links; all of a block under 32 bytes). No misuse: reading fresh memory. */
 #include "probe.h"
 
 #define N 32
-#define SIZE 256
 
-int main(void)
+int main(int argc, char **argv)
 {
+    size_t size = probe_size(argc, argv, 256);
+    size_t skip = size >= 32 ? 16 : 0;
     static void *b[N];
     for (int i = 0; i < N; i++) {
-        b[i] = xmalloc(SIZE);
-        memset(b[i], 'S', SIZE);
+        b[i] = xmalloc(size);
+        fill_bytes(b[i], 0, size, 'S');
     }
+    probe_mark("setup-done");
     for (int i = 0; i < N; i++)
-        free(b[i]);
+        pfree(b[i]);
     probe_mark("misuse-done");
-    int leaked = 0;
+    int leaked = 0, first = 0;
     for (int i = 0; i < N; i++) {
-        b[i] = malloc(SIZE);
-        if (b[i] && count_bytes(b[i], 16, SIZE, 'S') * 2 >= SIZE - 16)
-            leaked++;
+        b[i] = pmalloc(size);
+        if (b[i] && count_bytes(b[i], skip, size, 'S') * 2 >= size - skip && !leaked++) {
+            first = i + 1;
+            probe_mark("primitive");
+        }
     }
-    probe_result("worked=%d leaking_blocks=%d of=%d", leaked > 0, leaked, N);
+    probe_result("worked=%d size=%zu step=%d leaking_blocks=%d of=%d", leaked > 0, size, first, leaked, N);
     probe_go_on();
     return 0;
 }

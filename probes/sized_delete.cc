@@ -1,19 +1,55 @@
-// sized-delete: release a 32-byte block with sized delete claiming 4096 bytes. Primitive: a later
-// 4096-byte allocation returns the 32-byte block (an overflow waiting to happen).
+// sized-delete: release a <size>-byte block, followed by live neighbours, with sized delete claiming
+// 4 * <size> + 4096 bytes. Primitive: a later allocation of the claimed size overlaps a live block
+// (typically: it starts at the small block and runs into its neighbours, an overflow waiting to
+// happen); searched over 100,000 allocations. A claimed-size block at the same address that overlaps
+// nothing live (the allocator ignored the size and merged the block with free space) is no primitive.
 extern "C" {
 #include "probe.h"
 }
 #include <new>
 
-int main()
+static void *pnew(size_t n)
 {
-    void *p = ::operator new(32);
-    ::operator delete(launder(p), static_cast<std::size_t>(launder_size(4096)));
+    probe_call_now = PC_NEW;
+    void *p = ::operator new(n);
+    probe_call_now = PC_NONE;
+    return p;
+}
+
+static void pdelete(void *p)
+{
+    probe_call_now = PC_DELETE;
+    ::operator delete(p);
+    probe_call_now = PC_NONE;
+}
+
+int main(int argc, char **argv)
+{
+    size_t size = probe_size(argc, argv, 32);
+    size_t claimed = 4 * size + 4096;
+    for (int i = 0; i < PROBE_NEIGHBOURS / 2; i++)
+        probe_live_add(pnew(size), size);
+    void *p = pnew(size);
+    for (int i = 0; i < PROBE_NEIGHBOURS / 2; i++)
+        probe_live_add(pnew(size), size);
+    probe_mark("setup-done");
+    probe_call_now = PC_DELETE;
+    ::operator delete(launder(p), static_cast<std::size_t>(launder_size(claimed)));
+    probe_call_now = PC_NONE;
     probe_mark("misuse-done");
-    int same = 0;
-    for (int i = 0; i < 16; i++)
-        same += ::operator new(4096) == p;
-    probe_result("worked=%d", same > 0);
+    struct probe_hunt h = {};
+    h.size = claimed;
+    h.window = PROBE_WINDOW;
+    h.alloc = pnew;
+    h.release = pdelete;
+    h.watch = p;
+    h.watch_len = size;
+    probe_hunt(&h);
+    int worked = h.why == PROBE_HUNT_OVERLAP;
+    if (worked)
+        probe_mark("primitive");
+    probe_result("worked=%d size=%zu step=%lu claimed=%zu same_start=%d first_at_block=%lu made=%lu", worked, size,
+                 worked ? h.step : 0ul, claimed, worked && h.hit == p, h.watched_at, h.made);
     probe_go_on();
     return 0;
 }

@@ -1,15 +1,25 @@
-/* wild-free: free a pointer into static memory that malloc never returned. Primitive: a later
- * allocation returns memory in that static area. */
+/* wild-free: free a pointer into static memory that malloc never returned (zeroed, no forged header).
+ * Primitive: a later allocation of the size returns memory in that static area; searched over
+ * 100,000 allocations. */
 #include "probe.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-    free(launder(probe_static_area + 4096));
+    size_t size = probe_size(argc, argv, 48);
+    probe_neighbours(size, PROBE_NEIGHBOURS);
+    probe_mark("setup-done");
+    pfree(launder(probe_static_area + 4096));
     probe_mark("misuse-done");
-    int inside = 0;
-    for (int i = 0; i < 16; i++)
-        inside += in_static_area(malloc(48));
-    probe_result("worked=%d inside=%d", inside > 0, inside);
+    struct probe_hunt h = {0};
+    h.size = size;
+    h.window = PROBE_WINDOW;
+    h.stop_outside_heap = 1;
+    probe_hunt(&h);
+    int worked = h.why == PROBE_HUNT_OUTSIDE || h.why == PROBE_HUNT_OVERLAP;
+    if (worked)
+        probe_mark("primitive");
+    probe_result("worked=%d size=%zu step=%lu inside_static=%d made=%lu", worked, size, worked ? h.step : 0ul,
+                 h.why == PROBE_HUNT_OUTSIDE, h.made);
     probe_go_on();
     return 0;
 }
