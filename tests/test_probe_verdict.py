@@ -2,7 +2,7 @@
 fixtures: nothing is built or run. The audit's cases (issue 10) are among them."""
 import signal
 
-from analysis.probe_verdict import parse_fault, parse_stderr, verdict
+from analysis.harness.probe_verdict import parse_fault, parse_stderr, verdict
 
 GLIBC = ("/lib/x86_64-linux-gnu/libc.so.6",)
 MIMALLOC = ("/opt/allocators/mimalloc2/lib/libmimalloc.so.2",)
