@@ -66,3 +66,51 @@ def assert_paper_states_generated(out: Path, pdf: Path, html: Path, data: Path) 
     assert dataset.checksum(data) in html_text
     for r in trade:
         assert r["overhead_display"] in html_text
+
+
+# ------------------------------------------------------------------------------------------ layout
+MARGIN_PT = 2 / 2.54 * 72  # paper.typ: page margin 2cm
+TOLERANCE_PT = 2.0
+
+
+def layout_faults(pdf: Path) -> list[str]:
+    """What a reader would see as broken layout: text drawn past the text block's left or right edge (a
+    table or line wider than the page allows), words printed over other words, and pages (but the last)
+    whose content stops above the middle of the page."""
+    import pdfplumber
+
+    faults = []
+    with pdfplumber.open(str(pdf)) as doc:
+        for number, page in enumerate(doc.pages, start=1):
+            words = page.extract_words(use_text_flow=False, keep_blank_chars=False)
+            for w in words:
+                if w["x0"] < MARGIN_PT - TOLERANCE_PT or w["x1"] > page.width - MARGIN_PT + TOLERANCE_PT:
+                    faults.append(f"page {number}: {w['text']!r} runs outside the text block")
+            # characters, not words: text extraction merges overprinted letters into one "word"
+            # (letters and digits only: kerning tucks punctuation under a quote or a W, by design)
+            chars = [c for c in page.chars if c["text"].isalnum()]
+            faults += [f"page {number}: {a!r} printed over {b!r}" for a, b in overprinted(chars)]
+            body = [o for o in page.chars + page.lines + page.rects + page.curves + page.images
+                    if o["bottom"] < page.height - MARGIN_PT]  # the page number sits in the bottom margin
+            if number < len(doc.pages) and body:
+                filled = (max(o["bottom"] for o in body) - MARGIN_PT) / (page.height - 2 * MARGIN_PT)
+                if filled < 0.5:
+                    faults.append(f"page {number}: content ends {filled:.0%} of the way down the page")
+    return faults
+
+
+def overprinted(boxes: list[dict], share: float = 0.3) -> list[tuple[str, str]]:
+    """Pairs of glyphs (or words) whose boxes overlap by more than `share` of the smaller one (a sweep by top)."""
+    found = []
+    boxes = sorted(boxes, key=lambda w: w["top"])
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            if b["top"] >= a["bottom"]:
+                break
+            dx = min(a["x1"], b["x1"]) - max(a["x0"], b["x0"])
+            dy = min(a["bottom"], b["bottom"]) - max(a["top"], b["top"])
+            if dx > 0 and dy > 0:
+                smaller = min((a["x1"] - a["x0"]) * (a["bottom"] - a["top"]), (b["x1"] - b["x0"]) * (b["bottom"] - b["top"]))
+                if smaller > 0 and dx * dy > share * smaller:
+                    found.append((a["text"], b["text"]))
+    return found

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.publish import paper
 from analysis.paths import DATA_DIR, REPO
-from paper_checks import assert_paper_states_generated
+from paper_checks import assert_paper_states_generated, layout_faults
 
 pytestmark = pytest.mark.paper
 
@@ -46,3 +46,27 @@ def test_the_rendered_paper_matches_its_generated_numbers():
     assert rendered_from == dataset.checksum(DATA_DIR), \
         "paper/paper.pdf was rendered from other data than data/ holds now: run `make paper`"
     assert_paper_states_generated(REPO / "paper", pdf, html, DATA_DIR)
+
+
+def test_the_rendered_paper_has_no_layout_faults():
+    """No text outside the text block, no words printed over others, no half-empty page but the last."""
+    pdf = REPO / "paper" / "paper.pdf"
+    if not pdf.is_file():
+        pytest.skip("paper/paper.pdf is not built: `make paper` makes it (`make test` does first)")
+    assert layout_faults(pdf) == []
+
+
+def test_the_layout_check_sees_overprinting_overflow_and_a_half_empty_page(tmp_path):
+    import typst
+
+    src = tmp_path / "bad.typ"
+    src.write_text('#set page(paper: "a4", margin: 2cm)\n'
+                   '#place(dx: 0pt, dy: 0pt)[overprinted words] #place(dx: 2pt, dy: 1pt)[overprinted words]\n'
+                   '#v(1cm) #box(width: 30cm)[#("a line far too long for the page " * 6)]\n'
+                   '#pagebreak() last page\n')
+    pdf = tmp_path / "bad.pdf"
+    typst.compile(str(src), output=str(pdf))
+    faults = layout_faults(pdf)
+    assert any("printed over" in f for f in faults)
+    assert any("outside the text block" in f for f in faults)
+    assert any("page 1: content ends" in f for f in faults)

@@ -17,12 +17,14 @@ OUTCOME_COLOURS = {"caught": "#1a9850", "mitigated": "#a6d96a", "missed": "#d730
 
 
 def pyplot():
+    """pyplot on the Agg backend, in seaborn's paper style with the house's SVG settings."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import seaborn as sns
 
-    plt.rcParams.update(STYLE)
+    sns.set_theme(context="paper", style="whitegrid", palette="colorblind", rc=STYLE)
     return plt
 
 
@@ -51,35 +53,73 @@ def plt_null_formatter():
     return NullFormatter()
 
 
-def forest(table: pd.DataFrame, path: Path, xlabel: str, ncols: int = 3) -> None:
+NEAR_ONE = (0.5, 2.0)  # allocators whose typical ratio lies here are drawn on a percent axis clipped to it
+PERCENT_TICKS = (0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
+
+
+def split_near_one(table: pd.DataFrame, geomean: pd.DataFrame, bounds=NEAR_ONE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows of the allocators whose geometric-mean ratio lies within bounds, the others), so that the
+    differences the debates are about (a few percent) are not squeezed by the debugging allocators'
+    hundredfold ones."""
+    lo, hi = bounds
+    near = set(geomean.loc[(geomean["geomean_ratio"] >= lo) & (geomean["geomean_ratio"] <= hi), "allocator"])
+    return table[table["allocator"].isin(near)], table[~table["allocator"].isin(near)]
+
+
+def percent_axis(ax, lo: float, hi: float) -> None:
+    """A log ratio axis labelled as signed percentage changes (0.9 -> -10%, 1.25 -> +25%)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    span = [t for t in PERCENT_TICKS if lo <= t <= hi] or [1.0]
+    ticks = span if len(span) <= 5 else [t for t in span if t in (0.5, 0.8, 1.0, 1.25, 2.0)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: "0" if abs(x - 1) < 1e-9 else f"{(x - 1) * 100:+.0f}%"))
+    ax.xaxis.set_minor_formatter(plt_null_formatter())
+
+
+def forest(table: pd.DataFrame, path: Path, xlabel: str, percent: bool = False, col_wrap: int = 3) -> None:
+    """One panel per workload (a seaborn FacetGrid): each allocator's ratio to the baseline with its 95%
+    confidence interval on a log axis. percent=True labels it in percent and clips it to NEAR_ONE: an
+    interval that leaves the range ends in a triangle at the edge."""
+    import seaborn as sns
+
     plt = pyplot()
-    """One panel per workload: each allocator's ratio to the baseline with its 95% interval."""
+    if table.empty:
+        return
+    order = sorted(table["allocator"].unique())
     workloads = sorted(table["workload"].unique())
-    ncols = min(ncols, max(1, len(workloads)))
-    nrows = math.ceil(len(workloads) / ncols) or 1
-    allocs = sorted(table["allocator"].unique())
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols + 0.6, 0.5 + nrows * (0.4 + 0.1 * len(allocs))),
-                             squeeze=False, sharey=True)
-    for ax, w in zip(axes.flat, workloads):
-        sub = table[table["workload"] == w].set_index("allocator")
-        ys = range(len(allocs))
-        for y, a in zip(ys, allocs):
-            if a in sub.index:
-                r = sub.loc[a]
-                ax.errorbar([r["ratio"]], [y], xerr=[[r["ratio"] - r["ci_low"]], [r["ci_high"] - r["ratio"]]],
-                            fmt="o", ms=2.5, color="#2c5d8f", elinewidth=1, capsize=1.5)
+    lo, hi = float(table["ci_low"].min()) / 1.05, float(table["ci_high"].max()) * 1.05
+    if percent:
+        lo, hi = max(lo, NEAR_ONE[0]), min(hi, NEAR_ONE[1])
+    height = 0.5 + 0.15 * len(order)
+    grid = sns.FacetGrid(table, col="workload", col_order=workloads, col_wrap=min(col_wrap, len(workloads)),
+                         sharex=True, sharey=True, height=height, aspect=2.4 / height)
+    colour = sns.color_palette()[0]
+
+    def panel(data, **_):
+        ax = plt.gca()  # FacetGrid makes each workload's axes current before calling
+        ys = np.array([order.index(a) for a in data["allocator"]])
+        low, mid, high = (data[c].clip(lo, hi).to_numpy() for c in ("ci_low", "ratio", "ci_high"))
+        ax.errorbar(mid, ys, xerr=[mid - low, high - mid], fmt="o", ms=2.5, elinewidth=1, capsize=1.5,
+                    color=colour)
+        for edge, marker, beyond in ((hi, ">", data["ci_high"].to_numpy() > hi), (lo, "<", data["ci_low"].to_numpy() < lo)):
+            if beyond.any():
+                ax.plot([edge] * int(beyond.sum()), ys[beyond], marker, ms=3, color=colour, clip_on=False)
         ax.axvline(1.0, color="grey", lw=0.6, ls="--")
+
+    grid.map_dataframe(panel)
+    for ax in grid.axes.flat:
         ax.set_xscale("log")
-        plain_log_axis(ax)
-        ax.set_title(w, fontsize=8)
-        ax.set_yticks(list(ys), allocs, fontsize=6)
-        ax.tick_params(axis="x", labelsize=6)
-        ax.invert_yaxis() if w == workloads[0] else None
-    for ax in list(axes.flat)[len(workloads):]:
-        ax.set_visible(False)
-    fig.supxlabel(xlabel, fontsize=8)
-    fig.tight_layout()
-    save(fig, path)
+        ax.set_xlim(lo, hi)
+        ax.set_yticks(range(len(order)), order)
+        ax.set_ylim(len(order) - 0.5, -0.5)
+        ax.tick_params(axis="both", labelsize=6)
+        percent_axis(ax, lo, hi) if percent else plain_log_axis(ax)
+    grid.set_titles("{col_name}", size=7)
+    grid.set_axis_labels("", "")
+    grid.figure.supxlabel(xlabel, fontsize=7)
+    grid.figure.tight_layout()
+    save(grid.figure, path)
 
 
 def ablation_figure(table: pd.DataFrame, path: Path, xlabel: str) -> None:
@@ -100,9 +140,8 @@ def ablation_figure(table: pd.DataFrame, path: Path, xlabel: str) -> None:
 
 
 def per_free_figure(table: pd.DataFrame, path: Path, baseline: str) -> None:
-    plt = pyplot()
     """One row per allocator, one marker per workload: instructions per free on a log axis."""
-    
+    plt = pyplot()
     workloads = sorted(table["workload"].unique())
     allocs = sorted(table["allocator"].unique())
     markers = "osD^v<>phX*"
@@ -123,29 +162,35 @@ def per_free_figure(table: pd.DataFrame, path: Path, baseline: str) -> None:
 
 
 def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
-    """Security score against overhead, both with their intervals; the Pareto front as a step line."""
-    # neighbours in score get their labels above and below in turn, so close points stay readable
-    for i, (_, r) in enumerate(trade.sort_values(["score", "allocator"]).iterrows()):
+    """Security score against overhead, both with their intervals; the Pareto front as a step line; the
+    labels placed by adjustText so that none covers another."""
+    from adjustText import adjust_text
+
+    texts = []
+    for _, r in trade.sort_values(["score", "allocator"]).iterrows():
         colour = "#1a9850" if r["pareto"] else "#4d4d4d"
         ax.errorbar([r["overhead"]], [r["score"]],
                     xerr=[[r["overhead"] - r["overhead_low"]], [r["overhead_high"] - r["overhead"]]],
                     yerr=[[r["score"] - r["score_low"]], [r["score_high"] - r["score"]]],
                     fmt="o", ms=3, color=colour, elinewidth=0.7, capsize=1.5)
-        ax.annotate(r["allocator"], (r["overhead"], r["score"]), xytext=(3, 3 if i % 2 else -8),
-                    textcoords="offset points", fontsize=6, color=colour)
+        texts.append(ax.text(r["overhead"], r["score"], r["allocator"], fontsize=6, color=colour))
     front = trade[trade["pareto"]].sort_values("overhead")
     if len(front):
         ax.step(front["overhead"], front["score"], where="post", color="#1a9850", lw=0.8)
     ax.set_xscale("log")
     plain_log_axis(ax)
-    ax.set_xlabel(f"time overhead: geometric-mean ratio to {baseline} (95% interval)")
-    ax.set_ylabel("security score (95% interval from the probes' uncertainty)")
-    ax.set_ylim(0, 100)
+    ax.set_xlabel(f"time overhead: geometric-mean ratio to {baseline} (95% confidence interval)")
+    ax.set_ylabel("security score (95% confidence interval)")
+    ax.set_ylim(0, 108)  # headroom: labels of the safest allocators need room above 100
+    ax.set_yticks(range(0, 101, 20))
+    if texts:
+        adjust_text(texts, ax=ax, expand=(1.3, 1.8), force_text=(0.6, 1.0), force_static=(0.3, 0.6),
+                    iter_lim=2000, arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.4})
 
 
 def tradeoff_figure(trade: pd.DataFrame, path: Path | None, baseline: str):
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    fig, ax = plt.subplots(figsize=(6.5, 5.0))
     tradeoff_axes(ax, trade, baseline)
     fig.tight_layout()
     if path is not None:

@@ -1,0 +1,55 @@
+"""The figures read: no label covers another, ticks on a single workload, the forest split near 1."""
+import itertools
+
+import pandas as pd
+import pytest
+
+from analysis.publish import figures
+from conftest import REPO
+
+pytestmark = pytest.mark.paper
+
+
+def overlapping_labels(ax) -> list[tuple[str, str]]:
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts if t.get_text()]
+    return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
+
+
+def published_trade() -> pd.DataFrame:
+    trade = pd.read_csv(REPO / "paper" / "generated" / "results_tradeoff.csv")
+    trade["pareto"] = trade["pareto"].astype(bool)
+    return trade
+
+
+def test_no_label_of_the_tradeoff_plot_covers_another():
+    fig = figures.tradeoff_figure(published_trade(), None, "glibc")
+    ax = fig.axes[0]
+    assert len(ax.texts) == len(published_trade())
+    assert overlapping_labels(ax) == []
+
+
+def test_the_overlap_check_sees_an_overlap():
+    plt = figures.pyplot()
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "mimalloc2")
+    ax.text(0.5, 0.5, "mimalloc3")
+    assert overlapping_labels(ax) == [("mimalloc2", "mimalloc3")]
+    plt.close(fig)
+
+
+def test_near_one_split_keeps_the_debugging_allocators_apart():
+    table = pd.DataFrame({"allocator": ["a", "a", "debug"], "workload": ["w1", "w2", "w1"],
+                          "ratio": [1.02, 3.0, 80.0], "ci_low": [1.0, 2.5, 70.0], "ci_high": [1.04, 3.5, 90.0]})
+    geomean = pd.DataFrame({"allocator": ["a", "debug"], "geomean_ratio": [1.7, 80.0]})
+    near, far = figures.split_near_one(table, geomean)
+    assert set(near["allocator"]) == {"a"} and set(far["allocator"]) == {"debug"}
+
+
+def test_a_single_workload_forest_has_readable_ticks(tmp_path):
+    table = pd.DataFrame({"allocator": ["a", "b"], "workload": ["w1", "w1"], "ratio": [1.02, 0.9],
+                          "ci_low": [1.0, 0.85], "ci_high": [1.04, 0.95]})
+    figures.forest(table, tmp_path / "f.svg", "ratio", percent=True)
+    svg = (tmp_path / "f.svg").read_text()
+    assert "-10%" in svg or "−10%" in svg
+    assert svg.count("<g id=\"xtick_") >= 2
