@@ -1,4 +1,5 @@
 import os
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,3 +26,17 @@ def in_repo(value, default: Path) -> Path:
         return Path(default)
     path = Path(value)
     return path if path.is_absolute() else REPO / path
+
+
+# an absolute path whose tail is a file of a heapcost checkout (any checkout: the machine that measured a
+# run had its own); what precedes the checkout's top-level folder is machine-specific
+_ABS_IN_REPO = re.compile(r"(?<![\w./-])/(?:[\w.+@-]+/)+?(?=(?:workloads|probes|analysis|notebooks)/)")
+
+
+def repo_relative(text: str) -> str:
+    """`text` (a reason, an error message) with absolute paths of the repository's files written relative
+    to the repository: `/home/me/heapcost/workloads/x.pl` -> `workloads/x.pl`. Paths outside a
+    checkout (system libraries) stay as they are."""
+    if not isinstance(text, str):
+        return text
+    return _ABS_IN_REPO.sub("", text.replace(f"{REPO}/", ""))
