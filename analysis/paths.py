@@ -17,6 +17,9 @@ def cache_dir() -> Path:
     """Built allocators live outside the clone so a new clone reuses them."""
     return Path(os.environ.get("HEAPCOST_CACHE") or Path.home() / ".cache" / "heapcost")
 GENERATED_DIR = REPO / "paper" / "generated"
+# What a notebook writes when run by hand with its default out_dir: a scratch folder (ignored by git), so
+# trying a parameter in the lab never overwrites the paper's inputs; the paper build passes its own out_dir.
+SCRATCH_DIR = BUILD_DIR / "lab" / "generated"
 
 
 def in_repo(value, default: Path) -> Path:
