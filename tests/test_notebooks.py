@@ -61,3 +61,16 @@ def test_run_by_hand_a_notebook_writes_to_scratch_not_to_the_paper(name, tmp_pat
     fresh = [p for p in SCRATCH_DIR.glob(f"{name}_*") if started.get(p) != p.stat().st_mtime_ns]
     assert fresh, f"{name}.ipynb wrote nothing to {SCRATCH_DIR.relative_to(REPO)}"
 
+
+def test_explore_shows_its_view_once_and_never_a_traceback(tmp_path):
+    """The static cell shows the result for the parameters; the interactive cell adds only the controls."""
+    import json
+
+    output = tmp_path / "explore.ipynb"
+    pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
+                        parameters={"workloads": "python", "allocators": "musl", "draws": 20},
+                        cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
+    outputs = [o for c in json.loads(output.read_text())["cells"] for o in c.get("outputs", [])]
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert len(html) == 1 and "none of the chosen allocators has usable wall time runs on python" in "".join(html[0])
+    assert not any(o["output_type"] == "error" for o in outputs)
