@@ -24,7 +24,7 @@ RUNS ?=
 PAPER_INPUTS := $(shell find data notebooks analysis paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
-.PHONY: help venv test test-fast measure probe allocators system-deps lab paper bench dataset validate clean
+.PHONY: help venv git-filter test test-fast measure probe allocators system-deps lab paper bench dataset validate clean
 
 help: ## list the targets
 	@echo "heapcost: what allocator hardening costs and what it buys"
@@ -42,7 +42,12 @@ $(VENV_STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-venv: $(VENV_STAMP) ## create .venv from requirements.txt
+venv: $(VENV_STAMP) git-filter ## create .venv from requirements.txt
+
+# git stores notebooks/*.ipynb without outputs (.gitattributes names them; only the standard library runs)
+NBSTRIP := python3 -m analysis.publish.nbstrip
+git-filter: ## strip notebook outputs on commit: the nbstrip clean filter in this clone's git config
+	@if git rev-parse --git-dir >/dev/null 2>&1; then git config filter.nbstrip.clean "$(NBSTRIP)"; fi
 
 system-deps: $(VENV_STAMP) ## install the Debian packages the tests and measurements use (root), or print the command
 	$(PY) -m analysis provision --no-build
@@ -73,8 +78,9 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 allocators: $(VENV_STAMP) ## install and build every allocator this machine can have (cache outside the clone)
 	$(PY) -m analysis provision
 
-lab: $(VENV_STAMP) ## open the notebooks in JupyterLab
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+lab: $(VENV_STAMP) git-filter ## open the notebooks in JupyterLab (saved without outputs: git status stays clean)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) \
+		--ContentsManager.pre_save_hook=analysis.publish.nbstrip.pre_save_hook
 
 bench: $(VENV_STAMP) system-deps ## benchmark the measurement itself against hyperfine (results in bench/)
 	$(PY) -m analysis bench

@@ -1,4 +1,5 @@
 import os
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -16,6 +17,9 @@ def cache_dir() -> Path:
     """Built allocators live outside the clone so a new clone reuses them."""
     return Path(os.environ.get("HEAPCOST_CACHE") or Path.home() / ".cache" / "heapcost")
 GENERATED_DIR = REPO / "paper" / "generated"
+# What a notebook writes when run by hand with its default out_dir: a scratch folder (ignored by git), so
+# trying a parameter in the lab never overwrites the paper's inputs; the paper build passes its own out_dir.
+SCRATCH_DIR = BUILD_DIR / "lab" / "generated"
 
 
 def in_repo(value, default: Path) -> Path:
@@ -25,3 +29,17 @@ def in_repo(value, default: Path) -> Path:
         return Path(default)
     path = Path(value)
     return path if path.is_absolute() else REPO / path
+
+
+# an absolute path whose tail is a file of a heapcost checkout (any checkout: the machine that measured a
+# run had its own); what precedes the checkout's top-level folder is machine-specific
+_ABS_IN_REPO = re.compile(r"(?<![\w./-])/(?:[\w.+@-]+/)+?(?=(?:workloads|probes|analysis|notebooks)/)")
+
+
+def repo_relative(text: str) -> str:
+    """`text` (a reason, an error message) with absolute paths of the repository's files written relative
+    to the repository: `/home/me/heapcost/workloads/x.pl` -> `workloads/x.pl`. Paths outside a
+    checkout (system libraries) stay as they are."""
+    if not isinstance(text, str):
+        return text
+    return _ABS_IN_REPO.sub("", text.replace(f"{REPO}/", ""))

@@ -94,3 +94,60 @@ def test_cli_writes_the_archive_and_reports_errors_on_one_line(data, tmp_path):
     assert f"sha256 {hashlib.sha256(archive.read_bytes()).hexdigest()}" in r.stdout
     r = cli("--data", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs/" in r.stderr
+
+
+def test_the_checksum_covers_the_tracked_files_only(data, tmp_path):
+    """A stray run left in data/runs/ (a user's quick run, never committed) changes neither the archive
+    nor the checksum the paper prints; outside a git checkout every file counts."""
+    import os
+    import shutil
+
+    outside = dataset.checksum(data)
+    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    git = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *a],
+                                    cwd=data.parent, env=env, check=True, capture_output=True)
+    git("init", "-q")
+    git("add", "data")
+    git("commit", "-qm", "the dataset")
+    published = dataset.checksum(data)
+    assert published == outside  # the same files
+    names = [n for n, _ in dataset.members(data)]
+    run = next((data / "runs").glob("*time*"))
+    shutil.copytree(run, data / "runs" / "20991231T000000Z-time-quick")
+    assert dataset.checksum(data) == published
+    assert [n for n, _ in dataset.members(data)] == names
+    assert dataset.tracked_files(tmp_path / "elsewhere") is None  # no checkout: every file
+    # a tracked file that changes still changes it
+    (run / "trials.csv").write_text((run / "trials.csv").read_text() + "\n")
+    assert dataset.checksum(data) != published
+
+
+def test_reasons_name_repository_files_relative_to_it():
+    from analysis.harness import trial
+    from analysis.paths import repo_relative
+
+    line = 'Out of memory at /home/someone/src/heapcost/workloads/perl_strcat.pl line 21.'
+    assert repo_relative(line) == "Out of memory at workloads/perl_strcat.pl line 21."
+    assert repo_relative(f"error in {REPO}/probes/x.c") == "error in probes/x.c"
+    assert repo_relative("/usr/lib/x86_64-linux-gnu/libc.so.6") == "/usr/lib/x86_64-linux-gnu/libc.so.6"
+    assert repo_relative(None) is None
+
+
+def test_first_line_of_a_stderr_is_repository_relative(tmp_path):
+    from analysis.harness.trial import first_line
+
+    err = tmp_path / "stderr"
+    err.write_text(f"banner\nfatal: cannot open {REPO}/workloads/data.txt\n")
+    assert first_line(err) == "fatal: cannot open workloads/data.txt"
+
+
+def test_published_callgrind_reasons_carry_no_machine_path():
+    from analysis.contract.runstore import pick_run
+    from analysis.contract.schema import read_table
+    from analysis.publish.results import missing_callgrind
+
+    run = pick_run(DATA_DIR / "runs", "callgrind", "counts.csv")
+    if run is None:
+        pytest.skip("no callgrind run in the published dataset")
+    reasons = " ".join(missing_callgrind(read_table(run.path / "counts.csv"))["reason"])
+    assert "workloads/perl_strcat.pl" in reasons and "/workloads/" not in reasons

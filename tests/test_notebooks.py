@@ -39,3 +39,38 @@ def test_notebook_runs_with_its_defaults(path: Path, tmp_path, monkeypatch):
         assert any((tmp_path / "generated").iterdir()), f"{path.name} wrote nothing to its out_dir"
     if path.stem == "measure":
         assert any((tmp_path / "runs").glob("*/trials.csv")), "measure.ipynb made no run"
+
+
+def snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder): (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["results", "security", "literature", "noise"])
+def test_run_by_hand_a_notebook_writes_to_scratch_not_to_the_paper(name, tmp_path):
+    """Defaults as in the lab (out_dir ""): the products land in build/lab/generated/, paper/generated/
+    (the paper's inputs) is left exactly as it was. The paper build passes its own out_dir."""
+    from analysis.paths import GENERATED_DIR, SCRATCH_DIR
+
+    path = REPO / "notebooks" / f"{name}.ipynb"
+    assert default_parameters(path)["out_dir"] == ""
+    before = snapshot(GENERATED_DIR)
+    started = {p: p.stat().st_mtime_ns for p in SCRATCH_DIR.glob(f"{name}_*")} if SCRATCH_DIR.is_dir() else {}
+    pm.execute_notebook(str(path), str(tmp_path / path.name), parameters=dict(FAST.get(name, {})),
+                        cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
+    assert snapshot(GENERATED_DIR) == before, f"{name}.ipynb wrote into paper/generated/"
+    fresh = [p for p in SCRATCH_DIR.glob(f"{name}_*") if started.get(p) != p.stat().st_mtime_ns]
+    assert fresh, f"{name}.ipynb wrote nothing to {SCRATCH_DIR.relative_to(REPO)}"
+
+
+def test_explore_shows_its_view_once_and_never_a_traceback(tmp_path):
+    """The static cell shows the result for the parameters; the interactive cell adds only the controls."""
+    import json
+
+    output = tmp_path / "explore.ipynb"
+    pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
+                        parameters={"workloads": "python", "allocators": "musl", "draws": 20},
+                        cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
+    outputs = [o for c in json.loads(output.read_text())["cells"] for o in c.get("outputs", [])]
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert len(html) == 1 and "none of the chosen allocators has usable wall time runs on python" in "".join(html[0])
+    assert not any(o["output_type"] == "error" for o in outputs)

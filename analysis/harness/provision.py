@@ -30,7 +30,8 @@ BUILD_TOOLS = ("build-essential", "cmake", "dpkg-dev")
 PERL_EXTENSION_LIBS = ("libdb-dev", "libgdbm-dev", "libgdbm-compat-dev", "zlib1g-dev", "libbz2-dev")
 MUSL_PACKAGE = "musl-tools"
 # what the workloads, the probes, callgrind mode, debsrc and `make bench` run besides the allocators
-TOOL_PACKAGES = ("gcc", "g++", "make", "dpkg-dev", "perl", "python3", "sqlite3", "valgrind", "hyperfine")
+TOOL_PACKAGES = ("gcc", "g++", "make", "dpkg-dev", "perl", "python3", "sqlite3", "valgrind", "hyperfine",
+                 "chromium")  # chromium: tests/test_browser.py opens paper.html headless
 PYPI_LIB_GLOB = "lib/python3*/site-packages/cmeel.prefix/lib/libmimalloc.so*"
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from analysis.contract import runstore
 from analysis.errors import HeapcostError
 from analysis.harness import launcher, machine
+from analysis.paths import repo_relative
 
 CHECKSUM_PREFIX = "checksum="
 
@@ -18,15 +19,16 @@ ERROR_WORDS = ("error", "abort", "fatal", "fail", "invalid", "corrupt", "cannot"
 
 def first_line(path) -> str:
     """The most telling line of a stderr: the first that reads like an error (allocators print
-    banners first), else the last."""
+    banners first), else the last; paths of the repository's files relative to it (a reason must not
+    carry the measuring machine's directories)."""
     try:
         lines = [l.strip() for l in Path(path).read_text(errors="replace").splitlines() if l.strip()]
     except OSError:
         return ""
     for line in lines:
         if any(w in line.lower() for w in ERROR_WORDS):
-            return line[:300]
-    return lines[-1][:300] if lines else ""
+            return repo_relative(line)[:300]
+    return repo_relative(lines[-1])[:300] if lines else ""
 
 
 def preload_env(preload, who: Path) -> dict:
@@ -129,7 +131,7 @@ class SpeedTrial:
         """(status, reason, malloc_lib) from the launcher's result and what the trial left behind."""
         err = first_line(workdir / "stderr")
         if result.status == "spawn-failed":
-            return "spawn-failed", result.error or "exec failed", ""
+            return "spawn-failed", repo_relative(result.error or "exec failed"), ""
         if result.status == "timeout":
             return "timeout", f"killed after the {self.timeout_s:g} s timeout", ""
         if self.alloc.variant == "musl":

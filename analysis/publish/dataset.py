@@ -3,11 +3,14 @@
 dist/heapcost-dataset-<version>.tar.gz holds data/ (runs, literature, README.md codebook,
 datapackage.json) and CITATION.cff under one top directory. It is deterministic: members sorted, fixed
 mtime, owner and modes, gzip header time 0; the same data gives the same bytes and the same sha256,
-which the paper cites.
+which the paper cites. In a git checkout it holds exactly the files of data/ that git tracks: a stray run
+someone left in data/runs/ changes neither the archive nor the checksum. Outside a checkout (an unpacked
+archive) or when git tracks nothing there, every file counts.
 """
 import gzip
 import hashlib
 import io
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -24,12 +27,26 @@ def archive_name(version: str = __version__) -> str:
     return f"{DATASET_NAME}-{version}.tar.gz"
 
 
+def tracked_files(data_dir: Path) -> set[Path] | None:
+    """The files under data_dir that git tracks (resolved paths), or None when data_dir is not in a git
+    work tree, git is missing, or it tracks nothing there."""
+    try:
+        out = subprocess.run(["git", "-C", str(data_dir), "ls-files", "-z", "--", "."], capture_output=True,
+                             check=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    files = {(Path(data_dir) / name).resolve() for name in out.decode().split("\0") if name}
+    return files or None
+
+
 def members(data_dir: Path = DATA_DIR, citation: Path | None = REPO / "CITATION.cff") -> list[tuple[str, Path]]:
     """(name in the archive, file) for every file, sorted by name."""
     data_dir = Path(data_dir)
     top = f"{DATASET_NAME}-{__version__}"
-    files = [(f"{top}/data/{p.relative_to(data_dir).as_posix()}", p) for p in dataset_files(data_dir)]
-    if (data_dir / "datapackage.json").is_file():
+    tracked = tracked_files(data_dir)
+    keep = (lambda p: True) if tracked is None else (lambda p: p.resolve() in tracked)
+    files = [(f"{top}/data/{p.relative_to(data_dir).as_posix()}", p) for p in dataset_files(data_dir) if keep(p)]
+    if (data_dir / "datapackage.json").is_file() and keep(data_dir / "datapackage.json"):
         files.append((f"{top}/data/datapackage.json", data_dir / "datapackage.json"))
     if citation is not None and Path(citation).is_file():
         files.append((f"{top}/CITATION.cff", Path(citation)))

@@ -2,7 +2,8 @@
 
 Parameters are checked against the notebook's `parameters` cell before anything runs. Measurement
 notebooks (measure) are stored executed inside the run directory they produced; the others are
-executed into build/notebooks/ and leave their products in paper/generated/.
+executed into build/notebooks/ and leave their products in their out_dir: by default the scratch folder
+build/lab/generated/ (analysis.paths.SCRATCH_DIR); the paper build passes paper/generated/.
 """
 import ast
 import json

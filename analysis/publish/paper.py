@@ -48,8 +48,13 @@ def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) 
 
 def inputs_digest(name: str, params: dict) -> str:
     h = hashlib.sha256()
+    from analysis.publish.nbstrip import clean
+
     for rel in (f"notebooks/{name}.ipynb",) + DATA_FREE[name]:
-        h.update(rel.encode() + b"\0" + (REPO / rel).read_bytes() + b"\0")
+        raw = (REPO / rel).read_bytes()
+        if rel.endswith(".ipynb"):  # the notebook's source, not what a kernel in the lab left in it
+            raw = clean(raw.decode("utf-8")).encode("utf-8")
+        h.update(rel.encode() + b"\0" + raw + b"\0")
     h.update(json.dumps({k: v for k, v in params.items() if k != "out_dir"}, sort_keys=True).encode())
     return h.hexdigest()
 

@@ -16,6 +16,7 @@ from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
 from analysis.publish import merge
 from analysis.errors import HeapcostError, warn
+from analysis.paths import repo_relative
 
 BASELINE = "glibc"
 MARGIN = 0.05  # "no measurable cost": the geometric-mean interval lies inside 1 +- MARGIN
@@ -60,7 +61,7 @@ def usable(trials: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFram
                    if len(bad) and bad["reason"].notna().any() else
                    (bad["status"].value_counts().idxmax() if len(bad) else "too few runs"))
             left_out.append({"workload": w, "allocator": a, "ok": n_ok, "trials": int(n_all),
-                             "why": why.splitlines()[0][:160]})
+                             "why": repo_relative(why.splitlines()[0])[:160]})
     keep = counts[counts >= cmp.MIN_RUNS].index
     key = pd.MultiIndex.from_frame(trials[["workload", "allocator"]])
     return (trials[key.isin(keep)].reset_index(drop=True),
@@ -148,13 +149,15 @@ def per_free_geomean(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def missing_callgrind(counts: pd.DataFrame) -> pd.DataFrame:
-    """Per allocator: the workloads callgrind could not count, and the first reason."""
+    """Per allocator: the workloads callgrind could not count, and the first reason (paths of the
+    repository's files relative to it: runs measured before the harness wrote them so carry the
+    measuring machine's directories)."""
     bad = counts[counts["status"] != "ok"]
     if bad.empty:
         return pd.DataFrame(columns=["allocator", "workloads", "reason"])
     g = bad.groupby("allocator", sort=True)
     return pd.DataFrame({"allocator": list(g.groups), "workloads": g["workload"].nunique().to_list(),
-                         "reason": g["reason"].first().to_list()})
+                         "reason": [repo_relative(r) for r in g["reason"].first().to_list()]})
 
 
 # ---------------------------------------------------------------------------------------------- trade-off

@@ -50,6 +50,25 @@ DEFAULT_WEIGHTS = {
     "address-entropy": 3,  # mostly the kernel's ASLR: the allocator adds little
     "huge-request": 3,  # a non-NULL impossible block is rare but fatal
 }
+# Exploitation-focused weights: what a heap exploit is assembled from, not what a bug merely breaks.
+# ArcHeap (Yun et al., USENIX Security 2020; refs.bib `archeap`) names the end goals of heap exploitation
+# "arbitrary chunk" (malloc returns an address the attacker chose) and "overlapping chunks" (two live
+# allocations share memory), and the how2heap techniques (refs.bib `how2heap`: tcache poisoning, house of
+# spirit, fastbin dup) all aim at one of the two. Probes that hand over either primitive directly weigh 10;
+# memory corruption that is the usual way to reach them weighs 5; leaks and predictability, which only
+# make an exploit reliable, weigh 2.
+EXPLOITATION_WEIGHTS = {
+    # allocation at a chosen address
+    "freelist-poison": 10, "fake-chunk-free": 10, "wild-free": 10,
+    # overlapping chunks
+    "double-free": 10, "double-free-interleaved": 10, "double-free-cache-full": 10,
+    "overlap-after-double-free": 10, "interior-free": 10, "size-mismatch": 10, "sized-delete": 10,
+    # corruption on the way to those primitives
+    "uaf-write": 5, "overflow-16": 5, "overflow-1": 5, "underflow-1": 5, "large-overflow": 5,
+    "calloc-overflow": 5, "huge-request": 5,
+    # reliability: leaks and predictable placement
+    "reuse-immediate": 2, "uaf-read": 2, "fresh-contents": 2, "placement-entropy": 2, "address-entropy": 2,
+}
 # Entropy at which a guess is hopeless enough that the probe counts as fully mitigated.
 TARGET_ADDRESS_BITS = 28.0  # x86-64 Linux mmap randomisation (vm.mmap_rnd_bits default)
 TARGET_PLACEMENT_BITS = 4.0  # one in 16 next-block guesses
