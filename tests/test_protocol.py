@@ -171,3 +171,13 @@ def test_lockstep_needs_the_baseline(runs_dir):
                          workloads="small-loop", protocol="lockstep", runs_dir=runs_dir)
     with pytest.raises(HeapcostError, match="unknown protocol"):
         measure.Campaign(profile="smoke", allocators="glibc", workloads="small-loop", protocol="duet")
+
+
+def test_the_results_count_interfered_trials_and_accept_old_tables():
+    import pandas as pd
+
+    from analysis.publish.results import interference_counts
+
+    new = pd.DataFrame({"warmup": [0, 0, 1, 0], "interfered": [1, 0, 1, None]})
+    old = pd.DataFrame({"warmup": [0, 0]})
+    assert interference_counts(new, old) == {"recorded": 2, "interfered": 1, "not_recorded": 3}
