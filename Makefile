@@ -18,6 +18,9 @@ BUDGET_MIN ?=
 BLOCKS ?=
 LOCK_CLOCK ?= 0
 SEED ?=
+PROTOCOL ?= trials
+PIN ?= auto
+FORCE ?= 0
 PROBES ?=
 RUNS ?=
 
@@ -33,6 +36,7 @@ help: ## list the targets
 	@echo
 	@echo "measure parameters: PROFILE=smoke|quick|full ALLOCATORS=a,b WORKLOADS=x,y MODE=time|callgrind"
 	@echo "  EXTRA_ALLOCATORS=name=/path/lib.so TARGET_CI=0.01 BUDGET_MIN=60 BLOCKS=N LOCK_CLOCK=1 SEED=N"
+	@echo "  PROTOCOL=trials|lockstep PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
 
 $(VENV_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,7 +72,8 @@ test-fast: $(VENV_STAMP) ## the tests that need no allocator, valgrind, papermil
 measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.ipynb into data/runs/
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \
 		EXTRA_ALLOCATORS="$(EXTRA_ALLOCATORS)" MODE="$(MODE)" TARGET_CI="$(TARGET_CI)" BUDGET_MIN="$(BUDGET_MIN)" \
-		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)"
+		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)" PROTOCOL="$(PROTOCOL)" PIN="$(PIN)" \
+		FORCE="$(FORCE)"
 
 probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into data/runs/
 	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \

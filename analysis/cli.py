@@ -12,6 +12,7 @@ COMMANDS = {
     "measure": ("analysis.harness.measure", "run a measurement campaign into data/runs/"),
     "validate": ("analysis.publish.validate", "check a dataset against data/datapackage.json"),
     "compare": ("analysis.stats.compare", "ratios with 95% intervals of each allocator against a baseline"),
+    "compare-pairs": ("analysis.stats.paired", "ratios with 95% intervals from lockstep process pairs (pairs.csv)"),
     "probe": ("analysis.harness.probes", "run the heap-misuse probes under allocators"),
     "paper": ("analysis.publish.paper", "generate the paper's figures and numbers from the dataset"),
     "dataset": ("analysis.publish.dataset", "write the versioned dataset archive with its checksum"),

@@ -123,7 +123,6 @@ def test_the_checksum_covers_the_tracked_files_only(data, tmp_path):
 
 
 def test_reasons_name_repository_files_relative_to_it():
-    from analysis.harness import trial
     from analysis.paths import repo_relative
 
     line = 'Out of memory at /home/someone/src/heapcost/workloads/perl_strcat.pl line 21.'

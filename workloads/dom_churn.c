@@ -39,6 +39,7 @@ static void add_kid(struct node *parent, struct node *kid, int pos)
 static struct node *make_tree(uint64_t *rng, int depth)
 {
     struct node *n = wl_malloc(sizeof *n);
+    wl_turn();
     n->tag = rand_string(rng, 1, 10);
     n->nattr = (int)wl_below(rng, 4);
     n->attrs = n->nattr ? wl_malloc(2 * (size_t)n->nattr * sizeof *n->attrs) : NULL;
@@ -56,6 +57,7 @@ static struct node *make_tree(uint64_t *rng, int depth)
 
 static void free_tree(struct node *n)
 {
+    wl_turn();
     for (int i = 0; i < n->nkids; i++)
         free_tree(n->kids[i]);
     for (int i = 0; i < 2 * n->nattr; i++)
@@ -171,6 +173,7 @@ int main(int argc, char **argv)
         struct node *root = make_tree(&rng, depth);
         for (long m = 0; m < mutations; m++) {
             mutate(&rng, root);
+            wl_turn();
             if (m % 1000 == 999) {  /* an occasional "innerHTML" of a subtree */
                 struct buf b = {0};
                 serialize(&b, random_node(&rng, root));

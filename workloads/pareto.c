@@ -42,6 +42,7 @@ int main(int argc, char **argv)
         o->tag = (uint64_t)s;
         ((unsigned char *)o)[o->size - 1] = (unsigned char)s;
         slot[i] = o;
+        wl_turn();
     }
     for (size_t i = 0; i < WINDOW; i++)
         if (slot[i] != NULL) {

@@ -19,6 +19,7 @@ int main(int argc, char **argv)
             p[i] = wl_malloc(size);
             p[i][0] = (unsigned char)(i + (size_t)r);
             p[i][size - 1] = (unsigned char)size;
+            wl_turn();
         }
         size_t k = 0;
         for (size_t n = 0; n < BATCH; n++) {
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
             sum = sum * 31 + p[k][0] + p[k][size - 1];
             free(p[k]);
             k = (k + stride) & (BATCH - 1);
+            wl_turn();
         }
     }
     free(p);

@@ -21,6 +21,7 @@ int main(int argc, char **argv)
             sum += p[j][0] ^ (uint64_t)j;
             free(p[j]);
         }
+        wl_turn();
     }
     wl_print_checksum(wl_fnv_u64(wl_fnv_u64(WL_FNV_INIT, (uint64_t)rounds), sum));
     return 0;

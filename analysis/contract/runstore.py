@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis import __version__
+from analysis.contract.schema import known_header
 from analysis.errors import HeapcostError, warn
 from analysis.paths import REPO, RUNS_DIR
 
@@ -122,7 +123,9 @@ def discard_run(run_dir: Path) -> None:
 class AppendTable:
     """A CSV that is only ever appended to; each row is flushed and fsynced when written.
 
-    A kill can at worst leave a partial last line: opening the table again cuts it off.
+    A kill can at worst leave a partial last line: opening the table again cuts it off. A table written
+    before columns were added at the end keeps its own header (a resumed old run stays readable); the
+    new columns are then not written.
     """
 
     def __init__(self, path: Path, columns: list[str]):
@@ -130,16 +133,17 @@ class AppendTable:
         self.columns = columns
         self._repair()
         new = not self.path.exists() or self.path.stat().st_size == 0
+        if not new:
+            with open(self.path, newline="") as fh:
+                header = next(csv.reader(fh), None)
+            if not known_header(columns, header or []):
+                raise HeapcostError(f"{self.path} has columns {header}, expected {columns}")
+            self.columns = header
         self._fh = open(self.path, "a", newline="")
-        self._writer = csv.DictWriter(self._fh, fieldnames=columns, extrasaction="raise")
+        self._writer = csv.DictWriter(self._fh, fieldnames=self.columns, extrasaction="raise")
         if new:
             self._writer.writeheader()
             self._sync()
-        else:
-            with open(self.path, newline="") as fh:
-                header = next(csv.reader(fh), None)
-            if header != columns:
-                raise HeapcostError(f"{self.path} has columns {header}, expected {columns}")
 
     def _repair(self) -> None:
         if not self.path.exists():

@@ -59,6 +59,16 @@ TRIALS = [
        "allocator's environment to the same size).", "bytes", minimum=0),
     _f("loadavg1", "number", "1-minute load average when the trial started."),
     _f("started_utc", "datetime", "When the trial started (UTC)."),
+    # added with the timing protocol (issue 9); older runs lack them and readers must accept that
+    _f("other_cpu_s", "number", "CPU time the rest of the machine used during the trial: the busy time of "
+       "all CPUs in /proc/stat (user, nice, system, irq, softirq) minus the trial's own user+sys; counted in "
+       "clock ticks, so coarse for short trials. Includes the harness's own few milliseconds.", "s",
+       minimum=0),
+    _f("steal_s", "number", "Steal time of all CPUs during the trial (/proc/stat): time the hypervisor "
+       "ran other guests instead of this machine.", "s", minimum=0),
+    _f("interfered", "integer", "1 when other processes used more than a quarter of the trial's wall time "
+       "(other_cpu_s, and more than 0.02 s): measured during interference; kept, and counted by the analysis.",
+       enum=[0, 1]),
 ]
 
 COUNTS = [
@@ -101,18 +111,75 @@ PROBES = [
     _f("detail", "string", "The allocator's message or what the probe observed."),
 ]
 
-TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES}
+
+def _side(name, type_, description, unit=None, **constraints):
+    """A column of each process of a lockstep pair: `<name>` with a or b in place of `{}`."""
+    return [_f(name.format(s), type_, description.format(s.upper()), unit, **constraints) for s in "ab"]
+
+
+PAIRS = [
+    _f("run_id", "string", "The run this pair belongs to (its directory name).", required=True),
+    _f("seq", "integer", "Position of the pair in the run's randomized order; unique within a run: the pair's id.",
+       required=True, minimum=0),
+    _f("block", "integer", "Randomized block: every (allocator, workload) cell runs one pair per block.", minimum=0),
+    _f("warmup", "integer", "1 for warm-up blocks, excluded from statistics.", enum=[0, 1]),
+    _f("workload", "string", "Workload id (a C workload that takes turns: workloads/wl_common.h wl_turn).",
+       required=True),
+    _f("scale", "number", "Workload scale both processes ran.", minimum=0),
+    _f("allocator_a", "string", "Allocator of process A (the baseline in a campaign).", required=True),
+    _f("allocator_b", "string", "Allocator of process B (compared with A: the ratio is B/A).", required=True),
+    _f("first", "string", "Which process got the token first (alternates between pairs).", enum=["a", "b"]),
+    _f("cpu", "integer", "The CPU both processes were pinned to (the harness ran on the others).", minimum=0),
+    _f("chunk_us", "integer", "Turn length: a process passes the token after about this much of its own work.",
+       "microseconds", minimum=0),
+    _f("status", "string", "ok when both processes are ok, else the first failing process's status "
+       "(statuses as in trials.csv; 'failed' also when a process printed no lockstep report).",
+       required=True, enum=STATUS_TRIAL),
+    _f("reason", "string", "Why the pair does not count: the failing process (a or b) and its reason."),
+    *_side("active_{}_s", "number", "Process {}'s own active time: CLOCK_MONOTONIC from getting the token to "
+           "passing it, summed over its turns (start-up and exit excluded). The measurement of the pair.",
+           "s", minimum=0),
+    *_side("turns_{}", "integer", "How many times process {} passed the token.", minimum=0),
+    *_side("wall_{}_s", "number", "Process {}'s wall time from the pair's start to its reaping (waiting "
+           "turns included).", "s", minimum=0),
+    *_side("user_{}_s", "number", "Process {}'s user CPU time (wait4 rusage).", "s", minimum=0),
+    *_side("sys_{}_s", "number", "Process {}'s system CPU time.", "s", minimum=0),
+    *_side("maxrss_{}_kb", "integer", "Process {}'s peak resident set size (ru_maxrss).", "KiB", minimum=0),
+    *_side("status_{}", "string", "Process {}'s own status (as in trials.csv).", enum=STATUS_TRIAL),
+    *_side("exit_code_{}", "integer", "Process {}'s exit status, when it exited."),
+    *_side("malloc_lib_{}", "string", "The shared object process {} bound malloc to (mallocwho)."),
+    *_side("env_pad_{}", "integer", "Random extra bytes of environment of process {}.", "bytes", minimum=0),
+    _f("loadavg1", "number", "1-minute load average when the pair started."),
+    _f("other_cpu_s", "number", "CPU time the rest of the machine used during the pair (as in trials.csv, "
+       "both processes' own time subtracted).", "s", minimum=0),
+    _f("steal_s", "number", "Steal time during the pair (as in trials.csv).", "s", minimum=0),
+    _f("interfered", "integer", "1 when other processes used more than a quarter of the pair's wall time.",
+       enum=[0, 1]),
+    _f("started_utc", "datetime", "When the pair started (UTC)."),
+]
+
+TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES, "pairs.csv": PAIRS}
 TRIAL_COLUMNS = [f["name"] for f in TRIALS]
+PAIR_COLUMNS = [f["name"] for f in PAIRS]
 COUNT_COLUMNS = [f["name"] for f in COUNTS]
 PROBE_COLUMNS = [f["name"] for f in PROBES]
 
 
 def table_schema(filename: str, header: list[str] | None = None) -> dict | None:
-    """The Table Schema of a known table; a table whose header differs from ours gets none (it fails)."""
+    """The Table Schema of a known table. A table written before columns were added at the end (its
+    header a prefix of ours) gets the schema of its own columns; any other header gets ours (it fails)."""
     fields = TABLE_SCHEMAS.get(filename)
     if fields is None:
         return None
+    names = [f["name"] for f in fields]
+    if header is not None and 0 < len(header) < len(names) and names[:len(header)] == list(header):
+        fields = fields[:len(header)]
     return {"fields": fields, "missingValues": [""]}
+
+
+def known_header(columns: list[str], header: list[str]) -> bool:
+    """True when a table's header is ours or an older version of it (ours with columns missing at the end)."""
+    return 0 < len(header) <= len(columns) and list(columns[:len(header)]) == list(header)
 
 
 # The Table Schema of figures.csv (datapackage.json and the codebook in data/README.md come from it).

@@ -186,6 +186,45 @@ def adaptive_vs_fixed(target: float = 0.01, seeds=range(5), start_blocks: int = 
             "saving": 1 - adaptive / fixed, "per_seed": rows}
 
 
+PROTOCOL_CANDIDATES = {
+    # name: Campaign keyword arguments (scale: the smoke profile's, tens of ms per trial here)
+    "lockstep pairs": {"protocol": "lockstep", "pin": "auto"},
+    "pinned short trials": {"protocol": "trials", "pin": "auto"},
+    "unpinned short trials": {"protocol": "trials", "pin": "none"},
+}
+
+
+def protocol_candidates(allocators=("glibc", "scudo"), workload="small-loop", budget_min: float = 3.0,
+                        seed: int = 1, force=None, only=None) -> list[dict]:
+    """Each candidate protocol given the same machine time on the same pair: its interval half-width and
+    precision per machine-second (1 / (half-width^2 x seconds)), for bench/results.md."""
+    from analysis.harness import measure
+    from analysis.stats import paired
+
+    baseline, other = allocators
+    out = []
+    for name, kwargs in PROTOCOL_CANDIDATES.items():
+        if only and name not in only:
+            continue
+        with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:
+            started = time.perf_counter()
+            run_dir = measure.Campaign(profile="smoke", allocators=",".join(allocators), workloads=workload,
+                                       budget_min=budget_min, blocks=10_000, seed=seed, runs_dir=Path(tmp),
+                                       progress=False, force=force, **kwargs).run()
+            elapsed = time.perf_counter() - started
+            if (run_dir / "pairs.csv").is_file():
+                res = paired.compare_pairs(pd.read_csv(run_dir / "pairs.csv")).iloc[0]
+                n = f"{int(res['n_pairs'])} pairs"
+            else:
+                res = compare.compare(pd.read_csv(run_dir / "trials.csv"), baseline).results.iloc[0]
+                n = f"{int(res['n'])}+{int(res['n_baseline'])} trials"
+        hw = float(np.log(res["ci_high"] / res["ci_low"]) / 2)
+        out.append({"candidate": name, "allocators": [baseline, other], "workload": workload, "elapsed_s": elapsed,
+                    "ratio": float(res["ratio"]), "ci": [float(res["ci_low"]), float(res["ci_high"])],
+                    "halfwidth": hw, "n": n, "precision_per_s": 1 / (hw ** 2 * elapsed) if hw > 0 else float("inf")})
+    return out
+
+
 def _runs(runs: dict) -> str:
     return "+".join(str(v) for v in runs.values())
 
@@ -225,6 +264,15 @@ def format_results(r: dict) -> str:
         lines.append(f"| trials to ±{a['target']:.0%} for every pair (simulated) | adaptive: "
                      f"{a['adaptive_trials_mean']:.0f} | fixed design: {a['fixed_trials_mean']:.0f} | "
                      f"adaptive saves {a['saving']:.0%} |")
+    cands = r.get("protocols")
+    if cands:
+        lines += ["", "| protocol candidate | ratio [95% interval] | half-width | units | machine time | "
+                  "precision per machine-second |", "|---|---|---|---|---|---|"]
+        best = max(c["precision_per_s"] for c in cands)
+        for c in cands:
+            lines.append(f"| {c['candidate']} ({c['allocators'][1]}/{c['allocators'][0]}, {c['workload']}) | "
+                         f"{c['ratio']:.4f} [{c['ci'][0]:.4f}, {c['ci'][1]:.4f}] | ±{c['halfwidth']:.2%} | "
+                         f"{c['n']} | {c['elapsed_s']:.0f} s | {c['precision_per_s'] / best:.2f}x the best |")
     return "\n".join(lines)
 
 
@@ -232,19 +280,24 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allocators", default="glibc,scudo", help="baseline,other (default glibc,scudo)")
     parser.add_argument("--workload", default="small-loop")
     parser.add_argument("--true-runs", type=int, default=200, help="runs of /bin/true per method")
-    parser.add_argument("--only", choices=["precision", "overhead", "adaptive"], action="append",
+    parser.add_argument("--only", choices=["precision", "overhead", "adaptive", "protocols"], action="append",
                         help="run only these benchmarks (repeatable)")
     parser.add_argument("--out", default=str(BENCH_DIR), help="directory for results.json/.md")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3,
                         help="repeat the equal-budget comparison; the median round is tabulated")
+    parser.add_argument("--protocol-budget-min", type=float, default=3.0,
+                        help="machine time given to each protocol candidate (default 3 minutes)")
+    parser.add_argument("--candidates", default="", help="comma-separated protocol candidates (default: all of "
+                        + ", ".join(PROTOCOL_CANDIDATES) + ")")
+    parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
 def run(args) -> int:
     pair = [a.strip() for a in args.allocators.split(",") if a.strip()]
     if len(pair) != 2:
         raise HeapcostError(f"--allocators {args.allocators!r}: give two ids, baseline first")
-    wanted = set(args.only or ["precision", "overhead", "adaptive"])
+    wanted = set(args.only or ["precision", "overhead", "adaptive", "protocols"])
     # a busy machine makes every number here worse: record how busy it was
     results = {"loadavg_before": os.getloadavg()[0], "cpus": os.cpu_count()}
     if "overhead" in wanted:
@@ -259,6 +312,10 @@ def run(args) -> int:
         key = [r["heapcost"]["halfwidth"] / r["hyperfine"]["welch_halfwidth"] for r in rounds]
         results["precision"] = rounds[int(np.argsort(key)[len(key) // 2])]
         results["precision"]["halfwidth_ratio_all_rounds"] = key
+    if "protocols" in wanted:
+        only = [c.strip() for c in args.candidates.split(",") if c.strip()] or None
+        results["protocols"] = protocol_candidates(tuple(pair), args.workload, args.protocol_budget_min,
+                                                   args.seed, "1" if args.force else None, only)
     results["loadavg_after"] = os.getloadavg()[0]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,8 @@
 """Python side of the trial launcher (analysis/native/launcher.c) and the resolution check (mallocwho.c)."""
 import json
+import os
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -82,16 +84,17 @@ _DEFAULTS.update({f: 0 for f in ("wall_s", "user_s", "sys_s", "maxrss_kb", "minf
 
 
 def run(argv, *, env, stdout=None, stderr=None, stdin=None, timeout=None, probe_iters=0, cwd=None,
-        cpu_limit=None, as_limit=None, fsize_limit=None, wrapper=()) -> LaunchResult:
+        cpu_limit=None, as_limit=None, fsize_limit=None, wrapper=(), cpu=None) -> LaunchResult:
     """Run argv (no shell) as a child of the launcher, with exactly `env` as its environment (the
     launcher itself runs with PATH only, so nothing is preloaded into it).
 
     `wrapper` is prepended inside the child (e.g. valgrind), so its cost is part of the trial.
+    `cpu` pins the child to that CPU (sched_setaffinity before exec; see pin_harness for the rest).
     """
     cmd = [str(launcher_path())]
     for flag, value in (("--stdout", stdout), ("--stderr", stderr), ("--stdin", stdin), ("--cwd", cwd),
                         ("--timeout", timeout), ("--cpu-limit", cpu_limit), ("--as-limit", as_limit),
-                        ("--fsize-limit", fsize_limit)):
+                        ("--fsize-limit", fsize_limit), ("--cpu", cpu)):
         if value is not None:
             cmd += [flag, str(value)]
     if probe_iters:
@@ -107,3 +110,40 @@ def run(argv, *, env, stdout=None, stderr=None, stdin=None, timeout=None, probe_
         return LaunchResult(**{**_DEFAULTS, **json.loads(line)})
     except (ValueError, TypeError) as exc:
         raise HeapcostError(f"launcher printed no result: {exc}") from None
+
+
+@contextmanager
+def pinned(trial_cpu: int | None):
+    """While inside: this process (and the launcher server) runs on every allowed CPU but `trial_cpu`,
+    where trials are pinned (`cpu=`). Yields what was done, for run.json's `pinning`; restores the
+    affinity on leaving. None, or a one-CPU machine: nothing is pinned."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if trial_cpu is None:
+        yield {"trial_cpu": None, "harness_cpus": allowed, "note": "not pinned"}
+        return
+    if trial_cpu not in allowed:
+        raise HeapcostError(f"CPU {trial_cpu} is not available to this process (allowed: {allowed})")
+    others = [c for c in allowed if c != trial_cpu]
+    if not others:
+        yield {"trial_cpu": trial_cpu, "harness_cpus": allowed, "note": "one CPU only: the harness shares it"}
+        return
+    _set_affinity(others)
+    try:
+        yield {"trial_cpu": trial_cpu, "harness_cpus": others, "note": "trials pinned; the harness on the others"}
+    finally:
+        _set_affinity(allowed)
+
+
+def _set_affinity(cpus) -> None:
+    os.sched_setaffinity(0, cpus)
+    if _server.proc is not None and _server.proc.poll() is None:
+        try:
+            os.sched_setaffinity(_server.proc.pid, cpus)
+        except OSError:
+            pass
+
+
+def default_trial_cpu() -> int | None:
+    """The CPU trials are pinned to by default: the last one this process may use (None: just one)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    return allowed[-1] if len(allowed) > 1 else None

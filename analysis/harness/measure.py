@@ -14,7 +14,7 @@ from pathlib import Path
 from analysis.contract import runstore
 from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
 from analysis.harness import catalog as catalog_mod
-from analysis.harness import launcher, machine
+from analysis.harness import launcher, machine, quiet
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
 from analysis.errors import HeapcostError
@@ -41,6 +41,23 @@ PROFILES = {
     "full": Profile("full", 1.0, 12, 1, 900, 0.05, "the published run: 12 measured blocks after a warm-up"),
 }
 MODES = ("time", "callgrind")
+PROTOCOLS = ("trials", "lockstep")  # lockstep: process pairs for the C workloads that take turns
+
+
+def parse_pin(value) -> int | None:
+    """PIN: auto (the last CPU when there are several), none, or a CPU number."""
+    text = str(value if value not in (None, "") else "auto").strip().lower()
+    if text == "auto":
+        return launcher.default_trial_cpu()
+    if text in ("none", "no", "0-"):
+        return None
+    try:
+        cpu = int(text)
+    except ValueError:
+        cpu = -1
+    if cpu < 0:
+        raise HeapcostError(f"PIN must be auto, none or a CPU number, not {value!r}")
+    return cpu
 
 
 def _split(names) -> list[str]:
@@ -105,13 +122,19 @@ def plan(pairs, blocks: int, warmups: int, seed: int, first_block: int = 0):
 class Campaign:
     def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
-                 runs_dir=RUNS_DIR, progress=True):
+                 runs_dir=RUNS_DIR, progress=True, protocol="trials", pin="auto", force=None):
         from analysis.harness.workloads import WORKLOADS
 
         self.profile = get_profile(profile)
         if mode not in MODES:
             raise HeapcostError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
         self.mode = mode
+        self.protocol = protocol or "trials"
+        if self.protocol not in PROTOCOLS:
+            raise HeapcostError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
+        self.pin = str(pin if pin not in (None, "") else "auto")
+        self.cpu = parse_pin(self.pin)
+        self.force = force
         self.target_ci = parse_positive(target_ci, "TARGET_CI")
         self.budget_min = parse_positive(budget_min, "BUDGET_MIN")
         self.blocks = parse_positive(blocks, "BLOCKS", int) or self.profile.blocks
@@ -138,13 +161,17 @@ class Campaign:
                            if f != base.scale and catalog_mod.supports(base, w)}
             self.pairs += sorted(extra_cells - set(self.pairs))
         self.extra = extra_allocators or ""
+        self.lockstep_cells, self.trial_cells = [], list(self.pairs)
+        if self.protocol == "lockstep" and mode == "time":
+            from analysis.harness.lockstep import split_cells
+            self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE)
 
     def params(self) -> dict:
         """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
         p = {"profile": self.profile.name, "mode": self.mode, "allocators": [a.id for a in self.allocs],
              "workloads": self.workload_ids, "extra_allocators": self.extra, "blocks": self.blocks,
              "target_ci": self.target_ci, "budget_min": self.budget_min,
-             "sources_sha256": sources_sha256()}
+             "protocol": self.protocol, "pin": self.pin, "sources_sha256": sources_sha256()}
         if self.seed is not None:
             p["seed"] = self.seed
         return p
@@ -172,7 +199,15 @@ class Campaign:
             "workloads": {w.id: {"kind": w.kind, "description": w.description, "seed": w.seed,
                                  "scale_note": w.base_scale_note} for w in self.workloads.values()},
         }
-        run_dir, info = runstore.start_run(self.mode, self.profile.name, self.params(), extra, self.runs_dir)
+        with quiet.CampaignLock(self.runs_dir, self.force) as lock:  # refuses on a busy machine
+            run_dir, info = runstore.start_run(self.mode, self.profile.name, self.params(), extra, self.runs_dir)
+            info.setdefault("quiet", []).append({"utc": runstore.utc_now(), **lock.record})
+            with launcher.pinned(self.cpu) as pinning:
+                info.setdefault("pinning", []).append({"utc": runstore.utc_now(), **pinning})
+                runstore.write_json_atomic(run_dir / "run.json", info)
+                return self._run_in(run_dir, info, packages)
+
+    def _run_in(self, run_dir: Path, info: dict, packages) -> Path:
         try:
             if not (run_dir / "machine.json").exists():
                 runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(packages))
@@ -184,9 +219,9 @@ class Campaign:
                     from analysis.harness.callgrind import run_counts
                     notes = run_counts(self, run_dir, info)
                 else:
-                    notes = self._run_trials(run_dir, info)
+                    notes = self._run_time(run_dir, info)
         except BaseException as exc:
-            if not (run_dir / "trials.csv").exists() and not (run_dir / "counts.csv").exists():
+            if not any((run_dir / t).exists() for t in ("trials.csv", "counts.csv", "pairs.csv")):
                 runstore.discard_run(run_dir)
             elif isinstance(exc, KeyboardInterrupt):
                 runstore.finish_run(run_dir, "interrupted")
@@ -231,11 +266,23 @@ class Campaign:
             self._env_target = max(sizes) + 64
         return self._env_target
 
+    def _run_time(self, run_dir: Path, info: dict) -> dict:
+        """Timed mode: lockstep pairs for the cells that take turns, trials for the rest (all of them
+        under the trials protocol), the budget shared."""
+        notes = {}
+        if self.lockstep_cells:
+            from analysis.harness.lockstep import run_pairs
+
+            notes = run_pairs(self, run_dir, info, baseline=BASELINE, plan=plan, pad_spread=PAD_SPREAD)
+        if self.trial_cells and "stopped" not in notes:
+            notes = {**notes, **self._run_trials(run_dir, info)}
+        return notes
+
     def _run_trials(self, run_dir: Path, info: dict) -> dict:
         trials = runstore.AppendTable(run_dir / "trials.csv", TRIAL_COLUMNS)
         done = trials.rows()
         done_seqs = {int(r["seq"]) for r in done}
-        base = plan(self.pairs, self.blocks + self.profile.warmups, self.profile.warmups, info["seed"])
+        base = plan(self.trial_cells, self.blocks + self.profile.warmups, self.profile.warmups, info["seed"])
         rng = random.Random(info["seed"] ^ 0x5EED)
         started = time.monotonic() - float(info.get("elapsed_s", 0))
         bar = progress_bar(len(base), len(done_seqs & set(range(len(base)))), self.progress)
@@ -262,7 +309,7 @@ class Campaign:
                         # It cannot finish within the timeout: each further try would cost the timeout.
                         row = skipped_row(t, f"timed out in the warm-up block (seq {hopeless})")
                     else:
-                        row = run_one(t, expected.get(key), info["probe_iters"], pad)
+                        row = run_one(t, expected.get(key), info["probe_iters"], pad, cpu=self.cpu)
                     row.update(run_id=run_dir.name, seq=seq, block=block, warmup=int(warm))
                     trials.append(row)
                     done.append({k: str(v) for k, v in row.items()})
@@ -272,7 +319,7 @@ class Campaign:
                     break
                 # Decide from the rows before this point only, so a resumed run makes the same decisions.
                 before = [r for r in done if int(r["seq"]) < seq]
-                live = [(a, w, f) for a, w, f in self.pairs
+                live = [(a, w, f) for a, w, f in self.trial_cells
                         if _timed_out_in_warmup(before, a, w, self.scale_of(f)) is None]
                 wide = pairs_wider_than(before, self.target_ci, live, self.scale_of)
                 if not wide:
@@ -355,6 +402,12 @@ def add_arguments(parser):
     parser.add_argument("--blocks", default=None, help="measured blocks (default: the profile's)")
     parser.add_argument("--lock-clock", default="0", help="1: lock the CPU clock where the machine allows")
     parser.add_argument("--seed", default=None, help="seed of the randomized order (default: random, recorded)")
+    parser.add_argument("--protocol", default="trials", help="trials (default) or lockstep: process pairs on "
+                        "one CPU for the C workloads that take turns, pinned trials for the others")
+    parser.add_argument("--pin", default="auto", help="CPU the trials run on: auto (the last CPU, the "
+                        "harness on the others), none, or a number")
+    parser.add_argument("--force", action="store_true", help="measure even on a busy machine or beside "
+                        "another campaign (recorded in run.json)")
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -362,6 +415,7 @@ def run(args) -> int:
     run_dir = run_campaign(profile=args.profile, allocators=args.allocators, workloads=args.workloads,
                            extra_allocators=args.extra_allocators, mode=args.mode, target_ci=args.target_ci,
                            budget_min=args.budget_min, blocks=args.blocks, lock_clock=args.lock_clock,
-                           seed=args.seed, progress=not args.no_progress)
+                           seed=args.seed, progress=not args.no_progress, protocol=args.protocol,
+                           pin=args.pin, force="1" if args.force else None)
     print(run_dir)
     return 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from analysis.contract import runstore
 from analysis.errors import HeapcostError
-from analysis.harness import launcher, machine
+from analysis.harness import launcher, machine, quiet
 from analysis.paths import repo_relative
 
 CHECKSUM_PREFIX = "checksum="
@@ -189,16 +189,20 @@ def skipped_row(trial: "SpeedTrial", why: str) -> dict:
             "status": "skipped", "reason": why, "env_pad": 0, "started_utc": runstore.utc_now()}
 
 
-def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int, wrapper=()) -> dict:
+def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int, wrapper=(), cpu=None) -> dict:
+    """One trial (pinned to `cpu` when given), with what the rest of the machine did meanwhile."""
     workdir = Path(tempfile.mkdtemp(prefix="heapcost-trial-", dir=tempfile.gettempdir()))
     try:
         env = trial.env(workdir, pad)
         started = runstore.utc_now()
         load = machine.loadavg1()
+        before = quiet.read_cpu()
         result = launcher.run(trial.argv, env=env, stdout=workdir / "stdout", stderr=workdir / "stderr",
-                              cwd=workdir, timeout=trial.timeout_s, probe_iters=probe_iters, wrapper=wrapper)
+                              cwd=workdir, timeout=trial.timeout_s, probe_iters=probe_iters, wrapper=wrapper,
+                              cpu=cpu)
+        after = quiet.read_cpu()
         status, reason, malloc_lib = trial.judge(result, workdir, expected)
-        return {
+        return {**quiet.interference(before, after, result.user_s + result.sys_s, result.wall_s),
             "workload": trial.workload.id, "allocator": trial.alloc.id, "scale": f"{trial.scale:.6g}",
             "status": status, "reason": reason, "exit_code": result.exit_code, "signal": result.signal,
             "wall_s": f"{result.wall_s:.6f}", "user_s": f"{result.user_s:.6f}", "sys_s": f"{result.sys_s:.6f}",

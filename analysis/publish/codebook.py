@@ -20,6 +20,11 @@ HOW_MEASURED = {
     "probes.csv": "Heap-misuse probes (`python -m analysis probe`). One row per allocator and probe: each probe "
                   "is a small C or C++ program that commits one misuse, run in fresh sandboxed processes, its "
                   "outcome classified from exit status, signal, stderr and what the program observed.",
+    "pairs.csv": "Lockstep pairs (`python -m analysis measure --protocol lockstep`, kind `time`). One row per "
+                 "process pair: the baseline's process (A) and another allocator's (B) on the same C workload, "
+                 "alive at once, pinned to one CPU and taking turns of about a millisecond of their own work "
+                 "under a token, so both run in the same speed regime of that CPU; each reports its own active "
+                 "time. Statistics use the ratio active_b_s / active_a_s of each pair (analysis/stats/paired.py).",
 }
 
 RUN_FILES = {

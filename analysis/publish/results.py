@@ -68,6 +68,23 @@ def usable(trials: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFram
             pd.DataFrame(left_out, columns=LEFT_OUT_COLUMNS))
 
 
+def interference_counts(*tables: pd.DataFrame) -> dict:
+    """How many measured trials (or lockstep pairs) ran during interference (the `interfered` column of
+    analysis/harness/quiet.py): kept in every statistic, but said. Tables from before the column existed
+    count as not recorded."""
+    out = {"recorded": 0, "interfered": 0, "not_recorded": 0}
+    for table in tables:
+        measured = measured_trials(table)
+        if "interfered" not in measured.columns:
+            out["not_recorded"] += int(len(measured))
+            continue
+        flag = pd.to_numeric(measured["interfered"], errors="coerce")
+        out["recorded"] += int(flag.notna().sum())
+        out["interfered"] += int((flag == 1).sum())
+        out["not_recorded"] += int(flag.isna().sum())
+    return out
+
+
 def against(trials: pd.DataFrame, baseline: str, metric: str, margin: float = MARGIN) -> cmp.Comparison:
     """compare() over the workloads the baseline has usable runs of."""
     data, _ = usable(trials, metric)

@@ -9,6 +9,7 @@ from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
 from analysis.publish import debates, figures
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
+                                      interference_counts,
                                       fmt_ratio, fmt_score, main_scale)
 from analysis.stats import compare as cmp
 from analysis.stats import estimators as stats
@@ -89,6 +90,10 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
             "status": info.get("status", ""),
         }
     numbers["clock"] = clock_facts(res.time_run, trials, res.speed)
+    if trials is not None:
+        pairs_csv = res.time_run.path / "pairs.csv"
+        tables = [trials] + ([read_table(pairs_csv)] if pairs_csv.is_file() else [])
+        numbers["interference"] = interference_counts(*tables)
 
     numbers.update(_speed_and_memory(res, p, baseline))
     res.left_out.to_csv(p("left_out.csv"), index=False)

@@ -125,6 +125,9 @@ def simulate_trials(scenario: Scenario, seed: int) -> pd.DataFrame:
         "env_pad": 0,
         "loadavg1": 0.0,
         "started_utc": "",
+        "other_cpu_s": 0.0,
+        "steal_s": 0.0,
+        "interfered": 0,
     })
     return df[TRIAL_COLUMNS]
 
@@ -203,3 +206,79 @@ def coverage_summary(replications: int, seed: int, scenarios: dict | None = None
                          "mean_halfwidth": study[hw].mean(),
                          "halfwidth_vs_welch": (study[hw] / study["welch_halfwidth"]).mean()})
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ the speed regimes of this machine's vCPUs
+@dataclass(frozen=True)
+class RegimeNoise:
+    """What was measured on the 2-vCPU machine (docs/design.md, "The timing protocol"): each CPU switches
+    between two speed states `factor` apart, staying in each for an exponential time of mean `dwell_s`,
+    independently of the other CPU. A lockstep pair shares its CPU's state (turns of `chunk_s`); what a
+    switch inside one turn leaves is simulated. Each pair of processes has its own layout effect
+    (log-normal, `layout_sd`), and each process a little noise of its own (`jitter_sd`); rarely another
+    process preempts one of the two (`interference_prob`, +2..15% to that process)."""
+    factor: float = 1.7
+    dwell_s: float = 0.5
+    chunk_s: float = 0.001
+    layout_sd: float = 0.012
+    jitter_sd: float = 0.002
+    interference_prob: float = 0.02
+
+
+def regime_slow_fraction(starts, ends, dwell_s: float, rng) -> np.ndarray:
+    """Fraction of each interval [start, end) one CPU spends in its slow state (two states, exponential
+    dwell times, random initial state): one timeline for all intervals, integrated exactly."""
+    horizon = float(np.max(ends)) + dwell_s
+    n = int(horizon / dwell_s * 2) + 16
+    edges = np.concatenate([[0.0], np.cumsum(rng.exponential(dwell_s, n))])
+    while edges[-1] < horizon:
+        edges = np.concatenate([edges, edges[-1] + np.cumsum(rng.exponential(dwell_s, n))])
+    slow = (np.arange(edges.size - 1) + rng.integers(2)) % 2 == 1
+    cum = np.concatenate([[0.0], np.cumsum(np.where(slow, np.diff(edges), 0.0))])  # slow time up to each edge
+    starts, ends = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
+    s0, s1 = np.interp(starts, edges, cum), np.interp(ends, edges, cum)
+    return (s1 - s0) / np.maximum(ends - starts, 1e-12)
+
+
+def simulate_pairs(ratio: float, n_pairs: int, seed: int, *, active_s: float = 0.05,
+                   noise: RegimeNoise = RegimeNoise(), workload: str = "w1", baseline: str = "base",
+                   other: str = "hardened") -> pd.DataFrame:
+    """A pairs table (the columns compare_pairs reads) of lockstep pairs on one CPU, one after another:
+    A (baseline) does `active_s` of work at full speed, B `ratio` times that."""
+    rng = np.random.default_rng(seed)
+    work_a = np.full(n_pairs, active_s)
+    work_b = work_a * ratio
+    # the pair takes both processes' time (they share one CPU), plus a start-up gap
+    wall = (work_a + work_b) * (1 + (noise.factor - 1) * 0.5) + 0.004
+    starts = np.concatenate([[0.0], np.cumsum(wall)[:-1]])
+    frac = regime_slow_fraction(starts, starts + wall, noise.dwell_s, rng)
+    speed = 1 + (noise.factor - 1) * frac  # both see the same slow fraction, turn by turn
+    # a state switch inside one turn: that turn alone runs at the other speed for up to one chunk
+    switches = rng.poisson(wall / noise.dwell_s)
+    leak = switches * rng.uniform(-1, 1, n_pairs) * (noise.factor - 1) * noise.chunk_s / 2
+    layout = rng.standard_normal(n_pairs) * noise.layout_sd
+    hit = rng.random((2, n_pairs)) < noise.interference_prob
+    extra = np.where(hit, np.log(rng.uniform(1.02, 1.15, (2, n_pairs))), 0.0)
+    log_a = np.log(work_a * speed) + rng.standard_normal(n_pairs) * noise.jitter_sd + extra[0]
+    log_b = (np.log(work_b * speed) + layout + leak / (work_b * speed)
+             + rng.standard_normal(n_pairs) * noise.jitter_sd + extra[1])
+    return pd.DataFrame({"run_id": f"sim-pairs-{seed}", "seq": np.arange(n_pairs), "block": np.arange(n_pairs),
+                         "warmup": 0, "workload": workload, "scale": 1.0, "allocator_a": baseline,
+                         "allocator_b": other, "first": np.where(np.arange(n_pairs) % 2, "b", "a"),
+                         "status": "ok", "active_a_s": np.exp(log_a), "active_b_s": np.exp(log_b),
+                         "interfered": hit.any(axis=0).astype(int)})
+
+
+def paired_coverage(ratio: float, n_pairs: int, replications: int, seed: int,
+                    noise: RegimeNoise = RegimeNoise()) -> pd.DataFrame:
+    """One row per simulated lockstep campaign: the truth, the paired interval, whether it covers."""
+    from analysis.stats import paired
+
+    rows = []
+    for r in range(replications):
+        res = paired.compare_pairs(simulate_pairs(ratio, n_pairs, seed + r, noise=noise)).iloc[0]
+        rows.append({"replication": r, "truth": ratio, "ratio": res["ratio"], "ci_low": res["ci_low"],
+                     "ci_high": res["ci_high"], "halfwidth": res["halfwidth"]})
+    out = pd.DataFrame(rows)
+    out["covered"] = (out["ci_low"] <= ratio) & (ratio <= out["ci_high"])
+    return out

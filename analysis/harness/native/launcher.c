@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,7 +69,7 @@ static void usage(void)
         longjmp(bad_request, 1);
     fprintf(stderr,
             "usage: heapcost-run [--stdout F] [--stderr F] [--stdin F] [--timeout S] [--probe-iters N]\n"
-            "                    [--cpu-limit S] [--as-limit B] [--fsize-limit B] [--cwd D]\n"
+            "                    [--cpu-limit S] [--as-limit B] [--fsize-limit B] [--cwd D] [--cpu N]\n"
             "                    [--clear-env] [--env K=V ...] -- PROG ARGS...\n"
             "       heapcost-run --calibrate SECONDS\n");
     exit(64);
@@ -125,6 +126,7 @@ static int run_request(int argc, char **argv)
     double timeout = 0, calibrate = 0;
     uint64_t probe_iters = 0;
     long long cpu_limit = 0, as_limit = 0, fsize_limit = 0;
+    int cpu = -1; /* --cpu N: the child runs pinned to CPU N (sched_setaffinity before exec) */
     /* The child's environment comes as --env flags, so the launcher itself runs without the
      * allocator preloaded and its own footprint stays the same for every allocator. */
     char **child_env = calloc((size_t)argc + 1, sizeof *child_env);
@@ -152,6 +154,7 @@ static int run_request(int argc, char **argv)
         else if (!strcmp(a, "--cpu-limit")) cpu_limit = atoll(v);
         else if (!strcmp(a, "--as-limit")) as_limit = atoll(v);
         else if (!strcmp(a, "--fsize-limit")) fsize_limit = atoll(v);
+        else if (!strcmp(a, "--cpu")) cpu = atoi(v);
         else usage();
     }
     if (calibrate > 0) {
@@ -183,6 +186,16 @@ static int run_request(int argc, char **argv)
         free(child_env);
         return fatal("pipe2");
     }
+    /* --cpu: the launcher too runs on the trial's CPU for the request, so the clock probe times the
+     * CPU the trial runs on (the launcher only sleeps in wait4 meanwhile); restored at the end. */
+    cpu_set_t saved_cpus;
+    int restore_cpus = cpu >= 0 && sched_getaffinity(0, sizeof saved_cpus, &saved_cpus) == 0;
+    if (restore_cpus) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        sched_setaffinity(0, sizeof set, &set);
+    }
     double probe_before = probe_iters ? time_spin(probe_iters) : -1;
 
     struct sigaction sa;
@@ -196,13 +209,21 @@ static int run_request(int argc, char **argv)
         close(errpipe[0]);
         close(errpipe[1]);
         free(child_env);
+        if (restore_cpus)
+            sched_setaffinity(0, sizeof saved_cpus, &saved_cpus);
         return fatal("fork");
     }
     if (pid == 0) {
         setpgid(0, 0);
         close(errpipe[0]);
         int e = 0;
-        if (cwd && chdir(cwd) != 0) e = errno;
+        if (cpu >= 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            if (sched_setaffinity(0, sizeof set, &set) != 0) e = errno;
+        }
+        if (!e && cwd && chdir(cwd) != 0) e = errno;
         if (!e && redirect(in, 0, O_RDONLY) != 0) e = errno;
         if (!e && redirect(out, 1, O_WRONLY | O_CREAT | O_TRUNC) != 0) e = errno;
         if (!e && redirect(err, 2, O_WRONLY | O_CREAT | O_TRUNC) != 0) e = errno;
@@ -244,6 +265,8 @@ static int run_request(int argc, char **argv)
     int exec_errno = 0;
     ssize_t got = read(errpipe[0], &exec_errno, sizeof exec_errno);
     double probe_after = probe_iters ? time_spin(probe_iters) : -1;
+    if (restore_cpus)
+        sched_setaffinity(0, sizeof saved_cpus, &saved_cpus);
 
     const char *st;
     if (got == (ssize_t)sizeof exec_errno)

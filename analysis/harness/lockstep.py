@@ -1,0 +1,227 @@
+"""Lockstep pairs: two allocators' processes of one C workload, alive at once on one CPU, taking turns.
+
+The unit of measurement on a machine whose CPUs switch speed regimes (docs/design.md, "The timing
+protocol"): process A (allocator X) and process B (allocator Y) are started by the driver
+`heapcost-lockstep` (native/lockstep.c), both pinned to the same CPU, and pass a token to each other
+through two pipes every ~chunk_us of their own work (workloads/wl_common.h, wl_turn). Each reports its
+own active time, so both times are taken in the same regime and their ratio is free of it. The driver
+only starts, pins and reaps them; the harness (this process) runs on the other CPU.
+
+The environment, the resolution check and the verdict are trial.py's (SpeedTrial.env, .judge), applied
+to each process of the pair.
+"""
+import json
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from analysis.contract import runstore
+from analysis.errors import HeapcostError
+from analysis.harness import machine, quiet
+from analysis.harness.build import build_c
+from analysis.harness.launcher import _DEFAULTS, LaunchResult
+from analysis.harness.trial import SpeedTrial, first_line
+from analysis.paths import NATIVE_DIR, WORKLOADS_DIR
+
+CHUNK_US = 1000  # default turn length: about 1 ms of a process's own work
+
+
+@lru_cache(maxsize=None)
+def driver_path() -> Path:
+    return build_c("heapcost-lockstep", [NATIVE_DIR / "lockstep.c"])
+
+
+def supports_lockstep(workload) -> bool:
+    """A single-threaded C workload whose source takes turns (calls wl_turn); others fall back to
+    ordinary (pinned) trials."""
+    source = getattr(workload, "source", "")
+    if workload.kind != "c" or not source or getattr(workload, "threads", False):
+        return False
+    try:
+        return "wl_turn()" in (WORKLOADS_DIR / source).read_text()
+    except OSError:
+        return False
+
+
+def driver_command(trial_a: SpeedTrial, trial_b: SpeedTrial, dirs, pads, *, cpu, first, chunk_us,
+                   timeout) -> list[str]:
+    cmd = [str(driver_path()), "--first", first, "--chunk-us", str(int(chunk_us))]
+    if cpu is not None:
+        cmd += ["--cpu", str(int(cpu))]
+    if timeout:
+        cmd += ["--timeout", f"{timeout:g}"]
+    for side, trial, workdir, pad in (("a", trial_a, dirs[0], pads[0]), ("b", trial_b, dirs[1], pads[1])):
+        cmd += [f"--{side}-stdout", str(workdir / "stdout"), f"--{side}-stderr", str(workdir / "stderr"),
+                f"--{side}-cwd", str(workdir)]
+        for key, value in trial.env(workdir, pad).items():
+            if "\0" in f"{key}{value}":
+                raise HeapcostError(f"environment variable {key!r} contains a NUL byte")
+            cmd += [f"--{side}-env", f"{key}={value}"]
+    return [*cmd, "--", *map(str, trial_a.argv), "--", *map(str, trial_b.argv)]
+
+
+def _launch_result(d: dict) -> LaunchResult:
+    fields = {k: d.get(k, v) for k, v in _DEFAULTS.items()}
+    return LaunchResult(status=d.get("status", "spawn-failed"), **fields)
+
+
+def run_pair(trial_a: SpeedTrial, trial_b: SpeedTrial, *, expected_a: str | None, expected_b: str | None,
+             cpu: int | None, first: str = "a", chunk_us: int = CHUNK_US, pads=(0, 0),
+             timeout: float | None = None) -> dict:
+    """Run one lockstep pair; returns its row of pairs.csv (without run_id, seq, block, warmup)."""
+    if first not in ("a", "b"):
+        raise HeapcostError(f"first must be 'a' or 'b', not {first!r}")
+    if trial_a.workload.id != trial_b.workload.id or trial_a.scale != trial_b.scale:
+        raise HeapcostError("a lockstep pair runs one workload at one scale")
+    dirs = [Path(tempfile.mkdtemp(prefix=f"heapcost-pair-{s}-", dir=tempfile.gettempdir())) for s in "ab"]
+    try:
+        cmd = driver_command(trial_a, trial_b, dirs, pads, cpu=cpu, first=first, chunk_us=chunk_us,
+                             timeout=timeout)
+        started, load = runstore.utc_now(), machine.loadavg1()
+        before = quiet.read_cpu()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                              timeout=None if not timeout else timeout + 60)
+        after = quiet.read_cpu()
+        try:
+            data = json.loads(proc.stdout)
+        except ValueError:
+            raise HeapcostError(f"the lockstep driver printed no result: {proc.stderr.strip()[:200]}") from None
+        row = {"workload": trial_a.workload.id, "scale": f"{trial_a.scale:.6g}",
+               "allocator_a": trial_a.alloc.id, "allocator_b": trial_b.alloc.id, "first": first,
+               "cpu": "" if cpu is None else cpu, "chunk_us": int(chunk_us), "env_pad_a": pads[0],
+               "env_pad_b": pads[1], "loadavg1": load, "started_utc": started}
+        verdicts = []
+        own = 0.0
+        for side, trial, workdir, expected in (("a", trial_a, dirs[0], expected_a),
+                                               ("b", trial_b, dirs[1], expected_b)):
+            d = data.get(side, {})
+            result = _launch_result(d)
+            status, reason, malloc_lib = trial.judge(result, workdir, expected)
+            if status == "ok" and d.get("active_s") is None:
+                status, reason = "failed", "no lockstep report on stderr: " + (
+                    first_line(workdir / "stderr") or "the workload does not take turns")
+            verdicts.append((side, status, reason))
+            own += result.user_s + result.sys_s
+            row.update({f"status_{side}": status, f"exit_code_{side}": result.exit_code,
+                        f"active_{side}_s": _fmt(d.get("active_s")), f"turns_{side}": d.get("turns"),
+                        f"wall_{side}_s": f"{result.wall_s:.6f}", f"user_{side}_s": f"{result.user_s:.6f}",
+                        f"sys_{side}_s": f"{result.sys_s:.6f}", f"maxrss_{side}_kb": result.maxrss_kb,
+                        f"malloc_lib_{side}": malloc_lib})
+        bad = [(s, st, why) for s, st, why in verdicts if st != "ok"]
+        row["status"] = bad[0][1] if bad else "ok"
+        row["reason"] = "; ".join(f"{s}: {why or st}" for s, st, why in bad)
+        row.update(quiet.interference(before, after, own, float(data.get("wall_s", 0.0))))
+        return row
+    finally:
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _fmt(x):
+    return "" if x is None else f"{float(x):.9f}"
+
+
+# ------------------------------------------------------------------------ a campaign of lockstep pairs
+def split_cells(camp, baseline: str) -> tuple[list, list]:
+    """(lockstep cells, trial cells) of a campaign: every (allocator != baseline, workload that takes
+    turns) cell runs as pairs with the baseline; the workloads that cannot (perl, python, sqlite,
+    compile, server) keep ordinary pinned trials, baseline included."""
+    if baseline not in camp.resolved:
+        raise HeapcostError(f"the lockstep protocol compares every allocator with the baseline {baseline}: "
+                            "include it in ALLOCATORS")
+    turns = {w for w, wl in camp.workloads.items() if supports_lockstep(wl)}
+    paired = [c for c in camp.pairs if c[1] in turns and c[0] != baseline]
+    trials = [c for c in camp.pairs if c[1] not in turns]
+    return paired, trials
+
+
+def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, plan, pad_spread: int) -> dict:
+    """Randomized complete blocks of pairs into pairs.csv: one pair per lockstep cell and block, a fresh
+    order each block, who goes first alternating between blocks (and between neighbouring cells);
+    adaptive mode (TARGET_CI) adds blocks of the cells whose paired interval is still too wide.
+    `plan` is the campaign's block planner (measure.plan), `pad_spread` its environment offset range."""
+    import random
+    import time
+
+    from analysis.contract.schema import PAIR_COLUMNS
+    from analysis.harness.trial import progress_bar
+
+    info["protocol_cells"] = {"lockstep": sorted({w for _, w, _ in camp.lockstep_cells}),
+                              "trials": sorted({w for _, w, _ in camp.trial_cells})}
+    runstore.write_json_atomic(run_dir / "run.json", info)
+    table = runstore.AppendTable(run_dir / "pairs.csv", PAIR_COLUMNS)
+    done = table.rows()
+    done_seqs = {int(r["seq"]) for r in done}
+    cells = list(camp.lockstep_cells)
+    index = {c: i for i, c in enumerate(cells)}
+    queue = plan(cells, camp.blocks + camp.profile.warmups, camp.profile.warmups, info["seed"])
+    rng = random.Random(info["seed"] ^ 0x9A125)
+    started = time.monotonic() - float(info.get("elapsed_s", 0))
+    bar = progress_bar(len(queue), len(done_seqs), camp.progress)
+    budget_s = camp.budget_min * 60 if camp.budget_min else None
+    expected = info["expected_checksums"]
+    note, seq, next_block = {}, 0, camp.blocks + camp.profile.warmups
+    try:
+        while True:
+            for block, warm, aid, wid, factor in queue:
+                pads = (rng.randrange(pad_spread), rng.randrange(pad_spread))  # drawn for every seq
+                if seq in done_seqs:
+                    seq += 1
+                    continue
+                if budget_s and time.monotonic() - started > budget_s:
+                    return {"stopped": f"budget of {camp.budget_min:g} min spent"}
+                ta, tb = camp.trial(baseline, wid, factor), camp.trial(aid, wid, factor)
+                key = lambda t: f"{wid}|{t.alloc.variant}|{t.scale:.6g}"  # noqa: E731
+                first = "ab"[(block + index[(aid, wid, factor)]) % 2]
+                timeout = 2 * max(ta.timeout_s or 0, tb.timeout_s or 0) or None
+                row = run_pair(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),
+                               cpu=camp.cpu, first=first, pads=pads, timeout=timeout)
+                row.update(run_id=run_dir.name, seq=seq, block=block, warmup=int(warm))
+                table.append(row)
+                done.append({k: "" if v is None else str(v) for k, v in row.items()})
+                seq += 1
+                bar.update(1)
+            if not camp.target_ci:
+                break
+            wide = _wider_cells([r for r in done if int(r["seq"]) < seq], cells, camp.target_ci, camp.scale_of)
+            if not wide:
+                note = {"adaptive": f"every pair within ±{camp.target_ci:g}"}
+                break
+            queue = plan(wide, 1, 0, info["seed"] + next_block, first_block=next_block)
+            next_block += 1
+            bar.total += len(queue)
+            bar.refresh()
+    finally:
+        bar.close()
+        table.close()
+        info["elapsed_s"] = round(time.monotonic() - started, 1)
+        saved = runstore.read_json(run_dir / "run.json")
+        saved["elapsed_s"] = info["elapsed_s"]
+        runstore.write_json_atomic(run_dir / "run.json", saved)
+    return note
+
+
+def _wider_cells(rows, cells, target: float, scale_of) -> list:
+    """Cells whose paired interval (stats/paired.py) is wider than ±target, or that have too few pairs."""
+    import math
+
+    import pandas as pd
+
+    from analysis.stats import paired
+
+    usable = pd.DataFrame([r for r in rows if r.get("status") == "ok" and str(r.get("warmup")) != "1"])
+    wide = []
+    for aid, wid, factor in cells:
+        scale = f"{scale_of(factor):.6g}"
+        sub = usable[(usable["allocator_b"] == aid) & (usable["workload"] == wid)
+                     & (usable["scale"] == scale)] if len(usable) else usable
+        if len(sub) < paired.MIN_PAIRS:
+            wide.append((aid, wid, factor))
+            continue
+        d, _ = paired.paired_difference(paired.log_ratios(sub.reset_index(drop=True)).to_numpy())
+        lo, hi = d.interval()
+        if math.expm1((hi - lo) / 2) > target:
+            wide.append((aid, wid, factor))
+    return wide

@@ -1,0 +1,141 @@
+"""python -m analysis compare-pairs PAIRS.csv: ratios from process pairs (the lockstep protocol).
+
+The unit is the process pair (docs/design.md, "The timing protocol"): A (the baseline) and B ran at
+once on one CPU, taking turns, so the ratio active_b / active_a of one pair is free of the CPU's speed
+regime; what is left varies from pair to pair (each pair of processes has its own memory layout). Per
+(workload, scale, allocator pair): the log ratio of every pair, then Yuen's 20% trimmed mean of those log
+ratios across pairs with its t interval (h - 1 degrees of freedom), reported like compare's rows. An
+optional covariate column (e.g. a reference probe's log ratio) is regressed out first by a Huber fit.
+"""
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.contract.schema import read_table, usable_trials
+from analysis.errors import HeapcostError
+from analysis.stats import estimators as stats
+
+MIN_PAIRS = 5
+METHOD = "yuen-trim20-paired-log"
+HUBER_FIT_SHRINK = 1.4  # as in compare: a Huber fit's residuals understate the noise by about this x q/n
+RESULT_COLUMNS = ["workload", "scale", "allocator", "baseline", "metric", "ratio", "ci_low", "ci_high",
+                  "n_pairs", "halfwidth", "df", "method", "adjusted", "covariate_slope", "n_interfered",
+                  "margin", "p_noninferior", "noninferior", "runs_needed"]
+
+
+def log_ratios(pairs: pd.DataFrame, a: str = "active_a_s", b: str = "active_b_s") -> pd.Series:
+    """log(b / a) of every pair; both times must be positive numbers."""
+    out = []
+    for col in (a, b):
+        values = pd.to_numeric(pairs[col], errors="coerce")
+        bad = values.isna() | (values <= 0)
+        if bad.any():
+            row = pairs.index[bad][0]
+            raise HeapcostError(f"column {col!r} has a missing or non-positive value {pairs.loc[row, col]!r} "
+                                f"(data row {row + 1}); it must be a positive time")
+        out.append(values.astype(float))
+    return np.log(out[1]) - np.log(out[0])
+
+
+def paired_difference(y, covariate=None, trim: float = stats.TRIM) -> tuple[stats.Difference, float]:
+    """The trimmed mean of per-pair log ratios with Yuen's standard error (one sample: df = h - 1);
+    with a covariate, its Huber slope is removed first. Returns (difference, slope or nan)."""
+    y = np.asarray(y, dtype=float)
+    slope = float("nan")
+    inflate, df_share = 1.0, 0.0
+    if covariate is not None:
+        x = np.asarray(covariate, dtype=float)
+        if np.all(np.isfinite(x)) and np.ptp(x) > 0 and y.size >= MIN_PAIRS + 2:
+            fit = stats.robust_fit(y, x - x.mean(), np.zeros(y.size))
+            slope = float(fit.coef[0])
+            y = y - slope * (x - x.mean())
+            df_share = min(0.5, HUBER_FIT_SHRINK / (y.size - 1))
+            inflate = 1.0 / (1.0 - df_share)
+    loc = stats.trimmed_location(y, trim)
+    df = max(1.0, (loc.h - 1) * (1.0 - df_share))
+    return stats.Difference(loc.estimate, float(math.sqrt(loc.var * inflate)), df), slope
+
+
+def _keys(df: pd.DataFrame) -> list[str]:
+    return ["workload", *(["scale"] if "scale" in df.columns else []), "allocator_a", "allocator_b"]
+
+
+def compare_pairs(pairs: pd.DataFrame, *, a: str = "active_a_s", b: str = "active_b_s", covariate: str | None = None,
+                  margin: float = 0.05, target: float | None = None) -> pd.DataFrame:
+    """One row per (workload[, scale], allocator_a, allocator_b): the ratio B/A with its 95% interval."""
+    needed = ["workload", "allocator_a", "allocator_b", a, b] + ([covariate] if covariate else [])
+    missing = [c for c in needed if c not in pairs.columns]
+    if missing:
+        raise HeapcostError(f"input lacks column(s) {', '.join(missing)}; a pairs table needs workload, "
+                            f"allocator_a, allocator_b, {a} and {b}; columns present: "
+                            f"{', '.join(map(str, pairs.columns))}")
+    df = usable_trials(pairs.reset_index(drop=True)).reset_index(drop=True)
+    if df.empty:
+        raise HeapcostError("no usable pairs (rows with status 'ok' and not warm-up) in the input")
+    df["log_ratio"] = log_ratios(df, a, b)
+    rows = []
+    for key, sub in df.groupby(_keys(df), sort=True):
+        key = dict(zip(_keys(df), key))
+        if len(sub) < MIN_PAIRS:
+            raise HeapcostError(f"{key['workload']}: {key['allocator_b']}/{key['allocator_a']} has {len(sub)} "
+                                f"usable pair(s); at least {MIN_PAIRS} are needed")
+        x = pd.to_numeric(sub[covariate], errors="coerce").to_numpy() if covariate else None
+        diff, slope = paired_difference(sub["log_ratio"].to_numpy(), x)
+        lo, hi = diff.interval()
+        p_ni = stats.noninferiority_p(diff, margin)
+        halfwidth = (hi - lo) / 2
+        needed_n = (math.ceil(len(sub) * (halfwidth / math.log1p(target)) ** 2)
+                    if target and halfwidth > 0 else None)
+        interfered = pd.to_numeric(sub["interfered"], errors="coerce") if "interfered" in sub.columns else None
+        rows.append({"workload": key["workload"], "scale": key.get("scale", np.nan),
+                     "allocator": key["allocator_b"], "baseline": key["allocator_a"], "metric": b,
+                     "ratio": math.exp(diff.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                     "n_pairs": len(sub), "halfwidth": halfwidth, "df": diff.df, "method": METHOD,
+                     "adjusted": bool(covariate and not math.isnan(slope)), "covariate_slope": slope,
+                     "n_interfered": int((interfered == 1).sum()) if interfered is not None else 0,
+                     "margin": margin, "p_noninferior": p_ni, "noninferior": bool(p_ni < 0.05),
+                     "runs_needed": needed_n})
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def wider_than(results: pd.DataFrame, target: float) -> pd.DataFrame:
+    """The rows whose interval is still wider than +-target (relative), as the adaptive mode asks."""
+    return results[results["halfwidth"] > math.log1p(target)]
+
+
+def format_table(res: pd.DataFrame) -> str:
+    head = f"paired ratios B/A (method {METHOD}: Yuen's 20% trimmed mean of per-pair log ratios)"
+    lines = [head, f"{'workload':<14} {'scale':>7} {'B / A':<34} {'ratio':>7}  {'95% interval':<18} pairs"]
+    for _, r in res.iterrows():
+        lines.append(f"{r['workload']:<14} {r['scale']:>7.4g} {r['allocator'] + ' / ' + r['baseline']:<34} "
+                     f"{r['ratio']:>7.4f}  [{r['ci_low']:.4f}, {r['ci_high']:.4f}] {r['n_pairs']}"
+                     + (f" ({r['n_interfered']} interfered)" if r["n_interfered"] else ""))
+    return "\n".join(lines)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("pairs", help="CSV with one row per process pair: workload, allocator_a, allocator_b, "
+                                      "active_a_s, active_b_s (pairs.csv of a lockstep run)")
+    parser.add_argument("--a", default="active_a_s", help="column of process A's time (default active_a_s)")
+    parser.add_argument("--b", default="active_b_s", help="column of process B's time (default active_b_s)")
+    parser.add_argument("--covariate", default=None, help="column regressed out of the log ratios first")
+    parser.add_argument("--margin", type=float, default=0.05, help="non-inferiority margin (default 0.05)")
+    parser.add_argument("--target", type=float, default=None, help="half-width goal for runs_needed")
+    parser.add_argument("--out", help="write the result table to this CSV")
+
+
+def run(args) -> int:
+    path = args.pairs
+    try:
+        table = read_table(path)
+    except FileNotFoundError:
+        raise HeapcostError(f"pairs file {path!r} does not exist") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise HeapcostError(f"cannot read {path!r} as CSV: {str(exc).strip()[:200]}") from None
+    res = compare_pairs(table, a=args.a, b=args.b, covariate=args.covariate, margin=args.margin,
+                        target=args.target)
+    print(format_table(res))
+    if args.out:
+        res.to_csv(args.out, index=False)
+    return 0

@@ -1,0 +1,101 @@
+"""The paired (lockstep) statistics: per-pair log ratios, Yuen's trimmed mean across pairs, the CLI, and a
+seeded simulation with this machine's speed regimes whose intervals must cover the truth 93-97% of the time."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.errors import HeapcostError
+from analysis.stats import paired, simulate
+from conftest import cli
+
+
+def table(ratios, workload="w", a="glibc", b="x"):
+    n = len(ratios)
+    return pd.DataFrame({"workload": workload, "allocator_a": a, "allocator_b": b,
+                         "active_a_s": np.full(n, 0.05), "active_b_s": 0.05 * np.asarray(ratios)})
+
+
+def test_a_constant_ratio_is_recovered_exactly():
+    res = paired.compare_pairs(table([1.1] * 8)).iloc[0]
+    assert res["ratio"] == pytest.approx(1.1)
+    assert res["ci_low"] == pytest.approx(1.1) and res["ci_high"] == pytest.approx(1.1)
+    assert res["n_pairs"] == 8 and res["allocator"] == "x" and res["baseline"] == "glibc"
+
+
+def test_one_wild_pair_barely_moves_the_trimmed_mean():
+    rng = np.random.default_rng(1)
+    ratios = np.exp(np.log(1.03) + rng.normal(0, 0.01, 30))
+    wild = ratios.copy()
+    wild[0] = 3.0
+    a, b = paired.compare_pairs(table(ratios)).iloc[0], paired.compare_pairs(table(wild)).iloc[0]
+    assert abs(math.log(b["ratio"] / a["ratio"])) < 0.005
+
+
+def test_groups_unusable_rows_and_few_pairs():
+    t = pd.concat([table([1.0, 1.01, 0.99, 1.0, 1.02], "w1"), table([1.2] * 6, "w2")], ignore_index=True)
+    t["status"] = "ok"
+    t.loc[0, "status"] = "crashed"  # not counted: w1 is left with 4 pairs
+    with pytest.raises(HeapcostError, match="at least 5"):
+        paired.compare_pairs(t)
+    t.loc[0, "status"] = "ok"
+    res = paired.compare_pairs(t).set_index("workload")
+    assert list(res.index) == ["w1", "w2"] and res.loc["w2", "ratio"] == pytest.approx(1.2)
+
+
+def test_errors_are_one_line():
+    with pytest.raises(HeapcostError, match="lacks column"):
+        paired.compare_pairs(pd.DataFrame({"workload": ["w"]}))
+    bad = table([1.0] * 6)
+    bad.loc[2, "active_b_s"] = 0
+    with pytest.raises(HeapcostError, match="non-positive"):
+        paired.compare_pairs(bad)
+
+
+def test_a_covariate_is_regressed_out():
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 0.05, 40)
+    ratios = np.exp(np.log(1.05) + 0.8 * x + rng.normal(0, 0.002, 40))
+    t = table(ratios)
+    t["probe"] = x
+    plain, adj = paired.compare_pairs(t).iloc[0], paired.compare_pairs(t, covariate="probe").iloc[0]
+    assert adj["adjusted"] and adj["covariate_slope"] == pytest.approx(0.8, abs=0.05)
+    assert adj["halfwidth"] < plain["halfwidth"] / 5
+    assert adj["ci_low"] < 1.05 * math.exp(0.8 * x.mean()) < adj["ci_high"]
+
+
+def test_the_cli_takes_a_pairs_csv(tmp_path):
+    path = tmp_path / "pairs.csv"
+    simulate.simulate_pairs(1.05, 20, 1).to_csv(path, index=False)
+    r = cli("compare-pairs", str(path), "--out", str(tmp_path / "out.csv"))
+    assert r.returncode == 0, r.stderr
+    assert "hardened / base" in r.stdout
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert out.loc[0, "ci_low"] < 1.05 < out.loc[0, "ci_high"]
+    r = cli("compare-pairs", str(tmp_path / "nope.csv"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_simulated_regimes_are_shared_within_a_pair_only():
+    rng = np.random.default_rng(0)
+    starts = np.arange(200) * 0.1
+    frac = simulate.regime_slow_fraction(starts, starts + 0.1, 0.5, rng)
+    assert 0.3 < frac.mean() < 0.7 and ((frac == 0) | (frac == 1)).mean() > 0.5  # long dwell: mostly pure
+    pairs = simulate.simulate_pairs(1.0, 200, 2)
+    spread_a = np.log(pairs["active_a_s"]).std()
+    spread_ratio = np.log(pairs["active_b_s"] / pairs["active_a_s"]).std()
+    assert spread_a > 0.15 and spread_ratio < 0.03  # the regimes cancel in the ratio
+
+
+def test_paired_coverage_quick():
+    cov = simulate.paired_coverage(1.03, 30, 300, seed=11)
+    assert 0.92 <= cov["covered"].mean() <= 0.98
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ratio", [1.0, 1.025])  # 1.0: the A/A study, intervals should contain 1
+def test_paired_coverage_93_to_97_percent(ratio):
+    cov = simulate.paired_coverage(ratio, 30, 2000, seed=101)
+    assert 0.93 <= cov["covered"].mean() <= 0.97
+    assert cov["halfwidth"].median() < math.log1p(0.01)  # +-1% with 30 pairs under this noise
