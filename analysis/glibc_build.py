@@ -37,10 +37,14 @@ HASH_PREFIX_LENGTH = 12
 STAMP_NAME = "stamp.json"
 LOG_NAME = "build.log"
 
-# The library folders of a glibc build tree that its testrun.sh puts on --library-path: every shared
-# library glibc installs (libc, libm, libdl, libpthread, librt, libresolv, libnss_*, libmvec, ...) then
-# comes from the build, never from /lib.
-BUILD_LIBRARY_DIRS = ("", "math", "elf", "dlfcn", "nss", "nis", "rt", "resolv", "mathvec", "support", "nptl")
+# The folders of a glibc build tree holding the shared libraries glibc installs (libc, libm, libmvec, libdl,
+# libpthread, librt, libutil, libanl, libresolv, libnsl, the libnss_* modules, libBrokenLocale, libthread_db):
+# with all of them on --library-path, none comes from /lib. The build's testrun.sh lists most of these but
+# also crypt/, which is left out: Debian's libcrypt.so.1 is libxcrypt's, and the glibc one built here lacks
+# its XCRYPT_2.0 symbols (perl then fails to start). malloc/ (libc_malloc_debug, only ever preloaded on
+# purpose) and support/ (the test suite's library) are left out too.
+BUILD_LIBRARY_DIRS = ("", "math", "mathvec", "elf", "dlfcn", "nptl", "rt", "login", "resolv", "nss", "nis",
+                      "hesiod", "locale", "nptl_db")
 
 
 # ---- keying (pure) ------------------------------------------------------------------------------

@@ -51,8 +51,9 @@ def test_loader_argv_mirrors_testrun(cache):
     assert argv[0] == str(build / "elf" / "ld.so") and argv[1] == "--library-path" and len(argv) == 3
     dirs = argv[2].split(":")
     assert dirs[0] == str(build)  # libc.so.6 itself
-    for sub in ("math", "elf", "dlfcn", "nptl", "rt", "nss", "resolv", "mathvec"):
+    for sub in ("math", "elf", "dlfcn", "nptl", "rt", "nss", "resolv", "mathvec", "login"):
         assert str(build / sub) in dirs
+    assert str(build / "crypt") not in dirs  # Debian's libcrypt.so.1 is libxcrypt's, which perl needs
 
 
 def test_patches_open_with_a_comment_and_touch_only_malloc_c():
@@ -229,3 +230,35 @@ def test_safe_linking_masks_the_tcache_next_pointer(variant, expected, programs)
     proc = run_under(variant, programs["safe_linking"])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == expected
+
+
+@pytest.mark.allocators
+@pytest.mark.parametrize("variant", list(gb.VARIANTS))
+def test_library_path_covers_every_library_glibc_built(variant):
+    ok, reason = gb.availability(variant)
+    if not ok:
+        pytest.skip(f"{variant}: {reason}")
+    build = gb.build_tree(variant)
+    on_path = set(gb.loader_argv(variant)[2].split(":"))
+    left_out = {"crypt", "malloc", "support", "iconvdata"}  # see BUILD_LIBRARY_DIRS
+    libraries = [p for p in build.rglob("*.so.[0-9]*") if p.relative_to(build).parts[0] not in left_out]
+    assert any(p.name == "libm.so.6" for p in libraries)
+    for library in libraries:
+        assert str(library.parent) in on_path, library
+
+
+@pytest.mark.allocators
+@pytest.mark.parametrize("argv", [["/usr/bin/perl", "-e", "print crypt('a', 'ab')"],
+                                  ["/usr/bin/python3", "-c", "import ssl, sqlite3"],
+                                  ["/usr/bin/sqlite3", ":memory:", "select 1"]])
+def test_system_programs_run_on_the_built_libc(argv):
+    if not shutil.which(argv[0]):
+        pytest.skip(f"{argv[0]} not installed")
+    ok, reason = gb.availability("glibc-built")
+    if not ok:
+        pytest.skip(f"glibc-built: {reason}")
+    proc = subprocess.run(gb.loader_argv("glibc-built") + argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    listing = subprocess.run(gb.loader_argv("glibc-built") + ["--list", argv[0]], capture_output=True, text=True)
+    libc_line = [ln for ln in listing.stdout.splitlines() if "libc.so.6 =>" in ln]
+    assert libc_line and str(gb.build_tree("glibc-built")) in libc_line[0]
