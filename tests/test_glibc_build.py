@@ -10,7 +10,6 @@ from analysis import glibc_build as gb
 from analysis.errors import HeapcostError
 
 VERSION = "2.36-9+deb12u14"
-SYSTEM_LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
 # ---- keying, paths, stamps: no build needed ----------------------------------------------------------
 
