@@ -98,3 +98,23 @@ def add_time_run(data: Path, run_id: str, ratios: dict, seed: int, n_blocks: int
         "probe_iters": 1000, "profile": {"scale": 1.0, "warmups": 1},
         "allocators": allocators, "workloads": described}))
     return t
+
+
+def add_lockstep_run(data: Path, run_id: str, ratios: dict, seed: int, n_pairs: int = 40,
+                     workload: str = "dom-churn") -> Path:
+    """A complete simulated lockstep run: pairs.csv of each allocator against glibc on one workload."""
+    frames = []
+    for i, (alloc, ratio) in enumerate(sorted(ratios.items())):
+        pairs = simulate.simulate_pairs(ratio, n_pairs, seed + i, workload=workload, baseline="glibc", other=alloc)
+        pairs["maxrss_a_kb"], pairs["maxrss_b_kb"] = 50_000, int(50_000 * ratio)
+        frames.append(pairs)
+    pairs = pd.concat(frames, ignore_index=True).assign(run_id=run_id)
+    pairs["seq"] = range(len(pairs))
+    t = data / "runs" / run_id
+    t.mkdir(parents=True)
+    pairs.to_csv(t / "pairs.csv", index=False)
+    (t / "run.json").write_text(json.dumps({
+        "format": "heapcost-run/1", "run_id": run_id, "kind": "time", "status": "complete",
+        "params": {"profile": "quick", "protocol": "lockstep", "allocators": ["glibc", *ratios]},
+        "started_utc": "2099-01-04T00:00:00Z", "ended_utc": "2099-01-04T00:10:00Z"}))
+    return t

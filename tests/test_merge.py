@@ -78,3 +78,19 @@ def test_a_brought_allocator_answers_its_debate_instead_of_the_stand_in(merged):
     assert answers.loc["003", "verdict"] == "not measured here" and answers.loc["003", "not_measured"]
     # the claim comes from the transcribed figures, with its line
     assert answers.loc["002", "claimed"] == "1.025" and answers.loc["002", "claim_line"]
+
+
+def test_a_lockstep_run_answers_its_debate_with_its_narrower_interval(tmp_path):
+    from simulated_dataset import add_lockstep_run
+
+    data = make_dataset(tmp_path)
+    run = "20990104T000000Z-time-quick"
+    add_lockstep_run(data, run, {"jemalloc": 0.9, "jemalloc-junk-free": 0.9 * 1.025}, seed=3, n_pairs=60)
+    res = results.compute(data)
+    assert set(res.cells["wall_s"]["run_id"]) >= {run}
+    mozilla = debates.answer(res, res.figures).set_index("seed").loc["002"]
+    assert mozilla["run_id"] == run  # the pairs' interval is the narrowest measurement of that pair
+    ratio, lo, hi = (float(mozilla[c]) for c in ("ratio", "ci_low", "ci_high"))
+    assert lo < 1.025 < hi and hi / lo < 1.05
+    # the lockstep run measured only one workload: it does not lead the allocators the full run has
+    assert res.speed.geomean.set_index("allocator").loc["jemalloc", "run_id"] != run

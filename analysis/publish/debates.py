@@ -87,11 +87,49 @@ def _ratio_row(table: pd.DataFrame, with_: str, without: str, workload: str) -> 
     return None
 
 
+def _within_run(cells: pd.DataFrame, with_: str, without: str, workload: str) -> list[dict]:
+    """with/without from the comparisons each run made with its own baseline: a direct row when one side
+    is the baseline, else the ratio of the two rows of one run (log difference; the variances add, which
+    is exact for independent process pairs and conservative when both share the baseline's trials)."""
+    import math
+
+    from analysis.stats.estimators import Difference
+
+    if cells is None or cells.empty:
+        return []
+    out = []
+    for run_id, rows in cells[cells["workload"] == workload].groupby("run_id"):
+        by = rows.set_index("allocator")
+        base = rows["baseline"].iloc[0]
+        if with_ in by.index and without == base:
+            r = by.loc[with_]
+            out.append({"ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "run_id": run_id})
+        elif without in by.index and with_ == base:
+            r = by.loc[without]
+            out.append({"ratio": 1 / r["ratio"], "ci_low": 1 / r["ci_high"], "ci_high": 1 / r["ci_low"], "run_id": run_id})
+        elif with_ in by.index and without in by.index:
+            diffs = []
+            for name in (with_, without):
+                r = by.loc[name]
+                d = Difference(math.log(r["ratio"]), 0.0, float(r["df"]))
+                half = (math.log(r["ci_high"]) - math.log(r["ci_low"])) / 2
+                q = Difference(0.0, 1.0, d.df).interval()[1]  # the t quantile of that row's interval
+                diffs.append(Difference(d.estimate, half / q, d.df))
+            se2 = diffs[0].se ** 2 + diffs[1].se ** 2
+            df = se2 ** 2 / sum(d.se ** 4 / d.df for d in diffs) if se2 > 0 else 1.0
+            lo, hi = Difference(diffs[0].estimate - diffs[1].estimate, math.sqrt(se2), df).interval()
+            est = diffs[0].estimate - diffs[1].estimate
+            out.append({"ratio": math.exp(est), "ci_low": math.exp(lo), "ci_high": math.exp(hi), "run_id": run_id})
+    return out
+
+
 def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: bool = False) -> dict | None:
+    """The most precise measurement of with/without on a workload in the dataset: an ablation row (same
+    family, same run) or any run's comparisons with its own baseline; the narrowest interval wins."""
     abl = res.ablation_memory if memory else res.ablation
-    comp = res.memory if memory else res.speed
-    return (_ratio_row(abl, with_, without, workload)
-            or _ratio_row(comp.results if comp is not None else None, with_, without, workload))
+    found = [r for r in [_ratio_row(abl, with_, without, workload)] if r]
+    found += _within_run(res.cells.get("maxrss_kb" if memory else "wall_s"), with_, without, workload)
+    return min(found, key=lambda r: r["ci_high"] / r["ci_low"]) if found else None
 
 
 def _per_free_ratio(res: Results, with_: str, without: str, workload: str) -> float | None:

@@ -5,6 +5,9 @@ profile and scale, so a ratio across runs would mix their conditions). When seve
 allocator, the one with the most usable measurements leads (then the run reported for the kind, then the
 newest); the others are shown beside it in the replication table. A user's run of the baseline and a
 brought allocator (EXTRA_ALLOCATORS) thus adds that allocator to every table without re-running the rest.
+A lockstep run's process pairs (pairs.csv) count like trials: a pair measures both of its allocators.
+The lead goes first to the run that measured the allocator on the most workloads, so that every geometric
+mean in one table covers the same kind of workload set, and only then to the one with more measurements.
 """
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +25,7 @@ TABLES = {"time": "trials.csv", "callgrind": "counts.csv", "probe": "probes.csv"
 class RunTable:
     run: Run
     table: pd.DataFrame | list[dict]
+    pairs: pd.DataFrame | None = None  # a lockstep run's pairs.csv
 
     @property
     def run_id(self) -> str:
@@ -33,38 +37,61 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
     runs contribute; incomplete ones only when no run of the kind is complete."""
     table = TABLES[kind]
     main = pick_run(runs_dir, kind, table)
-    runs = [r for r in runs_of_kind(runs_dir, kind) if (r.path / table).is_file()]
+    runs = [r for r in runs_of_kind(runs_dir, kind)
+            if (r.path / table).is_file() or (kind == "time" and (r.path / "pairs.csv").is_file())]
     complete = [r for r in runs if r.complete]
     chosen = complete or runs
     for r in runs:
         if r not in chosen:
             warn(f"run {r.run_id} is not complete ({r.info.get('status')}); the complete runs of its kind are used")
     reader = read_rows if kind == "probe" else read_table
-    return main, [RunTable(r, reader(r.path / table)) for r in chosen]
+    out = []
+    for r in chosen:
+        table = reader(r.path / TABLES[kind]) if (r.path / TABLES[kind]).is_file() else pd.DataFrame(
+            columns=["workload", "allocator", "status", "warmup"])
+        pairs = read_table(r.path / "pairs.csv") if kind == "time" and (r.path / "pairs.csv").is_file() else None
+        out.append(RunTable(r, table, pairs))
+    return main, out
 
 
-def measured_amount(kind: str, table, allocator: str) -> int:
-    """How much a run measured of an allocator: usable trials, counted cells, or probe processes."""
+def _pair_rows(pairs: pd.DataFrame | None, allocator: str) -> pd.DataFrame:
+    if pairs is None or pairs.empty:
+        return pd.DataFrame(columns=["workload"])
+    used = usable_trials(pairs)
+    return used[(used["allocator_a"] == allocator) | (used["allocator_b"] == allocator)]
+
+
+def measured_amount(kind: str, rt: RunTable, allocator: str) -> tuple[int, int]:
+    """(workloads, measurements) a run has of an allocator: usable trials and pairs, counted cells, or
+    probe processes (one workload set for those)."""
+    table = rt.table
     if kind == "time":
-        return int((usable_trials(table)["allocator"] == allocator).sum())
+        trials = usable_trials(table)
+        trials = trials[trials["allocator"] == allocator]
+        pairs = _pair_rows(rt.pairs, allocator)
+        return len(set(trials["workload"]) | set(pairs["workload"])), len(trials) + len(pairs)
     if kind == "callgrind":
-        return int(((table["allocator"] == allocator) & (table["status"] == "ok")).sum())
-    return sum(int(float(r.get("trials") or 0)) for r in table if r["allocator"] == allocator)
+        ok = table[(table["allocator"] == allocator) & (table["status"] == "ok")]
+        return ok["workload"].nunique(), len(ok)
+    return 1, sum(int(float(r.get("trials") or 0)) for r in table if r["allocator"] == allocator)
 
 
-def allocators_of(kind: str, table) -> set[str]:
+def allocators_of(kind: str, rt: RunTable) -> set[str]:
     if kind == "probe":
-        return {r["allocator"] for r in table}
-    return set(table["allocator"].astype(str))
+        return {r["allocator"] for r in rt.table}
+    found = set(rt.table["allocator"].astype(str))
+    if rt.pairs is not None:
+        found |= set(rt.pairs["allocator_a"].astype(str)) | set(rt.pairs["allocator_b"].astype(str))
+    return found
 
 
 def leads(kind: str, runs: list[RunTable], main: Run | None) -> dict[str, str]:
     """allocator -> run id of the run that leads for it."""
     out = {}
-    for alloc in sorted(set().union(*(allocators_of(kind, rt.table) for rt in runs)) if runs else ()):
-        ranked = sorted(runs, key=lambda rt: (measured_amount(kind, rt.table, alloc),
+    for alloc in sorted(set().union(*(allocators_of(kind, rt) for rt in runs)) if runs else ()):
+        ranked = sorted(runs, key=lambda rt: (measured_amount(kind, rt, alloc),
                                               main is not None and rt.run_id == main.run_id, rt.run_id))
-        if measured_amount(kind, ranked[-1].table, alloc) > 0:
+        if measured_amount(kind, ranked[-1], alloc)[1] > 0:
             out[alloc] = ranked[-1].run_id
     return out
 

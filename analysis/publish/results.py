@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import compare as cmp
+from analysis.stats import paired
 from analysis.stats import security
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
@@ -367,6 +368,24 @@ class Results:
     replication: pd.DataFrame
     runs: pd.DataFrame  # every contributing run: label, kind, profile, the allocators it leads
     figures: pd.DataFrame  # the seeds' transcribed figures (data/literature/figures.csv)
+    cells: dict  # metric -> every comparison of every run with its own baseline (rows with run_id)
+
+
+def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
+    """One run's comparisons with its own baseline: from its trials (compare) and, for a lockstep run,
+    from its process pairs (the paired estimator), the workloads of both in one table."""
+    parts = []
+    if baseline in set(rt.table["allocator"].astype(str)):
+        parts.append(against(rt.table, baseline, metric))
+    if rt.pairs is not None and len(rt.pairs):
+        parts.append(paired.as_comparison(rt.pairs, baseline, metric))
+    if not parts:
+        raise HeapcostError(f"no trials or pairs of the baseline {baseline!r}")
+    if len(parts) == 1:
+        return parts[0]
+    results = pd.concat([p.results for p in parts], ignore_index=True)
+    return cmp.Comparison(results=results, trials=pd.concat([p.trials for p in parts], ignore_index=True),
+                          geomean=cmp.geometric_means(results))
 
 
 def _speed(time_runs, main, baseline: str):
@@ -374,11 +393,8 @@ def _speed(time_runs, main, baseline: str):
     lead = merge.leads("time", time_runs, main)
     per_run = {}
     for rt in time_runs:
-        if baseline not in set(rt.table["allocator"].astype(str)):
-            warn(f"run {rt.run_id} has no trials of the baseline {baseline!r}: it is left out")
-            continue
         try:
-            per_run[rt.run_id] = {m: against(rt.table, baseline, m) for m in ("wall_s", "maxrss_kb")}
+            per_run[rt.run_id] = {m: run_comparison(rt, baseline, m) for m in ("wall_s", "maxrss_kb")}
         except HeapcostError as exc:
             warn(f"run {rt.run_id} is left out: {exc}")
     if not per_run:
@@ -430,7 +446,9 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     all_runs = [rt.run for rt in time_runs + cg_runs + probe_runs]
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
                    scores, trade, allocator_table(all_runs), workload_table(time_run or cg_run), seed_only,
-                   replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead), figures)
+                   replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead), figures,
+                   {m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()], ignore_index=True)
+                    if per_run else pd.DataFrame() for m in ("wall_s", "maxrss_kb")})
 
 
 def run_table(time_runs, cg_runs, probe_runs, *leads_by_kind) -> pd.DataFrame:

@@ -139,3 +139,35 @@ def run(args) -> int:
     if args.out:
         res.to_csv(args.out, index=False)
     return 0
+
+
+def as_comparison(pairs: pd.DataFrame, baseline: str, metric: str = "wall_s"):
+    """A lockstep run's pairs against `baseline` as a compare.Comparison (results per workload with the
+    paired interval, their geometric means), so the paper treats them like any run's comparisons.
+    metric wall_s takes the processes' active time; maxrss_kb their peak RSS."""
+    from analysis.stats import compare
+
+    a, b = ("active_a_s", "active_b_s") if metric == "wall_s" else ("maxrss_a_kb", "maxrss_b_kb")
+    df = usable_trials(pairs.reset_index(drop=True))
+    df = df[df["allocator_a"].astype(str) == baseline].reset_index(drop=True)
+    if df.empty:
+        raise HeapcostError(f"no usable pairs against the baseline {baseline!r}")
+    df["log_ratio"] = log_ratios(df, a, b)
+    rows = []
+    for key, sub in df.groupby(_keys(df), sort=True):
+        key = dict(zip(_keys(df), key))
+        if len(sub) < MIN_PAIRS:
+            continue
+        diff, _ = paired_difference(sub["log_ratio"].to_numpy())
+        lo, hi = diff.interval()
+        rows.append({"workload": key["workload"], "allocator": key["allocator_b"], "baseline": baseline,
+                     "metric": metric, "ratio": math.exp(diff.estimate), "ci_low": math.exp(lo),
+                     "ci_high": math.exp(hi), "n": len(sub), "n_baseline": len(sub),
+                     "scale": key.get("scale", np.nan), "method": METHOD, "adjusted": False,
+                     "halfwidth": (hi - lo) / 2, "df": diff.df, "n_outliers": 0, "change_points": 0,
+                     "noninferior": bool(stats.noninferiority_p(diff, 0.05) < 0.05), "_diff": diff})
+    results = pd.DataFrame(rows)
+    if results.empty:
+        raise HeapcostError(f"no cell has {MIN_PAIRS} usable pairs against {baseline!r}")
+    trials = df.rename(columns={"allocator_b": "allocator"}).assign(outlier="none", clock_regime=0)
+    return compare.Comparison(results=results, trials=trials, geomean=compare.geometric_means(results))
