@@ -20,7 +20,7 @@ LOCK_CLOCK ?= 0
 SEED ?=
 PROTOCOL ?= trials
 PIN ?= auto
-FORCE ?= 0
+FORCE ?=
 PROBES ?=
 RUNS ?=
 

@@ -34,7 +34,6 @@ def test_notebook_runs_with_its_defaults(path: Path, tmp_path, monkeypatch):
     output = tmp_path / path.name
     pm.execute_notebook(str(path), str(output), parameters=params, cwd=str(REPO / "notebooks"),
                         kernel_name="python3", progress_bar=False)
-    assert output.is_file()
     if "out_dir" in defaults:
         assert any((tmp_path / "generated").iterdir()), f"{path.name} wrote nothing to its out_dir"
     if path.stem == "measure":
