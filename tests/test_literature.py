@@ -88,8 +88,6 @@ def test_write_outputs(tmp_path):
     numbers = literature_writer.write_outputs(tmp_path)
     # seed 001 prints 1:49:06 and 2:22:43 elapsed; its ratio divides by a mistyped 6536 s
     assert numbers["seed001_wall_ratio_corrected"] == pytest.approx(8563 / 6546)
-    # seed 001 prints 1:49:06 and 2:22:43 elapsed; its ratio divides by a mistyped 6536 s
-    assert numbers["seed001_wall_ratio_corrected"] == pytest.approx(8563 / 6546)
     for name in ("literature_reanalysis.csv", "literature_slips.csv", "literature_003.svg",
                  "literature_numbers.json"):
         assert (tmp_path / name).stat().st_size > 0
