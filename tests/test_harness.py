@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis.harness import catalog
-from analysis.harness import measure, trial
+from analysis.harness import blocks, measure, trial
 from analysis.contract import runstore
 from analysis.errors import HeapcostError
 from analysis.harness.workloads import WORKLOADS
@@ -83,13 +83,13 @@ def test_environment_is_padded_to_one_size_for_every_allocator(tmp_path):
 
 def test_plan_is_randomized_complete_blocks():
     pairs = [(a, w, 1.0) for a in "abc" for w in "xy"]
-    p = measure.plan(pairs, 4, 1, seed=7)
+    p = blocks.plan(pairs, 4, 1, seed=7)
     assert len(p) == 24
     for b in range(4):
         block = [(a, w, f) for bb, _, a, w, f in p if bb == b]
         assert sorted(block) == sorted(pairs)
     assert [x for x in p if x[1]] == [x for x in p if x[0] == 0]
-    assert p == measure.plan(pairs, 4, 1, seed=7) and p != measure.plan(pairs, 4, 1, seed=8)
+    assert p == blocks.plan(pairs, 4, 1, seed=7) and p != blocks.plan(pairs, 4, 1, seed=8)
 
 
 def test_static_musl_binaries_are_recognised():

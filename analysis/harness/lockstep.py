@@ -137,15 +137,14 @@ def split_cells(camp, baseline: str) -> tuple[list, list]:
     return paired, trials
 
 
-def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, plan, pad_spread: int) -> dict:
-    """Randomized complete blocks of pairs into pairs.csv: one pair per lockstep cell and block, a fresh
-    order each block, who goes first alternating between blocks (and between neighbouring cells);
-    adaptive mode (TARGET_CI) adds blocks of the cells whose paired interval is still too wide.
-    `plan` is the campaign's block planner (measure.plan), `pad_spread` its environment offset range."""
-    import random
+def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int) -> dict:
+    """Randomized complete blocks of pairs into pairs.csv (analysis.harness.blocks): one pair per lockstep
+    cell and block, who goes first alternating between blocks (and between neighbouring cells); adaptive
+    mode (TARGET_CI) adds blocks of the cells whose paired interval is still too wide."""
     import time
 
     from analysis.contract.schema import PAIR_COLUMNS
+    from analysis.harness.blocks import run_blocks
     from analysis.harness.trial import progress_bar
 
     info["protocol_cells"] = {"lockstep": sorted({w for _, w, _ in camp.lockstep_cells}),
@@ -153,54 +152,35 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, plan, pad_sprea
     runstore.write_json_atomic(run_dir / "run.json", info)
     table = runstore.AppendTable(run_dir / "pairs.csv", PAIR_COLUMNS)
     done = table.rows()
-    done_seqs = {int(r["seq"]) for r in done}
     cells = list(camp.lockstep_cells)
     index = {c: i for i, c in enumerate(cells)}
-    queue = plan(cells, camp.blocks + camp.profile.warmups, camp.profile.warmups, info["seed"])
-    rng = random.Random(info["seed"] ^ 0x9A125)
-    started = time.monotonic() - float(info.get("elapsed_s", 0))
-    bar = progress_bar(len(queue), len(done_seqs), camp.progress)
-    budget_s = camp.budget_min * 60 if camp.budget_min else None
     expected = info["expected_checksums"]
-    note, seq, next_block = {}, 0, camp.blocks + camp.profile.warmups
+    started = time.monotonic()
+    bar = progress_bar(len(cells) * (camp.blocks + camp.profile.warmups), len(done), camp.progress)
+
+    def measure(block, warm, cell, pads, _done):
+        aid, wid, factor = cell
+        ta, tb = camp.trial(baseline, wid, factor), camp.trial(aid, wid, factor)
+        key = lambda t: f"{wid}|{t.alloc.variant}|{t.scale:.6g}"  # noqa: E731
+        timeout = 2 * max(ta.timeout_s or 0, tb.timeout_s or 0) or None
+        row = run_pair(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),
+                       cpu=camp.cpu, first="ab"[(block + index[cell]) % 2], pads=pads, timeout=timeout)
+        return {**row, "run_id": run_dir.name}
+
     try:
-        while True:
-            for block, warm, aid, wid, factor in queue:
-                pads = (rng.randrange(pad_spread), rng.randrange(pad_spread))  # drawn for every seq
-                if seq in done_seqs:
-                    seq += 1
-                    continue
-                if budget_s and time.monotonic() - started > budget_s:
-                    return {"stopped": f"budget of {camp.budget_min:g} min spent"}
-                ta, tb = camp.trial(baseline, wid, factor), camp.trial(aid, wid, factor)
-                key = lambda t: f"{wid}|{t.alloc.variant}|{t.scale:.6g}"  # noqa: E731
-                first = "ab"[(block + index[(aid, wid, factor)]) % 2]
-                timeout = 2 * max(ta.timeout_s or 0, tb.timeout_s or 0) or None
-                row = run_pair(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),
-                               cpu=camp.cpu, first=first, pads=pads, timeout=timeout)
-                row.update(run_id=run_dir.name, seq=seq, block=block, warmup=int(warm))
-                table.append(row)
-                done.append({k: "" if v is None else str(v) for k, v in row.items()})
-                seq += 1
-                bar.update(1)
-            if not camp.target_ci:
-                break
-            wide = _wider_cells([r for r in done if int(r["seq"]) < seq], cells, camp.target_ci, camp.scale_of)
-            if not wide:
-                note = {"adaptive": f"every pair within ±{camp.target_ci:g}"}
-                break
-            queue = plan(wide, 1, 0, info["seed"] + next_block, first_block=next_block)
-            next_block += 1
-            bar.total += len(queue)
-            bar.refresh()
+        return run_blocks(cells, blocks=camp.blocks, warmups=camp.profile.warmups, seed=info["seed"],
+                          salt=0x9A125, done=done, bar=bar, record=table.append, measure=measure,
+                          draw=lambda rng: (rng.randrange(pad_spread), rng.randrange(pad_spread)),
+                          target=camp.target_ci, budget_min=camp.budget_min,
+                          wider=lambda rows, target: _wider_cells(rows, cells, target, camp.scale_of),
+                          elapsed_s=float(info.get("elapsed_s", 0)))
     finally:
         bar.close()
         table.close()
-        info["elapsed_s"] = round(time.monotonic() - started, 1)
         saved = runstore.read_json(run_dir / "run.json")
-        saved["elapsed_s"] = info["elapsed_s"]
+        saved["elapsed_s"] = round(float(info.get("elapsed_s", 0)) + time.monotonic() - started, 1)
+        info["elapsed_s"] = saved["elapsed_s"]
         runstore.write_json_atomic(run_dir / "run.json", saved)
-    return note
 
 
 def _wider_cells(rows, cells, target: float, scale_of) -> list:
@@ -211,7 +191,9 @@ def _wider_cells(rows, cells, target: float, scale_of) -> list:
 
     from analysis.stats import paired
 
-    usable = pd.DataFrame([r for r in rows if r.get("status") == "ok" and str(r.get("warmup")) != "1"])
+    from analysis.contract.schema import is_usable
+
+    usable = pd.DataFrame([r for r in rows if is_usable(r)])
     wide = []
     for aid, wid, factor in cells:
         scale = f"{scale_of(factor):.6g}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from analysis.contract import runstore
 from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
 from analysis.harness import catalog as catalog_mod
+from analysis.harness.blocks import run_blocks
 from analysis.harness import launcher, machine, quiet
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
@@ -106,17 +107,6 @@ def parse_positive(value, name, kind=float):
     if not number > 0 or (isinstance(number, float) and not math.isfinite(number)):
         raise HeapcostError(f"{name} must be a positive number, not {value!r}")
     return number
-
-
-def plan(pairs, blocks: int, warmups: int, seed: int, first_block: int = 0):
-    """Randomized complete blocks: every pair once per block, in a fresh random order each block."""
-    rng = random.Random(seed)
-    out = []
-    for b in range(first_block, first_block + blocks):
-        order = list(pairs)
-        rng.shuffle(order)
-        out += [(b, b < warmups, *cell) for cell in order]
-    return out
 
 
 class Campaign:
@@ -273,7 +263,7 @@ class Campaign:
         if self.lockstep_cells:
             from analysis.harness.lockstep import run_pairs
 
-            notes = run_pairs(self, run_dir, info, baseline=BASELINE, plan=plan, pad_spread=PAD_SPREAD)
+            notes = run_pairs(self, run_dir, info, baseline=BASELINE, pad_spread=PAD_SPREAD)
         if self.trial_cells and "stopped" not in notes:
             notes = {**notes, **self._run_trials(run_dir, info)}
         return notes
@@ -281,61 +271,39 @@ class Campaign:
     def _run_trials(self, run_dir: Path, info: dict) -> dict:
         trials = runstore.AppendTable(run_dir / "trials.csv", TRIAL_COLUMNS)
         done = trials.rows()
-        done_seqs = {int(r["seq"]) for r in done}
-        base = plan(self.trial_cells, self.blocks + self.profile.warmups, self.profile.warmups, info["seed"])
-        rng = random.Random(info["seed"] ^ 0x5EED)
-        started = time.monotonic() - float(info.get("elapsed_s", 0))
-        bar = progress_bar(len(base), len(done_seqs & set(range(len(base)))), self.progress)
         expected = info["expected_checksums"]
-        budget_s = self.budget_min * 60 if self.budget_min else None
-        note = {}
+        started = time.monotonic()
+        bar = progress_bar(len(self.trial_cells) * (self.blocks + self.profile.warmups), len(done), self.progress)
+
+        def measure(block, warm, cell, pad, done_rows):
+            aid, wid, factor = cell
+            t = self.trial(aid, wid, factor)
+            hopeless = _timed_out_in_warmup(done_rows, aid, wid, t.scale)
+            if hopeless is not None and not warm:
+                # It cannot finish within the timeout: each further try would cost the timeout.
+                row = skipped_row(t, f"timed out in the warm-up block (seq {hopeless})")
+            else:
+                row = run_one(t, expected.get(f"{wid}|{t.alloc.variant}|{t.scale:.6g}"), info["probe_iters"], pad,
+                              cpu=self.cpu)
+            return {**row, "run_id": run_dir.name}
+
+        def wider(rows, target):
+            live = [(a, w, f) for a, w, f in self.trial_cells
+                    if _timed_out_in_warmup(rows, a, w, self.scale_of(f)) is None]
+            return pairs_wider_than(rows, target, live, self.scale_of)
+
         try:
-            seq = 0
-            queue = list(base)
-            next_block = self.blocks + self.profile.warmups
-            while True:
-                for block, warm, aid, wid, factor in queue:
-                    pad = rng.randrange(PAD_SPREAD)  # drawn for every seq, so resumed runs draw the same
-                    if seq in done_seqs:
-                        seq += 1
-                        continue
-                    if budget_s and time.monotonic() - started > budget_s:
-                        note = {"stopped": f"budget of {self.budget_min:g} min spent"}
-                        return note
-                    t = self.trial(aid, wid, factor)
-                    key = f"{wid}|{t.alloc.variant}|{t.scale:.6g}"
-                    hopeless = _timed_out_in_warmup(done, aid, wid, t.scale)
-                    if hopeless is not None and not warm:
-                        # It cannot finish within the timeout: each further try would cost the timeout.
-                        row = skipped_row(t, f"timed out in the warm-up block (seq {hopeless})")
-                    else:
-                        row = run_one(t, expected.get(key), info["probe_iters"], pad, cpu=self.cpu)
-                    row.update(run_id=run_dir.name, seq=seq, block=block, warmup=int(warm))
-                    trials.append(row)
-                    done.append({k: str(v) for k, v in row.items()})
-                    seq += 1
-                    bar.update(1)
-                if not self.target_ci:
-                    break
-                # Decide from the rows before this point only, so a resumed run makes the same decisions.
-                before = [r for r in done if int(r["seq"]) < seq]
-                live = [(a, w, f) for a, w, f in self.trial_cells
-                        if _timed_out_in_warmup(before, a, w, self.scale_of(f)) is None]
-                wide = pairs_wider_than(before, self.target_ci, live, self.scale_of)
-                if not wide:
-                    note = {"adaptive": f"every pair within ±{self.target_ci:g}"}
-                    break
-                queue = plan(wide, 1, 0, info["seed"] + next_block, first_block=next_block)
-                next_block += 1
-                bar.total += len(queue)
-                bar.refresh()
+            return run_blocks(self.trial_cells, blocks=self.blocks, warmups=self.profile.warmups, seed=info["seed"],
+                              salt=0x5EED, done=done, bar=bar, record=trials.append, measure=measure,
+                              draw=lambda rng: rng.randrange(PAD_SPREAD), target=self.target_ci, wider=wider,
+                              budget_min=self.budget_min, elapsed_s=float(info.get("elapsed_s", 0)))
         finally:
             bar.close()
             trials.close()
-            info = runstore.read_json(run_dir / "run.json")
-            info["elapsed_s"] = round(time.monotonic() - started, 1)
-            runstore.write_json_atomic(run_dir / "run.json", info)
-        return note
+            saved = runstore.read_json(run_dir / "run.json")
+            saved["elapsed_s"] = round(float(info.get("elapsed_s", 0)) + time.monotonic() - started, 1)
+            info["elapsed_s"] = saved["elapsed_s"]
+            runstore.write_json_atomic(run_dir / "run.json", saved)
 
 
 def sources_sha256() -> str:
