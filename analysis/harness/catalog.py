@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import HeapcostError
+from analysis.harness import glibc_build
 from analysis.harness.allocator_cache import built_prefix
 from analysis.paths import CATALOG_PATH, cache_dir
 
@@ -16,7 +17,7 @@ DEFENCES = (
     "uaf-write-detect", "delayed-reuse", "freelist-protect", "zero-on-alloc", "randomized-placement",
     "size-mismatch-detect", "huge-request-safe",
 )
-ORIGIN_KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path")
+ORIGIN_KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,11 @@ class Allocator:
     def user_supplied(self) -> bool:
         return self.origin.get("kind") == "path"
 
+    @property
+    def built_glibc(self) -> bool:
+        """A build of the system's glibc source (harness/glibc_build.py), run through that build's loader."""
+        return self.origin.get("kind") == "glibc-build"
+
 
 @dataclass(frozen=True)
 class Resolved:
@@ -55,6 +61,13 @@ class Resolved:
     reason: str  # why it is not available ("" when it is)
     preload: tuple = ()  # concrete library paths, in LD_PRELOAD order
     interpreters: dict = field(default_factory=dict)
+    loader: tuple = ()  # argv prefix running a program on a built glibc: (ld.so, --library-path, dirs)
+    expect: str = ""  # a narrower expect_malloc found here (a glibc build's own cache folder)
+
+    @property
+    def expect_malloc(self) -> str:
+        """The substring the path of every process's malloc library must contain."""
+        return self.expect or self.allocator.expect_malloc
 
 
 def _allocator_from_table(entry: dict, where: str) -> Allocator:
@@ -68,6 +81,8 @@ def _allocator_from_table(entry: dict, where: str) -> Allocator:
     kind = entry["origin"].get("kind")
     if kind not in ORIGIN_KINDS:
         raise HeapcostError(f"{where}: origin kind {kind!r} is not one of {', '.join(ORIGIN_KINDS)}")
+    if kind == "glibc-build":
+        _check_glibc_build(entry, where)
     bad = [d for d in entry.get("defences", []) if d not in DEFENCES]
     if bad:
         raise HeapcostError(f"{where}: unknown defence(s) {bad}; known: {', '.join(DEFENCES)}")
@@ -76,6 +91,20 @@ def _allocator_from_table(entry: dict, where: str) -> Allocator:
         if key in values:
             values[key] = tuple(values[key])
     return Allocator(**values)
+
+
+def _check_glibc_build(entry: dict, where: str) -> None:
+    """A glibc-build entry names one of glibc_build.VARIANTS by its id and that variant's patch."""
+    ident = entry.get("id")
+    if ident not in glibc_build.VARIANTS:
+        raise HeapcostError(f"{where}: glibc-build allocator {ident!r} is not a glibc variant; known: "
+                            f"{', '.join(glibc_build.VARIANTS)}")
+    patch = entry["origin"].get("patch", "")
+    if (patch or None) != glibc_build.VARIANTS[ident]:
+        raise HeapcostError(f"{where}: {ident} is built with patch {glibc_build.VARIANTS[ident]!r}, "
+                            f"the catalogue says {patch!r}")
+    if entry.get("preload"):
+        raise HeapcostError(f"{where}: {ident} runs through its build's loader: it preloads nothing")
 
 
 def load_catalog(path: Path = CATALOG_PATH) -> dict[str, Allocator]:
@@ -125,8 +154,25 @@ def _expand(pattern: str, alloc: Allocator) -> list[str]:
     return sorted(glob.glob(pattern, recursive=True), key=lambda p: (os.path.getmtime(p), p))
 
 
+def resolve_glibc_build(alloc: Allocator) -> Resolved:
+    """A glibc build is available once built; its programs start through its loader, and their malloc must
+    come from the libc.so.6 of its own cache folder (so the system's libc fails the check)."""
+    try:
+        version = glibc_build.installed_source_version()
+    except HeapcostError as exc:
+        return Resolved(alloc, False, str(exc))
+    ok, why = glibc_build.availability(alloc.id, version)
+    if not ok:
+        return Resolved(alloc, False, why)
+    folder = glibc_build.variant_dir(alloc.id, version)
+    return Resolved(alloc, True, "", loader=tuple(glibc_build.loader_argv(alloc.id, version)),
+                    expect=f"/{folder.name}/build/")
+
+
 def resolve(alloc: Allocator) -> Resolved:
     """Find the concrete libraries and interpreters of an allocator here, or say why it is unavailable."""
+    if alloc.built_glibc:
+        return resolve_glibc_build(alloc)
     libs = []
     for pattern in alloc.preload:
         found = _expand(pattern, alloc)
@@ -202,7 +248,8 @@ def run(args) -> int:
         r = resolve(alloc)
         if args.available and not r.available:
             continue
-        where = " ".join(r.preload) or " ".join(r.interpreters.values()) or alloc.origin.get("kind")
+        where = (" ".join(r.preload) or " ".join(r.interpreters.values())
+                 or (f"loader {r.loader[0]}" if r.loader else alloc.origin.get("kind")))
         rows.append((alloc.id, alloc.family, "yes" if r.available else "no", r.reason or where))
     widths = [max(len(row[i]) for row in rows + [("id", "family", "here", "")]) for i in range(3)]
     print(f"{'id':<{widths[0]}}  {'family':<{widths[1]}}  {'here':<{widths[2]}}  library / why not")

@@ -174,7 +174,7 @@ class Campaign:
         a = r.allocator
         return {"family": a.family, "description": a.description, "origin": a.origin, "preload": list(r.preload),
                 "interpreters": r.interpreters, "env": a.env, "callgrind_env": a.callgrind_env,
-                "expect_malloc": a.expect_malloc, "scale_factor": a.scale, "defences": list(a.defences),
+                "expect_malloc": r.expect_malloc, "scale_factor": a.scale, "defences": list(a.defences),
                 "defences_ref": a.defences_ref}
 
     def run(self) -> Path:

@@ -207,6 +207,7 @@ class Target:
     env: dict = field(default_factory=dict)
     expect_malloc: str = ""  # substring of the library malloc must resolve to ("" = do not check)
     unavailable: str = ""  # why probes cannot run under it ("" = they can)
+    loader: tuple = ()  # a built glibc's loader argv, put in front of the probe binary
 
 
 def target_for(alloc) -> Target:
@@ -218,8 +219,8 @@ def target_for(alloc) -> Target:
     r = resolve(alloc)
     if not r.available:
         return Target(alloc.id, unavailable=f"not available here: {r.reason}")
-    expect = "" if alloc.variant == "musl" else alloc.expect_malloc
-    return Target(alloc.id, alloc.variant, tuple(r.preload), dict(alloc.env), expect)
+    expect = "" if alloc.variant == "musl" else r.expect_malloc
+    return Target(alloc.id, alloc.variant, tuple(r.preload), dict(alloc.env), expect, loader=tuple(r.loader))
 
 
 def _trial_env(target: Target, work: Path, who: Path) -> dict:
@@ -245,7 +246,7 @@ def run_once(probe: Probe, target: Target, binary: Path, *, timeout: float = 20,
         work.mkdir()
         out, err, who = tmp / "stdout", tmp / "stderr", tmp / "who"
         res = launcher.run(
-            [str(binary), *probe.args], env=_trial_env(target, work, who), stdout=out, stderr=err,
+            [*target.loader, str(binary), *probe.args], env=_trial_env(target, work, who), stdout=out, stderr=err,
             timeout=timeout, cwd=work, cpu_limit=max(1, int(timeout)),
             # Loose on purpose: hardened allocators reserve huge inaccessible regions; the probe caps its
             # own writable memory with RLIMIT_DATA (probes/probe.h).
@@ -265,8 +266,8 @@ def learn_chatter(target: Target, *, timeout: float = 20) -> frozenset:
     with tempfile.TemporaryDirectory(prefix="heapcost-probe-") as tmp:
         tmp = Path(tmp)
         (tmp / "work").mkdir()
-        launcher.run([str(binary)], env=_trial_env(target, tmp / "work", tmp / "who"), stdout=tmp / "out",
-                     stderr=tmp / "err", timeout=timeout, cwd=tmp / "work", as_limit=1 << 40)
+        launcher.run([*target.loader, str(binary)], env=_trial_env(target, tmp / "work", tmp / "who"),
+                     stdout=tmp / "out", stderr=tmp / "err", timeout=timeout, cwd=tmp / "work", as_limit=1 << 40)
         text = (tmp / "err").read_text(errors="replace") if (tmp / "err").exists() else ""
     return frozenset(normalize(ln) for ln in text.splitlines() if ln.strip() and not ln.startswith("heapcost-probe:"))
 

@@ -4,6 +4,8 @@ By origin kind: `debian` and `musl` are apt packages; `pypi` is cmeel-mimalloc f
 `debian-source` allocators are built from Debian source packages into
 <cache>/allocators/<id>-<source-version>/, which a new clone reuses. A build counts as finished only once
 its BUILD.json says the verification passed; it is written last, after everything else is in place.
+`glibc-build` allocators are the system's glibc source built unchanged or with one of our patches
+(harness/glibc_build.py: its own cache folders and stamp.json).
 """
 import datetime
 import fcntl
@@ -18,13 +20,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.harness import catalog, debsrc
+from analysis.harness import catalog, debsrc, glibc_build
 from analysis.harness.allocator_cache import allocators_root, built_prefix, read_build_record
 from analysis.errors import HeapcostError
 from analysis.paths import REPO, cache_dir
 
 JOBS = "2"
-KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path")
+KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build")
+SLOW_KINDS = ("debian-source", "glibc-build")  # built from source: provisioned last
+# what configure and make of glibc need besides the compiler (glibc_build.REQUIRED_TOOLS)
+GLIBC_BUILD_DEPS = ("build-essential", "dpkg-dev", "gawk", "bison", "patch")
 BUILD_TOOLS = ("build-essential", "cmake", "dpkg-dev")
 # perl's own Build-Depends for its bundled extensions: installed always, so every machine builds the same set
 PERL_EXTENSION_LIBS = ("libdb-dev", "libgdbm-dev", "libgdbm-compat-dev", "zlib1g-dev", "libbz2-dev")
@@ -341,7 +346,31 @@ def provision_one(alloc, apt: Apt, log: Log, dry_run=False, force=False, no_buil
             return False, why
         prefix = build(alloc.id, recipe, log=log, force=force)
         return True, f"{prefix}"
+    if kind == "glibc-build":
+        return provision_glibc(alloc, apt, dry_run=dry_run, no_build=no_build)
     return False, f"unknown origin kind {kind!r}; kinds are {', '.join(KINDS)}"
+
+
+def _built_note(variant: str) -> str:
+    stamp = glibc_build.read_stamp(glibc_build.variant_dir(variant)) or {}
+    return f"built in {stamp.get('build_seconds', '?')} s on {stamp.get('built_at', '?')}"
+
+
+def provision_glibc(alloc, apt, dry_run=False, no_build=False) -> tuple:
+    """(ok, message) for a glibc variant: reported when built (with its build time), else built (about
+    10 minutes each on 2 cores), or with no_build reported as not built, as the debian-source builds are."""
+    built, why = glibc_build.availability(alloc.id)
+    if built:
+        return True, f"built: {glibc_build.variant_dir(alloc.id).name} ({_built_note(alloc.id)})"
+    if no_build:
+        return True, f"not built (skipped: `make allocators` builds it): {why}"
+    if dry_run:
+        return True, f"would build {alloc.id} from the Debian source of the installed glibc ({why})"
+    ok, message = apt.ensure(GLIBC_BUILD_DEPS, f"build dependencies of {alloc.id}")
+    if not ok:
+        return False, message
+    tree = glibc_build.build(alloc.id)
+    return True, f"built {tree.parent.name} ({_built_note(alloc.id)})"
 
 
 def status(allocators=None) -> list:
@@ -361,6 +390,9 @@ def status(allocators=None) -> list:
         elif kind == "debian-source":
             prefix = built_prefix(alloc.id)
             rows.append((alloc.id, prefix is not None, str(prefix) if prefix else "not built: run `make allocators`"))
+        elif kind == "glibc-build":
+            ok, why = glibc_build.availability(alloc.id)
+            rows.append((alloc.id, ok, why or f"built: {glibc_build.variant_dir(alloc.id).name}"))
         elif kind in ("system", "path"):
             rows.append((alloc.id, True, "nothing to install"))
         else:
@@ -395,7 +427,7 @@ def run(args) -> int:
         failures += not ok
         log.say(f"{'ok ' if ok else 'FAILED'} tools: {why}")
     # the slow builds last, so a failure among the quick ones shows early
-    order = sorted(allocators, key=lambda a: _origin(a).get("kind") == "debian-source")
+    order = sorted(allocators, key=lambda a: _origin(a).get("kind") in SLOW_KINDS)
     for alloc in order:
         try:
             ok, why = provision_one(alloc, apt, log, dry_run=args.dry_run, force=args.force, no_build=args.no_build)

@@ -45,17 +45,22 @@ def wrong_malloc(procs: list[tuple[str, str]], expect: str) -> str:
     return f"malloc resolved to {wrong[0]}, expected {expect}" if wrong else ""
 
 
-def read_who(path) -> list[tuple[str, str]]:
-    """(malloc library, Perl_malloced_size definer) for each process of a trial."""
-    out = []
+def read_who(path, final_images_only: bool = False) -> list[tuple[str, str]]:
+    """(malloc library, Perl_malloced_size definer) for each process of a trial. With final_images_only,
+    a process image that exec'd another in the same process (a wrapper: valgrind's launcher script and
+    binary under callgrind) is left out: only the last line of each pid counts."""
+    out = {}
     try:
         text = Path(path).read_text()
     except OSError:
-        return out
-    for line in text.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split("\t")[2:] if "=" in f)
-        out.append((fields.get("malloc", "?"), fields.get("Perl_malloced_size", "-")))
-    return out
+        return []
+    for i, line in enumerate(text.splitlines()):
+        parts = line.split("\t")
+        fields = dict(f.split("=", 1) for f in parts[2:] if "=" in f)
+        key = parts[0] if final_images_only else i
+        out.pop(key, None)
+        out[key] = (fields.get("malloc", "?"), fields.get("Perl_malloced_size", "-"))
+    return list(out.values())
 
 
 def is_static_elf(path) -> bool:
@@ -88,9 +93,21 @@ def check_preloadable(resolved) -> None:
         alloc = resolved.allocator
         if result.status != "exited" or result.exit_code != 0:
             raise HeapcostError(f"allocator {alloc.id}: /bin/true fails under it: {first_line(err)}")
-        if wrong_malloc(libs, alloc.expect_malloc):
-            why = first_line(err) or wrong_malloc(libs, alloc.expect_malloc)
+        if wrong_malloc(libs, resolved.expect_malloc):
+            why = first_line(err) or wrong_malloc(libs, resolved.expect_malloc)
             raise HeapcostError(f"allocator {alloc.id}: library cannot be preloaded as malloc ({why})")
+
+
+def loader_argv(loader, argv: list, workload=None) -> list:
+    """The argv of a program run on a built glibc: that build's loader in front (it honours LD_PRELOAD, so
+    mallocwho still reports). A workload whose processes start other programs through their own ELF
+    interpreter (the compiler's cc1, as, ld) cannot be attributed to the build and is refused."""
+    if not loader:
+        return list(argv)
+    refused = getattr(workload, "loader_refused", "")
+    if refused:
+        raise HeapcostError(f"workload {workload.id} cannot run on a built glibc: {refused}")
+    return [*map(str, loader), *map(str, argv)]
 
 
 class SpeedTrial:
@@ -108,6 +125,7 @@ class SpeedTrial:
         self.argv = workload.argv(scale, self.alloc.variant, interps)
         if self.alloc.variant == "musl" and not is_static_elf(self.argv[0]):
             raise HeapcostError(f"{workload.id}: {self.argv[0]} is not a static musl binary")
+        self.argv = loader_argv(getattr(resolved, "loader", ()), self.argv, workload)
 
     def base_env(self, workdir: Path) -> dict:
         env = clean_env(workdir)
@@ -137,8 +155,8 @@ class SpeedTrial:
         if self.alloc.variant == "musl":
             malloc_lib = "musl-static"
         else:
-            procs = read_who(workdir / "who")
-            wrong = wrong_malloc(procs, self.alloc.expect_malloc)
+            procs = read_who(workdir / "who", final_images_only=self.mode == "callgrind")
+            wrong = wrong_malloc(procs, self.resolved.expect_malloc)
             if wrong:
                 return "wrong-malloc", (err if not procs and err else wrong), procs[0][0] if procs else ""
             malloc_lib = procs[0][0]

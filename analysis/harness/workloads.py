@@ -69,6 +69,7 @@ class Workload:
     base_scale_note: str      # what scale 1.0 does
 
     variants = ("glibc",)
+    loader_refused = ""  # why it cannot run on a built glibc through that build's loader ("" = it can)
 
     def prepare(self, variant="glibc") -> None:
         """Build or fetch what the workload needs; idempotent."""
@@ -219,6 +220,9 @@ class SqliteWorkload(Workload):
 @dataclass(frozen=True)
 class CompileWorkload(Workload):
     package: str = "lua5.4"
+    # why it cannot run on a built glibc through that build's loader (trial.loader_argv)
+    loader_refused = ("the gcc driver would run on the built glibc, but the cc1, as and ld it starts use their "
+                      "own ELF interpreter (the system's glibc), so the compile time cannot be attributed to it")
     subdir: str = "src"
     full_files: int = 8
     # headers Debian's build generates; the tree needs them to compile outside that build

@@ -36,6 +36,9 @@ ABLATIONS = [
     ("zero on allocation", "scudo-zero", "scudo"),
     ("secure mode (same 2.0.9 source)", "mimalloc-secure", "mimalloc2"),
     ("perl's own malloc instead of the system one (same perl source)", "perl-mymalloc", "perl-sysmalloc"),
+    # glibc built from the system's source with one check compiled out (seed 004): the check over its absence
+    ("tcache double-free key check", "glibc-built", "glibc-no-tcache-key"),
+    ("safe-linking", "glibc-built", "glibc-no-safe-linking"),
 ]
 
 
