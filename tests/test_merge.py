@@ -94,3 +94,16 @@ def test_a_lockstep_run_answers_its_debate_with_its_narrower_interval(tmp_path):
     assert lo < 1.025 < hi and hi / lo < 1.05
     # the lockstep run measured only one workload: it does not lead the allocators the full run has
     assert res.speed.geomean.set_index("allocator").loc["jemalloc", "run_id"] != run
+
+
+def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
+    import json
+
+    data = make_dataset(tmp_path)
+    run = add_time_run(data, "20990105T000000Z-time-quick", {"glibc": 1.0, "glibc-copy": 1.0}, seed=9, n_blocks=10)
+    info = json.loads((run / "run.json").read_text())
+    info["allocators"]["glibc-copy"]["origin"] = {"kind": "path", "path": "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+    (run / "run.json").write_text(json.dumps(info))
+    aa = results.compute(data).aa
+    assert set(aa["allocator"]) == {"glibc-copy"} and len(aa) == 2  # one cell per workload of that run
+    assert not aa["excludes_1"].any()

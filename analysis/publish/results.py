@@ -372,6 +372,7 @@ class Results:
     runs: pd.DataFrame  # every contributing run: label, kind, profile, the allocators it leads
     figures: pd.DataFrame  # the seeds' transcribed figures (data/literature/figures.csv)
     cells: dict  # metric -> every comparison of every run with its own baseline (rows with run_id)
+    aa: pd.DataFrame  # A/A cells: the baseline against a brought copy of its own library
 
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
@@ -450,8 +451,31 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
                    scores, trade, allocator_table(all_runs), workload_table(time_run or cg_run), seed_only,
                    replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead), figures,
-                   {m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()], ignore_index=True)
-                    if per_run else pd.DataFrame() for m in ("wall_s", "maxrss_kb")})
+                   cells := {m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()],
+                                          ignore_index=True) if per_run else pd.DataFrame()
+                             for m in ("wall_s", "maxrss_kb")},
+                   aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}))
+
+
+AA_COLUMNS = ["run_id", "workload", "allocator", "ratio", "ci_low", "ci_high", "n", "method", "excludes_1"]
+
+
+def aa_copies(run: Run) -> set[str]:
+    """Allocators of a run that are the baseline's own library brought again (EXTRA_ALLOCATORS=
+    name=<the path of libc.so.6>): their comparisons with the baseline are A/A trials."""
+    return {aid for aid, rec in (run.info.get("allocators") or {}).items()
+            if (rec.get("origin") or {}).get("kind") == "path"
+            and Path(str((rec.get("origin") or {}).get("path", ""))).name.startswith("libc.so")}
+
+
+def aa_cells(cells: pd.DataFrame, runs: dict) -> pd.DataFrame:
+    """Every A/A comparison in the dataset: a 95% interval should exclude 1 in about 5% of them."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=AA_COLUMNS)
+    copies = {(rid, a) for rid, run in runs.items() for a in aa_copies(run)}
+    rows = cells[[(r, a) in copies for r, a in zip(cells["run_id"], cells["allocator"])]].copy()
+    rows["excludes_1"] = (rows["ci_low"] > 1) | (rows["ci_high"] < 1)
+    return rows.reindex(columns=AA_COLUMNS).reset_index(drop=True)
 
 
 def run_table(time_runs, cg_runs, probe_runs, *leads_by_kind) -> pd.DataFrame:

@@ -111,6 +111,10 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     answers.to_csv(p("debates.csv"), index=False)
     numbers["debates"] = {r["seed"]: r["verdict"] for _, r in answers.iterrows()}
     res.runs.to_csv(p("runs.csv"), index=False)
+    res.aa.to_csv(p("aa.csv"), index=False)
+    numbers["aa"] = {"cells": int(len(res.aa)), "excluding_1": int(res.aa["excludes_1"].sum()),
+                     "runs": sorted(set(res.aa["run_id"])),
+                     "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else ""}
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
     res.allocators.to_csv(p("allocators.csv"), index=False)
