@@ -53,3 +53,26 @@ def test_a_single_workload_forest_has_readable_ticks(tmp_path):
     svg = (tmp_path / "f.svg").read_text()
     assert "-10%" in svg or "−10%" in svg
     assert svg.count("<g id=\"xtick_") >= 2
+
+
+def test_legends_stand_outside_the_data(tmp_path):
+    """Every legend of the paper's figures is drawn beside the axes, never over the data."""
+    import matplotlib.pyplot as plt
+
+    from analysis.stats import literature
+
+    drawn = []
+    original = figures.save
+    figures.save = lambda fig, path: drawn.append(fig)
+    try:
+        figures.literature_003(literature.load_figures(), tmp_path / "l.svg")
+        summary = pd.read_csv(REPO / "paper" / "generated" / "noise_coverage.csv")
+        figures.coverage(summary, tmp_path / "c.svg")
+    finally:
+        figures.save = original
+    for fig in drawn:
+        ax = fig.axes[0]
+        renderer = fig.canvas.get_renderer()
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(ax.get_window_extent(renderer)), fig
+        plt.close(fig)

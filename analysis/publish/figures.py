@@ -241,7 +241,7 @@ def literature_003(fig: pd.DataFrame, path: Path) -> None:
                    edgecolors="red", s=40, label="outlier / repeated line" if i == 0 else None)
     ax.set_yticks([0, 1], ["unpatched", "patched"])
     ax.set_xlabel("wall time of malloc-test (s), seed 003")
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)  # outside the data
     fig_.tight_layout()
     save(fig_, path)
 
@@ -261,6 +261,6 @@ def coverage(summary: pd.DataFrame, path) -> None:
     ax.set_xticks(np.arange(len(scenarios)), scenarios, fontsize=7)
     ax.set_ylim(0.5, 1.01)
     ax.set_ylabel("coverage of the true ratio")
-    ax.legend(fontsize=7, frameon=False, loc="lower left")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside the bars
     fig.tight_layout()
     save(fig, path)
