@@ -18,6 +18,7 @@ BUDGET_MIN ?=
 BLOCKS ?=
 LOCK_CLOCK ?= 0
 SEED ?=
+SCALES ?=
 PROTOCOL ?= trials
 PIN ?= auto
 FORCE ?=
@@ -36,6 +37,7 @@ help: ## list the targets
 	@echo
 	@echo "measure parameters: PROFILE=smoke|quick|full ALLOCATORS=a,b WORKLOADS=x,y MODE=time|callgrind"
 	@echo "  EXTRA_ALLOCATORS=name=/path/lib.so TARGET_CI=0.01 BUDGET_MIN=60 BLOCKS=N LOCK_CLOCK=1 SEED=N"
+	@echo "  SCALES=1,0.25 (every cell at these multiples of its scale: start-up and per-unit cost)"
 	@echo "  PROTOCOL=trials|lockstep PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
 
 $(VENV_STAMP): requirements.txt pyproject.toml
@@ -73,7 +75,7 @@ measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.i
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \
 		EXTRA_ALLOCATORS="$(EXTRA_ALLOCATORS)" MODE="$(MODE)" TARGET_CI="$(TARGET_CI)" BUDGET_MIN="$(BUDGET_MIN)" \
 		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)" PROTOCOL="$(PROTOCOL)" PIN="$(PIN)" \
-		FORCE="$(FORCE)"
+		FORCE="$(FORCE)" SCALES="$(SCALES)"
 
 probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into data/runs/
 	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \

@@ -91,6 +91,15 @@ def parse_seed(value) -> int:
     return seed
 
 
+def parse_scales(value) -> list[float]:
+    """SCALES=1,0.25: multiples of each cell's scale to run (default 1 alone)."""
+    items = _split(value) if not isinstance(value, (list, tuple)) else [str(v) for v in value]
+    scales = [parse_positive(v, "SCALES") for v in items] or [1.0]
+    if len(set(scales)) != len(scales):
+        raise HeapcostError(f"SCALES lists a scale twice: {value!r}")
+    return scales
+
+
 def get_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise HeapcostError(f"unknown profile {name!r}; valid: {', '.join(PROFILES)}")
@@ -112,7 +121,7 @@ def parse_positive(value, name, kind=float):
 class Campaign:
     def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
-                 runs_dir=RUNS_DIR, progress=True, protocol="trials", pin="auto", force=None):
+                 runs_dir=RUNS_DIR, progress=True, protocol="trials", pin="auto", force=None, scales=None):
         from analysis.harness.workloads import WORKLOADS
 
         self.profile = get_profile(profile)
@@ -141,7 +150,10 @@ class Campaign:
         self.workloads = {w: WORKLOADS[w] for w in self.workload_ids}
         # A cell is (allocator, workload, scale factor). Allocators run at a reduced scale (slow
         # debugging ones) are compared with the baseline at that same scale, so it runs there too.
-        self.pairs = [(a.id, w, a.scale) for a in self.allocs for w in self.workload_ids
+        # SCALES runs every cell at several multiples of its scale, so that time = start-up + per-unit cost
+        # x scale can be fitted (analysis/stats/scaling.py)
+        self.scales = parse_scales(scales)
+        self.pairs = [(a.id, w, a.scale * s) for a in self.allocs for w in self.workload_ids for s in self.scales
                       if catalog_mod.supports(a, w)]
         if not self.pairs:
             raise HeapcostError("no allocator in the selection can run any selected workload")
@@ -164,6 +176,8 @@ class Campaign:
              "protocol": self.protocol, "pin": self.pin, "sources_sha256": sources_sha256()}
         if self.seed is not None:
             p["seed"] = self.seed
+        if self.scales != [1.0]:
+            p["scales"] = self.scales
         return p
 
     def scale_of(self, factor: float) -> float:
@@ -369,6 +383,8 @@ def add_arguments(parser):
     parser.add_argument("--budget-min", default=None, help="stop after this many minutes")
     parser.add_argument("--blocks", default=None, help="measured blocks (default: the profile's)")
     parser.add_argument("--lock-clock", default="0", help="1: lock the CPU clock where the machine allows")
+    parser.add_argument("--scales", default="", help="multiples of each cell's scale, e.g. 1,0.25 (start-up vs "
+                        "per-unit cost); default 1")
     parser.add_argument("--seed", default=None, help="seed of the randomized order (default: random, recorded)")
     parser.add_argument("--protocol", default="trials", help="trials (default) or lockstep: process pairs on "
                         "one CPU for the C workloads that take turns, pinned trials for the others")
@@ -384,6 +400,6 @@ def run(args) -> int:
                            extra_allocators=args.extra_allocators, mode=args.mode, target_ci=args.target_ci,
                            budget_min=args.budget_min, blocks=args.blocks, lock_clock=args.lock_clock,
                            seed=args.seed, progress=not args.no_progress, protocol=args.protocol,
-                           pin=args.pin, force="1" if args.force else None)
+                           pin=args.pin, force="1" if args.force else None, scales=args.scales)
     print(run_dir)
     return 0

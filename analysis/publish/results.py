@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import compare as cmp
-from analysis.stats import paired
+from analysis.stats import paired, scaling
 from analysis.stats import security
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
@@ -373,6 +373,7 @@ class Results:
     figures: pd.DataFrame  # the seeds' transcribed figures (data/literature/figures.csv)
     cells: dict  # metric -> every comparison of every run with its own baseline (rows with run_id)
     aa: pd.DataFrame  # A/A cells: the baseline against a brought copy of its own library
+    cost: pd.DataFrame  # per-unit cost ratios and start-up costs, from runs with cells at several scales
 
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
@@ -454,7 +455,9 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
                    cells := {m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()],
                                           ignore_index=True) if per_run else pd.DataFrame()
                              for m in ("wall_s", "maxrss_kb")},
-                   aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}))
+                   aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}),
+                   pd.concat([scaling.per_unit_ratios(scaling.cost_model(rt.table), baseline).assign(run_id=rt.run_id)
+                              for rt in time_runs] or [pd.DataFrame(columns=scaling.RATIO_COLUMNS)], ignore_index=True))
 
 
 AA_COLUMNS = ["run_id", "workload", "allocator", "ratio", "ci_low", "ci_high", "n", "method", "excludes_1"]

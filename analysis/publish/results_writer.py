@@ -112,6 +112,13 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["debates"] = {r["seed"]: r["verdict"] for _, r in answers.iterrows()}
     res.runs.to_csv(p("runs.csv"), index=False)
     res.aa.to_csv(p("aa.csv"), index=False)
+    cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
+                           display=[fmt_interval(r["per_unit_ratio"], r["ci_low"], r["ci_high"]) for _, r in res.cost.iterrows()],
+                           startup_display=[f"{r['startup_ms']:.1f} [{r['startup_low_ms']:.1f}, {r['startup_high_ms']:.1f}]"
+                                            for _, r in res.cost.iterrows()],
+                           baseline_startup_display=[f"{x:.1f}" for x in res.cost["baseline_startup_ms"]])
+    cost.to_csv(p("cost.csv"), index=False)
+    numbers["cost"] = {"rows": int(len(cost)), "allocators": sorted(set(cost["allocator"]))}
     numbers["aa"] = {"cells": int(len(res.aa)), "excluding_1": int(res.aa["excludes_1"].sum()),
                      "runs": sorted(set(res.aa["run_id"])),
                      "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else ""}
