@@ -194,7 +194,7 @@ def _ablations(res: Results, p) -> dict:
                 if (r["defence"], r["allocator"], r["base"], r["workload"]) in mem_abl.index else "n/a"
                 for _, r in abl.iterrows()]
         abl.to_csv(p("ablations.csv"), index=False)
-        figures.ablation_figure(res.ablation, p("ablations.svg"), "wall time ratio to the family's base (95% interval)")
+        figures.ablation_figure(res.ablation, p("ablations.svg"), "wall time ratio to the family's base (95% confidence interval)")
         pooled = abl[abl["workload"] == "all"]
         numbers["ablations"] = {f"{r['allocator']}/{r['base']}": {"defence": r["defence"], "display": r["display"],
                                                                   "percent": r["percent"], "workloads": int(r["n"])}

@@ -409,7 +409,7 @@ def pairs_to_extend(results: pd.DataFrame, target: float) -> pd.DataFrame:
 
 def format_table(comp: Comparison) -> str:
     r = comp.results
-    head = ["workload", "allocator", "ratio", "95% interval", "n/base", "probe", "outliers",
+    head = ["workload", "allocator", "ratio", "95% CI", "n/base", "probe", "outliers",
             f"not slower +{r['margin'].iloc[0]:.0%}" if len(r) else "not slower"]
     lines = []
     scaled = "scale" in r.columns and r["scale"].nunique() > 1

@@ -106,7 +106,7 @@ def wider_than(results: pd.DataFrame, target: float) -> pd.DataFrame:
 
 def format_table(res: pd.DataFrame) -> str:
     head = f"paired ratios B/A (method {METHOD}: Yuen's 20% trimmed mean of per-pair log ratios)"
-    lines = [head, f"{'workload':<14} {'scale':>7} {'B / A':<34} {'ratio':>7}  {'95% interval':<18} pairs"]
+    lines = [head, f"{'workload':<14} {'scale':>7} {'B / A':<34} {'ratio':>7}  {'95% CI':<18} pairs"]
     for _, r in res.iterrows():
         lines.append(f"{r['workload']:<14} {r['scale']:>7.4g} {r['allocator'] + ' / ' + r['baseline']:<34} "
                      f"{r['ratio']:>7.4f}  [{r['ci_low']:.4f}, {r['ci_high']:.4f}] {r['n_pairs']}"
