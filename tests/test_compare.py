@@ -25,7 +25,7 @@ def test_compare_cli_end_to_end(tmp_path):
     t.to_csv(src, index=False)
     proc = cli("compare", str(src), "--baseline", "glibc", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "hard" in proc.stdout and "95% interval" in proc.stdout
+    assert "hard" in proc.stdout and "95% CI" in proc.stdout
     res = pd.read_csv(out)
     assert list(res.columns[:9]) == REQUIRED
     assert len(res) == 4  # 2 workloads x 2 allocators
