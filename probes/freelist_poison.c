@@ -23,14 +23,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < words; i++)
         va[i] = vb[i] = target;
     probe_mark("misuse-done");
-    struct probe_hunt h = {0};
-    h.size = size;
-    h.window = PROBE_WINDOW;
-    h.stop_outside_heap = 1;
-    probe_hunt(&h);
-    int worked = h.why == PROBE_HUNT_OUTSIDE || h.why == PROBE_HUNT_OVERLAP;
-    if (worked)
-        probe_mark("primitive");
+    struct probe_hunt h;
+    int worked = probe_hunt_returned(&h, size);
     probe_result("worked=%d size=%zu step=%lu at_target=%d made=%lu", worked, size, worked ? h.step : 0ul,
                  h.hit == (void *)target, h.made);
     probe_go_on();

@@ -605,6 +605,21 @@ PROBE_UNUSED static int probe_hunt(struct probe_hunt *h)
     return h->why;
 }
 
+/* The hunt after a misuse that may make malloc hand out memory it does not own (a forged, static or chosen
+ * address) or a block twice: the attacker's primitive is either. Marks "primitive" when it was achieved. */
+PROBE_UNUSED static int probe_hunt_returned(struct probe_hunt *h, size_t size)
+{
+    memset(h, 0, sizeof *h);
+    h->size = size;
+    h->window = PROBE_WINDOW;
+    h->stop_outside_heap = 1;
+    probe_hunt(h);
+    int worked = h->why == PROBE_HUNT_OUTSIDE || h->why == PROBE_HUNT_OVERLAP;
+    if (worked)
+        probe_mark("primitive");
+    return worked;
+}
+
 /* After the result line: ordinary heap work, so damage that surfaces only later shows up as a crash
  * after "checked" (a late crash) rather than being mistaken for detection; then "done". */
 static void probe_go_on(void)

@@ -10,14 +10,8 @@ int main(int argc, char **argv)
     probe_mark("setup-done");
     pfree(launder(probe_static_area + 4096));
     probe_mark("misuse-done");
-    struct probe_hunt h = {0};
-    h.size = size;
-    h.window = PROBE_WINDOW;
-    h.stop_outside_heap = 1;
-    probe_hunt(&h);
-    int worked = h.why == PROBE_HUNT_OUTSIDE || h.why == PROBE_HUNT_OVERLAP;
-    if (worked)
-        probe_mark("primitive");
+    struct probe_hunt h;
+    int worked = probe_hunt_returned(&h, size);
     probe_result("worked=%d size=%zu step=%lu inside_static=%d made=%lu", worked, size, worked ? h.step : 0ul,
                  h.why == PROBE_HUNT_OUTSIDE, h.made);
     probe_go_on();
