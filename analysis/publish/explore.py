@@ -17,11 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.contract.runstore import pick_run
-from analysis.contract.schema import read_rows, read_table
 from analysis.errors import HeapcostError
 from analysis.paths import BUILD_DIR, DATA_DIR
-from analysis.publish import figures, results
+from analysis.publish import figures, merge, results
 from analysis.stats import security
 
 EXPORT_DIR = BUILD_DIR / "explore"
@@ -36,19 +34,44 @@ TABLE_COLUMNS = ["allocator", "overhead", "score", "workloads", "pareto", "verdi
 
 @dataclass
 class Dataset:
-    trials: pd.DataFrame | None  # the time run's trials.csv
-    counts: pd.DataFrame | None  # the callgrind run's counts.csv
-    probe_rows: list  # the probe run's probes.csv rows
+    trials: pd.DataFrame | None  # the time run's trials.csv (after narrowed(): the run chosen for the view)
+    counts: pd.DataFrame | None  # the callgrind run's counts.csv (likewise)
+    probe_rows: list  # probes.csv rows of every probe run, each allocator's from the run that leads for it
     runs: dict  # kind -> run id
+    tables: dict = field(default_factory=dict)  # kind -> {run id: table} of every contributing run
 
     @property
     def workloads(self) -> list[str]:
-        return sorted({*_col(self.trials, "workload"), *_col(self.counts, "workload")})
+        return sorted({w for kind in ("time", "callgrind") for table in self._all(kind) for w in _col(table, "workload")})
 
     @property
     def allocators(self) -> list[str]:
-        return sorted({*_col(self.trials, "allocator"), *_col(self.counts, "allocator"),
-                       *(r["allocator"] for r in self.probe_rows)})
+        return sorted({a for kind in ("time", "callgrind") for table in self._all(kind) for a in _col(table, "allocator")}
+                      | {r["allocator"] for r in self.probe_rows})
+
+    def _all(self, kind: str) -> list:
+        own = self.trials if kind == "time" else self.counts
+        return list(self.tables.get(kind, {}).values()) or ([own] if own is not None else [])
+
+    def narrowed(self, allocators, baseline: str, left: "_Left") -> "Dataset":
+        """Comparisons are made inside one run: per kind, the run holding the baseline and most of the chosen
+        allocators; an allocator measured only in another run is left out, with that run named."""
+        chosen = {}
+        for kind in ("time", "callgrind"):
+            tables = self.tables.get(kind) or {}
+            with_base = {rid: tab for rid, tab in tables.items() if baseline in _col(tab, "allocator")}
+            if not with_base:
+                chosen[kind] = (None, self.trials if kind == "time" else self.counts)
+                continue
+            rid = max(sorted(with_base), key=lambda r: len(set(allocators) & _col(with_base[r], "allocator")))
+            chosen[kind] = (rid, with_base[rid])
+            for a in sorted(set(allocators) - _col(with_base[rid], "allocator") - {baseline}):
+                elsewhere = [r for r, tab in tables.items() if a in _col(tab, "allocator")]
+                if elsewhere:
+                    left.add(a, f"the {kind} view", f"measured in run {elsewhere[-1]} only, beside another run's "
+                             f"{baseline}: the view compares inside one run (the paper merges runs)")
+        runs = dict(self.runs, **{k: rid for k, (rid, _) in chosen.items() if rid})
+        return Dataset(chosen["time"][1], chosen["callgrind"][1], self.probe_rows, runs, self.tables)
 
 
 def _col(table, column) -> set:
@@ -59,13 +82,14 @@ def load(data_dir: Path = DATA_DIR) -> Dataset:
     runs_dir = Path(data_dir) / "runs"
     if not runs_dir.is_dir():
         raise HeapcostError(f"{runs_dir} does not exist; give a dataset directory holding runs/ (e.g. data)")
-    time_run = pick_run(runs_dir, "time", "trials.csv")
-    cg_run = pick_run(runs_dir, "callgrind", "counts.csv")
-    probe_run = pick_run(runs_dir, "probe", "probes.csv")
-    return Dataset(read_table(time_run.path / "trials.csv") if time_run else None,
-                   read_table(cg_run.path / "counts.csv") if cg_run else None,
-                   read_rows(probe_run.path / "probes.csv") if probe_run else [],
-                   {k: r.run_id for k, r in (("time", time_run), ("callgrind", cg_run), ("probe", probe_run)) if r})
+    found = {kind: merge.contributing_runs(runs_dir, kind) for kind in ("time", "callgrind", "probe")}
+    tables = {kind: {rt.run_id: rt.table for rt in found[kind][1] if len(rt.table)} for kind in ("time", "callgrind")}
+    main = {kind: found[kind][0] for kind in found}
+    probe_runs = found["probe"][1]
+    probe_rows = merge.merge_probe_rows(probe_runs, merge.leads("probe", probe_runs, main["probe"]))
+    return Dataset(tables["time"].get(main["time"].run_id) if main["time"] else None,
+                   tables["callgrind"].get(main["callgrind"].run_id) if main["callgrind"] else None,
+                   probe_rows, {k: r.run_id for k, r in main.items() if r}, tables)
 
 
 @dataclass
@@ -163,6 +187,7 @@ def _explore(view: View, ds: Dataset, workloads: list, allocators: list, weights
     if not any(_weight(v) > 0 for v in weights.values()):
         raise HeapcostError("every weight is 0: no security score can be computed")
     left = _Left()
+    ds = ds.narrowed(allocators, baseline, left)
     if metric == "instructions_per_free":
         geomean, per_workload, kept = _instructions(ds, workloads, others, baseline, left)
     else:

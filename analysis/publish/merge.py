@@ -91,8 +91,9 @@ def leads(kind: str, runs: list[RunTable], main: Run | None) -> dict[str, str]:
     for alloc in sorted(set().union(*(allocators_of(kind, rt) for rt in runs)) if runs else ()):
         ranked = sorted(runs, key=lambda rt: (measured_amount(kind, rt, alloc),
                                               main is not None and rt.run_id == main.run_id, rt.run_id))
-        if measured_amount(kind, ranked[-1], alloc)[1] > 0:
-            out[alloc] = ranked[-1].run_id
+        # an allocator nothing could be measured of still leads somewhere: its rows say why (n/a, failures)
+        present = [rt for rt in ranked if alloc in allocators_of(kind, rt)]
+        out[alloc] = (ranked[-1] if measured_amount(kind, ranked[-1], alloc)[1] > 0 else present[-1]).run_id
     return out
 
 
