@@ -121,7 +121,8 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["cost"] = {"rows": int(len(cost)), "allocators": sorted(set(cost["allocator"]))}
     numbers["aa"] = {"cells": int(len(res.aa)), "excluding_1": int(res.aa["excludes_1"].sum()),
                      "runs": sorted(set(res.aa["run_id"])),
-                     "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else ""}
+                     "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else "",
+                     "expected_percent": f"{100 - 100 * stats.CONFIDENCE:.0f}"}
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
     res.allocators.to_csv(p("allocators.csv"), index=False)
