@@ -39,10 +39,10 @@ def describe_resource(path: Path, data_dir: Path) -> dict:
     suffix = path.suffix.lower()
     if suffix == ".csv":
         res.update(format="csv", mediatype="text/csv", encoding="utf-8")
-        schema = table_schema(path.name) or LITERATURE_SCHEMAS.get(path.name)
+        with open(path, newline="") as fh:
+            header = next(csv.reader(fh), [])
+        schema = table_schema(path.name, header) or LITERATURE_SCHEMAS.get(path.name)
         if schema is None:
-            with open(path, newline="") as fh:
-                header = next(csv.reader(fh), [])
             schema = {"fields": [{"name": h, "type": "any"} for h in header], "missingValues": [""]}
         res["schema"] = schema
         res["profile"] = "tabular-data-resource"
