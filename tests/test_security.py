@@ -194,3 +194,16 @@ def test_a_detection_that_did_not_stop_the_primitive_is_told_from_caught():
     rows[0]["outcomes"] = "missed=20"
     found = {d["defence"]: d for d in S.disagreements(rows, {"ms": ("double-free-detect",)})}
     assert found["double-free-detect"]["kind"] == "claimed-not-seen"
+
+
+def test_the_matrix_takes_the_worst_size_and_the_numbers_count_outcomes_per_size(tmp_path):
+    rows = [sized("a", "double-free", 41, caught=20), sized("a", "double-free", 5000, missed=20),
+            {"allocator": "a", "probe": "address-entropy", "outcome": "mitigated", "bits": "20"},
+            {"allocator": "b", "probe": "double-free", "size": "41", "outcome": "allocator-failed-to-start",
+             "outcomes": "allocator-failed-to-start=20", "trials": "20"}]
+    assert security_writer.worst_outcome(["caught", "missed", "n/a"]) == "missed"
+    assert security_writer.worst_outcome(["n/a", "allocator-failed-to-start"]) == "allocator-failed-to-start"
+    numbers = security_writer.write_outputs(rows, tmp_path, claims={"a": (), "b": ()})
+    assert numbers["outcomes_by_size"] == {"41": {"caught": 1, "allocator-failed-to-start": 1},
+                                           "5000": {"missed": 1}, "unsized": {"mitigated": 1}}
+    assert (tmp_path / "security_outcomes.svg").stat().st_size > 0
