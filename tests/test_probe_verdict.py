@@ -260,3 +260,13 @@ def test_messages_carry_the_stage_they_followed():
                      chatter={"banner"})
     assert t.messages == [("oops", "setup-done"), ("late", "checked")]
     assert t.stages == ["setup-done", "misuse-done", "checked"]
+
+
+def test_a_message_without_its_newline_keeps_the_fault_record_that_follows_it():
+    stderr = ("heapcost-probe: stage=setup-done\nfree(): invalid pointer"
+              + fault(signal.SIGABRT, -6, "-", "0x7f00", GLIBC[0], "setup-done", call="free") + "\n")
+    trace = parse_stderr(stderr)
+    assert trace.messages == [("free(): invalid pointer", "setup-done")]
+    assert trace.fault is not None and trace.fault.call == "free"
+    v = verdict(signal=signal.SIGABRT, stderr=stderr, allocator_objects=GLIBC)
+    assert v.outcome == "caught" and v.detail.startswith("reported: free(): invalid pointer; SIGABRT")

@@ -69,6 +69,7 @@ _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _SIGNAL_LINE = re.compile(
     r"signal sig=(?P<sig>-?\d+) code=(?P<code>-?\d+) addr=(?P<addr>\S+) pc=(?P<pc>\S+) "
     r"object=(?P<object>.*?) stage=(?P<stage>\S+)(?: call=(?P<call>\S+))?(?: sym=(?P<sym>.*))?$")
+_GLUED = re.compile(r"(?<=[^\n])" + re.escape(PREFIX))
 _TARGET_LINE = re.compile(r"target lo=(0x[0-9a-fA-F]+) hi=(0x[0-9a-fA-F]+)")
 
 
@@ -129,6 +130,9 @@ def parse_stderr(stderr: str, chatter: Iterable[str] = frozenset()) -> ProbeTrac
     chatter = frozenset(chatter)
     trace = ProbeTrace()
     last = "-"
+    # An allocator message printed without its newline (glibc-debug's "free(): invalid pointer" before
+    # abort) shares a line with the probe's next record: give each record a line of its own.
+    stderr = _GLUED.sub("\n" + PREFIX, stderr)
     for raw in stderr.splitlines():
         line = raw.strip()
         if not line:
