@@ -207,3 +207,39 @@ def test_the_matrix_takes_the_worst_size_and_the_numbers_count_outcomes_per_size
     assert numbers["outcomes_by_size"] == {"41": {"caught": 1, "allocator-failed-to-start": 1},
                                            "5000": {"missed": 1}, "unsized": {"mitigated": 1}}
     assert (tmp_path / "security_outcomes.svg").stat().st_size > 0
+
+
+# ------------------------------------------------------------------ entropy that does not saturate
+def simulated_placement(rng, processes, bits, steps=255, align=16):
+    """Processes of an allocator whose next block lies at one of 2^bits distances, uniformly."""
+    return [np.cumsum((rng.integers(0, 2 ** bits, steps) + 1) * align).tolist() for _ in range(processes)]
+
+
+@pytest.mark.parametrize("truth, processes", [(4, 20), (8, 20), (12, 20), (16, 100)])
+def test_placement_entropy_recovers_known_bits_within_half_a_bit(truth, processes):
+    # 16 bits needs more processes than the default 20 (standard error 0.46 bit there, 0.21 at 100):
+    # the module docstring gives the resolution for n processes.
+    rng = np.random.default_rng(truth)
+    bits, lo, hi = S.placement_entropy(simulated_placement(rng, processes, truth), reps=300)
+    assert bits == pytest.approx(truth, abs=0.5)
+    assert lo <= bits <= hi
+    # the plug-in estimator this replaces saturates near log2(255) = 8 bits
+    if truth >= 12:
+        assert S.step_entropy(simulated_placement(rng, 1, truth)[0]) < truth - 3
+
+
+def test_placement_entropy_interval_covers_the_truth():
+    rng = np.random.default_rng(3)
+    covered = 0
+    for i in range(60):
+        bits, lo, hi = S.placement_entropy(simulated_placement(rng, 20, 12), reps=200, seed=i)
+        covered += lo <= 12 <= hi
+    assert covered / 60 >= 0.85
+
+
+def test_entropy_bounds_never_exceed_what_the_kernel_supplies():
+    rng = np.random.default_rng(11)
+    wide = [int(rng.integers(0, 2 ** 40)) << 12 for _ in range(20)]  # 40 independent random bits
+    assert max(S.address_entropy(wide, reps=200)) <= S.TARGET_ADDRESS_BITS
+    lone = [np.cumsum(rng.integers(1, 2 ** 40, 255)).tolist() for _ in range(3)]
+    assert max(S.placement_entropy(lone, reps=50)) <= S.TARGET_ADDRESS_BITS

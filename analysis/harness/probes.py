@@ -297,8 +297,10 @@ def summarize(probe: Probe, trials: list[Trial], *, seed: int = 0) -> dict:
         rlo, rhi = security.clopper_pearson(k, n)
         row.update(bits=bits, bits_ci_low=lo, bits_ci_high=hi, rate=k / n if n else None, rate_ci_low=rlo,
                    rate_ci_high=rhi,
-                   detail=f"next-address entropy per step; rate = steps at the process's most common "
-                          f"distance ({k}/{n}){mix}")
+                   detail=f"collision entropy of the next-address distance within a process "
+                          f"({security.step_coincidences(seqs)[0]} equal pairs of steps in "
+                          f"{security.step_coincidences(seqs)[1]}); rate = steps at the process's most "
+                          f"common distance ({k}/{n}){mix}")
         row["outcome"] = "missed" if bits < 1 else "mitigated"
     return row
 

@@ -9,9 +9,18 @@ Estimators
   counted as if independent, so it is an upper bound in that case. Processes are resampled
   (bootstrap); resamples repeat processes, which biases their entropy low, so the interval is the
   basic (reflected) one rather than percentiles.
-- Placement entropy within a process: the Shannon entropy (plug-in, Miller-Madow) of the distance from one
-  allocation to the next, per process, averaged over processes; interval: bootstrap over processes.
-  With 255 steps a process it cannot exceed log2(255) ~ 8 bits.
+- Placement entropy within a process: the collision (Renyi order-2) entropy of the distance from one
+  allocation to the next, estimated by coincidence counting (Ma 1981): of all pairs of steps within a
+  process, the share that are equal estimates sum p^2 without bias, pooled over processes; bits =
+  -log2 of it. Unlike the plug-in entropy (which cannot exceed log2 of the steps seen, 8 bits for 255)
+  it needs only a few coincidences: about 2^(b/2) samples for b bits. It equals the Shannon entropy for
+  a uniform choice and is a lower bound otherwise (the quantity that matters to an attacker guessing).
+  Resolution: with n processes of 255 steps the standard error at b bits is about
+  1 / (ln 2 sqrt(n 32131 / 2^b)) bit (0.46 bit at 16 bits from 20 processes, 0.21 from 100; seeded
+  simulations: 0.11 bit at 12 bits from 20). No coincidence at all
+  reads log2(pairs) (a lower bound). Interval: percentile bootstrap over processes.
+- Every entropy and bound is capped at TARGET_ADDRESS_BITS, what the kernel's mmap randomisation can
+  supply: an estimator's excess above it is noise.
 
 The score (0 = every primitive works, 100 = none does) weighs each probe by what an attacker gains
 from its primitive; see DEFAULT_WEIGHTS. All functions take plain rows (dicts as in probes.csv).
@@ -138,7 +147,8 @@ def address_entropy(addresses, *, seed: int = 0, reps: int = 1000,
     alpha = (1 - confidence) / 2
     q_lo, q_hi = np.quantile(draws, [alpha, 1 - alpha])
     lo, hi = max(0.0, float(2 * plain - q_hi)), float(2 * plain - q_lo)
-    return plain, min(lo, plain), max(hi, plain)
+    cap = TARGET_ADDRESS_BITS
+    return min(plain, cap), min(lo, plain, cap), min(max(hi, plain), cap)
 
 
 def shannon_bits(values) -> float:
@@ -150,27 +160,53 @@ def shannon_bits(values) -> float:
 
 
 def step_entropy(addresses) -> float:
-    """Entropy (bits) of the distance between consecutive allocations in one process, plug-in with
-    the Miller-Madow correction ((distinct values - 1) / (2 n ln 2))."""
+    """Plug-in entropy (bits) of the distance between consecutive allocations in one process, with the
+    Miller-Madow correction. Kept for comparison: it saturates near log2(steps); see placement_entropy."""
     steps = np.diff(np.asarray(addresses, dtype=np.int64)).tolist()
     if not steps:
         return 0.0
     return shannon_bits(steps) + (len(set(steps)) - 1) / (2 * len(steps) * np.log(2))
 
 
+def step_coincidences(sequences) -> tuple[int, int]:
+    """(equal pairs, pairs) over all pairs of steps within each process, summed over processes."""
+    equal = pairs = 0
+    for s in sequences:
+        steps = np.diff(np.asarray(s, dtype=np.int64))
+        n = len(steps)
+        if n < 2:
+            continue
+        counts = np.array(list(Counter(steps.tolist()).values()), dtype=np.int64)
+        equal += int((counts * (counts - 1) // 2).sum())
+        pairs += n * (n - 1) // 2
+    return equal, pairs
+
+
+def collision_bits(equal: int, pairs: int) -> float:
+    """-log2 of the coincidence rate, capped at TARGET_ADDRESS_BITS; log2(pairs) when nothing coincided."""
+    if pairs <= 0:
+        return float("nan")
+    return float(min(TARGET_ADDRESS_BITS, -math.log2(equal / pairs) if equal else math.log2(pairs)))
+
+
 def placement_entropy(sequences, *, seed: int = 0, reps: int = 1000,
                       confidence: float = 0.95) -> tuple[float, float, float]:
-    """(bits, low, high): mean next-address entropy over processes, percentile bootstrap over processes."""
-    per_process = [step_entropy(s) for s in sequences if len(s) > 1]
+    """(bits, low, high): collision entropy of the next-allocation distance within a process, by
+    coincidence counting pooled over processes; percentile bootstrap over processes."""
+    per_process = [step_coincidences([s]) for s in sequences if len(s) > 2]
     if not per_process:
         return float("nan"), float("nan"), float("nan")
-    mean = float(np.mean(per_process))
+    bits = collision_bits(sum(e for e, _ in per_process), sum(p for _, p in per_process))
     if len(per_process) < 2:
-        return mean, float("nan"), float("nan")
-    draws = _resample(per_process, np.mean, seed=seed, reps=reps)
+        return bits, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    eq = np.array([e for e, _ in per_process], dtype=float)
+    pr = np.array([p for _, p in per_process], dtype=float)
+    idx = rng.integers(0, len(per_process), (reps, len(per_process)))
+    draws = [collision_bits(int(e), int(p)) for e, p in zip(eq[idx].sum(axis=1), pr[idx].sum(axis=1))]
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(draws, [alpha, 1 - alpha])
-    return mean, float(lo), float(hi)
+    return bits, float(lo), float(hi)
 
 
 def predictable_steps(sequences) -> tuple[int, int]:
