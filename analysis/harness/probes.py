@@ -24,7 +24,7 @@ from pathlib import Path
 from analysis.contract import runstore
 from analysis.contract.schema import PROBE_COLUMNS
 from analysis.harness import launcher
-from analysis.harness.probe_verdict import normalize, parse_result, verdict
+from analysis.harness.probe_verdict import normalize, parse_result, parse_stderr, verdict
 from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
 from analysis.stats import security
 from analysis.errors import HeapcostError
@@ -216,7 +216,7 @@ def run_once(probe: Probe, target: Target, binary: Path, size: int | None = None
     if wrong and v.outcome != "allocator-failed-to-start":
         return Trial("n/a", f"wrong malloc: {wrong}")
     return Trial(v.outcome, v.detail, parse_result(stdout) or {},
-                 reported=v.outcome == "missed" and "the allocator reported" in v.detail)
+                 reported=v.outcome == "missed" and bool(parse_stderr(stderr, chatter).messages))
 
 
 _CHATTER: dict = {}
