@@ -114,6 +114,19 @@ def test_perl_allocators_are_not_applicable_with_a_reason():
     assert r["outcome"] == "n/a" and "perl" in r["detail"]
 
 
+@pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed")
+def test_a_hang_is_late_crash_at_the_alarm_the_runner_sets():
+    # jemalloc loops in malloc after a large block was freed twice 32 frees apart
+    import time
+    from dataclasses import replace
+
+    t = replace(target("jemalloc"), alarm=1)
+    started = time.monotonic()
+    r = P.probe_target(P.PROBES["overlap-after-double-free"], t, 1, 262144)
+    assert r["outcome"] == "late-crash" and "hung (the probe's alarm) inside malloc" in r["detail"]
+    assert time.monotonic() - started < 8
+
+
 # ------------------------------------------------------------------ brought allocators (fixtures)
 @pytest.fixture(scope="module")
 def fixture_libs(tmp_path_factory):

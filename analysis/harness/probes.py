@@ -40,7 +40,8 @@ PROBE_LDFLAGS = ("-pthread", "-ldl")
 # by most allocators).
 SIZES = (16, 24, 41, 64, 4000, 5000, 262144)
 DEFAULT_RUNS = 20  # fresh processes per (allocator, probe, size): the issue's floor, for every probe
-DEFAULT_TIMEOUT = 20.0  # seconds; longer than the probes' own 10 s alarm, so a hang is recorded by the probe
+DEFAULT_TIMEOUT = 20.0  # seconds; longer than the probes' own alarm, so a hang is recorded by the probe
+DEFAULT_ALARM = 10  # seconds after which a probe calls itself hung (probes/probe.h, HEAPCOST_PROBE_ALARM)
 PERL_OWN_MALLOC = ("perl's own malloc lives inside the perl binary: C probes cannot be linked with or preloaded "
                    "into it, and perl code cannot commit heap misuse")
 PERL_SYSTEM_MALLOC = "perl built on the system malloc: its heap is glibc's, probed in the glibc rows"
@@ -147,6 +148,7 @@ class Target:
     env: dict = field(default_factory=dict)
     expect_malloc: str = ""  # substring of the library malloc must resolve to ("" = do not check)
     unavailable: str = ""  # why probes cannot run under it ("" = they can)
+    alarm: int = DEFAULT_ALARM  # the probe's own hang alarm, seconds
 
     @property
     def objects(self) -> tuple:
@@ -170,7 +172,7 @@ def target_for(alloc) -> Target:
 
 
 def _trial_env(target: Target, work: Path, who: Path) -> dict:
-    env = {**clean_env(work), **target.env}
+    env = {**clean_env(work), **target.env, "HEAPCOST_PROBE_ALARM": str(target.alarm)}
     if target.variant == "glibc":
         env.update(preload_env(target.preload, who))
     return env
@@ -332,6 +334,12 @@ def _cell(job):
     return probe_target(PROBES[probe_id], target, runs, size, timeout=timeout, seed=seed)
 
 
+def _with_alarm(target: Target, alarm: int) -> Target:
+    from dataclasses import replace
+
+    return replace(target, alarm=alarm)
+
+
 def _targets(names: str, extra: str) -> list[Target]:
     from analysis.harness.catalog import select
 
@@ -368,8 +376,10 @@ def add_arguments(parser):
                         help=f"fresh processes per (allocator, probe, size) (default {DEFAULT_RUNS})")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="worker processes running cells in parallel (default: 2, or 1 on one CPU)")
+    parser.add_argument("--alarm", type=int, default=DEFAULT_ALARM,
+                        help=f"seconds after which a probe reports itself hung (default {DEFAULT_ALARM})")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                        help="seconds before a probe process is killed (the probes' own alarm is 10 s)")
+                        help="seconds before the runner kills a probe process (longer than --alarm)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     parser.add_argument("--out", default="", help="run directory (default: a new one in data/runs/)")
 
@@ -415,13 +425,15 @@ def run(args) -> int:
         raise HeapcostError(f"--runs must be at least 1, got {args.runs}")
     if args.timeout <= 0:
         raise HeapcostError(f"--timeout must be positive, got {args.timeout}")
+    if not 1 <= args.alarm < args.timeout:
+        raise HeapcostError(f"--alarm must be at least 1 and below --timeout ({args.timeout:g}), got {args.alarm}")
     if args.jobs < 1:
         raise HeapcostError(f"--jobs must be at least 1, got {args.jobs}")
     probes = _probes(args.probes)
     sizes = _sizes(args.sizes)
-    targets = _targets(args.allocators, args.extra)
+    targets = [_with_alarm(t, args.alarm) for t in _targets(args.allocators, args.extra)]
     params = {"allocators": [t.id for t in targets], "probes": [p.id for p in probes], "runs": args.runs,
-              "sizes": list(sizes or SIZES), "timeout": args.timeout, "seed": args.seed}
+              "sizes": list(sizes or SIZES), "timeout": args.timeout, "alarm": args.alarm, "seed": args.seed}
     run_dir, info = _open_run(args, params)
     table = runstore.AppendTable(run_dir / "probes.csv", PROBE_COLUMNS)
     done = {(r["allocator"], r["probe"], r.get("size") or "") for r in table.rows()}
