@@ -11,6 +11,9 @@ signal `heapcost-probe: signal sig= code= addr= pc= object= stage= call= sym=`.
 The rules, in the order they are applied (the first that matches decides):
 - n/a: the probe could not set itself up (exit 99 or a `setup-failed` line), or said the misuse is not
   applicable at this size (`applicable=0` in the result line); or it ended normally without a result.
+- n/a, too: before `setup-done`, a SIGSEGV, SIGBUS or SIGFPE in a known object that is not the
+  allocator's, outside any allocator call (the probe's setup broke, e.g. glibc's malloc_usable_size on
+  another allocator's block): the allocator did start.
 - allocator-failed-to-start: the process ended abnormally (signal, non-zero exit, hang) before
   `setup-done`; the detail is its first stderr line (the allocator's, else the fault record).
 - missed: the primitive was achieved (stage `primitive`, or `worked=1`), whatever happened next. A
@@ -235,6 +238,11 @@ def verdict(*, exit_code: int | None = None, signal: int | None = None, stderr: 
 
     # allocator-failed-to-start: died before setup-done
     if "setup-done" not in reached:
+        if (signal in _FAULTS and fault is not None and fault.call == "-" and fault.object != "-"
+                and not _matches(fault.object, allocator_objects)):
+            # the probe's own setup faulted outside the allocator (e.g. glibc's malloc_usable_size
+            # reading a header another allocator does not have): the allocator did start
+            return Verdict("n/a", f"the probe's setup broke outside the allocator: {ending}")
         if abnormal:
             first = trace.messages[0][0] if trace.messages else (trace.first_line or "no output")
             return Verdict("allocator-failed-to-start", f"{ending} before setup-done: {first[:200]}")
