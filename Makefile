@@ -80,7 +80,8 @@ measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.i
 probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into data/runs/
 	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \
 		$(if $(EXTRA_ALLOCATORS),--extra-allocators "$(EXTRA_ALLOCATORS)") \
-		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)")
+		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)") \
+		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)")
 
 allocators: $(VENV_STAMP) ## install and build every allocator this machine can have (cache outside the clone)
 	$(PY) -m analysis provision

@@ -53,7 +53,9 @@
  * hardened allocators reserve hundreds of GiB of inaccessible address space up front; RLIMIT_DATA
  * counts only writable private memory, which is what a runaway probe would use. */
 #define PROBE_DATA_LIMIT ((rlim_t)2 << 30)
-/* A probe that has not ended after this long is hung (the runner's timeout must be longer). */
+/* A probe that has not ended after this long is hung (the runner's timeout must be longer).
+ * HEAPCOST_PROBE_ALARM=<seconds> (1 to 600) overrides it: the probes end in well under a second, so a
+ * runner repeating hung cells many times may shorten the wait. */
 #define PROBE_ALARM_SECONDS 10
 
 /* ------------------------------------------------------------------------------ async-signal-safe text */
@@ -269,7 +271,15 @@ __attribute__((constructor)) static void probe_init(void)
     }
     /* A hang (an allocator looping on a corrupt free list) ends in SIGALRM with the stage and the
      * entry point it hung in, before the runner's own timeout kills the process without a word. */
-    alarm(PROBE_ALARM_SECONDS);
+    unsigned seconds = PROBE_ALARM_SECONDS;
+    const char *env = getenv("HEAPCOST_PROBE_ALARM");  /* getenv reads environ: no allocation */
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == 0 && v >= 1 && v <= 600)
+            seconds = (unsigned)v;
+    }
+    alarm(seconds);
 }
 
 /* ------------------------------------------------------------------------------ allocator calls */

@@ -194,13 +194,13 @@ def test_a_probe_runs_as_loader_probe_size_with_the_resolution_check(fake_builds
     def fake_run(argv, *, env, stdout, stderr, **kw):
         seen["argv"], seen["env"] = argv, env
         Path(env["HEAPCOST_WHO"]).write_text(f"1\t/x\tmalloc={SYSTEM_LIBC}\tfree=x\n")
-        Path(stdout).write_text("result worked=1\n")
+        Path(stdout).write_text("result worked=1 size=41\n")
         return LaunchResult(status="exited", **{**_DEFAULTS, "exit_code": 0})
 
     monkeypatch.setattr(probes.launcher, "run", fake_run)
     probe = probes.PROBES["overflow-16"]
-    res = probes.run_once(probe, target, tmp_path / "probe-bin")
-    assert seen["argv"] == [*target.loader, str(tmp_path / "probe-bin"), *probe.args]
+    res = probes.run_once(probe, target, tmp_path / "probe-bin", 41)
+    assert seen["argv"] == [*target.loader, str(tmp_path / "probe-bin"), *probe.argv(41)]
     assert "mallocwho" in seen["env"]["LD_PRELOAD"]
     assert res.outcome == "n/a" and "wrong malloc" in res.detail  # the system libc is not the build's
 
@@ -345,8 +345,9 @@ def test_the_tcache_double_free_is_caught_only_with_the_key_check():
     built = outcome["glibc-built"]
     assert built.outcome == "caught" and "double free detected in tcache" in built.detail
     assert outcome["glibc-no-safe-linking"].outcome == "caught"
-    assert outcome["glibc-no-tcache-key"].outcome == "missed" and outcome["glibc-no-tcache-key"].worked
+    assert outcome["glibc-no-tcache-key"].outcome == "missed"
+    assert outcome["glibc-no-tcache-key"].values.get("worked") == "1"
     poison = probes.PROBES["freelist-poison"]
     binary = probes.probe_binary(poison.source, "glibc")
-    assert probes.run_once(poison, probes.target_for(cat["glibc-no-safe-linking"]), binary).worked
+    assert probes.run_once(poison, probes.target_for(cat["glibc-no-safe-linking"]), binary).values.get("worked") == "1"
     assert probes.run_once(poison, probes.target_for(cat["glibc-built"]), binary).outcome == "caught"

@@ -51,6 +51,18 @@ def test_death_before_setup_done_is_allocator_failed_to_start_with_its_first_lin
     assert v.detail.endswith("fatal allocator error: failed to reserve allocator state")
 
 
+def test_a_fault_in_the_probes_setup_outside_the_allocator_is_not_a_failure_to_start():
+    # efence, 256 KiB block: glibc's malloc_usable_size reads a header efence never wrote, on a guard page
+    stderr = err("Electric Fence 2.2 Copyright (C) 1987-1999 Bruce Perens <bruce@perens.com>",
+                 fault(signal.SIGSEGV, 2, "0x7f82cde41ff8", "0x7f0000001234", GLIBC[0], "-",
+                       sym="malloc_usable_size"))
+    v = verdict(signal=signal.SIGSEGV, stderr=stderr, allocator_objects=EFENCE)
+    assert v.outcome == "n/a" and "setup broke outside the allocator" in v.detail
+    # the same fault inside the allocator's own object is its failure to start
+    assert verdict(signal=signal.SIGSEGV, stderr=stderr, allocator_objects=GLIBC).outcome == \
+        "allocator-failed-to-start"
+
+
 # ------------------------------------------------------------------------------------------ missed
 def test_primitive_achieved_and_ran_on_is_missed_with_the_step():
     out = "result worked=1 size=48 step=2 first_return=1 made=2 same_start=1\n"
@@ -260,3 +272,13 @@ def test_messages_carry_the_stage_they_followed():
                      chatter={"banner"})
     assert t.messages == [("oops", "setup-done"), ("late", "checked")]
     assert t.stages == ["setup-done", "misuse-done", "checked"]
+
+
+def test_a_message_without_its_newline_keeps_the_fault_record_that_follows_it():
+    stderr = ("heapcost-probe: stage=setup-done\nfree(): invalid pointer"
+              + fault(signal.SIGABRT, -6, "-", "0x7f00", GLIBC[0], "setup-done", call="free") + "\n")
+    trace = parse_stderr(stderr)
+    assert trace.messages == [("free(): invalid pointer", "setup-done")]
+    assert trace.fault is not None and trace.fault.call == "free"
+    v = verdict(signal=signal.SIGABRT, stderr=stderr, allocator_objects=GLIBC)
+    assert v.outcome == "caught" and v.detail.startswith("reported: free(): invalid pointer; SIGABRT")

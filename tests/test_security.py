@@ -121,3 +121,125 @@ def test_outputs_are_written(tmp_path):
     assert numbers["disagreements"]["claimed-not-seen"] == 1
     assert json.loads((tmp_path / "security_numbers.json").read_text())["scores"]["b"] == 0
     assert not math.isnan(numbers["scores"]["a"])
+
+
+# ------------------------------------------------------------------ sizes, outcome counts, the score interval
+def sized(alloc, probe, size, **counts):
+    n = sum(v for k, v in counts.items() if k != "detected_silently")
+    text = " ".join(f"{k}={v}" for k, v in counts.items() if k != "detected_silently")
+    if counts.get("detected_silently"):
+        text += f" detected-silently={counts['detected_silently']}"
+    missed = counts.get("missed", 0)
+    outcome = max((k for k in counts if k != "detected_silently"), key=lambda k: counts[k])
+    return {"allocator": alloc, "probe": probe, "size": str(size), "outcome": outcome, "outcomes": text,
+            "trials": str(n), "rate": str(missed / n)}
+
+
+def test_a_probes_loss_averages_its_size_classes_equally():
+    rows = [sized("a", "double-free", s, missed=20) for s in (16, 24, 41, 64)]  # small: all missed
+    rows += [sized("a", "double-free", s, caught=20) for s in (4000, 5000)]  # medium: all caught
+    rows += [sized("a", "double-free", 262144, mitigated=20)]  # large: mitigated
+    assert S.scores(rows)["a"]["score"] == pytest.approx(100 * (1 - 1 / 3))
+    assert S.size_weights([16, 24, 4000, 262144]) == {16: 1 / 6, 24: 1 / 6, 4000: 1 / 3, 262144: 1 / 3}
+    assert S.size_weights([None]) == {None: 1.0}
+
+
+def test_late_crashes_and_failed_starts_in_the_counts():
+    late = [sized("l", "double-free", 41, mitigated=10)]
+    late[0]["outcomes"] = "late-crash=10 mitigated=10"
+    assert S.scores(late)["l"]["score"] == pytest.approx(100 * (1 - S.LATE_CRASH_LOSS / 2))
+    dead = {"allocator": "d", "probe": "double-free", "size": "41", "outcome": "allocator-failed-to-start",
+            "outcomes": "allocator-failed-to-start=20", "trials": "20"}
+    assert S.scores([dead])["d"]["not_applicable"] == ["double-free"]
+
+
+def test_the_interval_comes_from_the_same_estimator_and_is_never_widened():
+    fixed = [sized("f", p, 41, caught=20) for p in ("double-free", "uaf-read")]
+    t = S.score_intervals(fixed, draws=200).set_index("allocator")
+    assert t.loc["f", "score"] == t.loc["f", "score_low"] == t.loc["f", "score_high"] == 100
+    mixed = [sized("m", "double-free", 41, missed=10, caught=10)]
+    t = S.score_intervals(mixed, draws=2000, seed=1).set_index("allocator")
+    assert t.loc["m", "score"] == pytest.approx(50)
+    assert 25 < t.loc["m", "score_low"] < 50 < t.loc["m", "score_high"] < 75
+
+
+def test_the_score_interval_covers_a_known_score_about_95_percent_of_the_time():
+    """Seeded simulation: an allocator with known miss rates per (probe, size), 20 fresh processes
+    per cell; the interval should cover the true score in about 95% of replications."""
+    rng = np.random.default_rng(2024)
+    probes = ["double-free", "uaf-write", "overflow-16", "uaf-read", "freelist-poison", "reuse-immediate"]
+    sizes = (41, 4000, 262144)
+    truth_rates = {(p, s): rng.uniform(0.15, 0.85) for p in probes for s in sizes}
+    truth_rows = [{"allocator": "t", "probe": p, "size": str(s), "outcome": "missed",
+                   "outcomes": f"missed={r * 1e6:.0f} mitigated={(1 - r) * 1e6:.0f}"} for (p, s), r in truth_rates.items()]
+    true_score = S.scores(truth_rows)["t"]["score"]
+    reps, covered = 200, 0
+    for i in range(reps):
+        rows = []
+        for (p, s), r in truth_rates.items():
+            k = int(rng.binomial(20, r))
+            rows.append(sized("t", p, s, missed=k, mitigated=20 - k) if 0 < k < 20
+                        else sized("t", p, s, **({"missed": 20} if k else {"mitigated": 20})))
+        t = S.score_intervals(rows, draws=400, seed=i).iloc[0]
+        covered += t["score_low"] <= true_score <= t["score_high"]
+    assert 0.90 <= covered / reps <= 0.99
+
+
+def test_a_detection_that_did_not_stop_the_primitive_is_told_from_caught():
+    rows = [sized("ms", "double-free", 41, missed=20, detected_silently=20),
+            sized("ms", "double-free", 5000, caught=20)]
+    found = {d["defence"]: d for d in S.disagreements(rows, {"ms": ("double-free-detect",)})}
+    assert found["double-free-detect"]["kind"] == "detected-silently"
+    assert "double-free@41=missed" in found["double-free-detect"]["probes"]
+    rows[0]["outcomes"] = "missed=20"
+    found = {d["defence"]: d for d in S.disagreements(rows, {"ms": ("double-free-detect",)})}
+    assert found["double-free-detect"]["kind"] == "claimed-not-seen"
+
+
+def test_the_matrix_takes_the_worst_size_and_the_numbers_count_outcomes_per_size(tmp_path):
+    rows = [sized("a", "double-free", 41, caught=20), sized("a", "double-free", 5000, missed=20),
+            {"allocator": "a", "probe": "address-entropy", "outcome": "mitigated", "bits": "20"},
+            {"allocator": "b", "probe": "double-free", "size": "41", "outcome": "allocator-failed-to-start",
+             "outcomes": "allocator-failed-to-start=20", "trials": "20"}]
+    assert security_writer.worst_outcome(["caught", "missed", "n/a"]) == "missed"
+    assert security_writer.worst_outcome(["n/a", "allocator-failed-to-start"]) == "allocator-failed-to-start"
+    numbers = security_writer.write_outputs(rows, tmp_path, claims={"a": (), "b": ()})
+    assert numbers["outcomes_by_size"] == {"41": {"caught": 1, "allocator-failed-to-start": 1},
+                                           "5000": {"missed": 1}, "unsized": {"mitigated": 1}}
+    assert (tmp_path / "security_outcomes.svg").stat().st_size > 0
+
+
+# ------------------------------------------------------------------ entropy that does not saturate
+def simulated_placement(rng, processes, bits, steps=255, align=16):
+    """Processes of an allocator whose next block lies at one of 2^bits distances, uniformly."""
+    return [np.cumsum((rng.integers(0, 2 ** bits, steps) + 1) * align).tolist() for _ in range(processes)]
+
+
+@pytest.mark.parametrize("truth, processes", [(4, 20), (8, 20), (12, 20), (16, 100)])
+def test_placement_entropy_recovers_known_bits_within_half_a_bit(truth, processes):
+    # 16 bits needs more processes than the default 20 (standard error 0.46 bit there, 0.21 at 100):
+    # the module docstring gives the resolution for n processes.
+    rng = np.random.default_rng(truth)
+    bits, lo, hi = S.placement_entropy(simulated_placement(rng, processes, truth), reps=300)
+    assert bits == pytest.approx(truth, abs=0.5)
+    assert lo <= bits <= hi
+    # the plug-in estimator this replaces saturates near log2(255) = 8 bits
+    if truth >= 12:
+        assert S.step_entropy(simulated_placement(rng, 1, truth)[0]) < truth - 3
+
+
+def test_placement_entropy_interval_covers_the_truth():
+    rng = np.random.default_rng(3)
+    covered = 0
+    for i in range(60):
+        bits, lo, hi = S.placement_entropy(simulated_placement(rng, 20, 12), reps=200, seed=i)
+        covered += lo <= 12 <= hi
+    assert covered / 60 >= 0.85
+
+
+def test_entropy_bounds_never_exceed_what_the_kernel_supplies():
+    rng = np.random.default_rng(11)
+    wide = [int(rng.integers(0, 2 ** 40)) << 12 for _ in range(20)]  # 40 independent random bits
+    assert max(S.address_entropy(wide, reps=200)) <= S.TARGET_ADDRESS_BITS
+    lone = [np.cumsum(rng.integers(1, 2 ** 40, 255)).tolist() for _ in range(3)]
+    assert max(S.placement_entropy(lone, reps=50)) <= S.TARGET_ADDRESS_BITS

@@ -63,3 +63,12 @@ def test_the_published_dataset_validates():
         pytest.fail("data/datapackage.json is missing: the dataset is unpublished")
     r = cli("validate", str(REPO / "data"))
     assert r.returncode == 0, r.stdout
+
+
+def test_a_probes_table_published_before_size_existed_keeps_a_schema_that_fits_it():
+    from analysis.contract.schema import PROBE_COLUMNS, table_schema
+
+    old = [c for c in PROBE_COLUMNS if c not in ("size", "outcomes")]
+    assert [f["name"] for f in table_schema("probes.csv", old)["fields"]] == old
+    assert [f["name"] for f in table_schema("probes.csv", PROBE_COLUMNS)["fields"]] == PROBE_COLUMNS
+    assert PROBE_COLUMNS.index("size") == PROBE_COLUMNS.index("probe") + 1

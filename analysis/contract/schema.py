@@ -96,20 +96,35 @@ COUNTS = [
 PROBES = [
     _f("run_id", "string", "The probe run (directory name).", required=True),
     _f("allocator", "string", "Allocator id.", required=True),
-    _f("probe", "string", "Probe id (see probes/ and analysis/harness/probes.py).", required=True),
-    _f("outcome", "string", "caught: stopped or reported at or before the misuse could be used; "
-       "mitigated: the program went on but the primitive failed; missed: the primitive worked silently; "
-       "late-crash: it broke later, somewhere unrelated; n/a: not applicable (see detail); for random "
-       "probes the outcome of the majority, with the rate beside it.", required=True),
-    _f("trials", "integer", "Fresh processes run for this probe.", minimum=0),
-    _f("rate", "number", "Fraction of trials in which the primitive worked (missed).", minimum=0, maximum=1),
+    _f("probe", "string", "Probe id (see probes/README.md and analysis/harness/probes.py).", required=True),
+    _f("size", "integer", "Block size the misuse worked on (the probe's argv[1]); empty for the entropy "
+       "probes, which take no size. Runs published before sizes existed lack the column: one size per "
+       "probe (the probe's old default).", "bytes", minimum=1),
+    _f("outcome", "string", "caught: the allocator stopped the misuse (its message or abort, a trap or fault "
+       "in its code, or a guard page at the misusing access) before the primitive; mitigated: the program "
+       "went on but the primitive failed; missed: the primitive was achieved (a crash or an allocator "
+       "message after it does not change that); late-crash: it broke later, in the probe's own code, or "
+       "hung; allocator-failed-to-start: the process died before the probe's setup was done (the detail "
+       "has its first stderr line); n/a: not applicable at this size or not runnable (see detail). The "
+       "outcome of the majority of the trials (ties go to the one better for the attacker); see outcomes.",
+       required=True),
+    _f("outcomes", "string", "Count of each outcome over the trials, most frequent first, as "
+       "`name=count` separated by spaces (more than one name: the probe is random here), plus "
+       "`detected-silently=k`: of the missed trials, those in which the allocator printed a message. "
+       "Empty in runs published before it existed."),
+    _f("trials", "integer", "Fresh processes run for this probe at this size.", minimum=0),
+    _f("rate", "number", "Fraction of the usable trials (neither n/a nor allocator-failed-to-start) in "
+       "which the primitive was achieved (missed).", minimum=0, maximum=1),
     _f("rate_ci_low", "number", "Clopper-Pearson 95% lower bound of rate.", minimum=0, maximum=1),
     _f("rate_ci_high", "number", "Clopper-Pearson 95% upper bound of rate.", minimum=0, maximum=1),
     _f("bits", "number", "Entropy estimate (entropy probes).", "bits"),
     _f("bits_ci_low", "number", "95% lower bound of bits.", "bits"),
     _f("bits_ci_high", "number", "95% upper bound of bits.", "bits"),
-    _f("detail", "string", "The allocator's message or what the probe observed."),
+    _f("detail", "string", "The allocator's message or what the probe observed; `outcomes differ: ...` "
+       "when the trials disagree."),
 ]
+# Columns added after runs were published: a table without them is still read and validated.
+ADDED_COLUMNS = {"probes.csv": ("size", "outcomes")}
 
 
 def _side(name, type_, description, unit=None, **constraints):
@@ -166,14 +181,18 @@ PROBE_COLUMNS = [f["name"] for f in PROBES]
 
 
 def table_schema(filename: str, header: list[str] | None = None) -> dict | None:
-    """The Table Schema of a known table. A table written before columns were added at the end (its
-    header a prefix of ours) gets the schema of its own columns; any other header gets ours (it fails)."""
+    """The Table Schema of a known table, given the file's header: columns added after it was written
+    (ADDED_COLUMNS, or new ones at the end: its header a prefix of ours) are left out when the file lacks
+    them; any other difference still fails."""
     fields = TABLE_SCHEMAS.get(filename)
     if fields is None:
         return None
-    names = [f["name"] for f in fields]
-    if header is not None and 0 < len(header) < len(names) and names[:len(header)] == list(header):
-        fields = fields[:len(header)]
+    if header is not None:
+        added = set(ADDED_COLUMNS.get(filename, ())) - set(header)
+        fields = [f for f in fields if f["name"] not in added]
+        names = [f["name"] for f in fields]
+        if 0 < len(header) < len(names) and names[:len(header)] == list(header):
+            fields = fields[:len(header)]
     return {"fields": fields, "missingValues": [""]}
 
 

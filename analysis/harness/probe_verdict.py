@@ -11,6 +11,9 @@ signal `heapcost-probe: signal sig= code= addr= pc= object= stage= call= sym=`.
 The rules, in the order they are applied (the first that matches decides):
 - n/a: the probe could not set itself up (exit 99 or a `setup-failed` line), or said the misuse is not
   applicable at this size (`applicable=0` in the result line); or it ended normally without a result.
+- n/a, too: before `setup-done`, a SIGSEGV, SIGBUS or SIGFPE in a known object that is not the
+  allocator's, outside any allocator call (the probe's setup broke, e.g. glibc's malloc_usable_size on
+  another allocator's block): the allocator did start.
 - allocator-failed-to-start: the process ended abnormally (signal, non-zero exit, hang) before
   `setup-done`; the detail is its first stderr line (the allocator's, else the fault record).
 - missed: the primitive was achieved (stage `primitive`, or `worked=1`), whatever happened next. A
@@ -69,6 +72,7 @@ _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _SIGNAL_LINE = re.compile(
     r"signal sig=(?P<sig>-?\d+) code=(?P<code>-?\d+) addr=(?P<addr>\S+) pc=(?P<pc>\S+) "
     r"object=(?P<object>.*?) stage=(?P<stage>\S+)(?: call=(?P<call>\S+))?(?: sym=(?P<sym>.*))?$")
+_GLUED = re.compile(r"(?<=[^\n])" + re.escape(PREFIX))
 _TARGET_LINE = re.compile(r"target lo=(0x[0-9a-fA-F]+) hi=(0x[0-9a-fA-F]+)")
 
 
@@ -129,6 +133,9 @@ def parse_stderr(stderr: str, chatter: Iterable[str] = frozenset()) -> ProbeTrac
     chatter = frozenset(chatter)
     trace = ProbeTrace()
     last = "-"
+    # An allocator message printed without its newline (glibc-debug's "free(): invalid pointer" before
+    # abort) shares a line with the probe's next record: give each record a line of its own.
+    stderr = _GLUED.sub("\n" + PREFIX, stderr)
     for raw in stderr.splitlines():
         line = raw.strip()
         if not line:
@@ -231,6 +238,11 @@ def verdict(*, exit_code: int | None = None, signal: int | None = None, stderr: 
 
     # allocator-failed-to-start: died before setup-done
     if "setup-done" not in reached:
+        if (signal in _FAULTS and fault is not None and fault.call == "-" and fault.object != "-"
+                and not _matches(fault.object, allocator_objects)):
+            # the probe's own setup faulted outside the allocator (e.g. glibc's malloc_usable_size
+            # reading a header another allocator does not have): the allocator did start
+            return Verdict("n/a", f"the probe's setup broke outside the allocator: {ending}")
         if abnormal:
             first = trace.messages[0][0] if trace.messages else (trace.first_line or "no output")
             return Verdict("allocator-failed-to-start", f"{ending} before setup-done: {first[:200]}")

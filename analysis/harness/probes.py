@@ -1,22 +1,20 @@
-"""The heap-misuse probes (probes/*.c): building them, running them sandboxed under an allocator,
-classifying what happened, and `python -m analysis probe`, which writes probes.csv.
+"""The heap-misuse probes (probes/*.c): building them, running them sandboxed under an allocator at
+each block size, and `python -m analysis probe`, which writes probes.csv.
 
-Each probe commits one misuse and reports through a small protocol (probes/probe.h): a stderr marker
-right after the misuse, a `result worked=0|1 ...` line on stdout once the primitive was tried, and a
-stderr marker before it goes on with unrelated heap work. The outcome of one trial follows from where
-the process stopped relative to those markers, how, and what the allocator printed:
-- stopped (signal or non-zero exit) before the result: caught (the signal and the allocator's first
-  message are the detail; a SIGSEGV without a message is a crash that still stopped the misuse);
-- ran on, with an allocator message before the "used" marker that a clean run does not print: caught
-  (reported);
-- ran on and the primitive worked: missed; it failed: mitigated;
-- stopped after the result: late-crash, unless the primitive had failed and the allocator stopped the
-  program with a message of its own (a delayed check, e.g. a quarantine verified on eviction): caught;
-- a hang (timeout) counts as late-crash; no usable run (setup failed, wrong malloc): n/a.
+Each probe commits one misuse and reports through the protocol of probes/README.md (`probe <size>`
+argv, `heapcost-probe: stage=...`, target and fault-record lines on stderr, a `result ...` line on
+stdout). The outcome of one process is decided by one pure function, probe_verdict.verdict, given the
+allocator's own objects (its preloaded libraries; libc.so.6 for glibc) and the allocator's routine
+chatter (what it prints in a run without misuse). Each (allocator, probe, size) runs in at least 20
+fresh processes by default; a probe is random where its outcomes differ, never by declaration.
+The processes are sandboxed by the launcher (no shell, no core, CPU and file-size limits, a
+timeout, a private temporary directory); memory is capped by the probe itself with RLIMIT_DATA
+(probes/probe.h), never with RLIMIT_AS, so hardened allocators may reserve what address space they
+like. Cells run in a small pool of worker processes (one per CPU by default), each with its own
+launcher server.
 """
-import re
+import os
 import shutil
-import signal as signals
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,18 +24,24 @@ from pathlib import Path
 from analysis.contract import runstore
 from analysis.contract.schema import PROBE_COLUMNS
 from analysis.harness import launcher
+from analysis.harness.probe_verdict import normalize, parse_result, parse_stderr, verdict
 from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
 from analysis.stats import security
 from analysis.errors import HeapcostError
 from analysis.paths import PROBES_DIR, RUNS_DIR
 
-OUTCOMES = ("caught", "mitigated", "missed", "late-crash", "n/a")
+OUTCOMES = ("caught", "mitigated", "missed", "late-crash", "allocator-failed-to-start", "n/a")
 # Only the misuse may be undefined behaviour: no optimisation may fold, move or drop it.
-PROBE_CFLAGS = ("-O0", "-fno-builtin", "-U_FORTIFY_SOURCE", "-Wno-use-after-free", "-Wno-free-nonheap-object",
-                "-Wno-alloc-size-larger-than", "-Wno-unused-function")
-SETUP_FAILED_EXIT = 99
-DEFAULT_RUNS = 20  # fresh processes for probes whose result is random
-DETERMINISTIC_RUNS = 3  # enough to notice when a supposedly fixed outcome is not
+PROBE_CFLAGS = ("-O0", "-fno-builtin", "-U_FORTIFY_SOURCE", "-pthread", "-Wno-use-after-free",
+                "-Wno-free-nonheap-object", "-Wno-alloc-size-larger-than", "-Wno-unused-function")
+PROBE_LDFLAGS = ("-pthread", "-ldl")
+# Block sizes every misuse probe runs at: small (odd 41 included: 4-byte alignment matters to efence),
+# medium (about a page, on both sides of glibc's tcache/smallbin limits) and large (>= 256 KiB: mmapped
+# by most allocators).
+SIZES = (16, 24, 41, 64, 4000, 5000, 262144)
+DEFAULT_RUNS = 20  # fresh processes per (allocator, probe, size): the issue's floor, for every probe
+DEFAULT_TIMEOUT = 20.0  # seconds; longer than the probes' own alarm, so a hang is recorded by the probe
+DEFAULT_ALARM = 10  # seconds after which a probe calls itself hung (probes/probe.h, HEAPCOST_PROBE_ALARM)
 PERL_OWN_MALLOC = ("perl's own malloc lives inside the perl binary: C probes cannot be linked with or preloaded "
                    "into it, and perl code cannot commit heap misuse")
 PERL_SYSTEM_MALLOC = "perl built on the system malloc: its heap is glibc's, probed in the glibc rows"
@@ -47,50 +51,72 @@ PERL_SYSTEM_MALLOC = "perl built on the system malloc: its heap is glibc's, prob
 class Probe:
     id: str
     source: str  # file in probes/
-    what: str  # the primitive an attacker wants, in one line
-    args: tuple = ()
+    what: str  # the misuse and the primitive an attacker wants, in one line
+    extra: tuple = ()  # arguments after the size (overflow: N)
     kind: str = "misuse"  # misuse | address-entropy | placement-entropy
-    random: bool = False  # the result may differ between fresh processes: run many
 
     @property
     def cxx(self) -> bool:
         return self.source.endswith(".cc")
 
+    @property
+    def sizes(self) -> tuple:
+        """The sizes it runs at; (None,) for the entropy probes, which run with their own defaults."""
+        return SIZES if self.kind == "misuse" else (None,)
+
+    def argv(self, size: int | None) -> list[str]:
+        return [] if size is None else [str(size), *self.extra]
+
 
 PROBES = {p.id: p for p in (
-    Probe("double-free", "double_free.c", "free(a) twice: the next two allocations share a block"),
-    Probe("double-free-interleaved", "double_free_interleaved.c", "free a, b, a: two later allocations share a block"),
+    Probe("double-free", "double_free.c", "free(a) twice: a handed out twice (two live blocks overlap)"),
+    Probe("double-free-interleaved", "double_free_interleaved.c", "free a, b, a: a handed out twice"),
     Probe("double-free-cache-full", "double_free_cache_full.c",
-          "a, b, a freed after the thread cache is full (fastbin dup): two later allocations share a block"),
+          "a, b, a freed after 16 frees fill the thread cache (fastbin dup): a handed out twice"),
     Probe("overlap-after-double-free", "overlap_after_double_free.c",
-          "a double free 32 frees apart: two of 256 later live blocks share memory", random=True),
+          "a freed again 32 frees later: two live blocks overlap"),
+    Probe("cross-thread-double-free", "cross_thread_double_free.c",
+          "a freed in a second live thread, then in the main thread: a handed out twice"),
     Probe("interior-free", "interior_free.c", "free inside a live block: a later block lands inside it"),
+    Probe("invalid-free-unaligned", "invalid_free_unaligned.c", "free(p + 1) of a live block: a later block overlaps p"),
+    Probe("invalid-free-stack", "invalid_free_stack.c", "free of a stack buffer: a later block lands on the stack"),
+    Probe("invalid-free-far", "invalid_free_far.c",
+          "free of a pointer into a far mapping: a later block lands in it"),
     Probe("wild-free", "wild_free.c", "free of static memory: a later allocation returns it"),
     Probe("fake-chunk-free", "fake_chunk_free.c",
-          "free of a forged chunk header in static memory (house of spirit): malloc returns it"),
-    Probe("overflow-1", "overflow.c", "1 byte past the usable end corrupts a neighbour or makes blocks overlap",
-          args=("1",)),
-    Probe("overflow-16", "overflow.c", "16 bytes past the usable end corrupt a neighbour or make blocks overlap",
-          args=("16",)),
-    Probe("underflow-1", "overflow.c", "1 byte before the start corrupts a neighbour or makes blocks overlap",
-          args=("-1",)),
-    Probe("large-overflow", "large_overflow.c", "a byte past a 256 KiB block lands silently (no guard page)"),
-    Probe("uaf-read", "uaf_read.c", "a freed block still shows its old contents"),
-    Probe("uaf-write", "uaf_write.c", "a write after free goes unnoticed and reaches the block's next owner",
-          random=True),
-    Probe("reuse-immediate", "reuse_immediate.c", "the next malloc of the size returns the block just freed",
-          random=True),
-    Probe("freelist-poison", "freelist_poison.c", "an overwritten free-list link makes malloc return a chosen address",
-          random=True),
-    Probe("fresh-contents", "fresh_contents.c", "a new allocation reveals earlier freed data", random=True),
-    Probe("size-mismatch", "size_mismatch.cc", "new[] released by delete: a later block lands inside the live array"),
-    Probe("sized-delete", "sized_delete.cc", "sized delete with a wrong size: a small block comes back as a big one"),
-    Probe("huge-request", "huge_request.c", "an impossible size returns a pointer instead of NULL"),
-    Probe("calloc-overflow", "calloc_overflow.c", "calloc whose size product wraps returns a (small) block"),
+          "free of a forged chunk in static memory (house of spirit): a later block is the forged chunk"),
+    Probe("overflow-1", "overflow.c", "1 byte past the usable end: a neighbour changes or blocks overlap",
+          extra=("1",)),
+    Probe("overflow-16", "overflow.c", "16 bytes past the usable end: a neighbour changes or blocks overlap",
+          extra=("16",)),
+    Probe("underflow-1", "overflow.c", "1 byte before the start: a neighbour changes or blocks overlap",
+          extra=("-1",)),
+    Probe("off-by-one-nul", "off_by_one_nul.c",
+          "a NUL byte past the end into the next chunk's header: a neighbour changes or a block overlaps live a"),
+    Probe("large-overflow", "large_overflow.c", "1 byte past the end of a lone block lands (no guard page)"),
+    Probe("malloc-zero", "malloc_zero.c", "read and write <size> bytes of malloc(0): a neighbour is read or changed"),
+    Probe("uaf-read", "uaf_read.c", "read a freed block: old contents, or the next owner's data"),
+    Probe("uaf-write", "uaf_write.c", "write a freed block: the next owner receives the attacker's bytes"),
+    Probe("realloc-reuse", "realloc_reuse.c",
+          "keep using the old pointer after realloc grew the block: a write changes the new owner's data"),
+    Probe("realloc-shrink", "realloc_shrink.c",
+          "shrink to a quarter with realloc, write the old size: another live block changes"),
+    Probe("reuse-immediate", "reuse_immediate.c", "free then malloc the size: the same block comes back at once"),
+    Probe("freelist-poison", "freelist_poison.c",
+          "a freed block's link overwritten with a raw static address: a later block lands there"),
+    Probe("tcache-poison-safelink", "tcache_poison_safelink.c",
+          "a freed block's link overwritten with a safe-linking-encoded target (heap leak known): a block lands there"),
+    Probe("fresh-contents", "fresh_contents.c", "free secret-filled blocks, allocate again: a new block shows the secret"),
+    Probe("size-mismatch", "size_mismatch.cc",
+          "new[] of a destructor type released with scalar delete: a later block lands inside the live array"),
+    Probe("sized-delete", "sized_delete.cc",
+          "sized delete claiming a far larger size: a later block of that size overlaps a live block"),
+    Probe("huge-request", "huge_request.c", "malloc/realloc of an impossible size returns a pointer instead of NULL"),
+    Probe("calloc-overflow", "calloc_overflow.c", "calloc(n, size) whose product wraps returns a (small) block"),
     Probe("address-entropy", "address_entropy.c", "the address of a heap block is guessable in a fresh process",
-          kind="address-entropy", random=True),
+          kind="address-entropy"),
     Probe("placement-entropy", "placement_entropy.c", "the next block's address follows from the previous one",
-          kind="placement-entropy", random=True),
+          kind="placement-entropy"),
 )}
 
 
@@ -108,93 +134,8 @@ def probe_binary(source: str, variant: str = "glibc") -> Path:
             raise HeapcostError(f"{source} is C++: no C++ runtime for the {variant} variant")
         if shutil.which("g++") is None:
             raise HeapcostError("compiler 'g++' not found: apt-get install g++")
-        return build_c(name, [src, header], cflags=PROBE_CFLAGS, cc="g++")
-    return build_c(name, [src, header], variant=variant, cflags=PROBE_CFLAGS)
-
-
-# ------------------------------------------------------------------------------------------ one trial
-@dataclass
-class ProbeResult:
-    outcome: str  # caught | mitigated | missed | late-crash | n/a
-    worked: bool | None  # did the primitive work (None: not tried or not a yes/no probe)
-    detail: str = ""
-    values: dict = field(default_factory=dict)  # the result line's key=value pairs
-    late: bool = False  # an abnormal end after the primitive was tried
-
-
-def signal_name(num: int | None) -> str:
-    try:
-        return signals.Signals(num).name
-    except (ValueError, TypeError):
-        return f"signal {num}"
-
-
-def parse_result(stdout: str) -> dict | None:
-    for line in stdout.splitlines():
-        if line.startswith("result "):
-            return dict(part.split("=", 1) for part in line.split()[1:] if "=" in part)
-    return None
-
-
-_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
-
-
-def normalize(line: str) -> str:
-    """A message with its addresses and numbers blanked, to recognise an allocator's routine chatter."""
-    return _NUMBERS.sub("#", line.strip())
-
-
-def classify(status: str, exit_code: int | None, sig: int | None, stdout: str, stderr: str,
-             chatter: frozenset = frozenset(), error: str | None = None) -> ProbeResult:
-    """The outcome of one probe process from how it ended and what it printed (see the module doc)."""
-    if status == "spawn-failed":
-        return ProbeResult("n/a", None, f"spawn failed: {error or 'unknown'}")
-    lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    markers = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("heapcost-probe:")]
-    setup = next((m for m in markers if m.startswith("setup-failed")), None)
-    if setup:
-        return ProbeResult("n/a", None, f"probe setup failed: {setup[len('setup-failed'):].strip()}")
-    # The allocator's own messages, split at the "used" marker: before it, a report of the misuse.
-    before, after, seen_used = [], [], False
-    for ln in lines:
-        if ln.startswith("heapcost-probe:"):
-            seen_used = seen_used or ln.split(":", 1)[1].strip() == "used"
-            continue
-        if normalize(ln) in chatter:
-            continue
-        (after if seen_used else before).append(ln.strip())
-    message = (before or after or [""])[0][:200]
-    values = parse_result(stdout)
-    worked = None if values is None or values.get("worked") not in ("0", "1") else values["worked"] == "1"
-    where = "at the misuse" if "misuse-done" not in markers else "after the misuse, before the primitive was used"
-    how = (f"{signal_name(sig)}" if status == "signaled" else
-           "timeout (hung)" if status == "timeout" else f"exit {exit_code}")
-    abnormal = status in ("signaled", "timeout") or (status == "exited" and exit_code != 0)
-    tail = f": {message}" if message else ""
-    if abnormal and values is None:
-        if status == "timeout":
-            return ProbeResult("late-crash", None, f"{how} {where}{tail}", late=True)
-        return ProbeResult("caught", False, f"{how} {where}{tail}")
-    if abnormal:
-        after_msg = f": {after[0][:200]}" if after else tail
-        if after and worked is False and status == "signaled":
-            # The allocator stopped the program with a report of its own, later (a quarantine checked on
-            # eviction), and the primitive had failed: a delayed detection, not an unrelated breakage.
-            return ProbeResult("caught", False, f"{how} reported later, the primitive having failed{after_msg}", values)
-        return ProbeResult("late-crash", worked, f"{how} after the primitive was tried (worked={values.get('worked')})"
-                     f"{after_msg}", values, late=True)
-    if values is None:
-        return ProbeResult("n/a", None, f"probe printed no result{tail}")
-    if before:
-        return ProbeResult("caught", worked, f"reported: {before[0][:200]}", values)
-    note = f"; later reported: {after[0][:200]}" if after else ""
-    if worked is None:
-        return ProbeResult("mitigated", None, note.lstrip("; "), values)
-    return ProbeResult("missed" if worked else "mitigated", worked, _describe(values) + note, values)
-
-
-def _describe(values: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in values.items() if k != "worked")
+        return build_c(name, [src, header], cflags=PROBE_CFLAGS, ldflags=PROBE_LDFLAGS, cc="g++")
+    return build_c(name, [src, header], variant=variant, cflags=PROBE_CFLAGS, ldflags=PROBE_LDFLAGS)
 
 
 # ------------------------------------------------------------------------------------------ sandbox
@@ -208,6 +149,15 @@ class Target:
     expect_malloc: str = ""  # substring of the library malloc must resolve to ("" = do not check)
     unavailable: str = ""  # why probes cannot run under it ("" = they can)
     loader: tuple = ()  # a built glibc's loader argv, put in front of the probe binary
+    alarm: int = DEFAULT_ALARM  # the probe's own hang alarm, seconds
+
+    @property
+    def objects(self) -> tuple:
+        """The allocator's shared objects, for the verdict's "in the allocator" rules: its preloaded
+        libraries, and libc.so.6 when malloc is glibc's. A statically linked allocator (musl) has none:
+        the fault record's `call=` tells its code from the probe's."""
+        glibc = self.expect_malloc == "libc.so.6" or bool(self.loader)  # the system's or a built glibc
+        return tuple(self.preload) + (("libc.so.6",) if glibc else ())
 
 
 def target_for(alloc) -> Target:
@@ -224,73 +174,106 @@ def target_for(alloc) -> Target:
 
 
 def _trial_env(target: Target, work: Path, who: Path) -> dict:
-    env = {**clean_env(work), **target.env}
+    env = {**clean_env(work), **target.env, "HEAPCOST_PROBE_ALARM": str(target.alarm)}
     if target.variant == "glibc":
         env.update(preload_env(target.preload, who))
     return env
 
 
-def _check_malloc(target: Target, who: Path) -> str:
-    """'' when the probe's malloc came from the expected library, else why not."""
-    if not target.expect_malloc:
-        return ""
-    return wrong_malloc(read_who(who), target.expect_malloc)
+@dataclass
+class Trial:
+    """One probe process: its outcome (probe_verdict.OUTCOMES), the detail, the result line's values."""
+    outcome: str
+    detail: str = ""
+    values: dict = field(default_factory=dict)
+    reported: bool = False  # an allocator message came with a missed primitive ("detected silently")
 
 
-def run_once(probe: Probe, target: Target, binary: Path, *, timeout: float = 20, chatter=frozenset()) -> ProbeResult:
-    """One probe process in a sandbox: launcher (no shell, no core, CPU and memory limits, timeout),
-    a private temporary directory as cwd, HOME and TMPDIR, deleted afterwards."""
+def _launch(argv: list[str], target: Target, *, timeout: float):
+    """Run argv in a fresh sandbox (behind a built glibc's loader for those targets); (LaunchResult, stdout,
+    stderr, the malloc check's complaint or '')."""
     with tempfile.TemporaryDirectory(prefix="heapcost-probe-") as tmp:
         tmp = Path(tmp)
         work = tmp / "work"
         work.mkdir()
         out, err, who = tmp / "stdout", tmp / "stderr", tmp / "who"
-        res = launcher.run(
-            [*target.loader, str(binary), *probe.args], env=_trial_env(target, work, who), stdout=out, stderr=err,
-            timeout=timeout, cwd=work, cpu_limit=max(1, int(timeout)),
-            # Loose on purpose: hardened allocators reserve huge inaccessible regions; the probe caps its
-            # own writable memory with RLIMIT_DATA (probes/probe.h).
-            as_limit=1 << 40, fsize_limit=16 << 20)
+        # No RLIMIT_AS: hardened allocators reserve huge inaccessible regions at start (hardened_malloc,
+        # scudo); the probe caps its writable memory with RLIMIT_DATA itself (probes/probe.h).
+        res = launcher.run([*target.loader, *argv], env=_trial_env(target, work, who), stdout=out, stderr=err,
+                           timeout=timeout, cwd=work, cpu_limit=max(1, int(timeout)), fsize_limit=16 << 20)
         stdout = out.read_text(errors="replace") if out.exists() else ""
         stderr = err.read_text(errors="replace") if err.exists() else ""
-        wrong = _check_malloc(target, who)
-    if wrong:
-        return ProbeResult("n/a", None, f"wrong malloc: {wrong}")
-    return classify(res.status, res.exit_code, res.signal, stdout, stderr, chatter, res.error)
+        wrong = wrong_malloc(read_who(who), target.expect_malloc) if target.expect_malloc else ""
+    return res, stdout, stderr, wrong
 
 
-def learn_chatter(target: Target, *, timeout: float = 20) -> frozenset:
-    """What the allocator prints on stderr in a run without misuse (banners, statistics): not reports."""
-    probe = PROBES["address-entropy"]
-    binary = probe_binary(probe.source, target.variant)
-    with tempfile.TemporaryDirectory(prefix="heapcost-probe-") as tmp:
-        tmp = Path(tmp)
-        (tmp / "work").mkdir()
-        launcher.run([*target.loader, str(binary)], env=_trial_env(target, tmp / "work", tmp / "who"),
-                     stdout=tmp / "out", stderr=tmp / "err", timeout=timeout, cwd=tmp / "work", as_limit=1 << 40)
-        text = (tmp / "err").read_text(errors="replace") if (tmp / "err").exists() else ""
-    return frozenset(normalize(ln) for ln in text.splitlines() if ln.strip() and not ln.startswith("heapcost-probe:"))
+def run_once(probe: Probe, target: Target, binary: Path, size: int | None = None, *,
+             timeout: float = DEFAULT_TIMEOUT, chatter=frozenset()) -> Trial:
+    """One probe process at one size, sandboxed, classified by probe_verdict.verdict."""
+    res, stdout, stderr, wrong = _launch([str(binary), *probe.argv(size)], target, timeout=timeout)
+    if res.status == "spawn-failed":
+        return Trial("n/a", f"spawn failed: {res.error or 'unknown'}")
+    v = verdict(exit_code=res.exit_code if res.status == "exited" else None,
+                signal=res.signal if res.status == "signaled" else None, stderr=stderr, stdout=stdout,
+                allocator_objects=target.objects, chatter=chatter, timed_out=res.status == "timeout")
+    # An allocator that died before main may not have let mallocwho record anything: that is its
+    # failure to start, not a wrong malloc.
+    if wrong and v.outcome != "allocator-failed-to-start":
+        return Trial("n/a", f"wrong malloc: {wrong}")
+    return Trial(v.outcome, v.detail, parse_result(stdout) or {},
+                 reported=v.outcome == "missed" and bool(parse_stderr(stderr, chatter).messages))
+
+
+_CHATTER: dict = {}
+
+
+def learn_chatter(target: Target, *, timeout: float = DEFAULT_TIMEOUT) -> frozenset:
+    """What the allocator prints on stderr in a run without misuse (banners, statistics): not reports.
+    A run that does not end normally teaches nothing (its message may be a failure to start)."""
+    if target.id in _CHATTER:
+        return _CHATTER[target.id]
+    binary = probe_binary(PROBES["address-entropy"].source, target.variant)
+    res, _, stderr, _ = _launch([str(binary)], target, timeout=timeout)
+    learned = frozenset()
+    if res.status == "exited" and res.exit_code == 0:
+        learned = frozenset(normalize(ln) for ln in stderr.splitlines()
+                            if ln.strip() and not ln.startswith("heapcost-probe:"))
+    _CHATTER[target.id] = learned
+    return learned
 
 
 # ------------------------------------------------------------------------------------------ aggregation
-# When trials disagree, the most frequent outcome wins; ties go to the one better for the attacker.
-_TIE_ORDER = {"missed": 0, "late-crash": 1, "mitigated": 2, "caught": 3, "n/a": 4}
+# When trials disagree, the most frequent outcome names the row; ties go to the one better for the attacker.
+_TIE_ORDER = {"missed": 0, "late-crash": 1, "mitigated": 2, "caught": 3, "allocator-failed-to-start": 4, "n/a": 5}
+UNUSABLE = ("n/a", "allocator-failed-to-start")  # say nothing about the misuse
 
 
-def summarize(probe: Probe, trials: list[ProbeResult], *, seed: int = 0) -> dict:
-    """One probes.csv row (without run_id/allocator) from the trials of one probe under one allocator."""
-    row = {"probe": probe.id, "trials": len(trials)}
-    usable = [t for t in trials if t.outcome != "n/a"]
+def outcome_counts(trials: list[Trial]) -> str:
+    """The outcomes column: `name=count` most frequent first, then `detected-silently=k` if any."""
+    counts = Counter(t.outcome for t in trials)
+    text = " ".join(f"{o}={n}" for o, n in sorted(counts.items(), key=lambda kv: (-kv[1], _TIE_ORDER[kv[0]])))
+    silent = sum(t.reported for t in trials)
+    return text + (f" detected-silently={silent}" if silent else "")
+
+
+def summarize(probe: Probe, trials: list[Trial], *, seed: int = 0) -> dict:
+    """One probes.csv row (without run_id/allocator/size) from the trials of one probe at one size."""
+    row = {"probe": probe.id, "trials": len(trials), "outcomes": outcome_counts(trials)}
+    if not trials:
+        return {**row, "outcome": "n/a", "detail": "no trials"}
+    usable = [t for t in trials if t.outcome not in UNUSABLE]
     if not usable:
-        reasons = Counter(t.detail for t in trials)
-        return {**row, "outcome": "n/a", "detail": reasons.most_common(1)[0][0] if reasons else "no trials"}
+        first = Counter(t.outcome for t in trials).most_common(1)[0][0]
+        reasons = Counter(t.detail for t in trials if t.outcome == first)
+        return {**row, "outcome": first, "detail": reasons.most_common(1)[0][0]}
     counts = Counter(t.outcome for t in usable)
     outcome = min(counts, key=lambda o: (-counts[o], _TIE_ORDER[o]))
     example = next(t.detail for t in usable if t.outcome == outcome)
-    mix = "" if len(counts) == 1 else " [" + ", ".join(f"{o} {n}" for o, n in counts.most_common()) + "]"
-    row.update(outcome=outcome, trials=len(usable))
+    mix = "" if len(counts) == 1 else "; outcomes differ: " + ", ".join(
+        f"{o} {n}" for o, n in sorted(counts.items(), key=lambda kv: (-kv[1], _TIE_ORDER[kv[0]])))
+    row["outcome"] = outcome
     if probe.kind == "misuse":
-        k = sum(1 for t in usable if t.worked)
+        k = counts.get("missed", 0)
         lo, hi = security.clopper_pearson(k, len(usable))
         row.update(rate=k / len(usable), rate_ci_low=lo, rate_ci_high=hi)
         row["detail"] = f"{counts[outcome]}/{len(usable)} {outcome}" + (f": {example}" if example else "") + mix
@@ -319,29 +302,45 @@ def summarize(probe: Probe, trials: list[ProbeResult], *, seed: int = 0) -> dict
         rlo, rhi = security.clopper_pearson(k, n)
         row.update(bits=bits, bits_ci_low=lo, bits_ci_high=hi, rate=k / n if n else None, rate_ci_low=rlo,
                    rate_ci_high=rhi,
-                   detail=f"next-address entropy per step; rate = steps at the process's most common "
-                          f"distance ({k}/{n}){mix}")
+                   detail=f"collision entropy of the next-address distance within a process "
+                          f"({security.step_coincidences(seqs)[0]} equal pairs of steps in "
+                          f"{security.step_coincidences(seqs)[1]}); rate = steps at the process's most "
+                          f"common distance ({k}/{n}){mix}")
         row["outcome"] = "missed" if bits < 1 else "mitigated"
     return row
 
 
 # ------------------------------------------------------------------------------------------ campaign
-def runs_for(probe: Probe, runs: int) -> int:
-    return runs if probe.random else min(runs, DETERMINISTIC_RUNS)
-
-
-def probe_target(probe: Probe, target: Target, runs: int, *, timeout: float = 20, chatter=frozenset(),
-                 seed: int = 0) -> dict:
-    """The probes.csv row (without run_id) of one probe under one target."""
-    base = {"allocator": target.id}
+def _skip(probe: Probe, target: Target) -> str:
     if target.unavailable:
-        return {**base, "probe": probe.id, "outcome": "n/a", "trials": 0, "detail": target.unavailable}
+        return target.unavailable
     if probe.cxx and target.variant != "glibc":
-        return {**base, "probe": probe.id, "outcome": "n/a", "trials": 0,
-                "detail": f"C++ probe: no C++ runtime for the statically linked {target.variant} variant"}
+        return f"C++ probe: no C++ runtime for the statically linked {target.variant} variant"
+    return ""
+
+
+def probe_target(probe: Probe, target: Target, runs: int, size: int | None = None, *,
+                 timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> dict:
+    """The probes.csv row (without run_id) of one probe at one size under one target."""
+    base = {"allocator": target.id, "size": size}
+    why = _skip(probe, target)
+    if why:
+        return {**base, "probe": probe.id, "outcome": "n/a", "trials": 0, "detail": why}
     binary = probe_binary(probe.source, target.variant)
-    trials = [run_once(probe, target, binary, timeout=timeout, chatter=chatter) for _ in range(runs_for(probe, runs))]
+    chatter = learn_chatter(target, timeout=timeout)
+    trials = [run_once(probe, target, binary, size, timeout=timeout, chatter=chatter) for _ in range(runs)]
     return {**base, **summarize(probe, trials, seed=seed)}
+
+
+def _cell(job):
+    probe_id, target, runs, size, timeout, seed = job
+    return probe_target(PROBES[probe_id], target, runs, size, timeout=timeout, seed=seed)
+
+
+def _with_alarm(target: Target, alarm: int) -> Target:
+    from dataclasses import replace
+
+    return replace(target, alarm=alarm)
 
 
 def _targets(names: str, extra: str) -> list[Target]:
@@ -358,14 +357,32 @@ def _probes(names: str) -> list[Probe]:
     return [PROBES[n] for n in dict.fromkeys(wanted)]
 
 
+def _sizes(text: str) -> tuple | None:
+    if not text:
+        return None
+    try:
+        sizes = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise HeapcostError(f"--sizes must be comma-separated byte counts, got {text!r}") from None
+    if not sizes or any(not 1 <= s <= 64 << 20 for s in sizes):
+        raise HeapcostError(f"--sizes must be byte counts in [1, 67108864], got {text!r}")
+    return sizes
+
+
 def add_arguments(parser):
     parser.add_argument("--allocators", default="", help="comma-separated catalogue ids (default: all of them)")
     parser.add_argument("--extra-allocators", "--extra", dest="extra", default="",
                         help="bring-your-own allocators: name=/path/lib.so,...")
     parser.add_argument("--probes", default="", help=f"comma-separated probe ids (default: all): {', '.join(PROBES)}")
+    parser.add_argument("--sizes", default="", help=f"block sizes of the misuse probes (default: {','.join(map(str, SIZES))})")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,
-                        help=f"fresh processes per random probe (deterministic ones: at most {DETERMINISTIC_RUNS})")
-    parser.add_argument("--timeout", type=float, default=20, help="seconds before a probe process is killed")
+                        help=f"fresh processes per (allocator, probe, size) (default {DEFAULT_RUNS})")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                        help="worker processes running cells in parallel (default: 2, or 1 on one CPU)")
+    parser.add_argument("--alarm", type=int, default=DEFAULT_ALARM,
+                        help=f"seconds after which a probe reports itself hung (default {DEFAULT_ALARM})")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help="seconds before the runner kills a probe process (longer than --alarm)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     parser.add_argument("--out", default="", help="run directory (default: a new one in data/runs/)")
 
@@ -382,34 +399,67 @@ def _open_run(args, params):
     return run_dir, info
 
 
+def _fresh_launcher():
+    """In a forked worker: its own launcher server (the parent's pipe is not ours to share)."""
+    launcher._server = launcher._Server()
+
+
+def _results(jobs: list, workers: int):
+    """Rows of the cells, in the order they finish; cells run in `workers` processes (1: here)."""
+    if workers <= 1 or len(jobs) <= 1:
+        yield from map(_cell, jobs)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # Build everything first: the workers (forked) find the binaries and the launcher in the cache.
+    launcher.launcher_path(), launcher.mallocwho_path()
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                             initializer=_fresh_launcher) as pool:
+        futures = [pool.submit(_cell, job) for job in jobs]
+        for fut in as_completed(futures):
+            yield fut.result()
+
+
 def run(args) -> int:
+    import time
+
     if args.runs < 1:
         raise HeapcostError(f"--runs must be at least 1, got {args.runs}")
     if args.timeout <= 0:
         raise HeapcostError(f"--timeout must be positive, got {args.timeout}")
+    if not 1 <= args.alarm < args.timeout:
+        raise HeapcostError(f"--alarm must be at least 1 and below --timeout ({args.timeout:g}), got {args.alarm}")
+    if args.jobs < 1:
+        raise HeapcostError(f"--jobs must be at least 1, got {args.jobs}")
     probes = _probes(args.probes)
-    targets = _targets(args.allocators, args.extra)
+    sizes = _sizes(args.sizes)
+    targets = [_with_alarm(t, args.alarm) for t in _targets(args.allocators, args.extra)]
     params = {"allocators": [t.id for t in targets], "probes": [p.id for p in probes], "runs": args.runs,
-              "timeout": args.timeout, "seed": args.seed}
+              "sizes": list(sizes or SIZES), "timeout": args.timeout, "alarm": args.alarm, "seed": args.seed}
     run_dir, info = _open_run(args, params)
     table = runstore.AppendTable(run_dir / "probes.csv", PROBE_COLUMNS)
-    done = {(r["allocator"], r["probe"]) for r in table.rows()}
-    try:
-        for target in targets:
-            chatter = frozenset()
-            if not target.unavailable:
-                chatter = learn_chatter(target, timeout=args.timeout)
-            for probe in probes:
-                if (target.id, probe.id) in done:
+    done = {(r["allocator"], r["probe"], r.get("size") or "") for r in table.rows()}
+    jobs = []
+    for target in targets:
+        for probe in probes:
+            for size in (probe.sizes if probe.kind != "misuse" or sizes is None else sizes):
+                if (target.id, probe.id, "" if size is None else str(size)) in done:
                     continue
-                row = probe_target(probe, target, args.runs, timeout=args.timeout, chatter=chatter, seed=args.seed)
-                table.append({"run_id": info["run_id"], **_rounded(row)})
-                print(f"{target.id:<20} {probe.id:<26} {row['outcome']:<10} {row.get('detail', '')[:90]}",
-                      flush=True)
+                if not _skip(probe, target):
+                    probe_binary(probe.source, target.variant)  # built once, before the workers start
+                jobs.append((probe.id, target, args.runs, size, args.timeout, args.seed))
+    started = time.monotonic()
+    try:
+        for row in _results(jobs, args.jobs):
+            table.append({"run_id": info["run_id"], **_rounded(row)})
+            size = "" if row.get("size") is None else row["size"]
+            print(f"{row['allocator']:<20} {row['probe']:<26} {size!s:>7} {row['outcome']:<10} "
+                  f"{row.get('detail', '')[:80]}", flush=True)
     finally:
         table.close()
     runstore.finish_run(run_dir)
-    print(f"wrote {run_dir / 'probes.csv'}")
+    print(f"wrote {run_dir / 'probes.csv'}: {len(jobs)} cells in {time.monotonic() - started:.0f} s")
     return 0
 
 

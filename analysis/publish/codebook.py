@@ -17,9 +17,10 @@ HOW_MEASURED = {
     "counts.csv": "Instruction-count runs (`python -m analysis measure --mode callgrind`). One row per workload "
                   "and allocator: valgrind's callgrind over every process of the workload at a reduced scale, with "
                   "a simulated cache; call counts come from a separate counting run under glibc.",
-    "probes.csv": "Heap-misuse probes (`python -m analysis probe`). One row per allocator and probe: each probe "
-                  "is a small C or C++ program that commits one misuse, run in fresh sandboxed processes, its "
-                  "outcome classified from exit status, signal, stderr and what the program observed.",
+    "probes.csv": "Heap-misuse probes (`python -m analysis probe`). One row per allocator, probe and block "
+                  "size: each probe is a small C or C++ program that commits one misuse, run in fresh sandboxed "
+                  "processes, its outcome classified from exit status, signal, stderr and what the program "
+                  "observed (analysis/harness/probe_verdict.py).",
     "pairs.csv": "Lockstep pairs (`python -m analysis measure --protocol lockstep`, kind `time`). One row per "
                  "process pair: the baseline's process (A) and another allocator's (B) on the same C workload, "
                  "alive at once, pinned to one CPU and taking turns of about a millisecond of their own work "

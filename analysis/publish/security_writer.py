@@ -9,7 +9,28 @@ from analysis.contract.runstore import pick_run
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish import figures
-from analysis.stats.security import DEFAULT_WEIGHTS, disagreements, scores
+from analysis.stats.security import DEFAULT_WEIGHTS, disagreements, scores, size_of
+
+# The matrix shows one cell per (allocator, probe): the worst outcome over the sizes it ran at, worst
+# for the defender first; the outcomes that say nothing about the misuse come last. The per-size
+# outcomes are in security_numbers.json (outcomes_by_size) and probes.csv.
+WORST_FIRST = ("missed", "late-crash", "mitigated", "caught", "allocator-failed-to-start", "n/a")
+
+
+def worst_outcome(outcomes) -> str:
+    """The worst of a probe's outcomes over its sizes (WORST_FIRST); unknown outcomes count as n/a."""
+    ranked = [WORST_FIRST.index(o) if o in WORST_FIRST else len(WORST_FIRST) - 1 for o in outcomes]
+    return WORST_FIRST[min(ranked)] if ranked else "n/a"
+
+
+def outcomes_by_size(rows) -> dict:
+    """{size: {outcome: rows}} with sizes as strings in increasing order; "unsized" for the entropy
+    probes and for runs published before sizes existed."""
+    counts: dict = {}
+    for r in rows:
+        size = size_of(r)
+        counts.setdefault((size is None, size or 0), Counter())[r["outcome"]] += 1
+    return {("unsized" if none else str(size)): dict(c) for (none, size), c in sorted(counts.items())}
 
 
 def catalogue_claims() -> dict[str, tuple]:
@@ -37,9 +58,12 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
     score = scores(rows, weights)
     order = sorted(score, key=lambda a: (-(score[a]["score"] if not math.isnan(score[a]["score"]) else -1), a))
     probes = list(dict.fromkeys(r["probe"] for r in rows))
-    outcome = {(r["allocator"], r["probe"]): r["outcome"] for r in rows}
+    per_cell: dict = {}
+    for r in rows:
+        per_cell.setdefault((r["allocator"], r["probe"]), []).append(r["outcome"])
+    outcome = {cell: worst_outcome(found) for cell, found in per_cell.items()}
 
-    figures.probe_matrix(order, probes, outcome, out_dir / f"{prefix}outcomes.svg")
+    figures.probe_matrix(order, probes, outcome, out_dir / f"{prefix}outcomes.svg")  # worst over sizes
     figures.security_scores(order, score, out_dir / f"{prefix}scores.svg")
 
     with open(out_dir / f"{prefix}scores.csv", "w", newline="") as fh:
@@ -56,9 +80,12 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
     counts = Counter(r["outcome"] for r in rows)
     numbers = {
         "allocators": len(order), "probes": len(probes), "rows": len(rows),
-        "outcomes": dict(counts), "weights": weights,
+        "outcomes": dict(counts), "outcomes_by_size": outcomes_by_size(rows),
+        "matrix_cell": "the worst outcome over the sizes a probe ran at (missed, late-crash, mitigated, caught)",
+        "weights": weights,
         "scores": {a: None if math.isnan(score[a]["score"]) else round(score[a]["score"], 2) for a in order},
         "disagreements": {"claimed-not-seen": sum(d["kind"] == "claimed-not-seen" for d in found),
+                          "detected-silently": sum(d["kind"] == "detected-silently" for d in found),
                           "seen-not-claimed": sum(d["kind"] == "seen-not-claimed" for d in found)},
     }
     (out_dir / f"{prefix}numbers.json").write_text(json.dumps(numbers, indent=2) + "\n")

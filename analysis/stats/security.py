@@ -9,9 +9,18 @@ Estimators
   counted as if independent, so it is an upper bound in that case. Processes are resampled
   (bootstrap); resamples repeat processes, which biases their entropy low, so the interval is the
   basic (reflected) one rather than percentiles.
-- Placement entropy within a process: the Shannon entropy (plug-in, Miller-Madow) of the distance from one
-  allocation to the next, per process, averaged over processes; interval: bootstrap over processes.
-  With 255 steps a process it cannot exceed log2(255) ~ 8 bits.
+- Placement entropy within a process: the collision (Renyi order-2) entropy of the distance from one
+  allocation to the next, estimated by coincidence counting (Ma 1981): of all pairs of steps within a
+  process, the share that are equal estimates sum p^2 without bias, pooled over processes; bits =
+  -log2 of it. Unlike the plug-in entropy (which cannot exceed log2 of the steps seen, 8 bits for 255)
+  it needs only a few coincidences: about 2^(b/2) samples for b bits. It equals the Shannon entropy for
+  a uniform choice and is a lower bound otherwise (the quantity that matters to an attacker guessing).
+  Resolution: with n processes of 255 steps the standard error at b bits is about
+  1 / (ln 2 sqrt(n 32131 / 2^b)) bit (0.46 bit at 16 bits from 20 processes, 0.21 from 100; seeded
+  simulations: 0.11 bit at 12 bits from 20). No coincidence at all
+  reads log2(pairs) (a lower bound). Interval: percentile bootstrap over processes.
+- Every entropy and bound is capped at TARGET_ADDRESS_BITS, what the kernel's mmap randomisation can
+  supply: an estimator's excess above it is noise.
 
 The score (0 = every primitive works, 100 = none does) weighs each probe by what an attacker gains
 from its primitive; see DEFAULT_WEIGHTS. All functions take plain rows (dicts as in probes.csv).
@@ -23,32 +32,44 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-# What an attacker gains when the primitive works, on a 1-10 scale; the reasons:
+# What an attacker gains when the primitive works, on a 1-10 scale. The CWE id names the weakness class
+# each probe commits (MITRE CWE 4.x); CWE gives the class, not a weight: the weights rank the primitive
+# the probe hands over, following the heap-exploitation literature (how2heap's techniques; Novark and
+# Berger, DieHarder, CCS 2010, Table 1, for which errors lead to which attacks). A reader changes them
+# in the explore notebook (`weights=`).
+#   probe                      CWE                                   primitive when it works
 DEFAULT_WEIGHTS = {
-    # Allocation at an address the attacker chose: a write-what-where, the strongest heap primitive.
-    "freelist-poison": 10,
-    "fake-chunk-free": 9,  # the same, but it needs a writable area the attacker already controls
-    # Two live objects sharing memory: type confusion, usually to a write-what-where.
-    "double-free": 8,
-    "overlap-after-double-free": 8,
-    "double-free-interleaved": 7,  # the same primitive through a common bypass of simple checks
-    "double-free-cache-full": 7,
-    "uaf-write": 8,  # dangling writes reaching a new owner: the core of use-after-free exploits
-    "overflow-16": 8,  # rewriting a neighbour's fields (pointers, lengths)
-    "wild-free": 7,  # a chosen non-heap address enters the free lists
-    "interior-free": 7,  # a block overlapping a live one
-    "overflow-1": 6,  # off-by-one: one byte of a size field or pointer is enough in classic exploits
-    "large-overflow": 6,  # a linear overflow of a large buffer into whatever is mapped next
-    "calloc-overflow": 6,  # an undersized buffer the caller believes is huge: a later overflow
-    "underflow-1": 5,
-    "reuse-immediate": 5,  # makes use-after-free exploitation reliable (heap feng shui)
-    "size-mismatch": 5,  # C++ only; the same overlap as interior-free when it works
-    "sized-delete": 5,
-    "uaf-read": 4,  # information leak (pointers defeat ASLR, secrets)
-    "fresh-contents": 4,  # information leak through uninitialised memory
-    "placement-entropy": 4,  # predictable neighbours make overflows aim
-    "address-entropy": 3,  # mostly the kernel's ASLR: the allocator adds little
-    "huge-request": 3,  # a non-NULL impossible block is rare but fatal
+    "freelist-poison": 10,  # CWE-123 write-what-where            allocation at a chosen address
+    "tcache-poison-safelink": 10,  # CWE-123                      the same, safe-linking bypassed with a heap leak
+    "fake-chunk-free": 9,  # CWE-763 release of invalid pointer   the same, needs a controlled writable area
+    "double-free": 8,  # CWE-415 double free                      two live objects share memory
+    "overlap-after-double-free": 8,  # CWE-415
+    "cross-thread-double-free": 8,  # CWE-415
+    "double-free-interleaved": 7,  # CWE-415                      the same through a common check bypass
+    "double-free-cache-full": 7,  # CWE-415
+    "uaf-write": 8,  # CWE-416 use after free                     dangling writes reach a new owner
+    "realloc-reuse": 8,  # CWE-416                                the same through realloc's old pointer
+    "overflow-16": 8,  # CWE-122 heap-based buffer overflow       a neighbour's fields rewritten
+    "realloc-shrink": 7,  # CWE-122 (after a shrink)              a neighbour rewritten
+    "wild-free": 7,  # CWE-590 free of memory not on the heap     a chosen non-heap address enters the free lists
+    "invalid-free-stack": 7,  # CWE-590
+    "invalid-free-far": 7,  # CWE-590
+    "interior-free": 7,  # CWE-761 free of pointer not at start   a block overlapping a live one
+    "invalid-free-unaligned": 7,  # CWE-761
+    "overflow-1": 6,  # CWE-193 off-by-one                        one byte of a size field or pointer
+    "off-by-one-nul": 6,  # CWE-193 (poison null byte)            overlapping chunks from a NUL in a size word
+    "large-overflow": 6,  # CWE-122                               a linear overflow into whatever is mapped next
+    "calloc-overflow": 6,  # CWE-190 / CWE-680 integer overflow   an undersized buffer believed huge
+    "malloc-zero": 5,  # CWE-131 / CWE-787                        reads and writes past a zero-size block
+    "underflow-1": 5,  # CWE-124 buffer underwrite
+    "reuse-immediate": 5,  # no CWE: an exploitation aid          reliable use-after-free (heap feng shui)
+    "size-mismatch": 5,  # CWE-762 mismatched memory routines     C++ only; the overlap of interior-free
+    "sized-delete": 5,  # CWE-762
+    "uaf-read": 4,  # CWE-416 + CWE-200                           information leak (pointers, secrets)
+    "fresh-contents": 4,  # CWE-226 information not removed       information leak through reused memory
+    "placement-entropy": 4,  # CWE-330 insufficiently random       predictable neighbours make overflows aim
+    "address-entropy": 3,  # CWE-330                              mostly the kernel's ASLR
+    "huge-request": 3,  # CWE-789 excessive allocation size       a non-NULL impossible block is rare but fatal
 }
 # Exploitation-focused weights: what a heap exploit is assembled from, not what a bug merely breaks.
 # ArcHeap (Yun et al., USENIX Security 2020; refs.bib `archeap`) names the end goals of heap exploitation
@@ -59,16 +80,22 @@ DEFAULT_WEIGHTS = {
 # make an exploit reliable, weigh 2.
 EXPLOITATION_WEIGHTS = {
     # allocation at a chosen address
-    "freelist-poison": 10, "fake-chunk-free": 10, "wild-free": 10,
+    "freelist-poison": 10, "tcache-poison-safelink": 10, "fake-chunk-free": 10, "wild-free": 10,
+    "invalid-free-stack": 10, "invalid-free-far": 10,
     # overlapping chunks
     "double-free": 10, "double-free-interleaved": 10, "double-free-cache-full": 10,
-    "overlap-after-double-free": 10, "interior-free": 10, "size-mismatch": 10, "sized-delete": 10,
+    "overlap-after-double-free": 10, "cross-thread-double-free": 10, "interior-free": 10,
+    "invalid-free-unaligned": 10, "size-mismatch": 10, "sized-delete": 10,
     # corruption on the way to those primitives
-    "uaf-write": 5, "overflow-16": 5, "overflow-1": 5, "underflow-1": 5, "large-overflow": 5,
-    "calloc-overflow": 5, "huge-request": 5,
+    "uaf-write": 5, "overflow-16": 5, "overflow-1": 5, "underflow-1": 5, "off-by-one-nul": 5, "large-overflow": 5,
+    "realloc-reuse": 5, "realloc-shrink": 5, "malloc-zero": 5, "calloc-overflow": 5, "huge-request": 5,
     # reliability: leaks and predictable placement
     "reuse-immediate": 2, "uaf-read": 2, "fresh-contents": 2, "placement-entropy": 2, "address-entropy": 2,
 }
+# How a probe's sizes are averaged into its loss: each size class present counts equally (small: up to
+# 1 KiB, medium: up to 64 KiB, large: above), the sizes within a class equally. The classes, not the
+# number of sizes run in each, carry the weight: four small sizes do not outvote the one large size.
+SIZE_CLASSES = (("small", 1024), ("medium", 65536), ("large", float("inf")))
 # Entropy at which a guess is hopeless enough that the probe counts as fully mitigated.
 TARGET_ADDRESS_BITS = 28.0  # x86-64 Linux mmap randomisation (vm.mmap_rnd_bits default)
 TARGET_PLACEMENT_BITS = 4.0  # one in 16 next-block guesses
@@ -79,12 +106,13 @@ DETECTED = frozenset({"caught"})
 NOT_MISSED = frozenset({"caught", "mitigated"})
 DEFENCE_PROBES = {
     "double-free-detect": (("double-free", "double-free-interleaved", "double-free-cache-full",
-                            "overlap-after-double-free"), DETECTED),
-    "invalid-free-detect": (("interior-free", "wild-free", "fake-chunk-free"), DETECTED),
-    "overflow-detect": (("overflow-1", "overflow-16", "underflow-1"), DETECTED),
+                            "overlap-after-double-free", "cross-thread-double-free"), DETECTED),
+    "invalid-free-detect": (("interior-free", "wild-free", "fake-chunk-free", "invalid-free-unaligned",
+                             "invalid-free-stack", "invalid-free-far"), DETECTED),
+    "overflow-detect": (("overflow-1", "overflow-16", "underflow-1", "off-by-one-nul"), DETECTED),
     "guard-pages": (("large-overflow",), DETECTED),
     "free-poison": (("uaf-read",), NOT_MISSED),
-    "uaf-write-detect": (("uaf-write",), DETECTED),
+    "uaf-write-detect": (("uaf-write", "realloc-reuse"), DETECTED),
     "delayed-reuse": (("reuse-immediate",), NOT_MISSED),
     "freelist-protect": (("freelist-poison",), NOT_MISSED),
     "zero-on-alloc": (("fresh-contents",), NOT_MISSED),
@@ -140,7 +168,8 @@ def address_entropy(addresses, *, seed: int = 0, reps: int = 1000,
     alpha = (1 - confidence) / 2
     q_lo, q_hi = np.quantile(draws, [alpha, 1 - alpha])
     lo, hi = max(0.0, float(2 * plain - q_hi)), float(2 * plain - q_lo)
-    return plain, min(lo, plain), max(hi, plain)
+    cap = TARGET_ADDRESS_BITS
+    return min(plain, cap), min(lo, plain, cap), min(max(hi, plain), cap)
 
 
 def shannon_bits(values) -> float:
@@ -152,27 +181,53 @@ def shannon_bits(values) -> float:
 
 
 def step_entropy(addresses) -> float:
-    """Entropy (bits) of the distance between consecutive allocations in one process, plug-in with
-    the Miller-Madow correction ((distinct values - 1) / (2 n ln 2))."""
+    """Plug-in entropy (bits) of the distance between consecutive allocations in one process, with the
+    Miller-Madow correction. Kept for comparison: it saturates near log2(steps); see placement_entropy."""
     steps = np.diff(np.asarray(addresses, dtype=np.int64)).tolist()
     if not steps:
         return 0.0
     return shannon_bits(steps) + (len(set(steps)) - 1) / (2 * len(steps) * np.log(2))
 
 
+def step_coincidences(sequences) -> tuple[int, int]:
+    """(equal pairs, pairs) over all pairs of steps within each process, summed over processes."""
+    equal = pairs = 0
+    for s in sequences:
+        steps = np.diff(np.asarray(s, dtype=np.int64))
+        n = len(steps)
+        if n < 2:
+            continue
+        counts = np.array(list(Counter(steps.tolist()).values()), dtype=np.int64)
+        equal += int((counts * (counts - 1) // 2).sum())
+        pairs += n * (n - 1) // 2
+    return equal, pairs
+
+
+def collision_bits(equal: int, pairs: int) -> float:
+    """-log2 of the coincidence rate, capped at TARGET_ADDRESS_BITS; log2(pairs) when nothing coincided."""
+    if pairs <= 0:
+        return float("nan")
+    return float(min(TARGET_ADDRESS_BITS, -math.log2(equal / pairs) if equal else math.log2(pairs)))
+
+
 def placement_entropy(sequences, *, seed: int = 0, reps: int = 1000,
                       confidence: float = 0.95) -> tuple[float, float, float]:
-    """(bits, low, high): mean next-address entropy over processes, percentile bootstrap over processes."""
-    per_process = [step_entropy(s) for s in sequences if len(s) > 1]
+    """(bits, low, high): collision entropy of the next-allocation distance within a process, by
+    coincidence counting pooled over processes; percentile bootstrap over processes."""
+    per_process = [step_coincidences([s]) for s in sequences if len(s) > 2]
     if not per_process:
         return float("nan"), float("nan"), float("nan")
-    mean = float(np.mean(per_process))
+    bits = collision_bits(sum(e for e, _ in per_process), sum(p for _, p in per_process))
     if len(per_process) < 2:
-        return mean, float("nan"), float("nan")
-    draws = _resample(per_process, np.mean, seed=seed, reps=reps)
+        return bits, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    eq = np.array([e for e, _ in per_process], dtype=float)
+    pr = np.array([p for _, p in per_process], dtype=float)
+    idx = rng.integers(0, len(per_process), (reps, len(per_process)))
+    draws = [collision_bits(int(e), int(p)) for e, p in zip(eq[idx].sum(axis=1), pr[idx].sum(axis=1))]
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(draws, [alpha, 1 - alpha])
-    return mean, float(lo), float(hi)
+    return bits, float(lo), float(hi)
 
 
 def predictable_steps(sequences) -> tuple[int, int]:
@@ -187,6 +242,9 @@ def predictable_steps(sequences) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------------------ score
+UNUSABLE = ("", "n/a", "allocator-failed-to-start")  # outcomes that say nothing about the misuse
+
+
 def _num(value):
     if value is None or value == "":
         return None
@@ -197,10 +255,29 @@ def _num(value):
     return None if math.isnan(x) else x
 
 
+def outcome_counts(row: dict) -> dict[str, int]:
+    """The `outcomes` column as {name: count} ({} in runs published before it existed)."""
+    out = {}
+    for part in str(row.get("outcomes") or "").split():
+        name, _, count = part.partition("=")
+        if count.isdigit():
+            out[name] = int(count)
+    return out
+
+
+def size_of(row: dict) -> int | None:
+    size = _num(row.get("size"))
+    return None if size is None else int(size)
+
+
 def probe_loss(row: dict) -> float | None:
-    """How much of the primitive an attacker gets, 0..1; None when the probe says nothing (n/a)."""
+    """How much of the primitive an attacker gets in one row, 0..1; None when it says nothing (n/a).
+
+    Misuse probes: the mean over usable trials of 1 (missed), LATE_CRASH_LOSS (late-crash) or 0, from
+    the outcome counts; a row without counts (published before them) uses its rate, and a late-crash
+    row at least LATE_CRASH_LOSS. Entropy probes: the share of the target bits not reached."""
     outcome = row.get("outcome")
-    if outcome in (None, "", "n/a"):
+    if outcome in (None, *UNUSABLE):
         return None
     probe = row.get("probe")
     bits = _num(row.get("bits"))
@@ -208,6 +285,10 @@ def probe_loss(row: dict) -> float | None:
         return None if bits is None else min(1.0, max(0.0, 1 - bits / TARGET_ADDRESS_BITS))
     if probe == "placement-entropy":
         return None if bits is None else min(1.0, max(0.0, 1 - bits / TARGET_PLACEMENT_BITS))
+    counts = outcome_counts(row)
+    n = sum(v for k, v in counts.items() if k in OUTCOME_LOSS)
+    if n:
+        return sum(OUTCOME_LOSS[k] * v for k, v in counts.items() if k in OUTCOME_LOSS) / n
     rate = _num(row.get("rate"))
     if rate is None:
         rate = 1.0 if outcome == "missed" else 0.0
@@ -216,100 +297,148 @@ def probe_loss(row: dict) -> float | None:
     return rate
 
 
-def scores(rows, weights: dict | None = None) -> dict[str, dict]:
-    """Per allocator: score (0-100), the weight covered by probes with data, and the probes left out.
+OUTCOME_LOSS = {"missed": 1.0, "late-crash": LATE_CRASH_LOSS, "mitigated": 0.0, "caught": 0.0}
 
-    score = 100 * (1 - sum(w * loss) / sum(w)) over the probes that ran; probes missing from the
-    weights dict count with weight 0.
-    """
-    weights = DEFAULT_WEIGHTS if weights is None else weights
-    out: dict[str, dict] = {}
-    for row in rows:
-        entry = out.setdefault(row["allocator"], {"lost": 0.0, "weight": 0.0, "not_applicable": []})
-        loss = probe_loss(row)
-        w = float(weights.get(row["probe"], 0.0))
-        if loss is None:
-            entry["not_applicable"].append(row["probe"])
-            continue
-        entry["lost"] += w * loss
-        entry["weight"] += w
+
+def size_weights(sizes) -> dict:
+    """Weight of each size in a probe's loss (SIZE_CLASSES); a lone unsized row (old runs) weighs 1."""
+    sizes = list(sizes)
+    if not sizes:
+        return {}
+    classes: dict[str, list] = {}
+    for size in sizes:
+        name = "unsized" if size is None else next(c for c, top in SIZE_CLASSES if size <= top)
+        classes.setdefault(name, []).append(size)
+    return {size: 1 / len(classes) / len(members) for members in classes.values() for size in members}
+
+
+def _draw_loss(row: dict, loss: float, rng, draws: int) -> np.ndarray:
+    """`draws` losses of one row from its own sampling: the outcome counts redrawn from
+    Multinomial(n, observed shares) (a rate from Binomial(n, rate)); entropy from a normal with the
+    spread of its interval. A row whose trials all agree (or that has no n) does not vary."""
+    probe = row.get("probe")
+    if probe in ("address-entropy", "placement-entropy"):
+        lo, hi, bits = _num(row.get("bits_ci_low")), _num(row.get("bits_ci_high")), _num(row.get("bits"))
+        if None in (lo, hi, bits) or hi <= lo:
+            return np.full(draws, loss)
+        target = TARGET_ADDRESS_BITS if probe == "address-entropy" else TARGET_PLACEMENT_BITS
+        return np.clip(1 - rng.normal(bits, (hi - lo) / 3.92, draws) / target, 0.0, 1.0)
+    counts = {k: v for k, v in outcome_counts(row).items() if k in OUTCOME_LOSS}
+    n = sum(counts.values())
+    if n:
+        names = list(counts)
+        drawn = rng.multinomial(n, [counts[k] / n for k in names], size=draws)
+        return drawn @ np.array([OUTCOME_LOSS[k] for k in names]) / n
+    n, rate = int(_num(row.get("trials")) or 0), _num(row.get("rate"))
+    if not n or rate is None:
+        return np.full(draws, loss)
+    drawn = rng.binomial(n, rate, size=draws) / n
+    return np.maximum(drawn, LATE_CRASH_LOSS) if row.get("outcome") == "late-crash" else drawn
+
+
+def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
+    """The one estimator: per allocator, score = 100 * (1 - sum_p w_p L_p / sum_p w_p) over the probes
+    with data, L_p the size-weighted mean loss of probe p (size_weights). `losses[i]` is row i's loss,
+    a float or an array of draws (then every result is an array of draws)."""
+    cells: dict[str, dict[str, list]] = {}
+    for row, loss in zip(rows, losses):
+        cells.setdefault(row["allocator"], {}).setdefault(row["probe"], []).append((size_of(row), loss))
     total = float(sum(weights.values())) or 1.0
-    for entry in out.values():
-        entry["score"] = 100 * (1 - entry["lost"] / entry["weight"]) if entry["weight"] else float("nan")
-        entry["coverage"] = entry["weight"] / total
+    out = {}
+    for alloc, probes in cells.items():
+        lost, weight, not_applicable = 0.0, 0.0, []
+        for probe, entries in probes.items():
+            usable = [(size, loss) for size, loss in entries if loss is not None]
+            if not usable:
+                not_applicable.append(probe)
+                continue
+            ws = size_weights(size for size, _ in usable)
+            # duplicated sizes (merged runs) share their size's weight
+            dup = {s: sum(1 for t, _ in usable if t == s) for s, _ in usable}
+            probe_loss_ = sum(ws[size] / dup[size] * loss for size, loss in usable)
+            w = float(weights.get(probe, 0.0))
+            lost = lost + w * probe_loss_
+            weight += w
+        score = 100 * (1 - lost / weight) if weight else float("nan")
+        out[alloc] = {"lost": lost, "weight": weight, "score": score, "coverage": weight / total,
+                      "not_applicable": not_applicable}
     return out
 
 
-# ------------------------------------------------------------------------------------------ claims
-def disagreements(rows, claims: dict[str, tuple]) -> list[dict]:
-    """Where the catalogue's claimed defences and the probes disagree.
-
-    `claims` maps allocator id -> claimed defence ids. A defence is seen when every probe of it that ran
-    has an outcome in its accepted set. Returns one row per (allocator, defence) that disagrees:
-    kind = claimed-not-seen (claimed, and some probe shows otherwise) or seen-not-claimed.
-    """
-    by_alloc: dict[str, dict[str, dict]] = {}
-    for row in rows:
-        by_alloc.setdefault(row["allocator"], {})[row["probe"]] = row
-    found = []
-    for alloc, probes in by_alloc.items():
-        claimed = set(claims.get(alloc, ()))
-        for defence, (probe_ids, accepted) in DEFENCE_PROBES.items():
-            ran = [probes[p] for p in probe_ids if p in probes and probes[p].get("outcome") not in ("n/a", "", None)]
-            if not ran:
-                continue
-            failing = [r for r in ran if r["outcome"] not in accepted]
-            if defence in claimed and failing:
-                found.append({"allocator": alloc, "defence": defence, "kind": "claimed-not-seen",
-                              "probes": ", ".join(f"{r['probe']}={r['outcome']}" for r in failing)})
-            elif defence not in claimed and not failing:
-                found.append({"allocator": alloc, "defence": defence, "kind": "seen-not-claimed",
-                              "probes": ", ".join(f"{r['probe']}={r['outcome']}" for r in ran)})
-    return found
+def scores(rows, weights: dict | None = None) -> dict[str, dict]:
+    """Per allocator: score (0-100) at the observed outcome shares, the weight covered by probes with
+    data (coverage, a share of all weights) and the probes left out (no usable row at any size).
+    Probes missing from the weights dict count with weight 0."""
+    weights = DEFAULT_WEIGHTS if weights is None else weights
+    rows = list(rows)
+    return _score_arrays(rows, weights, [probe_loss(r) for r in rows])
 
 
 def score_intervals(rows: list[dict], weights: dict | None = None, *, draws: int = 1000,
                     seed: int = 0) -> pd.DataFrame:
-    """Security score per allocator with a 95% interval from the probes' own sampling uncertainty.
+    """Security score per allocator with a 95% interval from the probes' sampling only.
 
-    Each draw replaces every rate by a draw from its Jeffreys posterior Beta(k + 1/2, n - k + 1/2)
-    (k of n fresh processes in which the primitive worked) and every entropy by a normal draw with
-    the spread of its bootstrap interval, then recomputes the score; the interval is the 2.5% and
-    97.5% quantiles of the draws, widened to contain the point score. Probes that ran only a few
-    times (deterministic ones) therefore carry a wide posterior, honestly."""
+    The point is the score at the observed shares (`scores`). The interval is a parametric bootstrap
+    of the same estimator (`_score_arrays`): each draw redraws every row's outcome counts from
+    Multinomial(n, observed shares) (entropy: a normal with the spread of its interval) and recomputes
+    the score; the interval is the 2.5% and 97.5% quantiles of the draws, never widened. A row whose
+    trials all agree has no sampling spread here (its outcome was the same in every fresh process);
+    tests/test_security.py checks that the interval covers a known score about 95% of the time."""
+    weights = DEFAULT_WEIGHTS if weights is None else weights
+    rows = list(rows)
     rng = np.random.default_rng(seed)
-    point = scores(rows, weights)
-    samples: dict[str, list[float]] = {a: [] for a in point}
-    prepared = []
-    for row in rows:
-        r = dict(row)
-        n = _num(r.get("trials")) or 0
-        rate = _num(r.get("rate"))
-        lo, hi = _num(r.get("bits_ci_low")), _num(r.get("bits_ci_high"))
-        prepared.append((r, n, rate, lo, hi))
-    for _ in range(draws):
-        drawn = []
-        for r, n, rate, lo, hi in prepared:
-            d = dict(r)
-            if r.get("probe") in ("address-entropy", "placement-entropy"):
-                bits = _num(r.get("bits"))
-                if bits is not None and lo is not None and hi is not None and hi > lo:
-                    d["bits"] = max(0.0, rng.normal(bits, (hi - lo) / 3.92))
-            elif rate is not None and n > 0:
-                k = round(rate * n)
-                d["rate"] = rng.beta(k + 0.5, n - k + 0.5)
-            drawn.append(d)
-        for a, entry in scores(drawn, weights).items():
-            samples[a].append(entry["score"])
+    point_losses = [probe_loss(r) for r in rows]
+    point = _score_arrays(rows, weights, point_losses)
+    drawn = [None if loss is None else _draw_loss(r, loss, rng, draws) for r, loss in zip(rows, point_losses)]
+    boot = _score_arrays(rows, weights, drawn)
     out = []
     for a in sorted(point):
         s = point[a]["score"]
-        v = np.array(samples[a], dtype=float)
-        if np.isnan(s) or np.isnan(v).all():
-            low = high = float("nan")
+        v = np.asarray(boot[a]["score"], dtype=float)
+        if np.isnan(s) or v.ndim == 0 or np.isnan(v).all():
+            low = high = float("nan") if np.isnan(s) else s
         else:
-            low, high = np.nanquantile(v, [0.025, 0.975])
-            low, high = min(float(low), s), max(float(high), s)
+            low, high = (float(x) for x in np.nanquantile(v, [0.025, 0.975]))
         out.append({"allocator": a, "score": s, "score_low": low, "score_high": high,
                     "coverage": point[a]["coverage"]})
     return pd.DataFrame(out, columns=["allocator", "score", "score_low", "score_high", "coverage"])
+
+
+# ------------------------------------------------------------------------------------------ claims
+def _silently_detected(row: dict) -> bool:
+    """A missed row in which the allocator printed a message (it saw the misuse, the primitive followed)."""
+    return row.get("outcome") == "missed" and outcome_counts(row).get("detected-silently", 0) > 0
+
+
+def disagreements(rows, claims: dict[str, tuple]) -> list[dict]:
+    """Where the catalogue's claimed defences and the probes disagree.
+
+    `claims` maps allocator id -> claimed defence ids. A defence is seen when every row (every size) of
+    every probe of it that ran has an outcome in its accepted set. One row per (allocator, defence)
+    that disagrees, kind: claimed-not-seen (claimed, and some row shows otherwise), detected-silently
+    (claimed, and every failing row is a missed primitive the allocator did print a message about:
+    it detected the misuse but did not stop it; not "caught"), or seen-not-claimed."""
+    by_alloc: dict[str, dict[str, list]] = {}
+    for row in rows:
+        by_alloc.setdefault(row["allocator"], {}).setdefault(row["probe"], []).append(row)
+    found = []
+    for alloc, probes in by_alloc.items():
+        claimed = set(claims.get(alloc, ()))
+        for defence, (probe_ids, accepted) in DEFENCE_PROBES.items():
+            ran = [r for p in probe_ids for r in probes.get(p, ()) if r.get("outcome") not in (None, *UNUSABLE)]
+            if not ran:
+                continue
+            failing = [r for r in ran if r["outcome"] not in accepted]
+
+            def label(r):
+                size = size_of(r)
+                return f"{r['probe']}{'' if size is None else f'@{size}'}={r['outcome']}"
+            if defence in claimed and failing:
+                kind = ("detected-silently" if all(_silently_detected(r) for r in failing)
+                        else "claimed-not-seen")
+                found.append({"allocator": alloc, "defence": defence, "kind": kind,
+                              "probes": ", ".join(label(r) for r in failing)})
+            elif defence not in claimed and not failing:
+                found.append({"allocator": alloc, "defence": defence, "kind": "seen-not-claimed",
+                              "probes": ", ".join(label(r) for r in ran)})
+    return found
