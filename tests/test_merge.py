@@ -1,6 +1,7 @@
 """Every complete run contributes: a user's run with a brought allocator reaches the results."""
 import csv
 
+import pandas as pd
 import pytest
 
 from analysis.publish import results, results_writer
@@ -107,3 +108,18 @@ def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     aa = results.compute(data).aa
     assert set(aa["allocator"]) == {"glibc-copy"} and len(aa) == 2  # one cell per workload of that run
     assert not aa["excludes_1"].any()
+
+
+def test_the_debates_take_the_measurement_with_most_pairs_not_the_narrowest_interval():
+    from types import SimpleNamespace
+
+    def cell(run, alloc, ratio, half, n):
+        return {"run_id": run, "workload": "small-loop", "allocator": alloc, "baseline": "glibc", "ratio": ratio,
+                "ci_low": ratio * (1 - half), "ci_high": ratio * (1 + half), "df": n - 1, "n": n}
+
+    cells = pd.DataFrame([cell("early", "glibc-built", 0.99, 0.002, 5), cell("early", "glibc-no-tcache-key", 0.96, 0.002, 5),
+                          cell("long", "glibc-built", 0.99, 0.01, 40), cell("long", "glibc-no-tcache-key", 0.95, 0.01, 40)])
+    empty = pd.DataFrame(columns=["allocator", "base", "workload", "ratio", "ci_low", "ci_high", "n"])
+    res = SimpleNamespace(ablation=empty, ablation_memory=empty, speed=None, cells={"wall_s": cells})
+    chosen = debates._pair_ratio(res, "glibc-built", "glibc-no-tcache-key", "small-loop")
+    assert chosen["run_id"] == "long" and chosen["n"] == 40

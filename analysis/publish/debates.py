@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.publish.ablations import ratio_within_run
 from analysis.publish.results import BASELINE, MARGIN, Results, fmt_interval, fmt_ratio
 
 COLUMNS = ["seed", "topic", "claim", "claim_line", "claimed", "configuration", "workload", "run_id", "ratio",
@@ -88,48 +89,48 @@ def _ratio_row(table: pd.DataFrame, with_: str, without: str, workload: str) -> 
 
 
 def _within_run(cells: pd.DataFrame, with_: str, without: str, workload: str) -> list[dict]:
-    """with/without from the comparisons each run made with its own baseline: a direct row when one side
-    is the baseline, else the ratio of the two rows of one run (log difference; the variances add, which
-    is exact for independent process pairs and conservative when both share the baseline's trials)."""
+    """with/without from each run's comparisons with its own baseline (ablations.ratio_within_run), with the
+    number of measurements behind it (the smaller side's trials or pairs)."""
     import math
-
-    from analysis.stats.estimators import Difference
 
     if cells is None or cells.empty:
         return []
     out = []
     for run_id, rows in cells[cells["workload"] == workload].groupby("run_id"):
-        by = rows.set_index("allocator")
-        base = rows["baseline"].iloc[0]
-        if with_ in by.index and without == base:
-            r = by.loc[with_]
-            out.append({"ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "run_id": run_id})
-        elif without in by.index and with_ == base:
-            r = by.loc[without]
-            out.append({"ratio": 1 / r["ratio"], "ci_low": 1 / r["ci_high"], "ci_high": 1 / r["ci_low"], "run_id": run_id})
-        elif with_ in by.index and without in by.index:
-            diffs = []
-            for name in (with_, without):
-                r = by.loc[name]
-                d = Difference(math.log(r["ratio"]), 0.0, float(r["df"]))
-                half = (math.log(r["ci_high"]) - math.log(r["ci_low"])) / 2
-                q = Difference(0.0, 1.0, d.df).interval()[1]  # the t quantile of that row's interval
-                diffs.append(Difference(d.estimate, half / q, d.df))
-            se2 = diffs[0].se ** 2 + diffs[1].se ** 2
-            df = se2 ** 2 / sum(d.se ** 4 / d.df for d in diffs) if se2 > 0 else 1.0
-            lo, hi = Difference(diffs[0].estimate - diffs[1].estimate, math.sqrt(se2), df).interval()
-            est = diffs[0].estimate - diffs[1].estimate
-            out.append({"ratio": math.exp(est), "ci_low": math.exp(lo), "ci_high": math.exp(hi), "run_id": run_id})
+        d = ratio_within_run(rows, with_, without)
+        if d is not None:
+            lo, hi = d.interval()
+            used = rows[rows["allocator"].isin([with_, without])]["n"]
+            out.append({"ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                        "run_id": run_id, "n": int(used.min()) if len(used) else 0,
+                        "direct": base_of(rows) in (with_, without)})
     return out
 
 
 def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: bool = False) -> dict | None:
-    """The most precise measurement of with/without on a workload in the dataset: an ablation row (same
-    family, same run) or any run's comparisons with its own baseline; the narrowest interval wins."""
+    """The measurement of with/without on a workload with the most trials or pairs behind it (then the one
+    from the run that leads for the allocator, then a direct comparison over a ratio of two, then the narrower
+    interval): an ablation row of one family
+    or any run's comparisons with its own baseline. Never the narrowest interval alone: a run that stopped
+    early can have an interval narrower than its data support."""
     abl = res.ablation_memory if memory else res.ablation
-    found = [r for r in [_ratio_row(abl, with_, without, workload)] if r]
+    found = []
+    row = _ratio_row(abl, with_, without, workload)
+    if row:
+        pair = ((abl["allocator"] == with_) & (abl["base"] == without)) | ((abl["allocator"] == without) & (abl["base"] == with_))
+        hit = abl[pair & (abl["workload"] == workload)]
+        found.append({**row, "n": int(pd.to_numeric(hit["n"], errors="coerce").fillna(0).max()) if len(hit) else 0,
+                      "direct": True})
     found += _within_run(res.cells.get("maxrss_kb" if memory else "wall_s"), with_, without, workload)
-    return min(found, key=lambda r: r["ci_high"] / r["ci_low"]) if found else None
+    if not found:
+        return None
+    geo = res.speed.geomean.set_index("allocator") if res.speed is not None else pd.DataFrame()
+    lead = geo["run_id"].get(with_) if "run_id" in geo else None
+    return max(found, key=lambda r: (r["n"], r["run_id"] == lead, r["direct"], -(r["ci_high"] / r["ci_low"])))
+
+
+def base_of(rows: pd.DataFrame) -> str:
+    return str(rows["baseline"].iloc[0]) if len(rows) else ""
 
 
 def _per_free_ratio(res: Results, with_: str, without: str, workload: str) -> float | None:

@@ -15,7 +15,9 @@ from analysis.stats import paired, scaling
 from analysis.stats import security
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
+from analysis.publish import ablations as ablation
 from analysis.publish import merge
+from analysis.publish.ablations import ABLATIONS  # noqa: F401  (re-exported for the writer)
 from analysis.errors import HeapcostError, warn
 from analysis.paths import repo_relative
 
@@ -23,23 +25,6 @@ BASELINE = "glibc"
 MARGIN = 0.05  # "no measurable cost": the geometric-mean interval lies inside 1 +- MARGIN
 HEAVY = 2.0  # beyond this geometric-mean overhead the cost is reported as a multiple, not a margin
 
-# Each single defence measured inside one allocator: (defence, allocator, its base). The bases are the
-# family's default configuration; glibc-perturb also runs against glibc-notcache, because perturb needs
-# the tcache off and only that pair isolates the poisoning itself.
-ABLATIONS = [
-    ("poison on free", "jemalloc-junk-free", "jemalloc"),
-    ("poison on free and fill on allocation", "jemalloc-junk", "jemalloc"),
-    ("tcache off", "glibc-notcache", "glibc"),
-    ("tcache off and perturb (poison on free, fill on allocation)", "glibc-perturb", "glibc"),
-    ("perturb alone (tcache off on both sides)", "glibc-perturb", "glibc-notcache"),
-    ("quarantine", "scudo-quarantine", "scudo"),
-    ("zero on allocation", "scudo-zero", "scudo"),
-    ("secure mode (same 2.0.9 source)", "mimalloc-secure", "mimalloc2"),
-    ("perl's own malloc instead of the system one (same perl source)", "perl-mymalloc", "perl-sysmalloc"),
-    # glibc built from the system's source with one check compiled out (seed 004): the check over its absence
-    ("tcache double-free key check", "glibc-built", "glibc-no-tcache-key"),
-    ("safe-linking", "glibc-built", "glibc-no-safe-linking"),
-]
 
 
 # ---------------------------------------------------------------------------------------------- speed
@@ -98,33 +83,6 @@ def against(trials: pd.DataFrame, baseline: str, metric: str, margin: float = MA
         raise HeapcostError(f"no usable runs of the baseline {baseline!r} for {metric}; allocators with runs: "
                             f"{', '.join(sorted(trials['allocator'].unique()))}")
     return cmp.compare(data, baseline, metric, margin=margin)
-
-
-def ablations(trials: pd.DataFrame, metric: str = "wall_s", plan=ABLATIONS) -> pd.DataFrame:
-    """One row per (defence, workload) and a pooled row (workload "all": the geometric mean) per
-    defence: the ratio of the variant to its base with a 95% interval."""
-    data, _ = usable(trials, metric)
-    present = set(data["allocator"])
-    rows = []
-    for defence, alloc, base in plan:
-        if alloc not in present or base not in present:
-            continue
-        common = (set(data.loc[data["allocator"] == alloc, "workload"])
-                  & set(data.loc[data["allocator"] == base, "workload"]))
-        sub = data[data["allocator"].isin([alloc, base]) & data["workload"].isin(common)]
-        if sub.empty:
-            continue
-        comp = cmp.compare(sub, base, metric, margin=MARGIN)
-        for _, r in comp.results.iterrows():
-            rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
-                         "workload": r["workload"], "ratio": r["ratio"], "ci_low": r["ci_low"],
-                         "ci_high": r["ci_high"], "n": r["n"], "n_base": r["n_baseline"]})
-        g = comp.geomean.iloc[0]
-        rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
-                     "workload": "all", "ratio": g["geomean_ratio"], "ci_low": g["ci_low"],
-                     "ci_high": g["ci_high"], "n": int(g["workloads"]), "n_base": int(g["workloads"])})
-    return pd.DataFrame(rows, columns=["defence", "allocator", "base", "metric", "workload", "ratio",
-                                       "ci_low", "ci_high", "n", "n_base"])
 
 
 # ---------------------------------------------------------------------------------------------- callgrind
@@ -425,8 +383,10 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     speed, memory, time_lead, per_run = _speed(time_runs, time_run, baseline)
     left_out = pd.concat([usable(rt.table, "wall_s")[1].assign(run_id=rt.run_id) for rt in time_runs]
                          or [pd.DataFrame(columns=LEFT_OUT_COLUMNS)], ignore_index=True)
-    abl = merge.merge_rows({rt.run_id: ablations(rt.table, "wall_s") for rt in time_runs}, time_lead, baseline)
-    abl_mem = merge.merge_rows({rt.run_id: ablations(rt.table, "maxrss_kb") for rt in time_runs}, time_lead, baseline)
+    abl, abl_mem = ({rt.run_id: ablation.run_ablations(usable(rt.table, m)[0], per_run.get(rt.run_id), m) for rt in time_runs}
+                    for m in ("wall_s", "maxrss_kb"))
+    abl = merge.merge_rows(abl, time_lead, baseline)
+    abl_mem = merge.merge_rows(abl_mem, time_lead, baseline)
     cg_lead = merge.leads("callgrind", cg_runs, cg_run)
     pf = merge.merge_rows({rt.run_id: per_free(rt.table, baseline) for rt in cg_runs}, cg_lead, baseline)
     pf_g = per_free_geomean(pf[pf["allocator"] != baseline]) if len(pf) else pd.DataFrame()

@@ -13,10 +13,28 @@ def read_trials(run_dir) -> pd.DataFrame:
 def run_summary(run_dir) -> pd.DataFrame:
     """Per workload and allocator: trials by status, and the median wall time and max RSS of ok trials
     (for a callgrind run: status and instruction counts)."""
-    if not (Path(run_dir) / "trials.csv").exists():
-        counts = read_table(Path(run_dir) / "counts.csv")
+    run_dir = Path(run_dir)
+    if (run_dir / "counts.csv").exists():
+        counts = read_table(run_dir / "counts.csv")
         return counts[["workload", "allocator", "scale", "status", "instructions", "free_calls", "reason"]]
-    df = read_trials(run_dir)
+    parts = [pairs_summary(read_table(run_dir / "pairs.csv"))] if (run_dir / "pairs.csv").exists() else []
+    if not (run_dir / "trials.csv").exists():
+        return parts[0] if parts else pd.DataFrame()
+    return pd.concat([*parts, trials_summary(read_trials(run_dir))], ignore_index=True)
+
+
+def pairs_summary(pairs: pd.DataFrame) -> pd.DataFrame:
+    """A lockstep run: per workload and allocator (B, against A), pairs by status and the median ratio of
+    the processes' active times."""
+    measured = measured_trials(pairs)
+    ok = measured[measured["status"] == OK]
+    keys = ["workload", "allocator_b"]
+    table = measured.pivot_table(index=keys, columns="status", values="seq", aggfunc="count", fill_value=0)
+    table["median_active_ratio"] = (ok["active_b_s"] / ok["active_a_s"]).groupby([ok[k] for k in keys]).median()
+    return table.reset_index().rename(columns={"allocator_b": "allocator"})
+
+
+def trials_summary(df: pd.DataFrame) -> pd.DataFrame:
     measured = measured_trials(df)
     ok = measured[measured["status"] == OK]
     table = measured.pivot_table(index=["workload", "allocator"], columns="status", values="seq",

@@ -1,0 +1,123 @@
+"""The cost of each defence alone: inside one allocator family, the variant with one defence against its base.
+
+From a run's trials when both sides ran as trials (compare with the base as the baseline); from a run's
+comparisons with its own baseline otherwise (a lockstep run pairs every allocator with the baseline), as the
+ratio of the two comparisons (ratio_within_run)."""
+import math
+
+import pandas as pd
+
+from analysis.stats import compare as cmp
+from analysis.stats import estimators
+
+MARGIN = 0.05  # as results.MARGIN: the non-inferiority margin of the comparisons
+
+
+# Each single defence measured inside one allocator: (defence, allocator, its base). The bases are the
+# family's default configuration; glibc-perturb also runs against glibc-notcache, because perturb needs
+# the tcache off and only that pair isolates the poisoning itself.
+ABLATIONS = [
+    ("poison on free", "jemalloc-junk-free", "jemalloc"),
+    ("poison on free and fill on allocation", "jemalloc-junk", "jemalloc"),
+    ("tcache off", "glibc-notcache", "glibc"),
+    ("tcache off and perturb (poison on free, fill on allocation)", "glibc-perturb", "glibc"),
+    ("perturb alone (tcache off on both sides)", "glibc-perturb", "glibc-notcache"),
+    ("quarantine", "scudo-quarantine", "scudo"),
+    ("zero on allocation", "scudo-zero", "scudo"),
+    ("secure mode (same 2.0.9 source)", "mimalloc-secure", "mimalloc2"),
+    ("perl's own malloc instead of the system one (same perl source)", "perl-mymalloc", "perl-sysmalloc"),
+    # glibc built from the system's source with one check compiled out (seed 004): the check over its absence
+    ("tcache double-free key check", "glibc-built", "glibc-no-tcache-key"),
+    ("safe-linking", "glibc-built", "glibc-no-safe-linking"),
+]
+
+
+def ablations(trials: pd.DataFrame, metric: str = "wall_s", plan=ABLATIONS) -> pd.DataFrame:
+    """One row per (defence, workload) and a pooled row (workload "all": the geometric mean) per
+    defence: the ratio of the variant to its base with a 95% confidence interval. `trials`: the usable
+    ones (results.usable)."""
+    data = trials
+    present = set(data["allocator"])
+    rows = []
+    for defence, alloc, base in plan:
+        if alloc not in present or base not in present:
+            continue
+        common = (set(data.loc[data["allocator"] == alloc, "workload"])
+                  & set(data.loc[data["allocator"] == base, "workload"]))
+        sub = data[data["allocator"].isin([alloc, base]) & data["workload"].isin(common)]
+        if sub.empty:
+            continue
+        comp = cmp.compare(sub, base, metric, margin=MARGIN)
+        for _, r in comp.results.iterrows():
+            rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
+                         "workload": r["workload"], "ratio": r["ratio"], "ci_low": r["ci_low"],
+                         "ci_high": r["ci_high"], "n": r["n"], "n_base": r["n_baseline"]})
+        g = comp.geomean.iloc[0]
+        rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
+                     "workload": "all", "ratio": g["geomean_ratio"], "ci_low": g["ci_low"],
+                     "ci_high": g["ci_high"], "n": int(g["workloads"]), "n_base": int(g["workloads"])})
+    return pd.DataFrame(rows, columns=["defence", "allocator", "base", "metric", "workload", "ratio",
+                                       "ci_low", "ci_high", "n", "n_base"])
+
+
+def ratio_within_run(rows: pd.DataFrame, with_: str, without: str):
+    """with/without on one workload from one run's comparisons with its own baseline (rows of that run and
+    workload): a direct row when one side is the baseline, else the ratio of the two rows (log difference;
+    the variances add, which is exact for independent process pairs and conservative when both share the
+    baseline's trials). Returns an estimators.Difference on the log scale, or None."""
+    by = rows.set_index("allocator")
+    base = rows["baseline"].iloc[0] if len(rows) else None
+
+    def diff(name):
+        r = by.loc[name]
+        q = estimators.Difference(0.0, 1.0, float(r["df"])).interval()[1]  # that row's t quantile
+        return estimators.Difference(math.log(r["ratio"]),
+                                     (math.log(r["ci_high"]) - math.log(r["ci_low"])) / (2 * q), float(r["df"]))
+
+    if with_ in by.index and without == base:
+        return diff(with_)
+    if without in by.index and with_ == base:
+        d = diff(without)
+        return estimators.Difference(-d.estimate, d.se, d.df)
+    if with_ in by.index and without in by.index:
+        a, b = diff(with_), diff(without)
+        se2 = a.se ** 2 + b.se ** 2
+        df = se2 ** 2 / (a.se ** 4 / a.df + b.se ** 4 / b.df) if se2 > 0 else 1.0
+        return estimators.Difference(a.estimate - b.estimate, math.sqrt(se2), df)
+    return None
+
+
+def cell_ablations(cells: pd.DataFrame, metric: str, plan=ABLATIONS, done=frozenset()) -> pd.DataFrame:
+    """Ablation rows from one run's comparisons with its baseline (a lockstep run pairs every allocator
+    with the baseline, not with its family's base): per workload and pooled, for the plan's pairs that
+    `done` (from the run's trials) lacks."""
+    rows = []
+    for defence, alloc, base in plan:
+        if (alloc, base) in done or cells is None or cells.empty:
+            continue
+        diffs = {}
+        for w, sub in cells.groupby("workload", sort=True):
+            d = ratio_within_run(sub, alloc, base)
+            if d is not None:
+                diffs[w] = d
+        for w, d in diffs.items():
+            lo, hi = d.interval()
+            rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric, "workload": w,
+                         "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                         "n": None, "n_base": None})
+        if diffs:
+            pooled = estimators.pooled_mean_difference(list(diffs.values()))
+            lo, hi = pooled.interval()
+            rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric, "workload": "all",
+                         "ratio": math.exp(pooled.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                         "n": len(diffs), "n_base": len(diffs)})
+    return pd.DataFrame(rows, columns=["defence", "allocator", "base", "metric", "workload", "ratio",
+                                       "ci_low", "ci_high", "n", "n_base"])
+
+
+def run_ablations(usable_trials: pd.DataFrame, comparisons: dict | None, metric: str) -> pd.DataFrame:
+    """A run's ablations: from its usable trials where both sides ran as trials, else from its comparisons."""
+    from_trials = ablations(usable_trials, metric)
+    done = set(zip(from_trials["allocator"], from_trials["base"]))
+    from_cells = cell_ablations(comparisons[metric].results if comparisons else None, metric, done=done)
+    return pd.concat([from_trials, from_cells], ignore_index=True) if len(from_cells) else from_trials
