@@ -183,6 +183,13 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
         runstore.write_json_atomic(run_dir / "run.json", saved)
 
 
+# Adaptive mode may call a cell precise enough only from this many pairs on: with 5-9 pairs the trimmed
+# mean's standard error is itself so uncertain that stopping when it looks small makes intervals too narrow
+# (A/A run 20261130T134138Z-time-quick: 13 of 40 copies excluded 1; with at least 20 pairs, outside the one
+# workload with a systematic effect, 1 of 30).
+MIN_PAIRS_TO_STOP = 20
+
+
 def _wider_cells(rows, cells, target: float, scale_of) -> list:
     """Cells whose paired interval (stats/paired.py) is wider than ±target, or that have too few pairs."""
     import math
@@ -199,7 +206,7 @@ def _wider_cells(rows, cells, target: float, scale_of) -> list:
         scale = f"{scale_of(factor):.6g}"
         sub = usable[(usable["allocator_b"] == aid) & (usable["workload"] == wid)
                      & (usable["scale"] == scale)] if len(usable) else usable
-        if len(sub) < paired.MIN_PAIRS:
+        if len(sub) < MIN_PAIRS_TO_STOP:
             wide.append((aid, wid, factor))
             continue
         d, _ = paired.paired_difference(paired.log_ratios(sub.reset_index(drop=True)).to_numpy())

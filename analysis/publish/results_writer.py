@@ -122,7 +122,12 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["aa"] = {"cells": int(len(res.aa)), "excluding_1": int(res.aa["excludes_1"].sum()),
                      "runs": sorted(set(res.aa["run_id"])),
                      "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else "",
-                     "expected_percent": f"{100 - 100 * stats.CONFIDENCE:.0f}"}
+                     "expected_percent": f"{100 - 100 * stats.CONFIDENCE:.0f}",
+                     "by_run": [{"run": _labels(res).get(rid, rid), "cells": int(len(g)), "excluding_1": int(g["excludes_1"].sum()),
+                                 "median_n": f"{g['n'].median():g}",
+                                 "one_sided_workloads": sorted(w for w, s in g.groupby("workload")
+                                                               if len(s) > 1 and (s["excludes_1"].all()))}
+                                for rid, g in res.aa.groupby("run_id")]}
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
     res.allocators.to_csv(p("allocators.csv"), index=False)
