@@ -43,3 +43,17 @@ def repo_relative(text: str) -> str:
     if not isinstance(text, str):
         return text
     return _ABS_IN_REPO.sub("", text.replace(f"{REPO}/", ""))
+
+
+def portable_path(path: str) -> str:
+    """A library path as the dataset records it: inside the allocator cache `$HEAPCOST_CACHE/...`, inside
+    the venv `$VENV/...`, inside the repository relative to it; system paths as they are. A run then names
+    no folder of the machine that measured it."""
+    import sys
+
+    if not isinstance(path, str):
+        return path
+    for root, name in ((str(cache_dir()), "$HEAPCOST_CACHE"), (sys.prefix, "$VENV")):
+        if path.startswith(root.rstrip("/") + "/"):
+            return name + path[len(root.rstrip("/")):]
+    return repo_relative(path)

@@ -150,3 +150,15 @@ def test_published_callgrind_reasons_carry_no_machine_path():
         pytest.skip("no callgrind run in the published dataset")
     reasons = " ".join(r for run in runs for r in missing_callgrind(read_table(run.path / "counts.csv"))["reason"])
     assert "workloads/perl_strcat.pl" in reasons and "/workloads/" not in reasons
+
+
+def test_library_paths_are_recorded_without_the_machines_folders(monkeypatch, tmp_path):
+    import sys
+
+    from analysis.paths import portable_path
+
+    monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
+    assert portable_path(f"{tmp_path}/cache/allocators/glibc-built-2.36/build/libc.so.6") == \
+        "$HEAPCOST_CACHE/allocators/glibc-built-2.36/build/libc.so.6"
+    assert portable_path(f"{sys.prefix}/lib/libmimalloc.so") == "$VENV/lib/libmimalloc.so"
+    assert portable_path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2") == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"

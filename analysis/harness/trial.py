@@ -10,7 +10,7 @@ from pathlib import Path
 from analysis.contract import runstore
 from analysis.errors import HeapcostError
 from analysis.harness import launcher, machine, quiet
-from analysis.paths import repo_relative
+from analysis.paths import portable_path, repo_relative
 
 CHECKSUM_PREFIX = "checksum="
 
@@ -159,7 +159,7 @@ class SpeedTrial:
             wrong = wrong_malloc(procs, self.resolved.expect_malloc)
             if wrong:
                 return "wrong-malloc", (err if not procs and err else wrong), procs[0][0] if procs else ""
-            malloc_lib = procs[0][0]
+            malloc_lib = portable_path(procs[0][0])
             if self.alloc.expect_perl_malloc is not None and "perl" in self.workload.kind:
                 has = any(perl != "-" for _, perl in procs)
                 if has != self.alloc.expect_perl_malloc:
