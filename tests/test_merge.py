@@ -123,3 +123,22 @@ def test_the_debates_take_the_measurement_with_most_pairs_not_the_narrowest_inte
     res = SimpleNamespace(ablation=empty, ablation_memory=empty, speed=None, cells={"wall_s": cells})
     chosen = debates._pair_ratio(res, "glibc-built", "glibc-no-tcache-key", "small-loop")
     assert chosen["run_id"] == "long" and chosen["n"] == 40
+
+
+def test_probe_runs_of_another_probe_set_are_not_merged(tmp_path):
+    import json
+    import shutil
+
+    from analysis.contract.runstore import runs_of_kind
+    from analysis.publish import merge
+
+    data = make_dataset(tmp_path)
+    probe = runs_of_kind(data / "runs", "probe")[-1]
+    other = data / "runs" / "20991231T000000Z-probe-security"
+    shutil.copytree(probe.path, other)
+    info = json.loads((other / "run.json").read_text())
+    info["params"]["probes"] = info["params"]["probes"][:3]  # a smaller probe set: scores not comparable
+    info["run_id"] = other.name
+    (other / "run.json").write_text(json.dumps(info))
+    main, runs = merge.contributing_runs(data / "runs", "probe")
+    assert main.run_id == other.name and [rt.run_id for rt in runs] == [other.name]

@@ -41,6 +41,14 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
             if (r.path / table).is_file() or (kind == "time" and (r.path / "pairs.csv").is_file())]
     complete = [r for r in runs if r.complete]
     chosen = complete or runs
+    if kind == "probe" and main is not None:
+        # scores add over probes and sizes: only runs of the same probe set and sizes can stand side by side
+        same = [r for r in chosen if _probe_design(r) == _probe_design(main)]
+        for r in chosen:
+            if r not in same:
+                warn(f"probe run {r.run_id} ran other probes or sizes than {main.run_id}: its scores are not "
+                     "comparable and it is left out")
+        chosen = same
     for r in runs:
         if r not in chosen:
             warn(f"run {r.run_id} is not complete ({r.info.get('status')}); the complete runs of its kind are used")
@@ -52,6 +60,11 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
         pairs = read_table(r.path / "pairs.csv") if kind == "time" and (r.path / "pairs.csv").is_file() else None
         out.append(RunTable(r, table, pairs))
     return main, out
+
+
+def _probe_design(run: Run) -> tuple:
+    params = run.info.get("params") or {}
+    return tuple(params.get("probes") or ()), tuple(params.get("sizes") or ())
 
 
 def _pair_rows(pairs: pd.DataFrame | None, allocator: str) -> pd.DataFrame:
