@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis.errors import HeapcostError
+from analysis.paths import portable_path
 from analysis.harness import catalog, glibc_build, lockstep, probes, provision, trial
 from analysis.harness.launcher import _DEFAULTS, LaunchResult
 from analysis.harness.workloads import WORKLOADS
@@ -148,7 +149,9 @@ def test_the_resolution_check_refuses_the_system_libc_for_a_build(fake_builds, t
     t = trial.SpeedTrial(resolved("glibc-built"), WORKLOADS["python"], 0.01, env_target=0)
     ok = LaunchResult(status="exited", **{**_DEFAULTS, "exit_code": 0})
     _who(tmp_path / "a", str(folder / "build" / "libc.so.6"))
-    assert t.judge(ok, tmp_path / "a", "ab") == ("ok", "", str(folder / "build" / "libc.so.6"))
+    # recorded without the machine's folders: the cache is $HEAPCOST_CACHE
+    assert t.judge(ok, tmp_path / "a", "ab") == ("ok", "", portable_path(str(folder / "build" / "libc.so.6")))
+    assert t.judge(ok, tmp_path / "a", "ab")[2].startswith("$HEAPCOST_CACHE/allocators/")
     _who(tmp_path / "b", SYSTEM_LIBC)
     status, reason, lib = t.judge(ok, tmp_path / "b", "ab")
     assert status == "wrong-malloc" and folder.name in reason and lib == SYSTEM_LIBC

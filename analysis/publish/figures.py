@@ -92,7 +92,7 @@ def forest(table: pd.DataFrame, path: Path, xlabel: str, percent: bool = False, 
     lo, hi = float(table["ci_low"].min()) / 1.05, float(table["ci_high"].max()) * 1.05
     if percent:
         lo, hi = max(lo, NEAR_ONE[0]), min(hi, NEAR_ONE[1])
-    height = 0.5 + 0.15 * len(order)
+    height = 0.4 + 0.12 * len(order)
     grid = sns.FacetGrid(table, col="workload", col_order=workloads, col_wrap=min(col_wrap, len(workloads)),
                          sharex=True, sharey=True, height=height, aspect=2.4 / height)
     colour = sns.color_palette()[0]

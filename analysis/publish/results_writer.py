@@ -149,10 +149,10 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     return numbers
 
 
-def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str) -> None:
+def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str, aa=frozenset()) -> None:
     """Two forest plots: the allocators within 0.5-2x in percent, the others (debugging allocators) in
-    multiples, each with 95% confidence intervals."""
-    near, far = figures.split_near_one(table, geomean)
+    multiples, each with 95% confidence intervals; A/A copies of the baseline are left to their own table."""
+    near, far = figures.split_near_one(table[~table["allocator"].isin(aa)], geomean)
     figures.forest(near, p(f"{name}_forest.svg"), f"{what}: change in percent (95% confidence interval)",
                    percent=True)
     figures.forest(far, p(f"{name}_forest_heavy.svg"), f"{what}: ratio (95% confidence interval, log scale)")
@@ -167,13 +167,13 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
            "noninferior", "display", "percent"]].to_csv(p("speed.csv"), index=False)
     geo = _display_rows(res.speed.geomean, "geomean_ratio", labels=_labels(res))
     geo.to_csv(p("speed_geomean.csv"), index=False)
-    _forests(res.speed.results, res.speed.geomean, p, "speed", f"wall time against {baseline}")
+    _forests(res.speed.results, res.speed.geomean, p, "speed", aa=set(res.aa["allocator"]), what=f"wall time against {baseline}")
     mem = _display_rows(res.memory.results, labels=_labels(res))
     mem[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "display", "percent"]].to_csv(
         p("memory.csv"), index=False)
     mgeo = _display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res))
     mgeo.to_csv(p("memory_geomean.csv"), index=False)
-    _forests(res.memory.results, res.memory.geomean, p, "memory", f"peak RSS against {baseline}")
+    _forests(res.memory.results, res.memory.geomean, p, "memory", aa=set(res.aa["allocator"]), what=f"peak RSS against {baseline}")
     numbers["speed"] = {
         "rows": int(len(speed)),
         "slower": int((speed["ci_low"] > 1).sum()), "faster": int((speed["ci_high"] < 1).sum()),
