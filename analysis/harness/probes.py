@@ -41,7 +41,10 @@ PROBE_LDFLAGS = ("-pthread", "-ldl")
 SIZES = (16, 24, 41, 64, 4000, 5000, 262144)
 DEFAULT_RUNS = 20  # fresh processes per (allocator, probe, size): the issue's floor, for every probe
 DEFAULT_TIMEOUT = 20.0  # seconds; longer than the probes' own alarm, so a hang is recorded by the probe
-DEFAULT_ALARM = 10  # seconds after which a probe calls itself hung (probes/probe.h, HEAPCOST_PROBE_ALARM)
+# seconds after which a probe calls itself hung (probes/probe.h, HEAPCOST_PROBE_ALARM): the probes end in under
+# 0.4 s even under the debugging allocators; a full `make probe` spends nearly all its time on hung cells, so the
+# alarm sets its length (28 min at 10 s, 20 min at 3 s here; run 20261130T135137Z-probe-security used 3)
+DEFAULT_ALARM = 3
 PERL_OWN_MALLOC = ("perl's own malloc lives inside the perl binary: C probes cannot be linked with or preloaded "
                    "into it, and perl code cannot commit heap misuse")
 PERL_SYSTEM_MALLOC = "perl built on the system malloc: its heap is glibc's, probed in the glibc rows"
