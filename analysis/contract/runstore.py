@@ -114,6 +114,15 @@ def finish_run(run_dir: Path, status: str = "complete", **updates) -> None:
     write_json_atomic(run_dir / "run.json", info)
 
 
+def add_elapsed(run_dir: Path, info: dict, seconds: float) -> None:
+    """Add a stretch of measuring to the run's `elapsed_s` (in run.json and in the caller's copy), so a
+    resumed campaign's time and budget count every stretch."""
+    saved = read_json(run_dir / "run.json")
+    saved["elapsed_s"] = round(float(info.get("elapsed_s", 0)) + seconds, 1)
+    info["elapsed_s"] = saved["elapsed_s"]
+    write_json_atomic(run_dir / "run.json", saved)
+
+
 def discard_run(run_dir: Path) -> None:
     """Remove a run that recorded nothing (setup failed), so no half-written run is left behind."""
     if not any((run_dir / t).exists() for t in ("trials.csv", "counts.csv", "probes.csv")):

@@ -177,10 +177,7 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     finally:
         bar.close()
         table.close()
-        saved = runstore.read_json(run_dir / "run.json")
-        saved["elapsed_s"] = round(float(info.get("elapsed_s", 0)) + time.monotonic() - started, 1)
-        info["elapsed_s"] = saved["elapsed_s"]
-        runstore.write_json_atomic(run_dir / "run.json", saved)
+        runstore.add_elapsed(run_dir, info, time.monotonic() - started)
 
 
 # Adaptive mode may call a cell precise enough only from this many pairs on: with 5-9 pairs the trimmed

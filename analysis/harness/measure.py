@@ -314,10 +314,7 @@ class Campaign:
         finally:
             bar.close()
             trials.close()
-            saved = runstore.read_json(run_dir / "run.json")
-            saved["elapsed_s"] = round(float(info.get("elapsed_s", 0)) + time.monotonic() - started, 1)
-            info["elapsed_s"] = saved["elapsed_s"]
-            runstore.write_json_atomic(run_dir / "run.json", saved)
+            runstore.add_elapsed(run_dir, info, time.monotonic() - started)
 
 
 def sources_sha256() -> str:
