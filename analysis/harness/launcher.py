@@ -38,7 +38,7 @@ class LaunchResult:
 
 @lru_cache(maxsize=None)
 def launcher_path() -> Path:
-    return build_c("heapcost-run", [NATIVE_DIR / "launcher.c"])
+    return build_c("heapcost-run", [NATIVE_DIR / "launcher.c", NATIVE_DIR / "child_io.h"])
 
 
 @lru_cache(maxsize=None)

@@ -30,7 +30,7 @@ CHUNK_US = 1000  # default turn length: about 1 ms of a process's own work
 
 @lru_cache(maxsize=None)
 def driver_path() -> Path:
-    return build_c("heapcost-lockstep", [NATIVE_DIR / "lockstep.c"])
+    return build_c("heapcost-lockstep", [NATIVE_DIR / "lockstep.c", NATIVE_DIR / "child_io.h"])
 
 
 def supports_lockstep(workload) -> bool:

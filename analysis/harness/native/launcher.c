@@ -20,16 +20,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "child_io.h"
 
 static volatile sig_atomic_t timed_out;
 static pid_t child_pid;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* A dependent chain of integer operations: its duration tracks the core's clock rate. */
 static uint64_t spin(uint64_t iters)
@@ -95,18 +89,6 @@ static void set_limit(int resource, rlim_t value)
     struct rlimit rl = {value, value};
     if (setrlimit(resource, &rl) != 0)
         _exit(126);
-}
-
-static int redirect(const char *path, int fd, int flags)
-{
-    int f = open(path, flags, 0644);
-    if (f < 0)
-        return -1;
-    if (f != fd) {
-        dup2(f, fd);
-        close(f);
-    }
-    return 0;
 }
 
 static int fatal(const char *what)

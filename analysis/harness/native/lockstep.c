@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "child_io.h"
 
 struct proc {
     const char *out, *err, *cwd;
@@ -44,13 +45,6 @@ struct proc {
 static struct proc P[2];
 static volatile sig_atomic_t timed_out;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -66,18 +60,6 @@ static void usage(void)
                     "         [--a-stdout F] [--a-stderr F] [--a-cwd D] [--a-env K=V ...] (and --b-*)\n"
                     "         -- A_PROG ARGS... -- B_PROG ARGS...\n");
     exit(64);
-}
-
-static int redirect(const char *path, int fd, int flags)
-{
-    int f = open(path, flags, 0644);
-    if (f < 0)
-        return -1;
-    if (f != fd) {
-        dup2(f, fd);
-        close(f);
-    }
-    return 0;
 }
 
 static char *fmt(const char *name, long value)
