@@ -19,7 +19,7 @@ BLOCKS ?=
 LOCK_CLOCK ?= 0
 SEED ?=
 SCALES ?=
-PROTOCOL ?= trials
+PROTOCOL ?= lockstep
 PIN ?= auto
 FORCE ?=
 PROBES ?=
@@ -38,7 +38,7 @@ help: ## list the targets
 	@echo "measure parameters: PROFILE=smoke|quick|full ALLOCATORS=a,b WORKLOADS=x,y MODE=time|callgrind"
 	@echo "  EXTRA_ALLOCATORS=name=/path/lib.so TARGET_CI=0.01 BUDGET_MIN=60 BLOCKS=N LOCK_CLOCK=1 SEED=N"
 	@echo "  SCALES=1,0.25 (every cell at these multiples of its scale: start-up and per-unit cost)"
-	@echo "  PROTOCOL=trials|lockstep PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
+	@echo "  PROTOCOL=lockstep|trials PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
 
 $(VENV_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

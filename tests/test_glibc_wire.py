@@ -285,7 +285,7 @@ def test_a_smoke_campaign_runs_on_the_built_glibc(tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     monkeypatch.setenv("HEAPCOST_RUNS_DIR", str(runs))
     out = cli("measure", "--profile", "smoke", "--allocators", "glibc-built,glibc-no-tcache-key",
-              "--workloads", "small-loop,python", "--blocks", "1", "--force",
+              "--workloads", "small-loop,python", "--blocks", "1", "--force", "--protocol", "trials",
               env_extra={"HEAPCOST_RUNS_DIR": str(runs)})
     assert out.returncode == 0, out.stderr
     [trials] = list(runs.glob("*/trials.csv"))

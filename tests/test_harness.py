@@ -101,7 +101,7 @@ def test_static_musl_binaries_are_recognised():
 
 def test_campaign_resumes_after_sigkill_without_duplicating_a_seq(runs_dir):
     args = ["measure", "--profile", "smoke", "--allocators", "glibc,jemalloc", "--workloads",
-            "small-loop,pow2-churn", "--blocks", "8", "--seed", "11", "--no-progress"]
+            "small-loop,pow2-churn", "--blocks", "8", "--seed", "11", "--no-progress", "--protocol", "trials"]
     proc = subprocess.Popen([sys.executable, "-m", "analysis", *args], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     trials = None
@@ -174,6 +174,13 @@ def test_bring_your_own_allocator_is_measured(runs_dir):
     """A user's library given by path (how hardened_malloc or omalloc would come in)."""
     r = cli("measure", "--profile", "smoke", "--allocators", "glibc", "--workloads", "small-loop",
             "--blocks", "1", "--no-progress", "--extra-allocators", f"mine={JEMALLOC}")
+    assert r.returncode == 0, r.stderr
+    run_dir = Path(r.stdout.strip().splitlines()[-1])
+    pairs = list(csv.DictReader(open(run_dir / "pairs.csv")))  # the default protocol: lockstep pairs
+    mine = [p for p in pairs if p["allocator_b"] == "mine"]
+    assert mine and all(p["status"] == "ok" and p["malloc_lib_b"] == JEMALLOC for p in mine)
+    r = cli("measure", "--profile", "smoke", "--allocators", "glibc", "--workloads", "small-loop",
+            "--blocks", "1", "--no-progress", "--extra-allocators", f"mine={JEMALLOC}", "--protocol", "trials")
     assert r.returncode == 0, r.stderr
     rows = read_rows(r.stdout.strip().splitlines()[-1])
     mine = [row for row in rows if row["allocator"] == "mine"]

@@ -165,10 +165,15 @@ def test_a_lockstep_campaign_writes_pairs_and_falls_back_to_trials(runs_dir):
     assert not (runs_dir / quiet.LOCK_NAME).exists()
 
 
-def test_lockstep_needs_the_baseline(runs_dir):
-    with pytest.raises(HeapcostError, match="baseline glibc"):
-        measure.Campaign(profile="smoke", allocators="glibc-copy", extra_allocators=f"glibc-copy={libc_path()}",
-                         workloads="small-loop", protocol="lockstep", runs_dir=runs_dir)
+def test_lockstep_adds_the_baseline_it_pairs_with(runs_dir):
+    camp = measure.Campaign(profile="smoke", allocators="glibc-copy", extra_allocators=f"glibc-copy={libc_path()}",
+                            workloads="small-loop", runs_dir=runs_dir)
+    assert camp.protocol == "lockstep"
+    assert [a.id for a in camp.allocs] == ["glibc", "glibc-copy"]
+    assert [c[:2] for c in camp.lockstep_cells] == [("glibc-copy", "small-loop")]
+    trials_only = measure.Campaign(profile="smoke", allocators="glibc-copy", workloads="small-loop",
+                                   extra_allocators=f"glibc-copy={libc_path()}", protocol="trials", runs_dir=runs_dir)
+    assert [a.id for a in trials_only.allocs] == ["glibc-copy"]
     with pytest.raises(HeapcostError, match="unknown protocol"):
         measure.Campaign(profile="smoke", allocators="glibc", workloads="small-loop", protocol="duet")
 

@@ -9,7 +9,7 @@ from conftest import REPO, cli
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    """A small real dataset: one smoke run measured here."""
+    """A small real dataset: one smoke run measured here (lockstep pairs, the default protocol)."""
     data = tmp_path_factory.mktemp("data")
     measure.run_campaign(profile="smoke", allocators="glibc,jemalloc", workloads="small-loop", blocks=2,
                          runs_dir=data / "runs", progress=False)
@@ -31,10 +31,11 @@ def test_a_fresh_dataset_validates(dataset):
 
 def test_a_changed_measurement_is_caught(dataset, tmp_path):
     data, run = copy(dataset, tmp_path)
-    trials = run / "trials.csv"
-    text = trials.read_text().splitlines()
-    text[1] = text[1].replace(",ok,", ",okay,")
-    trials.write_text("\n".join(text) + "\n")
+    pairs = run / "pairs.csv"
+    text = pairs.read_text().splitlines()
+    assert ",ok," in text[1]
+    text[1] = text[1].replace(",ok,", ",okay,", 1)
+    pairs.write_text("\n".join(text) + "\n")
     r = cli("validate", str(data))
     assert r.returncode == 1
     assert "sha256 differs" in r.stdout and 'constraint "enum"' in r.stdout
@@ -44,8 +45,8 @@ def test_undescribed_missing_and_duplicate_rows_are_caught(dataset, tmp_path):
     data, run = copy(dataset, tmp_path)
     (data / "stray.csv").write_text("a\n1\n")
     (run / "machine.json").unlink()
-    rows = (run / "trials.csv").read_text().splitlines()
-    (run / "trials.csv").write_text("\n".join(rows + rows[-1:]) + "\n")
+    rows = (run / "pairs.csv").read_text().splitlines()
+    (run / "pairs.csv").write_text("\n".join(rows + rows[-1:]) + "\n")
     r = cli("validate", str(data))
     assert r.returncode == 1
     assert "stray.csv: not described" in r.stdout

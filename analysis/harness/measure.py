@@ -121,14 +121,14 @@ def parse_positive(value, name, kind=float):
 class Campaign:
     def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
-                 runs_dir=RUNS_DIR, progress=True, protocol="trials", pin="auto", force=None, scales=None):
+                 runs_dir=RUNS_DIR, progress=True, protocol="lockstep", pin="auto", force=None, scales=None):
         from analysis.harness.workloads import WORKLOADS
 
         self.profile = get_profile(profile)
         if mode not in MODES:
             raise HeapcostError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
         self.mode = mode
-        self.protocol = protocol or "trials"
+        self.protocol = protocol or "lockstep"
         if self.protocol not in PROTOCOLS:
             raise HeapcostError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
         self.pin = str(pin if pin not in (None, "") else "auto")
@@ -143,6 +143,9 @@ class Campaign:
         self.progress = progress
         self.workload_ids = select_workloads(workloads)
         self.allocs = catalog_mod.select(allocators, extra_allocators)
+        if self.protocol == "lockstep" and mode == "time" and BASELINE not in {a.id for a in self.allocs}:
+            # every lockstep pair is (baseline, allocator): the baseline joins the selection
+            self.allocs = catalog_mod.select(f"{BASELINE},{allocators}", extra_allocators)
         self.resolved = {a.id: catalog_mod.resolve(a) for a in self.allocs}
         for r in self.resolved.values():
             if r.allocator.user_supplied:
@@ -383,8 +386,8 @@ def add_arguments(parser):
     parser.add_argument("--scales", default="", help="multiples of each cell's scale, e.g. 1,0.25 (start-up vs "
                         "per-unit cost); default 1")
     parser.add_argument("--seed", default=None, help="seed of the randomized order (default: random, recorded)")
-    parser.add_argument("--protocol", default="trials", help="trials (default) or lockstep: process pairs on "
-                        "one CPU for the C workloads that take turns, pinned trials for the others")
+    parser.add_argument("--protocol", default="lockstep", help="lockstep (default): process pairs on one CPU "
+                        "for the C workloads that take turns, pinned trials for the others; or trials: trials only")
     parser.add_argument("--pin", default="auto", help="CPU the trials run on: auto (the last CPU, the "
                         "harness on the others), none, or a number")
     parser.add_argument("--force", action="store_true", help="measure even on a busy machine or beside "

@@ -29,11 +29,11 @@ def structural_errors(data_dir: Path, package: dict) -> list[str]:
             for needed in ("run.json", "machine.json"):
                 if not (run / needed).is_file():
                     errors.append(f"runs/{run.name}: {needed} missing")
-            trials = run / "trials.csv"
-            if trials.is_file():
-                seqs = [row.get("seq") for row in csv.DictReader(open(trials, newline=""))]
-                if len(seqs) != len(set(seqs)):
-                    errors.append(f"runs/{run.name}/trials.csv: duplicate seq values")
+            for name in ("trials.csv", "pairs.csv"):
+                if (run / name).is_file():
+                    seqs = [row.get("seq") for row in csv.DictReader(open(run / name, newline=""))]
+                    if len(seqs) != len(set(seqs)):
+                        errors.append(f"runs/{run.name}/{name}: duplicate seq values")
     return errors
 
 

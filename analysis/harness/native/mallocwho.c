@@ -1,4 +1,4 @@
-/* mallocwho: preloaded last, it interposes nothing; its constructor records which shared object each
+/* mallocwho: preloaded first, it interposes nothing; its constructor records which shared object each
  * process's malloc and free resolved to (and Perl_malloced_size, which only a perl built with its own
  * malloc defines), so a trial whose LD_PRELOAD silently failed (the
  * loader only warns) is caught instead of being measured as glibc.
