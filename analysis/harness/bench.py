@@ -1,15 +1,19 @@
 """`make bench`: the cost and precision of heapcost's measurement protocol against hyperfine's.
 
-Three benchmarks (not timed tests), written to bench/results.json and bench/results.md:
-1. precision at equal machine time: heapcost's campaign (randomized blocks, clock probe, robust
-   log-ratio interval) against hyperfine's default run of the same two commands, half-widths of the
-   95% interval of the ratio compared; hyperfine's own +- and a Welch interval on its times;
+Benchmarks (not timed tests), written to bench/results.json and bench/results.md:
+1. precision at equal machine time: heapcost's default protocol (lockstep pairs for our C workloads,
+   the paired robust log-ratio interval) against hyperfine's default run of the same two commands,
+   half-widths of the 95% interval of the ratio compared; hyperfine's own +- and a Welch interval on
+   its times; each protocol's data through the other's estimator as well;
 2. per-trial overhead on /bin/true: the launcher with and without the clock probe, against
    `hyperfine -N`, all timed from outside as wall-clock per trial;
 3. adaptive against fixed designs: trials needed until the widest interval meets a target, on
-   simulated data with allocators of unequal noise (seeded, so it needs no machine time).
+   simulated data with allocators of unequal noise (seeded, so it needs no machine time);
+4. the timing-protocol candidates at equal machine time (bench_protocols.py);
+5. the A/A cells of the published dataset, as `make paper` tabulated them (no machine time).
 """
 import json
+import math
 import os
 import shlex
 import shutil
@@ -26,6 +30,7 @@ from analysis.stats import compare
 from analysis.stats import simulate
 from analysis.stats import estimators as stats
 from analysis.errors import HeapcostError
+from analysis.harness.bench_protocols import CANDIDATES, protocol_candidates
 from analysis.paths import REPO
 
 BENCH_DIR = REPO / "bench"
@@ -88,11 +93,32 @@ def overhead_true(runs: int = 200) -> dict:
 
 
 def _campaign(allocators, workload, budget_min, runs_dir, seed):
+    """The default protocol (lockstep pairs for our C workloads) at the quick profile's scale."""
     from analysis.harness import measure
 
     return measure.Campaign(profile="quick", allocators=",".join(allocators), workloads=workload,
                             budget_min=budget_min, blocks=10_000, seed=seed, runs_dir=runs_dir,
                             progress=False)
+
+
+def _our_result(run_dir: Path, baseline: str):
+    """(baseline's times, the other's times, the result row) of a bench campaign, pairs or trials; the
+    table is kept in bench/ (precision_pairs.csv or precision_trials.csv, the other one removed)."""
+    from analysis.stats import paired
+
+    pairs = run_dir / "pairs.csv"
+    name = "precision_pairs.csv" if pairs.is_file() else "precision_trials.csv"
+    table = pd.read_csv(run_dir / name.removeprefix("precision_"))
+    table.to_csv(BENCH_DIR / name, index=False)
+    (BENCH_DIR / ({"precision_pairs.csv": "precision_trials.csv"}.get(name, "precision_pairs.csv"))).unlink(
+        missing_ok=True)
+    used = usable_trials(table)
+    if pairs.is_file():
+        res = paired.compare_pairs(table).iloc[0]
+        return used["active_a_s"].to_numpy(), used["active_b_s"].to_numpy(), res
+    res = compare.compare(table, baseline).results.iloc[0]
+    return (used.loc[used["allocator"] == baseline, "wall_s"].to_numpy(),
+            used.loc[used["allocator"] != baseline, "wall_s"].to_numpy(), res)
 
 
 def precision_equal_budget(allocators=("glibc", "scudo"), workload="small-loop",
@@ -120,13 +146,8 @@ def precision_equal_budget(allocators=("glibc", "scudo"), workload="small-loop",
         camp = _campaign(allocators, workload, hf_elapsed / 60, tmp / "runs", seed)
         run_dir = camp.run()
         our_elapsed = time.perf_counter() - started
-        trials = pd.read_csv(run_dir / "trials.csv")
-        res = compare.compare(trials, baseline).results.iloc[0]
-        trials.to_csv(BENCH_DIR / "precision_trials.csv", index=False)
+        ours_b, ours_a, res = _our_result(run_dir, baseline)
     # each protocol's data through the other estimator, to tell the protocol from the estimator
-    used = usable_trials(trials)
-    ours_a = used.loc[used["allocator"] == other, "wall_s"].to_numpy()
-    ours_b = used.loc[used["allocator"] == baseline, "wall_s"].to_numpy()
     o_ratio, o_lo, o_hi = stats.welch_ratio_interval(ours_a, ours_b)
     hf_table = pd.DataFrame({"workload": workload,
                              "allocator": np.repeat(list(times), [len(t) for t in times.values()]),
@@ -140,11 +161,10 @@ def precision_equal_budget(allocators=("glibc", "scudo"), workload="small-loop",
                       "welch_halfwidth": (w_hi - w_lo) / 2 / w_ratio,
                       "welch_ci": [w_lo, w_hi], "heapcost_estimator_halfwidth": float(hf_ours["halfwidth"]),
                       "heapcost_estimator_ci": [float(hf_ours["ci_low"]), float(hf_ours["ci_high"])]},
-        "heapcost": {"elapsed_s": our_elapsed, "runs": {baseline: int(res["n_baseline"]),
-                                                        other: int(res["n"])},
+        "heapcost": {"elapsed_s": our_elapsed, "protocol": camp.protocol,
+                     "runs": {baseline: int(ours_b.size), other: int(ours_a.size)},
                      "ratio": float(res["ratio"]), "ci": [float(res["ci_low"]), float(res["ci_high"])],
                      "halfwidth": float(res["halfwidth"]), "method": res["method"],
-                     "outliers": int(res["n_outliers"] + res["n_outliers_baseline"]),
                      "welch_raw_halfwidth": (o_hi - o_lo) / 2 / o_ratio},
     }
 
@@ -153,6 +173,27 @@ def _halfwidths(trials: pd.DataFrame, counts: dict, baseline: str) -> pd.Series:
     used = trials[trials["block"] < trials["allocator"].map(counts)]
     res = compare.compare(used, baseline).results
     return res.set_index("allocator")["halfwidth"]
+
+
+def aa_published(path: Path | None = None) -> dict:
+    """The A/A cells of the published dataset as the paper build tabulated them (paper/generated/
+    results_aa.csv, from `make paper`): per run, how many 95% intervals of the baseline against a
+    preloaded copy of its own library exclude 1 (about 5% should)."""
+    from analysis.paths import GENERATED_DIR
+
+    path = Path(path or GENERATED_DIR / "results_aa.csv")
+    if not path.is_file():
+        return {"missing": f"{path.name} not found: run `make paper` first"}
+    aa = pd.read_csv(path)
+    runs = []
+    for run_id, sub in aa.groupby("run_id", sort=True):
+        excl = sub[sub["excludes_1"].astype(str).str.lower() == "true"]
+        runs.append({"run_id": run_id, "cells": int(len(sub)), "exclude_1": int(len(excl)),
+                     "methods": sorted(sub["method"].astype(str).unique()),
+                     "median_halfwidth": float(np.median(np.log(sub["ci_high"] / sub["ci_low"]) / 2)),
+                     "excluding": [f"{r.allocator} {r.workload} {r.ratio:.4f} [{r.ci_low:.4f}, {r.ci_high:.4f}]"
+                                   for r in excl.itertuples()]})
+    return {"source": str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path), "runs": runs}
 
 
 def adaptive_vs_fixed(target: float = 0.01, seeds=range(5), start_blocks: int = 5) -> dict:
@@ -184,45 +225,6 @@ def adaptive_vs_fixed(target: float = 0.01, seeds=range(5), start_blocks: int = 
     return {"target": target, "simulated": True, "noise_scale": sc.noise_scale,
             "fixed_trials_mean": fixed, "adaptive_trials_mean": adaptive,
             "saving": 1 - adaptive / fixed, "per_seed": rows}
-
-
-PROTOCOL_CANDIDATES = {
-    # name: Campaign keyword arguments (scale: the smoke profile's, tens of ms per trial here)
-    "lockstep pairs": {"protocol": "lockstep", "pin": "auto"},
-    "pinned short trials": {"protocol": "trials", "pin": "auto"},
-    "unpinned short trials": {"protocol": "trials", "pin": "none"},
-}
-
-
-def protocol_candidates(allocators=("glibc", "scudo"), workload="small-loop", budget_min: float = 3.0,
-                        seed: int = 1, force=None, only=None) -> list[dict]:
-    """Each candidate protocol given the same machine time on the same pair: its interval half-width and
-    precision per machine-second (1 / (half-width^2 x seconds)), for bench/results.md."""
-    from analysis.harness import measure
-    from analysis.stats import paired
-
-    baseline, other = allocators
-    out = []
-    for name, kwargs in PROTOCOL_CANDIDATES.items():
-        if only and name not in only:
-            continue
-        with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:
-            started = time.perf_counter()
-            run_dir = measure.Campaign(profile="smoke", allocators=",".join(allocators), workloads=workload,
-                                       budget_min=budget_min, blocks=10_000, seed=seed, runs_dir=Path(tmp),
-                                       progress=False, force=force, **kwargs).run()
-            elapsed = time.perf_counter() - started
-            if (run_dir / "pairs.csv").is_file():
-                res = paired.compare_pairs(pd.read_csv(run_dir / "pairs.csv")).iloc[0]
-                n = f"{int(res['n_pairs'])} pairs"
-            else:
-                res = compare.compare(pd.read_csv(run_dir / "trials.csv"), baseline).results.iloc[0]
-                n = f"{int(res['n'])}+{int(res['n_baseline'])} trials"
-        hw = float(np.log(res["ci_high"] / res["ci_low"]) / 2)
-        out.append({"candidate": name, "allocators": [baseline, other], "workload": workload, "elapsed_s": elapsed,
-                    "ratio": float(res["ratio"]), "ci": [float(res["ci_low"]), float(res["ci_high"])],
-                    "halfwidth": hw, "n": n, "precision_per_s": 1 / (hw ** 2 * elapsed) if hw > 0 else float("inf")})
-    return out
 
 
 def _runs(runs: dict) -> str:
@@ -264,15 +266,25 @@ def format_results(r: dict) -> str:
         lines.append(f"| trials to ±{a['target']:.0%} for every pair (simulated) | adaptive: "
                      f"{a['adaptive_trials_mean']:.0f} | fixed design: {a['fixed_trials_mean']:.0f} | "
                      f"adaptive saves {a['saving']:.0%} |")
+    aa = r.get("aa")
+    if aa and aa.get("runs"):
+        lines += ["", f"A/A: the baseline against a preloaded copy of its own library ({aa['source']})", "",
+                  "| run | A/A cells | intervals excluding 1 | median half-width | method | those excluding 1 |",
+                  "|---|---|---|---|---|---|"]
+        for run in aa["runs"]:
+            lines.append(f"| {run['run_id']} | {run['cells']} | {run['exclude_1']} "
+                         f"({run['exclude_1'] / run['cells']:.0%}) | ±{math.expm1(run['median_halfwidth']):.2%} | "
+                         f"{', '.join(run['methods'])} | {'; '.join(run['excluding']) or '-'} |")
     cands = r.get("protocols")
     if cands:
         lines += ["", "| protocol candidate | ratio [95% interval] | half-width | units | machine time | "
-                  "precision per machine-second |", "|---|---|---|---|---|---|"]
+                  "precision per machine-second | note |", "|---|---|---|---|---|---|---|"]
         best = max(c["precision_per_s"] for c in cands)
-        for c in cands:
+        for c in sorted(cands, key=lambda c: -c["precision_per_s"]):
             lines.append(f"| {c['candidate']} ({c['allocators'][1]}/{c['allocators'][0]}, {c['workload']}) | "
-                         f"{c['ratio']:.4f} [{c['ci'][0]:.4f}, {c['ci'][1]:.4f}] | ±{c['halfwidth']:.2%} | "
-                         f"{c['n']} | {c['elapsed_s']:.0f} s | {c['precision_per_s'] / best:.2f}x the best |")
+                         f"{c['ratio']:.4f} [{c['ci'][0]:.4f}, {c['ci'][1]:.4f}] | ±{math.expm1(c['halfwidth']):.2%} | "
+                         f"{c['n']} | {c['elapsed_s']:.0f} s | {c['precision_per_s'] / best:.2f}x the best | "
+                         f"{c.get('note', '')} |")
     return "\n".join(lines)
 
 
@@ -280,7 +292,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allocators", default="glibc,scudo", help="baseline,other (default glibc,scudo)")
     parser.add_argument("--workload", default="small-loop")
     parser.add_argument("--true-runs", type=int, default=200, help="runs of /bin/true per method")
-    parser.add_argument("--only", choices=["precision", "overhead", "adaptive", "protocols"], action="append",
+    parser.add_argument("--only", choices=["precision", "overhead", "adaptive", "protocols", "aa"], action="append",
                         help="run only these benchmarks (repeatable)")
     parser.add_argument("--out", default=str(BENCH_DIR), help="directory for results.json/.md")
     parser.add_argument("--seed", type=int, default=1)
@@ -289,7 +301,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--protocol-budget-min", type=float, default=3.0,
                         help="machine time given to each protocol candidate (default 3 minutes)")
     parser.add_argument("--candidates", default="", help="comma-separated protocol candidates (default: all of "
-                        + ", ".join(PROTOCOL_CANDIDATES) + ")")
+                        + ", ".join(CANDIDATES) + ")")
     parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
@@ -297,13 +309,15 @@ def run(args) -> int:
     pair = [a.strip() for a in args.allocators.split(",") if a.strip()]
     if len(pair) != 2:
         raise HeapcostError(f"--allocators {args.allocators!r}: give two ids, baseline first")
-    wanted = set(args.only or ["precision", "overhead", "adaptive", "protocols"])
+    wanted = set(args.only or ["precision", "overhead", "adaptive", "protocols", "aa"])
     # a busy machine makes every number here worse: record how busy it was
     results = {"loadavg_before": os.getloadavg()[0], "cpus": os.cpu_count()}
     if "overhead" in wanted:
         results["overhead"] = overhead_true(args.true_runs)
     if "adaptive" in wanted:
         results["adaptive"] = adaptive_vs_fixed()
+    if "aa" in wanted:
+        results["aa"] = aa_published()
     if "precision" in wanted:
         rounds = [precision_equal_budget(tuple(pair), args.workload, args.seed + i)
                   for i in range(args.rounds)]
