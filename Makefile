@@ -91,7 +91,7 @@ lab: $(VENV_STAMP) git-filter ## open the notebooks in JupyterLab (saved without
 		--ContentsManager.pre_save_hook=analysis.publish.nbstrip.pre_save_hook
 
 bench: $(VENV_STAMP) system-deps ## benchmark the measurement itself against hyperfine (results in bench/)
-	$(PY) -m analysis bench
+	$(PY) -m analysis bench $(if $(filter 1,$(FORCE)),--force)
 
 dataset: $(VENV_STAMP) ## write the versioned dataset archive and its checksum into dist/
 	$(PY) -m analysis dataset

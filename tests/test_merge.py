@@ -142,3 +142,21 @@ def test_probe_runs_of_another_probe_set_are_not_merged(tmp_path):
     (other / "run.json").write_text(json.dumps(info))
     main, runs = merge.contributing_runs(data / "runs", "probe")
     assert main.run_id == other.name and [rt.run_id for rt in runs] == [other.name]
+
+
+def test_a_run_with_pairs_and_trials_pools_both_into_one_geometric_mean(tmp_path):
+    """The published full run has lockstep pairs for the C workloads and trials for the rest: an
+    allocator's geometric mean covers the workloads of both."""
+    from analysis.contract.runstore import Run
+    from analysis.publish.merge import RunTable
+    from simulated_dataset import add_lockstep_run
+
+    data = tmp_path / "data"
+    trials_dir = add_time_run(data, "20990101T000000Z-time-sim", {"glibc": 1.0, "jemalloc": 0.9}, seed=2, n_blocks=12,
+                              workloads={"sqlite": 0.5})
+    pairs_dir = add_lockstep_run(data, "20990102T000000Z-time-sim", {"jemalloc": 0.9}, seed=3, n_pairs=30)
+    rt = RunTable(Run(trials_dir, {}), pd.read_csv(trials_dir / "trials.csv"), pd.read_csv(pairs_dir / "pairs.csv"))
+    comp = results.run_comparison(rt, "glibc", "wall_s")
+    assert set(comp.results["workload"]) == {"sqlite", "dom-churn"}
+    g = comp.geomean.set_index("allocator").loc["jemalloc"]
+    assert g["workloads"] == 2 and g["ci_low"] < 0.9 < g["ci_high"]

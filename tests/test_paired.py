@@ -99,3 +99,18 @@ def test_paired_coverage_93_to_97_percent(ratio):
     cov = simulate.paired_coverage(ratio, 30, 2000, seed=101)
     assert 0.93 <= cov["covered"].mean() <= 0.97
     assert cov["halfwidth"].median() < math.log1p(0.01)  # +-1% with 30 pairs under this noise
+
+
+def test_a_difference_covariate_is_read_at_zero_when_asked():
+    """y = 0.05 + x + noise with x centred away from 0: at the mean the ratio carries the mean x; at zero it
+    is the truth (what a reference probe's B-minus-A log ratio asks for)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.2, 0.1, 60)
+    y = 0.05 + x + rng.normal(0, 0.002, 60)
+    pairs = pd.DataFrame({"workload": "w", "allocator_a": "a", "allocator_b": "b", "status": "ok", "warmup": 0,
+                          "active_a_s": 1.0, "active_b_s": np.exp(y), "probe": x})
+    at_mean = paired.compare_pairs(pairs, covariate="probe").iloc[0]
+    at_zero = paired.compare_pairs(pairs, covariate="probe", at_zero=True).iloc[0]
+    assert at_zero["ci_low"] < math.exp(0.05) < at_zero["ci_high"]
+    assert at_mean["ci_low"] > math.exp(0.05 + 0.15)
+    assert at_zero["halfwidth"] > at_mean["halfwidth"]  # the slope's uncertainty is carried to zero

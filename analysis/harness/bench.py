@@ -93,12 +93,14 @@ def overhead_true(runs: int = 200) -> dict:
 
 
 def _campaign(allocators, workload, budget_min, runs_dir, seed):
-    """The default protocol (lockstep pairs for our C workloads) at the quick profile's scale."""
+    """The default protocol (lockstep pairs for our C workloads) at the quick profile's scale. The machine
+    was checked once when the bench started (`run`): the bench's own earlier campaigns raise the load
+    average, which must not stop the next one."""
     from analysis.harness import measure
 
     return measure.Campaign(profile="quick", allocators=",".join(allocators), workloads=workload,
                             budget_min=budget_min, blocks=10_000, seed=seed, runs_dir=runs_dir,
-                            progress=False)
+                            progress=False, force="1")
 
 
 def _our_result(run_dir: Path, baseline: str):
@@ -310,8 +312,17 @@ def run(args) -> int:
     if len(pair) != 2:
         raise HeapcostError(f"--allocators {args.allocators!r}: give two ids, baseline first")
     wanted = set(args.only or ["precision", "overhead", "adaptive", "protocols", "aa"])
-    # a busy machine makes every number here worse: record how busy it was
-    results = {"loadavg_before": os.getloadavg()[0], "cpus": os.cpu_count()}
+    # a busy machine makes every number here worse: record how busy it was, and refuse to start on a busy
+    # machine or beside a campaign (FORCE=1 / --force overrides), as a campaign does
+    from analysis.harness import quiet
+    from analysis.paths import RUNS_DIR
+
+    with quiet.CampaignLock(RUNS_DIR, "1" if args.force else None) as lock:
+        results = {"loadavg_before": os.getloadavg()[0], "cpus": os.cpu_count(), "quiet": lock.record}
+        return _run_benchmarks(args, pair, wanted, results)
+
+
+def _run_benchmarks(args, pair, wanted, results) -> int:
     if "overhead" in wanted:
         results["overhead"] = overhead_true(args.true_runs)
     if "adaptive" in wanted:
@@ -329,7 +340,7 @@ def run(args) -> int:
     if "protocols" in wanted:
         only = [c.strip() for c in args.candidates.split(",") if c.strip()] or None
         results["protocols"] = protocol_candidates(tuple(pair), args.workload, args.protocol_budget_min,
-                                                   args.seed, "1" if args.force else None, only)
+                                                   args.seed, "1", only)
     results["loadavg_after"] = os.getloadavg()[0]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

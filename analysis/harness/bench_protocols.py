@@ -181,10 +181,10 @@ def _unit_candidate(name, pair, workload, budget_min, seed, force) -> list[dict]
         return [_summary(name, pair, workload, elapsed, plain, f"{len(q)} quadruples")]
     out.append(_summary(f"{name} (probe unused)", pair, workload, elapsed, plain, f"{len(q)} quadruples",
                         "the probes' time spent, not used"))
-    by_probe, slope = paired.paired_difference(q["y"].to_numpy(), q["x"].to_numpy())
+    by_probe, slope = paired.paired_difference(q["y"].to_numpy(), q["x"].to_numpy(), at_zero=True)
     out.append(_summary(f"{name} as covariate", pair, workload, elapsed, by_probe, f"{len(q)} quadruples",
                         f"Huber slope {slope:.2f} on the probes' log difference"))
-    by_regime, slope = paired.paired_difference(q["y"].to_numpy(), q["r"].to_numpy())
+    by_regime, slope = paired.paired_difference(q["y"].to_numpy(), q["r"].to_numpy(), at_zero=True)
     fast = regime_of(np.log(units.loc[units["status"] == "ok", "ref_s"].astype(float).to_numpy()))
     out.append(_summary(f"{name}, regime classified", pair, workload, elapsed, by_regime,
                         f"{len(q)} quadruples", f"{fast.mean():.0%} of probes in the fast regime; slope "

@@ -254,7 +254,7 @@ def coverage(summary: pd.DataFrame, path) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 3.0))
     width = 0.8 / len(methods)
     for j, m in enumerate(methods):
-        sub = summary[summary["method"] == m].set_index("scenario").loc[scenarios]
+        sub = summary[summary["method"] == m].set_index("scenario").reindex(scenarios)  # NaN: not simulated
         xs = np.arange(len(scenarios)) + (j - (len(methods) - 1) / 2) * width
         ax.bar(xs, sub["coverage"], width, yerr=1.96 * sub["coverage_se"], label=m)
     ax.axhspan(0.93, 0.97, color="grey", alpha=0.25, label="93-97% band")

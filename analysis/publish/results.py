@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import compare as cmp
-from analysis.stats import paired, scaling
+from analysis.stats import estimators, paired, scaling
 from analysis.stats import security
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
@@ -347,8 +347,22 @@ def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
     if len(parts) == 1:
         return parts[0]
     results = pd.concat([p.results for p in parts], ignore_index=True)
+    # compare's rows carry their interval, the paired rows their Difference: the geometric mean pools both
+    with_diff = results.assign(_diff=[d if isinstance(d, estimators.Difference) else _difference_of(r)
+                                      for d, (_, r) in zip(results.get("_diff", [None] * len(results)),
+                                                           results.iterrows())])
     return cmp.Comparison(results=results, trials=pd.concat([p.trials for p in parts], ignore_index=True),
-                          geomean=cmp.geometric_means(results))
+                          geomean=cmp.geometric_means(with_diff))
+
+
+def _difference_of(row) -> "estimators.Difference":
+    """A comparison row's log difference back from its interval (symmetric on the log scale, t with df)."""
+    from scipy import stats as sps
+
+    lo, hi = np.log(float(row["ci_low"])), np.log(float(row["ci_high"]))
+    df = float(row["df"])
+    return estimators.Difference(float(np.log(row["ratio"])),
+                                 (hi - lo) / 2 / sps.t.ppf(0.5 + estimators.CONFIDENCE / 2, df), df)
 
 
 def _speed(time_runs, main, baseline: str):

@@ -68,6 +68,25 @@ def clock_facts(run: Run | None, trials: pd.DataFrame | None, speed: cmp.Compari
     return facts
 
 
+def lockstep_facts(pairs: pd.DataFrame, info: dict) -> dict:
+    """What the method section says of a lockstep run: its pairs, the workloads that took turns, and how
+    precise a cell came out (median half-width; per-pair spread of the log ratio)."""
+    from analysis.stats import paired
+
+    measured = measured_trials(pairs)
+    ok = measured[measured["status"] == OK]
+    cells = paired.compare_pairs(pairs) if len(ok) else pd.DataFrame(columns=["halfwidth"])
+    spread = [float(np.std(paired.log_ratios(sub.reset_index(drop=True)), ddof=1))
+              for _, sub in ok.groupby(["workload", "scale", "allocator_b"]) if len(sub) > 2]
+    cells_of = info.get("protocol_cells") or {}
+    return {"pairs": int(len(pairs)), "measured": int(len(measured)), "ok": int(len(ok)),
+            "cells": int(len(cells)), "workloads": sorted(cells_of.get("lockstep", sorted(set(pairs["workload"])))),
+            "trial_workloads": sorted(cells_of.get("trials", [])),
+            "median_halfwidth_percent": f"{100 * np.expm1(np.median(cells['halfwidth'])):.2f}" if len(cells) else "",
+            "median_pair_sd_percent": f"{100 * np.median(spread):.1f}" if spread else "",
+            "chunk_us": int(pd.to_numeric(pairs["chunk_us"], errors="coerce").median()) if len(pairs) else 0}
+
+
 def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix: str = "results_") -> dict:
     """The results figures (SVG) and numbers (CSV, JSON) for the paper; returns the numbers."""
     out_dir = Path(out_dir)
@@ -86,9 +105,16 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
             "blocks": int(measured["block"].nunique()), "trials": int(len(trials)),
             "measured": int(len(measured)), "ok": int((measured["status"] == OK).sum()),
             "allocators": int(trials["allocator"].nunique()), "workloads": int(trials["workload"].nunique()),
+            "trial_workloads": int(trials["workload"].nunique()),
             "started": info.get("started_utc", ""), "ended": info.get("ended_utc", ""),
             "status": info.get("status", ""),
+            "protocol": (info.get("params") or {}).get("protocol") or "trials",
+            "elapsed_minutes": f"{float(info.get('elapsed_s') or 0) / 60:.0f}",
         }
+        pairs_csv = res.time_run.path / "pairs.csv"
+        if pairs_csv.is_file():
+            lock = numbers["time_run"]["lockstep"] = lockstep_facts(read_table(pairs_csv), info)
+            numbers["time_run"]["workloads"] = len(set(lock["workloads"]) | set(trials["workload"]))
     numbers["clock"] = clock_facts(res.time_run, trials, res.speed)
     if trials is not None:
         pairs_csv = res.time_run.path / "pairs.csv"

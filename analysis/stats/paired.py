@@ -38,12 +38,18 @@ def log_ratios(pairs: pd.DataFrame, a: str = "active_a_s", b: str = "active_b_s"
     return np.log(out[1]) - np.log(out[0])
 
 
-def paired_difference(y, covariate=None, trim: float = stats.TRIM) -> tuple[stats.Difference, float]:
+def paired_difference(y, covariate=None, trim: float = stats.TRIM, *,
+                      at_zero: bool = False) -> tuple[stats.Difference, float]:
     """The trimmed mean of per-pair log ratios with Yuen's standard error (one sample: df = h - 1);
-    with a covariate, its Huber slope is removed first. Returns (difference, slope or nan)."""
+    with a covariate, its Huber slope is removed first. Returns (difference, slope or nan).
+
+    The adjusted difference is read at the covariate's mean, unless `at_zero`: for a covariate that is
+    itself a difference between the two sides (a reference probe's log ratio, the share of B's runs in the
+    fast regime minus A's), zero means both ran in equal conditions, and the difference is read there. The
+    sample's mean covariate is random, so reading at zero adds the slope's variance times its square."""
     y = np.asarray(y, dtype=float)
     slope = float("nan")
-    inflate, df_share = 1.0, 0.0
+    inflate, df_share, shift, extra_var = 1.0, 0.0, 0.0, 0.0
     if covariate is not None:
         x = np.asarray(covariate, dtype=float)
         if np.all(np.isfinite(x)) and np.ptp(x) > 0 and y.size >= MIN_PAIRS + 2:
@@ -52,9 +58,12 @@ def paired_difference(y, covariate=None, trim: float = stats.TRIM) -> tuple[stat
             y = y - slope * (x - x.mean())
             df_share = min(0.5, HUBER_FIT_SHRINK / (y.size - 1))
             inflate = 1.0 / (1.0 - df_share)
+            if at_zero:
+                shift = -slope * float(x.mean())
+                extra_var = float(x.mean()) ** 2 * float(fit.cov[0, 0])
     loc = stats.trimmed_location(y, trim)
     df = max(1.0, (loc.h - 1) * (1.0 - df_share))
-    return stats.Difference(loc.estimate, float(math.sqrt(loc.var * inflate)), df), slope
+    return stats.Difference(loc.estimate + shift, float(math.sqrt(loc.var * inflate + extra_var)), df), slope
 
 
 def _keys(df: pd.DataFrame) -> list[str]:
@@ -62,7 +71,7 @@ def _keys(df: pd.DataFrame) -> list[str]:
 
 
 def compare_pairs(pairs: pd.DataFrame, *, a: str = "active_a_s", b: str = "active_b_s", covariate: str | None = None,
-                  margin: float = 0.05, target: float | None = None) -> pd.DataFrame:
+                  margin: float = 0.05, target: float | None = None, at_zero: bool = False) -> pd.DataFrame:
     """One row per (workload[, scale], allocator_a, allocator_b): the ratio B/A with its 95% interval."""
     needed = ["workload", "allocator_a", "allocator_b", a, b] + ([covariate] if covariate else [])
     missing = [c for c in needed if c not in pairs.columns]
@@ -81,7 +90,7 @@ def compare_pairs(pairs: pd.DataFrame, *, a: str = "active_a_s", b: str = "activ
             raise HeapcostError(f"{key['workload']}: {key['allocator_b']}/{key['allocator_a']} has {len(sub)} "
                                 f"usable pair(s); at least {MIN_PAIRS} are needed")
         x = pd.to_numeric(sub[covariate], errors="coerce").to_numpy() if covariate else None
-        diff, slope = paired_difference(sub["log_ratio"].to_numpy(), x)
+        diff, slope = paired_difference(sub["log_ratio"].to_numpy(), x, at_zero=at_zero)
         lo, hi = diff.interval()
         p_ni = stats.noninferiority_p(diff, margin)
         halfwidth = (hi - lo) / 2
@@ -120,6 +129,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--a", default="active_a_s", help="column of process A's time (default active_a_s)")
     parser.add_argument("--b", default="active_b_s", help="column of process B's time (default active_b_s)")
     parser.add_argument("--covariate", default=None, help="column regressed out of the log ratios first")
+    parser.add_argument("--at-zero", action="store_true", help="read the adjusted ratio where the covariate is 0 "
+                        "(a covariate that is a B-minus-A difference), not at its mean")
     parser.add_argument("--margin", type=float, default=0.05, help="non-inferiority margin (default 0.05)")
     parser.add_argument("--target", type=float, default=None, help="half-width goal for runs_needed")
     parser.add_argument("--out", help="write the result table to this CSV")
@@ -134,7 +145,7 @@ def run(args) -> int:
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise HeapcostError(f"cannot read {path!r} as CSV: {str(exc).strip()[:200]}") from None
     res = compare_pairs(table, a=args.a, b=args.b, covariate=args.covariate, margin=args.margin,
-                        target=args.target)
+                        target=args.target, at_zero=args.at_zero)
     print(format_table(res))
     if args.out:
         res.to_csv(args.out, index=False)

@@ -194,18 +194,28 @@ METHODS = {"heapcost (compare)": ("covered", "halfwidth"),
            "hyperfine +- propagation": ("hyperfine_covered", "hyperfine_halfwidth")}
 
 
-def coverage_summary(replications: int, seed: int, scenarios: dict | None = None) -> pd.DataFrame:
-    """Coverage of the true ratio and mean relative half-width, per scenario and method."""
+def coverage_summary(replications: int, seed: int, scenarios: dict | None = None,
+                     paired_scenarios: dict | None = None) -> pd.DataFrame:
+    """Coverage of the true ratio and mean relative half-width, per scenario and method: the trials
+    scenarios (`SCENARIOS`), then this machine's speed regimes under lockstep pairs (`PAIRED_SCENARIOS`)."""
     rows = []
     for i, (name, sc) in enumerate((scenarios or SCENARIOS).items()):
         study = coverage_study(sc, replications, seed + 100_000 * i)
         for method, (cov, hw) in METHODS.items():
-            p = study[cov].mean()
-            rows.append({"scenario": name, "method": method, "replications": len(study),
-                         "coverage": p, "coverage_se": float(np.sqrt(p * (1 - p) / len(study))),
-                         "mean_halfwidth": study[hw].mean(),
-                         "halfwidth_vs_welch": (study[hw] / study["welch_halfwidth"]).mean()})
+            rows.append(_coverage_row(name, method, study[cov], study[hw], study["welch_halfwidth"]))
+    paired_scenarios = PAIRED_SCENARIOS if paired_scenarios is None else paired_scenarios
+    for i, (name, (ratio, n_pairs)) in enumerate(paired_scenarios.items()):
+        study = paired_coverage(ratio, n_pairs, replications, seed + 100_000 * (i + 50))
+        for method, (cov, hw) in PAIRED_METHODS.items():
+            rows.append(_coverage_row(name, method, study[cov], study[hw], study["welch_halfwidth"]))
     return pd.DataFrame(rows)
+
+
+def _coverage_row(scenario, method, covered, halfwidth, welch_halfwidth) -> dict:
+    p = float(np.mean(covered))
+    return {"scenario": scenario, "method": method, "replications": int(len(covered)), "coverage": p,
+            "coverage_se": float(np.sqrt(p * (1 - p) / len(covered))), "mean_halfwidth": float(np.mean(halfwidth)),
+            "halfwidth_vs_welch": float(np.mean(np.asarray(halfwidth) / np.asarray(welch_halfwidth)))}
 
 
 # ------------------------------------------------------------------ the speed regimes of this machine's vCPUs
@@ -269,16 +279,33 @@ def simulate_pairs(ratio: float, n_pairs: int, seed: int, *, active_s: float = 0
                          "interfered": hit.any(axis=0).astype(int)})
 
 
+# lockstep pairs under this machine's two speed regimes (RegimeNoise): (true ratio, pairs); 2.5% is Mozilla's
+# poisoning cost (seed 002)
+PAIRED_SCENARIOS = {
+    "regimes, 20 lockstep pairs, A/A": (1.0, 20),
+    "regimes, 20 lockstep pairs, +2.5%": (1.025, 20),
+    "regimes, 40 lockstep pairs, +2.5%": (1.025, 40),
+}
+PAIRED_METHODS = {"heapcost (paired)": ("covered", "halfwidth"),
+                  "Welch t on raw times": ("welch_covered", "welch_halfwidth")}
+
+
 def paired_coverage(ratio: float, n_pairs: int, replications: int, seed: int,
                     noise: RegimeNoise = RegimeNoise()) -> pd.DataFrame:
-    """One row per simulated lockstep campaign: the truth, the paired interval, whether it covers."""
+    """One row per simulated lockstep campaign: the truth, the paired interval, whether it covers; and, on
+    the same processes' times taken unpaired, a Welch interval (what the pairing buys)."""
+    from analysis.stats import estimators as stats
     from analysis.stats import paired
 
     rows = []
     for r in range(replications):
-        res = paired.compare_pairs(simulate_pairs(ratio, n_pairs, seed + r, noise=noise)).iloc[0]
+        pairs = simulate_pairs(ratio, n_pairs, seed + r, noise=noise)
+        res = paired.compare_pairs(pairs).iloc[0]
+        w_ratio, w_lo, w_hi = stats.welch_ratio_interval(pairs["active_b_s"], pairs["active_a_s"])
         rows.append({"replication": r, "truth": ratio, "ratio": res["ratio"], "ci_low": res["ci_low"],
-                     "ci_high": res["ci_high"], "halfwidth": res["halfwidth"]})
+                     "ci_high": res["ci_high"], "halfwidth": res["halfwidth"],
+                     "welch_low": w_lo, "welch_high": w_hi, "welch_halfwidth": (w_hi - w_lo) / 2 / w_ratio})
     out = pd.DataFrame(rows)
     out["covered"] = (out["ci_low"] <= ratio) & (ratio <= out["ci_high"])
+    out["welch_covered"] = (out["welch_low"] <= ratio) & (ratio <= out["welch_high"])
     return out
