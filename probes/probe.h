@@ -241,6 +241,20 @@ static void probe_resolve_call(int call, const char *name)
     snprintf(probe_call_object[call], sizeof probe_call_object[call], "%s", obj);
 }
 
+/* Does malloc_usable_size belong to the allocator? Only when it resolves into the object that holds
+ * malloc. dlsym(RTLD_DEFAULT) finds the definitions the probe's calls bind to (a preloaded library's,
+ * else libc's); the address of the function itself could be the executable's PLT entry. In a static
+ * binary (the musl variant) dlsym and dladdr know nothing: musl defines both, so it is asked. */
+static int probe_usable_size_own = 1;
+
+static void probe_resolve_usable_size(void)
+{
+    void *m = dlsym(RTLD_DEFAULT, "malloc"), *u = dlsym(RTLD_DEFAULT, "malloc_usable_size");
+    Dl_info mi, ui;
+    if (m && u && dladdr(m, &mi) && dladdr(u, &ui))
+        probe_usable_size_own = mi.dli_fbase == ui.dli_fbase;
+}
+
 __attribute__((constructor)) static void probe_init(void)
 {
     struct rlimit r = {PROBE_DATA_LIMIT, PROBE_DATA_LIMIT};
@@ -255,6 +269,7 @@ __attribute__((constructor)) static void probe_init(void)
     probe_resolve_call(PC_REALLOC, "realloc");
     probe_resolve_call(PC_NEW, "_Znwm");
     probe_resolve_call(PC_DELETE, "_ZdlPv");
+    probe_resolve_usable_size();
     stack_t ss;
     memset(&ss, 0, sizeof ss);
     ss.ss_sp = probe_altstack;
@@ -399,11 +414,15 @@ PROBE_UNUSED static void *xmalloc(size_t n)
     return p;
 }
 
-/* The usable size of a block of `requested` bytes. An allocator that does not define
- * malloc_usable_size leaves glibc's, which reads a header the block does not have: a value outside
- * [requested, requested + slack] is not believed, and the requested size is used instead. */
+/* The usable size of a block of `requested` bytes. malloc_usable_size is asked only when it belongs to
+ * the allocator (probe_usable_size_own): an allocator that does not define it (efence, duma, dmalloc)
+ * leaves glibc's, which reads a chunk header the block does not have, and faults where the block
+ * starts at a page boundary after an inaccessible page (efence and duma at 256 KiB); the requested
+ * size is used instead. A value outside [requested, requested + slack] is not believed either. */
 PROBE_UNUSED static size_t usable_size(void *p, size_t requested, size_t slack)
 {
+    if (!probe_usable_size_own)
+        return requested;
     size_t u = malloc_usable_size(p);
     return u >= requested && u <= requested + slack ? u : requested;
 }

@@ -12,8 +12,9 @@ The rules, in the order they are applied (the first that matches decides):
 - n/a: the probe could not set itself up (exit 99 or a `setup-failed` line), or said the misuse is not
   applicable at this size (`applicable=0` in the result line); or it ended normally without a result.
 - n/a, too: before `setup-done`, a SIGSEGV, SIGBUS or SIGFPE in a known object that is not the
-  allocator's, outside any allocator call (the probe's setup broke, e.g. glibc's malloc_usable_size on
-  another allocator's block): the allocator did start.
+  allocator's, outside any allocator call (the probe's setup broke): the allocator did start. (The case
+  that taught it, glibc's malloc_usable_size reading a header another allocator's block does not have, is
+  avoided by probe.h now: it asks malloc_usable_size only when that belongs to the allocator.)
 - allocator-failed-to-start: the process ended abnormally (signal, non-zero exit, hang) before
   `setup-done`; the detail is its first stderr line (the allocator's, else the fault record).
 - missed: the primitive was achieved (stage `primitive`, or `worked=1`), whatever happened next. A
@@ -240,8 +241,8 @@ def verdict(*, exit_code: int | None = None, signal: int | None = None, stderr: 
     if "setup-done" not in reached:
         if (signal in _FAULTS and fault is not None and fault.call == "-" and fault.object != "-"
                 and not _matches(fault.object, allocator_objects)):
-            # the probe's own setup faulted outside the allocator (e.g. glibc's malloc_usable_size
-            # reading a header another allocator does not have): the allocator did start
+            # the probe's own setup faulted outside the allocator (as glibc's malloc_usable_size did on
+            # efence's 256 KiB blocks before probe.h stopped asking it): the allocator did start
             return Verdict("n/a", f"the probe's setup broke outside the allocator: {ending}")
         if abnormal:
             first = trace.messages[0][0] if trace.messages else (trace.first_line or "no output")
