@@ -4,7 +4,9 @@
  * Protocol:
  *   argv    probe <size> [extra...]: the block size the misuse works on (each probe has a default);
  *   stderr  "heapcost-probe: stage=<name>" as each stage is reached, in this order where it applies:
- *           setup-done, misuse-done, primitive (only when achieved), checked, done;
+ *           setup-done, misuse-done, primitive (only when achieved), checked, done; and before
+ *           setup-done, "stage=legal-request what=<request>" then "stage=legal-request-done" around a
+ *           legal request the misuse needs that a strict allocator may refuse (probe_legal_malloc);
  *   stderr  "heapcost-probe: target lo=<hex> hi=<hex>" before setup-done: memory [lo, hi) that the
  *           misusing access itself touches (a fault there, before misuse-done, is a fault at the misuse);
  *   stderr  "heapcost-probe: signal sig=<n> code=<si_code> addr=<hex|-> pc=<hex> object=<path|->
@@ -125,14 +127,24 @@ static const char *const probe_call_names[PC_COUNT] = {"-", "malloc", "free", "c
 static char probe_call_object[PC_COUNT][512];
 static char probe_exe[512] = "-";
 
-static void probe_mark(const char *stage)
+/* "heapcost-probe: stage=<stage>[ what=<what>]" (what: one word, no spaces). */
+static void probe_mark_what(const char *stage, const char *what)
 {
     static struct probe_text t;
     probe_stage_now = stage;
     t.n = 0;
     pt_str(&t, "heapcost-probe: stage=");
     pt_str(&t, stage);
+    if (what) {
+        pt_str(&t, " what=");
+        pt_str(&t, what);
+    }
     pt_flush(&t, 2);
+}
+
+static void probe_mark(const char *stage)
+{
+    probe_mark_what(stage, NULL);
 }
 
 /* Declare memory the misusing access touches: a fault there before misuse-done is a fault at the misuse. */
@@ -425,6 +437,17 @@ PROBE_UNUSED static size_t usable_size(void *p, size_t requested, size_t slack)
         return requested;
     size_t u = malloc_usable_size(p);
     return u >= requested && u <= requested + slack ? u : requested;
+}
+
+/* A legal request the misuse needs, made between "legal-request what=<what>" and "legal-request-done":
+ * a strict allocator may refuse it as a likely bug (efence aborts on malloc(0)). A refusal is then told
+ * from a failure to start: the allocator stopped the misuse before it could be committed. */
+PROBE_UNUSED static void *probe_legal_malloc(size_t n, const char *what)
+{
+    probe_mark_what("legal-request", what);
+    void *p = pmalloc(n);
+    probe_mark("legal-request-done");
+    return p;
 }
 
 /* Memory no allocator handed out: the target of wild frees, forged chunks and poisoned links.

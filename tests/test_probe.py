@@ -104,6 +104,14 @@ def test_allocators_defining_malloc_usable_size_are_still_asked_it():
         assert "usable=48" in row("overflow-1", "jemalloc", size=41)["detail"]
 
 
+def test_efence_refusing_malloc_zero_is_caught_with_its_diagnostic_not_a_failed_start():
+    installed("efence")
+    r = row("malloc-zero", "efence", size=16)
+    assert r["outcome"] == "caught", r
+    assert "refused malloc(0)" in r["detail"] and "Allocating 0 bytes" in r["detail"]
+    assert "SIGILL code=0 (SI_USER)" in r["detail"]
+
+
 @pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="musl-tools not installed")
 def test_musl_probes_are_relinked_and_a_uaf_read_with_live_neighbours_sees_old_bytes():
     t = target("musl")
