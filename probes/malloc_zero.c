@@ -1,7 +1,9 @@
 /* malloc-zero: a program treats malloc(0) as a buffer of <size> bytes: it reads them, then writes
  * them, while live blocks of the smallest size class and of <size> sit around it. Primitive: the
  * read shows a neighbour's data or the write changes a neighbour. Meaningful for small sizes only
- * (<= 64 bytes); beyond that it is an ordinary large overflow (see overflow.c). */
+ * (<= 64 bytes); beyond that it is an ordinary large overflow (see overflow.c). An allocator that refuses
+ * malloc(0) itself with a diagnostic (efence) stops the misuse before it starts: the request is made
+ * between the legal-request stage markers, and probe_verdict calls that caught. */
 #include "probe.h"
 
 #define HALF 16
@@ -29,7 +31,9 @@ int main(int argc, char **argv)
         neighbour(1, size);
         neighbour(size, size);
     }
-    unsigned char *z = (unsigned char *)pmalloc(launder_size(0));
+    /* Legal, but efence refuses it (aborts with "Allocating 0 bytes, probably a bug."): marked, so that
+     * refusal is the allocator stopping the misuse, not a failure to start. */
+    unsigned char *z = (unsigned char *)probe_legal_malloc(launder_size(0), "malloc(0)");
     for (int i = 0; i < HALF; i++) {
         neighbour(1, size);
         neighbour(size, size);

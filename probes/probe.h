@@ -4,7 +4,9 @@
  * Protocol:
  *   argv    probe <size> [extra...]: the block size the misuse works on (each probe has a default);
  *   stderr  "heapcost-probe: stage=<name>" as each stage is reached, in this order where it applies:
- *           setup-done, misuse-done, primitive (only when achieved), checked, done;
+ *           setup-done, misuse-done, primitive (only when achieved), checked, done; and before
+ *           setup-done, "stage=legal-request what=<request>" then "stage=legal-request-done" around a
+ *           legal request the misuse needs that a strict allocator may refuse (probe_legal_malloc);
  *   stderr  "heapcost-probe: target lo=<hex> hi=<hex>" before setup-done: memory [lo, hi) that the
  *           misusing access itself touches (a fault there, before misuse-done, is a fault at the misuse);
  *   stderr  "heapcost-probe: signal sig=<n> code=<si_code> addr=<hex|-> pc=<hex> object=<path|->
@@ -125,14 +127,24 @@ static const char *const probe_call_names[PC_COUNT] = {"-", "malloc", "free", "c
 static char probe_call_object[PC_COUNT][512];
 static char probe_exe[512] = "-";
 
-static void probe_mark(const char *stage)
+/* "heapcost-probe: stage=<stage>[ what=<what>]" (what: one word, no spaces). */
+static void probe_mark_what(const char *stage, const char *what)
 {
     static struct probe_text t;
     probe_stage_now = stage;
     t.n = 0;
     pt_str(&t, "heapcost-probe: stage=");
     pt_str(&t, stage);
+    if (what) {
+        pt_str(&t, " what=");
+        pt_str(&t, what);
+    }
     pt_flush(&t, 2);
+}
+
+static void probe_mark(const char *stage)
+{
+    probe_mark_what(stage, NULL);
 }
 
 /* Declare memory the misusing access touches: a fault there before misuse-done is a fault at the misuse. */
@@ -241,6 +253,20 @@ static void probe_resolve_call(int call, const char *name)
     snprintf(probe_call_object[call], sizeof probe_call_object[call], "%s", obj);
 }
 
+/* Does malloc_usable_size belong to the allocator? Only when it resolves into the object that holds
+ * malloc. dlsym(RTLD_DEFAULT) finds the definitions the probe's calls bind to (a preloaded library's,
+ * else libc's); the address of the function itself could be the executable's PLT entry. In a static
+ * binary (the musl variant) dlsym and dladdr know nothing: musl defines both, so it is asked. */
+static int probe_usable_size_own = 1;
+
+static void probe_resolve_usable_size(void)
+{
+    void *m = dlsym(RTLD_DEFAULT, "malloc"), *u = dlsym(RTLD_DEFAULT, "malloc_usable_size");
+    Dl_info mi, ui;
+    if (m && u && dladdr(m, &mi) && dladdr(u, &ui))
+        probe_usable_size_own = mi.dli_fbase == ui.dli_fbase;
+}
+
 __attribute__((constructor)) static void probe_init(void)
 {
     struct rlimit r = {PROBE_DATA_LIMIT, PROBE_DATA_LIMIT};
@@ -255,6 +281,7 @@ __attribute__((constructor)) static void probe_init(void)
     probe_resolve_call(PC_REALLOC, "realloc");
     probe_resolve_call(PC_NEW, "_Znwm");
     probe_resolve_call(PC_DELETE, "_ZdlPv");
+    probe_resolve_usable_size();
     stack_t ss;
     memset(&ss, 0, sizeof ss);
     ss.ss_sp = probe_altstack;
@@ -399,13 +426,28 @@ PROBE_UNUSED static void *xmalloc(size_t n)
     return p;
 }
 
-/* The usable size of a block of `requested` bytes. An allocator that does not define
- * malloc_usable_size leaves glibc's, which reads a header the block does not have: a value outside
- * [requested, requested + slack] is not believed, and the requested size is used instead. */
+/* The usable size of a block of `requested` bytes. malloc_usable_size is asked only when it belongs to
+ * the allocator (probe_usable_size_own): an allocator that does not define it (efence, duma, dmalloc)
+ * leaves glibc's, which reads a chunk header the block does not have, and faults where the block
+ * starts at a page boundary after an inaccessible page (efence and duma at 256 KiB); the requested
+ * size is used instead. A value outside [requested, requested + slack] is not believed either. */
 PROBE_UNUSED static size_t usable_size(void *p, size_t requested, size_t slack)
 {
+    if (!probe_usable_size_own)
+        return requested;
     size_t u = malloc_usable_size(p);
     return u >= requested && u <= requested + slack ? u : requested;
+}
+
+/* A legal request the misuse needs, made between "legal-request what=<what>" and "legal-request-done":
+ * a strict allocator may refuse it as a likely bug (efence aborts on malloc(0)). A refusal is then told
+ * from a failure to start: the allocator stopped the misuse before it could be committed. */
+PROBE_UNUSED static void *probe_legal_malloc(size_t n, const char *what)
+{
+    probe_mark_what("legal-request", what);
+    void *p = pmalloc(n);
+    probe_mark("legal-request-done");
+    return p;
 }
 
 /* Memory no allocator handed out: the target of wild frees, forged chunks and poisoned links.

@@ -79,6 +79,39 @@ def test_efence_guard_page_catches_a_one_byte_overflow_at_40_bytes_but_not_at_41
     assert row("overflow-1", "efence", size=41)["outcome"] == "mitigated"
 
 
+def installed(alloc_id):
+    t = target(alloc_id)
+    if t.unavailable:
+        pytest.skip(f"{alloc_id}: {t.unavailable}")
+    return t
+
+
+@pytest.mark.parametrize("alloc_id", ["efence", "duma"])
+def test_a_256_kib_overflow_under_a_guard_page_allocator_gets_a_verdict_not_na(alloc_id):
+    # Neither defines malloc_usable_size: glibc's read a header before the page-aligned block, on the
+    # guard page, and the setup broke (n/a). probe.h now uses the requested size: the byte hits the guard.
+    t = installed(alloc_id)
+    r = P.probe_target(P.PROBES["overflow-1"], t, 1, 262144)
+    assert r["outcome"] == "caught" and "the misusing access itself faulted" in r["detail"], r
+
+
+def test_allocators_defining_malloc_usable_size_are_still_asked_it():
+    # glibc rounds 41 bytes up to 56 usable; efence (no malloc_usable_size of its own) keeps the 41 asked
+    assert "usable=56" in row("overflow-1", "glibc", size=41)["detail"]
+    installed("efence")
+    assert "usable=41" in row("overflow-1", "efence", size=41)["detail"]
+    if Path(JEMALLOC).exists():
+        assert "usable=48" in row("overflow-1", "jemalloc", size=41)["detail"]
+
+
+def test_efence_refusing_malloc_zero_is_caught_with_its_diagnostic_not_a_failed_start():
+    installed("efence")
+    r = row("malloc-zero", "efence", size=16)
+    assert r["outcome"] == "caught", r
+    assert "refused malloc(0)" in r["detail"] and "Allocating 0 bytes" in r["detail"]
+    assert "SIGILL code=0 (SI_USER)" in r["detail"]
+
+
 @pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="musl-tools not installed")
 def test_musl_probes_are_relinked_and_a_uaf_read_with_live_neighbours_sees_old_bytes():
     t = target("musl")

@@ -63,6 +63,55 @@ def test_a_fault_in_the_probes_setup_outside_the_allocator_is_not_a_failure_to_s
         "allocator-failed-to-start"
 
 
+# ------------------------------------------------------------------------------------------ a legal request refused
+EFENCE_BANNER = "  Electric Fence 2.2 Copyright (C) 1987-1999 Bruce Perens <bruce@perens.com>"
+EFENCE_CHATTER = {"Electric Fence #.# Copyright (C) #-# Bruce Perens <bruce@perens.com>"}
+LEGAL = "heapcost-probe: stage=legal-request what=malloc(0)"
+
+
+def test_an_allocator_refusing_the_legal_request_with_its_diagnostic_is_caught_not_a_failed_start():
+    # efence, malloc-zero: the allocator served 32 neighbours, then refused malloc(0) and killed the
+    # process with SIGILL (EF_Abort): the zero-size block the misuse needs never existed.
+    stderr = err(EFENCE_BANNER, LEGAL, "ElectricFence Aborting: Allocating 0 bytes, probably a bug.",
+                 fault(signal.SIGILL, 0, "0x7c58", "0x7f22aa0451f7", GLIBC[0], "legal-request", "malloc", "kill"))
+    v = verdict(signal=signal.SIGILL, stderr=stderr, allocator_objects=EFENCE, chatter=EFENCE_CHATTER)
+    assert v.outcome == "caught"
+    assert v.detail.startswith("refused malloc(0): reported: ElectricFence Aborting: Allocating 0 bytes")
+    assert "SIGILL code=0 (SI_USER)" in v.detail and "during malloc at stage legal-request" in v.detail
+
+
+def test_a_silent_abort_or_exit_of_the_allocator_inside_the_legal_request_is_caught():
+    abort = err(LEGAL, fault(signal.SIGABRT, -6, "-", "0x7f00", EFENCE[0], "legal-request", "malloc"))
+    v = verdict(signal=signal.SIGABRT, stderr=abort, allocator_objects=EFENCE)
+    assert v.outcome == "caught" and v.detail.startswith("refused malloc(0): SIGABRT")
+    v = verdict(exit_code=1, stderr=err(LEGAL))
+    assert v == ("caught", "refused malloc(0): exit 1")
+
+
+def test_a_silent_fault_or_a_hang_inside_the_legal_request_is_na():
+    # not a diagnostic: the allocator broke on a legal request, which says nothing about the misuse
+    segv = err(LEGAL, fault(signal.SIGSEGV, 1, "0x10", "0x7f00", EFENCE[0], "legal-request", "malloc"))
+    v = verdict(signal=signal.SIGSEGV, stderr=segv, allocator_objects=EFENCE)
+    assert v.outcome == "n/a" and "broke on malloc(0), a legal request" in v.detail
+    hang = err(LEGAL, "some allocator text",
+               fault(signal.SIGALRM, 128, "0x0", "0x7f00", EFENCE[0], "legal-request", "malloc"))
+    assert verdict(signal=signal.SIGALRM, stderr=hang, allocator_objects=EFENCE).outcome == "n/a"
+
+
+def test_a_death_after_the_legal_request_returned_is_not_a_refusal():
+    # legal-request-done: the request was served; a death later in the setup follows the older rules
+    stderr = err(LEGAL, stage("legal-request-done"), "ElectricFence Aborting: something else",
+                 fault(signal.SIGILL, 0, "0x7c58", "0x7f00", GLIBC[0], "legal-request-done", "malloc", "kill"))
+    v = verdict(signal=signal.SIGILL, stderr=stderr, allocator_objects=EFENCE)
+    assert v.outcome == "allocator-failed-to-start" and "refused" not in v.detail
+
+
+def test_the_legal_request_stage_line_parses_its_request():
+    t = parse_stderr(err(LEGAL, stage("legal-request-done"), stage("setup-done")))
+    assert t.stages == ["legal-request", "legal-request-done", "setup-done"]
+    assert t.request == "malloc(0)" and t.messages == []
+
+
 # ------------------------------------------------------------------------------------------ missed
 def test_primitive_achieved_and_ran_on_is_missed_with_the_step():
     out = "result worked=1 size=48 step=2 first_return=1 made=2 same_start=1\n"

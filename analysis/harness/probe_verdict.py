@@ -5,15 +5,26 @@ timeout), its stderr (the `heapcost-probe:` lines of probes/probe.h and the allo
 stdout (the `result ...` line) and the path(s) of the allocator's library. It reads no file and runs
 nothing. The protocol is described in probes/README.md; in short, stderr carries
 `heapcost-probe: stage=<name>` for setup-done, misuse-done, primitive (only when achieved), checked and
-done; `heapcost-probe: target lo=<hex> hi=<hex>` for memory the misusing access touches; and at a fatal
-signal `heapcost-probe: signal sig= code= addr= pc= object= stage= call= sym=`.
+done (and, before setup-done, `legal-request what=<request>` and `legal-request-done` around a legal
+request the misuse needs, such as malloc(0)); `heapcost-probe: target lo=<hex> hi=<hex>` for memory the
+misusing access touches; and at a fatal signal
+`heapcost-probe: signal sig= code= addr= pc= object= stage= call= sym=`.
 
 The rules, in the order they are applied (the first that matches decides):
 - n/a: the probe could not set itself up (exit 99 or a `setup-failed` line), or said the misuse is not
   applicable at this size (`applicable=0` in the result line); or it ended normally without a result.
+- caught (refused): the process ended abnormally at stage `legal-request` (inside the legal request the
+  misuse needs, e.g. malloc(0)), not hung, and the allocator printed a message there or ended the process
+  itself (an abort or trap raised in an allocator call or object, or a non-zero exit): it refused the request
+  with its own diagnostic (efence: "Allocating 0 bytes, probably a bug."), so the misuse never happened. The
+  detail names the request, the message and the signal with its code. This is not a failure to start: the
+  allocator served the probe before.
+- n/a, too: the process ended abnormally at stage `legal-request` otherwise (a silent fault or a hang inside
+  the request): the allocator broke on a legal request, which says nothing about the misuse.
 - n/a, too: before `setup-done`, a SIGSEGV, SIGBUS or SIGFPE in a known object that is not the
-  allocator's, outside any allocator call (the probe's setup broke, e.g. glibc's malloc_usable_size on
-  another allocator's block): the allocator did start.
+  allocator's, outside any allocator call (the probe's setup broke): the allocator did start. (The case
+  that taught it, glibc's malloc_usable_size reading a header another allocator's block does not have, is
+  avoided by probe.h now: it asks malloc_usable_size only when that belongs to the allocator.)
 - allocator-failed-to-start: the process ended abnormally (signal, non-zero exit, hang) before
   `setup-done`; the detail is its first stderr line (the allocator's, else the fault record).
 - missed: the primitive was achieved (stage `primitive`, or `worked=1`), whatever happened next. A
@@ -56,6 +67,7 @@ from typing import Iterable, NamedTuple
 
 PREFIX = "heapcost-probe:"
 STAGES = ("setup-done", "misuse-done", "primitive", "checked", "done")
+LEGAL_REQUEST = "legal-request"  # the stage inside a legal request the misuse needs (then legal-request-done)
 OUTCOMES = ("caught", "missed", "mitigated", "late-crash", "allocator-failed-to-start", "n/a")
 SETUP_FAILED_EXIT = 99
 
@@ -103,6 +115,7 @@ class ProbeTrace:
     setup_failed: str | None = None
     messages: list = field(default_factory=list)  # (allocator line, the last stage before it)
     first_line: str = ""  # the first stderr line of any kind
+    request: str | None = None  # the `what=` of the last legal-request stage (e.g. "malloc(0)")
 
 
 def normalize(line: str) -> str:
@@ -148,8 +161,10 @@ def parse_stderr(stderr: str, chatter: Iterable[str] = frozenset()) -> ProbeTrac
             continue
         body = line[len(PREFIX):].strip()
         if body.startswith("stage="):
-            last = body[len("stage="):].strip()
+            last, _, rest = body[len("stage="):].strip().partition(" ")
             trace.stages.append(last)
+            if last == LEGAL_REQUEST:
+                trace.request = rest[len("what="):].strip() if rest.startswith("what=") else None
         elif body.startswith("signal "):
             trace.fault = trace.fault or parse_fault(body)
         elif body.startswith("target "):
@@ -236,12 +251,16 @@ def verdict(*, exit_code: int | None = None, signal: int | None = None, stderr: 
 
     ending = _ending(signal, exit_code, hung, fault)
 
+    # caught (refused) or n/a: ended inside a legal request the misuse needs (not a failure to start)
+    if abnormal and (fault.stage if fault is not None else last) == LEGAL_REQUEST:
+        return _at_legal_request(trace, signal, exit_code, hung, ending, allocator_objects)
+
     # allocator-failed-to-start: died before setup-done
     if "setup-done" not in reached:
         if (signal in _FAULTS and fault is not None and fault.call == "-" and fault.object != "-"
                 and not _matches(fault.object, allocator_objects)):
-            # the probe's own setup faulted outside the allocator (e.g. glibc's malloc_usable_size
-            # reading a header another allocator does not have): the allocator did start
+            # the probe's own setup faulted outside the allocator (as glibc's malloc_usable_size did on
+            # efence's 256 KiB blocks before probe.h stopped asking it): the allocator did start
             return Verdict("n/a", f"the probe's setup broke outside the allocator: {ending}")
         if abnormal:
             first = trace.messages[0][0] if trace.messages else (trace.first_line or "no output")
@@ -298,6 +317,24 @@ def verdict(*, exit_code: int | None = None, signal: int | None = None, stderr: 
     if worked is None:
         return Verdict("mitigated", f"measurement only: {_describe(values)}".rstrip(": "))
     return Verdict("mitigated", _describe(values) or "primitive not achieved")
+
+
+def _at_legal_request(trace: ProbeTrace, signal: int | None, exit_code: int | None, hung: bool, ending: str,
+                      allocator_objects: tuple) -> Verdict:
+    """The process ended inside a legal request the misuse needs (stage legal-request, e.g. malloc(0)).
+    The allocator refused it with its own diagnostic (a message printed there, an abort or trap raised
+    by it, or an exit of its own): caught, the misuse never happened. Otherwise (a silent fault, a hang)
+    it broke on a legal request: n/a, that says nothing about the misuse."""
+    what = trace.request or "a legal request"
+    said = next((text for text, at in trace.messages if at == LEGAL_REQUEST), None)
+    fault = trace.fault
+    by_allocator = fault is not None and (fault.call != "-" or _matches(fault.object, allocator_objects))
+    own_end = (signal in _TRAPS and by_allocator) or (signal is None and exit_code not in (None, 0))
+    if not hung and (said or own_end):
+        reported = f"reported: {said[:200]}; " if said else ""
+        return Verdict("caught", f"refused {what}: {reported}{ending}")
+    return Verdict("n/a", f"the allocator broke on {what}, a legal request the misuse needs, without a diagnostic: "
+                          f"{ending}")
 
 
 def _ending(signal: int | None, exit_code: int | None, hung: bool, fault: FaultRecord | None) -> str:
