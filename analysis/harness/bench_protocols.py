@@ -179,7 +179,7 @@ def _unit_candidate(name, pair, workload, budget_min, seed, force) -> list[dict]
     plain, _ = paired.paired_difference(q["y"].to_numpy())
     if not reference:
         return [_summary(name, pair, workload, elapsed, plain, f"{len(q)} quadruples")]
-    out.append(_summary(f"{name} (probe unused)", pair, workload, elapsed, plain, f"{len(q)} quadruples",
+    out.append(_summary(f"{name}, not used", pair, workload, elapsed, plain, f"{len(q)} quadruples",
                         "the probes' time spent, not used"))
     by_probe, slope = paired.paired_difference(q["y"].to_numpy(), q["x"].to_numpy(), at_zero=True)
     out.append(_summary(f"{name} as covariate", pair, workload, elapsed, by_probe, f"{len(q)} quadruples",
