@@ -103,7 +103,7 @@ def _campaign(allocators, workload, budget_min, runs_dir, seed):
                             progress=False, force="1")
 
 
-def _our_result(run_dir: Path, baseline: str):
+def _our_result(run_dir: Path, baseline: str, out_dir: Path = BENCH_DIR):
     """(baseline's times, the other's times, the result row) of a bench campaign, pairs or trials; the
     table is kept in bench/ (precision_pairs.csv or precision_trials.csv, the other one removed)."""
     from analysis.stats import paired
@@ -111,8 +111,9 @@ def _our_result(run_dir: Path, baseline: str):
     pairs = run_dir / "pairs.csv"
     name = "precision_pairs.csv" if pairs.is_file() else "precision_trials.csv"
     table = pd.read_csv(run_dir / name.removeprefix("precision_"))
-    table.to_csv(BENCH_DIR / name, index=False)
-    (BENCH_DIR / ({"precision_pairs.csv": "precision_trials.csv"}.get(name, "precision_pairs.csv"))).unlink(
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out_dir / name, index=False)
+    (out_dir / ({"precision_pairs.csv": "precision_trials.csv"}.get(name, "precision_pairs.csv"))).unlink(
         missing_ok=True)
     used = usable_trials(table)
     if pairs.is_file():
@@ -124,7 +125,7 @@ def _our_result(run_dir: Path, baseline: str):
 
 
 def precision_equal_budget(allocators=("glibc", "scudo"), workload="small-loop",
-                           seed: int = 1) -> dict:
+                           seed: int = 1, out_dir: Path = BENCH_DIR) -> dict:
     """hyperfine's default run of the two commands, then our campaign with the same wall time."""
     baseline, other = allocators
     with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:
@@ -148,7 +149,7 @@ def precision_equal_budget(allocators=("glibc", "scudo"), workload="small-loop",
         camp = _campaign(allocators, workload, hf_elapsed / 60, tmp / "runs", seed)
         run_dir = camp.run()
         our_elapsed = time.perf_counter() - started
-        ours_b, ours_a, res = _our_result(run_dir, baseline)
+        ours_b, ours_a, res = _our_result(run_dir, baseline, out_dir)
     # each protocol's data through the other estimator, to tell the protocol from the estimator
     o_ratio, o_lo, o_hi = stats.welch_ratio_interval(ours_a, ours_b)
     hf_table = pd.DataFrame({"workload": workload,
@@ -330,7 +331,7 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
     if "aa" in wanted:
         results["aa"] = aa_published()
     if "precision" in wanted:
-        rounds = [precision_equal_budget(tuple(pair), args.workload, args.seed + i)
+        rounds = [precision_equal_budget(tuple(pair), args.workload, args.seed + i, Path(args.out))
                   for i in range(args.rounds)]
         results["precision_rounds"] = rounds
         # the round with the median ratio of half-widths represents them in the table
