@@ -294,7 +294,8 @@ def summarize(probe: Probe, trials: list[Trial], *, seed: int = 0) -> dict:
         bits, lo, hi = est[weakest]
         detail = ", ".join(f"{key} {b:.1f} [{l:.1f}, {h:.1f}]" for key, (b, l, h) in est.items())
         row.update(bits=bits, bits_ci_low=lo, bits_ci_high=hi,
-                   detail=f"bits per fresh process, weakest={weakest}: {detail}; per-bit estimate over "
+                   detail=f"bits per fresh process, weakest={weakest}: {detail}; each bit given the "
+                          f"{security.context_bits(len(measured))} below it where they predict it, over "
                           f"{len(measured)} processes{mix}")
         # The primitive (knowing the address) works only when there is no entropy at all.
         row["outcome"] = "missed" if hi < 1 else "mitigated"

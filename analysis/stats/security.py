@@ -15,8 +15,8 @@ import pandas as pd
 from scipy import stats
 
 from analysis.stats.entropy import (  # noqa: F401 (re-exported: callers import them from here)
-    TARGET_ADDRESS_BITS, address_entropy, collision_bits, per_bit_entropy, placement_entropy, predictable_steps,
-    shannon_bits, step_coincidences, step_entropy,
+    TARGET_ADDRESS_BITS, address_entropy, chain_entropy, collision_bits, context_bits, per_bit_entropy,
+    placement_entropy, predictable_steps, shannon_bits, step_coincidences, step_entropy,
 )
 
 # What an attacker gains when the primitive works, on a 1-10 scale. The CWE id names the weakness class
