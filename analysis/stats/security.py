@@ -2,8 +2,8 @@
 
 Estimators
 - Rates (how often a primitive worked over fresh processes): Clopper-Pearson exact 95% intervals.
-- Entropies (address-entropy, placement-entropy): analysis/stats/entropy.py, whose docstring says
-  what each estimates and how; its names are importable from here too.
+- Entropies (address-entropy, placement-entropy, reuse-entropy): analysis/stats/entropy.py, whose
+  docstring says what each estimates and how; its names are importable from here too.
 
 The score (0 = every primitive works, 100 = none does) weighs each probe by what an attacker gains
 from its primitive; see DEFAULT_WEIGHTS. All functions take plain rows (dicts as in probes.csv).
@@ -15,8 +15,9 @@ import pandas as pd
 from scipy import stats
 
 from analysis.stats.entropy import (  # noqa: F401 (re-exported: callers import them from here)
-    TARGET_ADDRESS_BITS, address_entropy, chain_entropy, collision_bits, context_bits, per_bit_entropy,
-    placement_entropy, predictable_steps, shannon_bits, step_coincidences, step_entropy,
+    TARGET_ADDRESS_BITS, address_entropy, chain_entropy, coincidences, collision_bits, context_bits,
+    most_common_share, parse_picks, per_bit_entropy, placement_entropy, pooled_collision, predictable_steps,
+    reuse_entropy, shannon_bits, step_coincidences, step_entropy,
 )
 
 # What an attacker gains when the primitive works, on a 1-10 scale. The CWE id names the weakness class
@@ -55,6 +56,8 @@ DEFAULT_WEIGHTS = {
     "uaf-read": 4,  # CWE-416 + CWE-200                           information leak (pointers, secrets)
     "fresh-contents": 4,  # CWE-226 information not removed       information leak through reused memory
     "placement-entropy": 4,  # CWE-330 insufficiently random       predictable neighbours make overflows aim
+    "reuse-entropy": 4,  # CWE-330                                a use-after-free reclaims the freed block it aims at
+    #   (reuse randomness as DieHarder, Novark and Berger CCS 2010, and Guarder, USENIX Security 2018, quantify it)
     "address-entropy": 3,  # CWE-330                              mostly the kernel's ASLR
     "huge-request": 3,  # CWE-789 excessive allocation size       a non-NULL impossible block is rare but fatal
 }
@@ -78,6 +81,7 @@ EXPLOITATION_WEIGHTS = {
     "realloc-reuse": 5, "realloc-shrink": 5, "malloc-zero": 5, "calloc-overflow": 5, "huge-request": 5,
     # reliability: leaks and predictable placement
     "reuse-immediate": 2, "uaf-read": 2, "fresh-contents": 2, "placement-entropy": 2, "address-entropy": 2,
+    "reuse-entropy": 2,
 }
 # How a probe's sizes are averaged into its loss: each size class present counts equally (small: up to
 # 1 KiB, medium: up to 64 KiB, large: above), the sizes within a class equally. The classes, not the
@@ -86,6 +90,9 @@ SIZE_CLASSES = (("small", 1024), ("medium", 65536), ("large", float("inf")))
 # Entropy at which a guess is hopeless enough that the probe counts as fully mitigated.
 # TARGET_ADDRESS_BITS (28, x86-64 Linux mmap randomisation) comes from analysis/stats/entropy.py.
 TARGET_PLACEMENT_BITS = 4.0  # one in 16 next-block guesses
+TARGET_REUSE_BITS = 4.0  # one in 16 guesses of which freed block comes back
+ENTROPY_TARGETS = {"address-entropy": TARGET_ADDRESS_BITS, "placement-entropy": TARGET_PLACEMENT_BITS,
+                   "reuse-entropy": TARGET_REUSE_BITS}
 LATE_CRASH_LOSS = 0.5  # the misuse went unnoticed; the corruption surfaced somewhere unrelated
 
 # Which probes show each claimed defence (catalogue ids), and the outcomes that count as showing it.
@@ -104,6 +111,7 @@ DEFENCE_PROBES = {
     "freelist-protect": (("freelist-poison",), NOT_MISSED),
     "zero-on-alloc": (("fresh-contents",), NOT_MISSED),
     "randomized-placement": (("placement-entropy",), NOT_MISSED),
+    "randomized-reuse": (("reuse-entropy",), NOT_MISSED),
     "size-mismatch-detect": (("size-mismatch", "sized-delete"), DETECTED),
     "huge-request-safe": (("huge-request", "calloc-overflow"), NOT_MISSED),
 }
@@ -157,10 +165,8 @@ def probe_loss(row: dict) -> float | None:
         return None
     probe = row.get("probe")
     bits = _num(row.get("bits"))
-    if probe == "address-entropy":
-        return None if bits is None else min(1.0, max(0.0, 1 - bits / TARGET_ADDRESS_BITS))
-    if probe == "placement-entropy":
-        return None if bits is None else min(1.0, max(0.0, 1 - bits / TARGET_PLACEMENT_BITS))
+    if probe in ENTROPY_TARGETS:
+        return None if bits is None else min(1.0, max(0.0, 1 - bits / ENTROPY_TARGETS[probe]))
     counts = outcome_counts(row)
     n = sum(v for k, v in counts.items() if k in OUTCOME_LOSS)
     if n:
@@ -193,12 +199,11 @@ def _draw_loss(row: dict, loss: float, rng, draws: int) -> np.ndarray:
     Multinomial(n, observed shares) (a rate from Binomial(n, rate)); entropy from a normal with the
     spread of its interval. A row whose trials all agree (or that has no n) does not vary."""
     probe = row.get("probe")
-    if probe in ("address-entropy", "placement-entropy"):
+    if probe in ENTROPY_TARGETS:
         lo, hi, bits = _num(row.get("bits_ci_low")), _num(row.get("bits_ci_high")), _num(row.get("bits"))
         if None in (lo, hi, bits) or hi <= lo:
             return np.full(draws, loss)
-        target = TARGET_ADDRESS_BITS if probe == "address-entropy" else TARGET_PLACEMENT_BITS
-        return np.clip(1 - rng.normal(bits, (hi - lo) / 3.92, draws) / target, 0.0, 1.0)
+        return np.clip(1 - rng.normal(bits, (hi - lo) / 3.92, draws) / ENTROPY_TARGETS[probe], 0.0, 1.0)
     counts = {k: v for k, v in outcome_counts(row).items() if k in OUTCOME_LOSS}
     n = sum(counts.values())
     if n:
