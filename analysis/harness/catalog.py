@@ -15,7 +15,7 @@ from analysis.paths import CATALOG_PATH, cache_dir
 DEFENCES = (
     "double-free-detect", "invalid-free-detect", "overflow-detect", "guard-pages", "free-poison",
     "uaf-write-detect", "delayed-reuse", "freelist-protect", "zero-on-alloc", "randomized-placement",
-    "size-mismatch-detect", "huge-request-safe",
+    "randomized-reuse", "size-mismatch-detect", "huge-request-safe",
 )
 ORIGIN_KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build")
 

@@ -56,7 +56,7 @@ class Probe:
     source: str  # file in probes/
     what: str  # the misuse and the primitive an attacker wants, in one line
     extra: tuple = ()  # arguments after the size (overflow: N)
-    kind: str = "misuse"  # misuse | address-entropy | placement-entropy
+    kind: str = "misuse"  # misuse | address-entropy | placement-entropy | reuse-entropy
 
     @property
     def cxx(self) -> bool:
@@ -120,6 +120,8 @@ PROBES = {p.id: p for p in (
           kind="address-entropy"),
     Probe("placement-entropy", "placement_entropy.c", "the next block's address follows from the previous one",
           kind="placement-entropy"),
+    Probe("reuse-entropy", "reuse_entropy.c",
+          "which of many freed blocks the next malloc of their size returns is guessable", kind="reuse-entropy"),
 )}
 
 
@@ -294,10 +296,13 @@ def summarize(probe: Probe, trials: list[Trial], *, seed: int = 0) -> dict:
         bits, lo, hi = est[weakest]
         detail = ", ".join(f"{key} {b:.1f} [{l:.1f}, {h:.1f}]" for key, (b, l, h) in est.items())
         row.update(bits=bits, bits_ci_low=lo, bits_ci_high=hi,
-                   detail=f"bits per fresh process, weakest={weakest}: {detail}; per-bit estimate over "
+                   detail=f"bits per fresh process, weakest={weakest}: {detail}; each bit given the "
+                          f"{security.context_bits(len(measured))} below it where they predict it, over "
                           f"{len(measured)} processes{mix}")
         # The primitive (knowing the address) works only when there is no entropy at all.
         row["outcome"] = "missed" if hi < 1 else "mitigated"
+    elif probe.kind == "reuse-entropy":
+        row.update(_reuse_summary([v for v in measured if v.get("picks") and v.get("candidates")], seed, mix))
     else:
         seqs = [[int(a, 16) for a in v["addrs"].split(",")] for v in measured if v.get("addrs")]
         bits, lo, hi = security.placement_entropy(seqs, seed=seed)
@@ -311,6 +316,28 @@ def summarize(probe: Probe, trials: list[Trial], *, seed: int = 0) -> dict:
                           f"common distance ({k}/{n}){mix}")
         row["outcome"] = "missed" if bits < 1 else "mitigated"
     return row
+
+
+def _reuse_summary(measured: list[dict], seed: int, mix: str) -> dict:
+    """The reuse-entropy columns from the result lines of its processes (probes/reuse_entropy.c)."""
+    if not measured:
+        return {"detail": f"no picks{mix}"}
+    picks = [security.parse_picks(v["picks"]) for v in measured]
+    m = min(int(v["candidates"]) for v in measured)  # the cap: log2 of the fewest candidates
+    bits, lo, hi = security.reuse_entropy(picks, m, seed=seed)
+    equal = [security.coincidences(p) for p in picks]
+    k, n = security.most_common_share(picks)
+    rlo, rhi = security.clopper_pearson(k, n)
+    freed = sum(x is not None for p in picks for x in p)
+    if bits != bits:  # NaN: no process made two picks (a slow allocator's time budget)
+        return {"outcome": "n/a", "detail": f"no process made two picks to compare ({n} picks among {m} "
+                                            f"candidates){mix}"}
+    return {"bits": bits, "bits_ci_low": lo, "bits_ci_high": hi, "rate": k / n if n else None,
+            "rate_ci_low": rlo, "rate_ci_high": rhi, "outcome": "missed" if bits < 1 else "mitigated",
+            "detail": f"collision entropy of which of {m} freed blocks the next malloc returns "
+                      f"({sum(e for e, _ in equal)} equal pairs of picks in {sum(p for _, p in equal)}); "
+                      f"{freed}/{n} picks were freed blocks; rate = picks at the process's most common "
+                      f"one ({k}/{n}){mix}"}
 
 
 # ------------------------------------------------------------------------------------------ campaign

@@ -2,35 +2,23 @@
 
 Estimators
 - Rates (how often a primitive worked over fresh processes): Clopper-Pearson exact 95% intervals.
-- Address entropy across fresh processes: the sum over address bits of each bit's binary entropy.
-  It needs far fewer samples than a plug-in entropy of whole addresses (which cannot exceed log2 of
-  the sample count), is exact for independent uniform bits (up to a small downward bias from the
-  finite sample) and 0 for fixed bits; bits that move together (an offset added to a random base) are
-  counted as if independent, so it is an upper bound in that case. Processes are resampled
-  (bootstrap); resamples repeat processes, which biases their entropy low, so the interval is the
-  basic (reflected) one rather than percentiles.
-- Placement entropy within a process: the collision (Renyi order-2) entropy of the distance from one
-  allocation to the next, estimated by coincidence counting (Ma 1981): of all pairs of steps within a
-  process, the share that are equal estimates sum p^2 without bias, pooled over processes; bits =
-  -log2 of it. Unlike the plug-in entropy (which cannot exceed log2 of the steps seen, 8 bits for 255)
-  it needs only a few coincidences: about 2^(b/2) samples for b bits. It equals the Shannon entropy for
-  a uniform choice and is a lower bound otherwise (the quantity that matters to an attacker guessing).
-  Resolution: with n processes of 255 steps the standard error at b bits is about
-  1 / (ln 2 sqrt(n 32131 / 2^b)) bit (0.46 bit at 16 bits from 20 processes, 0.21 from 100; seeded
-  simulations: 0.11 bit at 12 bits from 20). No coincidence at all
-  reads log2(pairs) (a lower bound). Interval: percentile bootstrap over processes.
-- Every entropy and bound is capped at TARGET_ADDRESS_BITS, what the kernel's mmap randomisation can
-  supply: an estimator's excess above it is noise.
+- Entropies (address-entropy, placement-entropy, reuse-entropy): analysis/stats/entropy.py, whose
+  docstring says what each estimates and how; its names are importable from here too.
 
 The score (0 = every primitive works, 100 = none does) weighs each probe by what an attacker gains
 from its primitive; see DEFAULT_WEIGHTS. All functions take plain rows (dicts as in probes.csv).
 """
 import math
-from collections import Counter
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from analysis.stats.entropy import (  # noqa: F401 (re-exported: callers import them from here)
+    TARGET_ADDRESS_BITS, address_entropy, chain_entropy, coincidences, collision_bits, context_bits,
+    most_common_share, parse_picks, per_bit_entropy, placement_entropy, pooled_collision, predictable_steps,
+    reuse_entropy, shannon_bits, step_coincidences, step_entropy,
+)
 
 # What an attacker gains when the primitive works, on a 1-10 scale. The CWE id names the weakness class
 # each probe commits (MITRE CWE 4.x); CWE gives the class, not a weight: the weights rank the primitive
@@ -68,6 +56,8 @@ DEFAULT_WEIGHTS = {
     "uaf-read": 4,  # CWE-416 + CWE-200                           information leak (pointers, secrets)
     "fresh-contents": 4,  # CWE-226 information not removed       information leak through reused memory
     "placement-entropy": 4,  # CWE-330 insufficiently random       predictable neighbours make overflows aim
+    "reuse-entropy": 4,  # CWE-330                                a use-after-free reclaims the freed block it aims at
+    #   (reuse randomness as DieHarder, Novark and Berger CCS 2010, and Guarder, USENIX Security 2018, quantify it)
     "address-entropy": 3,  # CWE-330                              mostly the kernel's ASLR
     "huge-request": 3,  # CWE-789 excessive allocation size       a non-NULL impossible block is rare but fatal
 }
@@ -91,14 +81,18 @@ EXPLOITATION_WEIGHTS = {
     "realloc-reuse": 5, "realloc-shrink": 5, "malloc-zero": 5, "calloc-overflow": 5, "huge-request": 5,
     # reliability: leaks and predictable placement
     "reuse-immediate": 2, "uaf-read": 2, "fresh-contents": 2, "placement-entropy": 2, "address-entropy": 2,
+    "reuse-entropy": 2,
 }
 # How a probe's sizes are averaged into its loss: each size class present counts equally (small: up to
 # 1 KiB, medium: up to 64 KiB, large: above), the sizes within a class equally. The classes, not the
 # number of sizes run in each, carry the weight: four small sizes do not outvote the one large size.
 SIZE_CLASSES = (("small", 1024), ("medium", 65536), ("large", float("inf")))
 # Entropy at which a guess is hopeless enough that the probe counts as fully mitigated.
-TARGET_ADDRESS_BITS = 28.0  # x86-64 Linux mmap randomisation (vm.mmap_rnd_bits default)
+# TARGET_ADDRESS_BITS (28, x86-64 Linux mmap randomisation) comes from analysis/stats/entropy.py.
 TARGET_PLACEMENT_BITS = 4.0  # one in 16 next-block guesses
+TARGET_REUSE_BITS = 4.0  # one in 16 guesses of which freed block comes back
+ENTROPY_TARGETS = {"address-entropy": TARGET_ADDRESS_BITS, "placement-entropy": TARGET_PLACEMENT_BITS,
+                   "reuse-entropy": TARGET_REUSE_BITS}
 LATE_CRASH_LOSS = 0.5  # the misuse went unnoticed; the corruption surfaced somewhere unrelated
 
 # Which probes show each claimed defence (catalogue ids), and the outcomes that count as showing it.
@@ -117,6 +111,7 @@ DEFENCE_PROBES = {
     "freelist-protect": (("freelist-poison",), NOT_MISSED),
     "zero-on-alloc": (("fresh-contents",), NOT_MISSED),
     "randomized-placement": (("placement-entropy",), NOT_MISSED),
+    "randomized-reuse": (("reuse-entropy",), NOT_MISSED),
     "size-mismatch-detect": (("size-mismatch", "sized-delete"), DETECTED),
     "huge-request-safe": (("huge-request", "calloc-overflow"), NOT_MISSED),
 }
@@ -128,117 +123,6 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float | N
         return None, None
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
     return float(ci.low), float(ci.high)
-
-
-def _binary_entropy(p: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        h = -(p * np.log2(p) + (1 - p) * np.log2(1 - p))
-    return np.nan_to_num(h)
-
-
-def per_bit_entropy(addresses, low_bit: int = 0, high_bit: int = 64) -> float:
-    """Sum over bit positions of the binary entropy of that bit across the samples, each with the
-    Miller-Madow correction (+1/(2n ln 2) for a bit that varied, capped at 1 bit): the plug-in value
-    alone is biased low by about that much per random bit (about 1 bit in 28 from 20 processes)."""
-    a = np.asarray([int(x) for x in addresses], dtype=np.uint64)
-    if a.size < 2:
-        return 0.0
-    shifts = np.arange(low_bit, high_bit, dtype=np.uint64)
-    bits = (a[:, None] >> shifts[None, :]) & np.uint64(1)
-    p = bits.mean(axis=0)
-    varying = (p > 0) & (p < 1)
-    return float(np.minimum(1.0, _binary_entropy(p) + varying / (2 * a.size * np.log(2))).sum())
-
-
-def _resample(values, statistic, *, seed: int, reps: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    n = len(values)
-    return np.array([statistic([values[i] for i in rng.integers(0, n, n)]) for _ in range(reps)])
-
-
-def address_entropy(addresses, *, seed: int = 0, reps: int = 1000,
-                    confidence: float = 0.95) -> tuple[float, float, float]:
-    """(bits, low, high): entropy of addresses across fresh processes with a basic (reflected) bootstrap
-    interval, widened to contain the estimate (tests/test_security.py checks coverage on simulated data)."""
-    addresses = [int(a) for a in addresses]
-    if len(addresses) < 2:
-        return float("nan"), float("nan"), float("nan")
-    plain = per_bit_entropy(addresses)
-    draws = _resample(addresses, per_bit_entropy, seed=seed, reps=reps)
-    alpha = (1 - confidence) / 2
-    q_lo, q_hi = np.quantile(draws, [alpha, 1 - alpha])
-    lo, hi = max(0.0, float(2 * plain - q_hi)), float(2 * plain - q_lo)
-    cap = TARGET_ADDRESS_BITS
-    return min(plain, cap), min(lo, plain, cap), min(max(hi, plain), cap)
-
-
-def shannon_bits(values) -> float:
-    counts = np.array(list(Counter(values).values()), dtype=float)
-    if counts.sum() == 0:
-        return 0.0
-    p = counts / counts.sum()
-    return float(-(p * np.log2(p)).sum())
-
-
-def step_entropy(addresses) -> float:
-    """Plug-in entropy (bits) of the distance between consecutive allocations in one process, with the
-    Miller-Madow correction. Kept for comparison: it saturates near log2(steps); see placement_entropy."""
-    steps = np.diff(np.asarray(addresses, dtype=np.int64)).tolist()
-    if not steps:
-        return 0.0
-    return shannon_bits(steps) + (len(set(steps)) - 1) / (2 * len(steps) * np.log(2))
-
-
-def step_coincidences(sequences) -> tuple[int, int]:
-    """(equal pairs, pairs) over all pairs of steps within each process, summed over processes."""
-    equal = pairs = 0
-    for s in sequences:
-        steps = np.diff(np.asarray(s, dtype=np.int64))
-        n = len(steps)
-        if n < 2:
-            continue
-        counts = np.array(list(Counter(steps.tolist()).values()), dtype=np.int64)
-        equal += int((counts * (counts - 1) // 2).sum())
-        pairs += n * (n - 1) // 2
-    return equal, pairs
-
-
-def collision_bits(equal: int, pairs: int) -> float:
-    """-log2 of the coincidence rate, capped at TARGET_ADDRESS_BITS; log2(pairs) when nothing coincided."""
-    if pairs <= 0:
-        return float("nan")
-    return float(min(TARGET_ADDRESS_BITS, -math.log2(equal / pairs) if equal else math.log2(pairs)))
-
-
-def placement_entropy(sequences, *, seed: int = 0, reps: int = 1000,
-                      confidence: float = 0.95) -> tuple[float, float, float]:
-    """(bits, low, high): collision entropy of the next-allocation distance within a process, by
-    coincidence counting pooled over processes; percentile bootstrap over processes."""
-    per_process = [step_coincidences([s]) for s in sequences if len(s) > 2]
-    if not per_process:
-        return float("nan"), float("nan"), float("nan")
-    bits = collision_bits(sum(e for e, _ in per_process), sum(p for _, p in per_process))
-    if len(per_process) < 2:
-        return bits, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    eq = np.array([e for e, _ in per_process], dtype=float)
-    pr = np.array([p for _, p in per_process], dtype=float)
-    idx = rng.integers(0, len(per_process), (reps, len(per_process)))
-    draws = [collision_bits(int(e), int(p)) for e, p in zip(eq[idx].sum(axis=1), pr[idx].sum(axis=1))]
-    alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(draws, [alpha, 1 - alpha])
-    return bits, float(lo), float(hi)
-
-
-def predictable_steps(sequences) -> tuple[int, int]:
-    """(k, n): steps whose distance is the process's most common one, over all steps."""
-    k = n = 0
-    for s in sequences:
-        d = np.diff(np.asarray(s, dtype=np.int64)).tolist()
-        if d:
-            k += Counter(d).most_common(1)[0][1]
-            n += len(d)
-    return k, n
 
 
 # ------------------------------------------------------------------------------------------ score
@@ -281,10 +165,8 @@ def probe_loss(row: dict) -> float | None:
         return None
     probe = row.get("probe")
     bits = _num(row.get("bits"))
-    if probe == "address-entropy":
-        return None if bits is None else min(1.0, max(0.0, 1 - bits / TARGET_ADDRESS_BITS))
-    if probe == "placement-entropy":
-        return None if bits is None else min(1.0, max(0.0, 1 - bits / TARGET_PLACEMENT_BITS))
+    if probe in ENTROPY_TARGETS:
+        return None if bits is None else min(1.0, max(0.0, 1 - bits / ENTROPY_TARGETS[probe]))
     counts = outcome_counts(row)
     n = sum(v for k, v in counts.items() if k in OUTCOME_LOSS)
     if n:
@@ -317,12 +199,11 @@ def _draw_loss(row: dict, loss: float, rng, draws: int) -> np.ndarray:
     Multinomial(n, observed shares) (a rate from Binomial(n, rate)); entropy from a normal with the
     spread of its interval. A row whose trials all agree (or that has no n) does not vary."""
     probe = row.get("probe")
-    if probe in ("address-entropy", "placement-entropy"):
+    if probe in ENTROPY_TARGETS:
         lo, hi, bits = _num(row.get("bits_ci_low")), _num(row.get("bits_ci_high")), _num(row.get("bits"))
         if None in (lo, hi, bits) or hi <= lo:
             return np.full(draws, loss)
-        target = TARGET_ADDRESS_BITS if probe == "address-entropy" else TARGET_PLACEMENT_BITS
-        return np.clip(1 - rng.normal(bits, (hi - lo) / 3.92, draws) / target, 0.0, 1.0)
+        return np.clip(1 - rng.normal(bits, (hi - lo) / 3.92, draws) / ENTROPY_TARGETS[probe], 0.0, 1.0)
     counts = {k: v for k, v in outcome_counts(row).items() if k in OUTCOME_LOSS}
     n = sum(counts.values())
     if n:
