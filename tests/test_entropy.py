@@ -46,10 +46,13 @@ def test_reuse_entropy_reads_known_bits_within_half_a_bit(truth):
 def test_reuse_entropy_known_extremes_and_the_cap():
     lifo = [[M - 1] * PICKS] * PROCESSES
     assert E.reuse_entropy(lifo, M, reps=100) == (0.0, 0.0, 0.0)
-    never = [[None] * PICKS] * PROCESSES  # none of the freed blocks: one value of its own
-    assert E.reuse_entropy(never, M, reps=100) == (0.0, 0.0, 0.0)
-    half = [[None if i % 2 else 7 for i in range(PICKS)]] * PROCESSES
-    assert E.reuse_entropy(half, M, reps=100)[0] == pytest.approx(1.0, abs=0.01)
+    never = [[None] * PICKS] * PROCESSES  # no freed block came back: no reading
+    assert all(math.isnan(x) for x in E.reuse_entropy(never, M, reps=100))
+    half = [[None if i % 2 else 7 for i in range(PICKS)]] * PROCESSES  # the freed picks: always block 7
+    assert E.reuse_entropy(half, M, reps=100) == (0.0, 0.0, 0.0)
+    rng = np.random.default_rng(2)
+    mixed = [[None if i % 2 else int(rng.integers(0, 256)) for i in range(PICKS)] for _ in range(PROCESSES)]
+    assert E.reuse_entropy(mixed, M, reps=100)[0] == pytest.approx(8.0, abs=0.5)  # fresh slots do not dilute it
     rng = np.random.default_rng(1)
     uniform = [rng.integers(0, M, PICKS).tolist() for _ in range(PROCESSES)]
     assert max(E.reuse_entropy(uniform, M, reps=100)) <= math.log2(M)
@@ -179,7 +182,7 @@ def test_glibc_reuse_is_lifo_near_zero_bits():
     probe = P.PROBES["reuse-entropy"]
     trial = P.run_once(probe, target, P.probe_binary(probe.source))
     assert trial.outcome == "mitigated", trial.detail  # measurement only: ran to the end
-    # 512 picks take about 0.8 s here; the probe's 1 s budget may cut them short on a busy machine
+    # 512 picks take about 0.8 s here; the probe's 0.5 s budget for them cuts them to a few hundred
     assert int(trial.values["candidates"]) == M and 64 <= int(trial.values["reps"]) <= PICKS
     picks = E.parse_picks(trial.values["picks"])
     assert len(picks) == int(trial.values["reps"]) and len(set(picks)) == 1  # the same freed block every time

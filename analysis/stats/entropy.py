@@ -34,11 +34,12 @@ fresh process, where the next block will lie, and which freed block comes back.
   from 20 processes, 1000 seeds; reuse-entropy widens the same interval, see below).
 - Reuse entropy (reuse-entropy): the collision entropy of which of M freed blocks the next allocation
   of their size returns (probes/reuse_entropy.c: the index in address order, or none of them). The
-  same coincidence counting over pairs of picks within a process, pooled over processes. "None of
-  them" is one value of its own: an allocator that always hands out a block it was not given back is
-  predictable here (its next block's place is placement-entropy's business), and one that picks at
-  random among freed and never-used slots reads lower than its randomness, since the never-used slots
-  all count as that one value. Capped at log2(M): the pick cannot hold more bits than there are
+  same coincidence counting over pairs of picks within a process, pooled over processes, over the
+  picks that are freed blocks: the entropy of which freed block comes back when one does. A pick that
+  is none of them says nothing about that choice (it may be a never-used slot, or reuse delayed beyond
+  the next allocation: reuse-immediate's business, and placement-entropy's for where a new block
+  lands); an allocator none of whose picks is a freed block has no reading (n/a, with the count).
+  Capped at log2(M): the pick cannot hold more bits than there are
   candidates. Resolution as for placement, with R(R-1)/2 pairs per process of R picks. Interval:
   percentile bootstrap over processes, each end's distance from the estimate widened by
   sqrt(n/(n-1)) t(n-1)/z (1.095 for 20 processes): the plain percentiles covered 92% of simulated
@@ -258,9 +259,13 @@ def parse_picks(text: str) -> list:
 
 def reuse_entropy(picks_per_process, candidates: int, *, seed: int = 0, reps: int = 1000,
                   confidence: float = 0.95) -> tuple[float, float, float]:
-    """(bits, low, high): collision entropy of the freed block the next allocation returns (its index,
-    or None for none of them, one value of its own), by coincidence counting over pairs of picks within
-    a process pooled over processes; percentile bootstrap over processes; capped at log2(candidates)."""
+    """(bits, low, high): collision entropy of the freed block the next allocation returns (its index;
+    None, none of them, is left out: the choice among freed blocks when one comes back), by coincidence
+    counting over pairs of picks within a process pooled over processes; percentile bootstrap over
+    processes; capped at log2(candidates). NaN when no process returned two freed blocks."""
     cap = min(TARGET_ADDRESS_BITS, math.log2(candidates)) if candidates > 1 else 0.0
-    per_process = [coincidences(p) for p in picks_per_process if len(p) > 1]
+    freed = [[x for x in p if x is not None] for p in picks_per_process]
+    per_process = [coincidences(p) for p in freed if len(p) > 1]
+    if not per_process:
+        return float("nan"), float("nan"), float("nan")
     return pooled_collision(per_process, cap, seed=seed, reps=reps, confidence=confidence, widen=True)
