@@ -186,3 +186,15 @@ def test_the_results_count_interfered_trials_and_accept_old_tables():
     new = pd.DataFrame({"warmup": [0, 0, 1, 0], "interfered": [1, 0, 1, None]})
     old = pd.DataFrame({"warmup": [0, 0]})
     assert interference_counts(new, old) == {"recorded": 2, "interfered": 1, "not_recorded": 3}
+
+
+def test_quick_and_full_lockstep_cells_get_twenty_pairs_unless_blocks_is_given(runs_dir):
+    from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
+
+    kw = dict(allocators="glibc", extra_allocators=f"glibc-copy={libc_path()}", workloads="small-loop",
+              runs_dir=runs_dir)
+    assert measure.Campaign(profile="quick", **kw).pair_blocks == MIN_PAIRS_TO_STOP == 20
+    assert measure.Campaign(profile="quick", **kw).blocks == 5  # the trials keep the profile's blocks
+    assert measure.Campaign(profile="quick", blocks=7, **kw).pair_blocks == 7
+    assert measure.Campaign(profile="smoke", **kw).pair_blocks == 2
+    assert measure.Campaign(profile="quick", **kw).params()["pair_blocks"] == 20

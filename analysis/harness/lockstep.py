@@ -156,7 +156,8 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     index = {c: i for i, c in enumerate(cells)}
     expected = info["expected_checksums"]
     started = time.monotonic()
-    bar = progress_bar(len(cells) * (camp.blocks + camp.profile.warmups), len(done), camp.progress)
+    blocks = getattr(camp, "pair_blocks", camp.blocks)
+    bar = progress_bar(len(cells) * (blocks + camp.profile.warmups), len(done), camp.progress)
 
     def measure(block, warm, cell, pads, _done):
         aid, wid, factor = cell
@@ -168,7 +169,7 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
         return {**row, "run_id": run_dir.name}
 
     try:
-        return run_blocks(cells, blocks=camp.blocks, warmups=camp.profile.warmups, seed=info["seed"],
+        return run_blocks(cells, blocks=blocks, warmups=camp.profile.warmups, seed=info["seed"],
                           salt=0x9A125, done=done, bar=bar, record=table.append, measure=measure,
                           draw=lambda rng: (rng.randrange(pad_spread), rng.randrange(pad_spread)),
                           target=camp.target_ci, budget_min=camp.budget_min,

@@ -15,6 +15,7 @@ from analysis.contract import runstore
 from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
 from analysis.harness import catalog as catalog_mod
 from analysis.harness.blocks import run_blocks
+from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
 from analysis.harness import launcher, machine, quiet
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
@@ -137,6 +138,11 @@ class Campaign:
         self.target_ci = parse_positive(target_ci, "TARGET_CI")
         self.budget_min = parse_positive(budget_min, "BUDGET_MIN")
         self.blocks = parse_positive(blocks, "BLOCKS", int) or self.profile.blocks
+        # Lockstep cells get at least MIN_PAIRS_TO_STOP pairs unless BLOCKS says otherwise (or the smoke profile, for
+        # tests): with 5 pairs the trimmed mean's standard error is too uncertain (run
+        # 20261130T160051Z-time-quick, 5 pairs a cell: 2 of its 4 A/A intervals excluded 1)
+        self.pair_blocks = (self.blocks if blocks not in (None, "") or self.profile.name == "smoke"
+                            else max(self.blocks, MIN_PAIRS_TO_STOP))
         self.lock_clock = str(lock_clock).lower() in ("1", "true", "yes")
         self.seed = None if seed in (None, "") else parse_seed(seed)
         self.runs_dir = Path(runs_dir)
@@ -175,6 +181,7 @@ class Campaign:
         """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
         p = {"profile": self.profile.name, "mode": self.mode, "allocators": [a.id for a in self.allocs],
              "workloads": self.workload_ids, "extra_allocators": self.extra, "blocks": self.blocks,
+             **({"pair_blocks": self.pair_blocks} if self.pair_blocks != self.blocks else {}),
              "target_ci": self.target_ci, "budget_min": self.budget_min,
              "protocol": self.protocol, "pin": self.pin, "sources_sha256": sources_sha256()}
         if self.seed is not None:
