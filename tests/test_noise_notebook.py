@@ -6,6 +6,7 @@ import papermill as pm
 import pytest
 
 from analysis.paths import REPO
+from analysis.stats import simulate
 
 pytestmark = pytest.mark.paper
 
@@ -21,7 +22,9 @@ def test_noise_notebook(tmp_path):
     _run("noise", tmp_path, replications=12, seed=3, out_dir=str(out))
     summary = pd.read_csv(out / "noise_coverage.csv")
     assert set(summary["method"]) == {"heapcost (compare)", "Welch t on raw times",
-                                      "hyperfine +- propagation"}
+                                      "hyperfine +- propagation", "heapcost (paired)"}
+    paired_rows = summary[summary["method"] == "heapcost (paired)"]
+    assert set(paired_rows["scenario"]) == set(simulate.PAIRED_SCENARIOS)  # this machine's regimes, lockstep
     assert (summary["replications"] == 12).all()
     assert (out / "noise_coverage.svg").read_text().lstrip().startswith("<?xml")
     numbers = json.loads((out / "noise_numbers.json").read_text())
