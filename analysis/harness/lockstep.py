@@ -156,7 +156,7 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     index = {c: i for i, c in enumerate(cells)}
     expected = info["expected_checksums"]
     started = time.monotonic()
-    blocks = getattr(camp, "pair_blocks", camp.blocks)
+    blocks = camp.pair_blocks
     bar = progress_bar(len(cells) * (blocks + camp.profile.warmups), len(done), camp.progress)
 
     def measure(block, warm, cell, pads, _done):
