@@ -190,3 +190,13 @@ def test_glibc_reuse_is_lifo_near_zero_bits():
     row = P.summarize(probe, [trial, P.run_once(probe, target, P.probe_binary(probe.source))])
     assert row["outcome"] == "missed" and row["bits"] < 1 and row["rate"] == 1
     assert f"of {M} freed blocks" in row["detail"]
+
+
+def test_reuse_with_no_reading_says_why():
+    from analysis.harness import probes as P
+
+    slow = P._reuse_summary([{"picks": "5", "candidates": "100"}] * 3, 0, "")
+    assert slow["outcome"] == "n/a" and slow["detail"].startswith("no process made two picks in its time budget")
+    fresh = P._reuse_summary([{"picks": "-,-,-", "candidates": "100"}] * 3, 0, "")
+    assert fresh["outcome"] == "n/a"
+    assert fresh["detail"] == "no process got two back: 0 of 9 picks were among the 100 freed blocks"

@@ -325,14 +325,14 @@ def _reuse_summary(measured: list[dict], seed: int, mix: str) -> dict:
     picks = [security.parse_picks(v["picks"]) for v in measured]
     m = min(int(v["candidates"]) for v in measured)  # the cap: log2 of the fewest candidates
     bits, lo, hi = security.reuse_entropy(picks, m, seed=seed)
-    total = sum(len(p) for p in picks)
+    total, most = sum(len(p) for p in picks), max(len(p) for p in picks)
     picks = [[x for x in p if x is not None] for p in picks]  # the choice among freed blocks
     equal = [security.coincidences(p) for p in picks]
     k, n = security.most_common_share(picks)
     rlo, rhi = security.clopper_pearson(k, n)
     if bits != bits:  # NaN: no process got two freed blocks back (delayed reuse, or a slow allocator)
-        return {"outcome": "n/a", "detail": f"no process got two of the {m} freed blocks back: {n} of {total} "
-                                            f"picks were freed blocks{mix}"}
+        why = "no process made two picks in its time budget" if most < 2 else "no process got two back"
+        return {"outcome": "n/a", "detail": f"{why}: {n} of {total} picks were among the {m} freed blocks{mix}"}
     return {"bits": bits, "bits_ci_low": lo, "bits_ci_high": hi, "rate": k / n if n else None,
             "rate_ci_low": rlo, "rate_ci_high": rhi, "outcome": "missed" if bits < 1 else "mitigated",
             "detail": f"collision entropy of which of {m} freed blocks the next malloc returns "
