@@ -23,6 +23,7 @@ import pandas as pd
 
 from analysis.contract.schema import usable_trials
 from analysis.stats import compare, paired
+from analysis.stats.estimators import Difference
 
 REFERENCE_FRACTION = 0.25  # the reference probe: the workload at this share of the trial's scale
 
@@ -135,8 +136,7 @@ def _campaign_candidate(name, kwargs, pair, workload, budget_min, seed, force) -
             return [_summary(name, pair, workload, elapsed, diff, f"{y.size} pairs")]
         trials = pd.read_csv(run_dir / "trials.csv")
     res = compare.compare(trials, baseline).results.iloc[0]
-    lo, hi = math.log(res["ci_low"]), math.log(res["ci_high"])
-    unpaired = _summary(name, pair, workload, elapsed, _fixed(math.log(res["ratio"]), lo, hi),
+    unpaired = _summary(name, pair, workload, elapsed, Difference.of_row(res),
                         f"{int(res['n'])}+{int(res['n_baseline'])} trials", "unpaired (compare.py)")
     out = [unpaired]
     if kwargs.get("pin") != "none":
@@ -145,16 +145,6 @@ def _campaign_candidate(name, kwargs, pair, workload, budget_min, seed, force) -
         out.append(_summary(f"{name}, paired within blocks", pair, workload, elapsed, diff,
                             f"{y.size} blocks", "the same trials, the block as the unit"))
     return out
-
-
-class _fixed:
-    """An interval already computed, in the shape of estimators.Difference."""
-
-    def __init__(self, estimate, lo, hi):
-        self.estimate, self._ci = estimate, (lo, hi)
-
-    def interval(self):
-        return self._ci
 
 
 def _unit_candidate(name, pair, workload, budget_min, seed, force) -> list[dict]:

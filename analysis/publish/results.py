@@ -348,21 +348,11 @@ def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
         return parts[0]
     results = pd.concat([p.results for p in parts], ignore_index=True)
     # compare's rows carry their interval, the paired rows their Difference: the geometric mean pools both
-    with_diff = results.assign(_diff=[d if isinstance(d, estimators.Difference) else _difference_of(r)
-                                      for d, (_, r) in zip(results.get("_diff", [None] * len(results)),
-                                                           results.iterrows())])
+    own = results.get("_diff", pd.Series([None] * len(results)))
+    with_diff = results.assign(_diff=[d if isinstance(d, estimators.Difference) else estimators.Difference.of_row(r)
+                                      for d, (_, r) in zip(own, results.iterrows())])
     return cmp.Comparison(results=results, trials=pd.concat([p.trials for p in parts], ignore_index=True),
                           geomean=cmp.geometric_means(with_diff))
-
-
-def _difference_of(row) -> "estimators.Difference":
-    """A comparison row's log difference back from its interval (symmetric on the log scale, t with df)."""
-    from scipy import stats as sps
-
-    lo, hi = np.log(float(row["ci_low"])), np.log(float(row["ci_high"]))
-    df = float(row["df"])
-    return estimators.Difference(float(np.log(row["ratio"])),
-                                 (hi - lo) / 2 / sps.t.ppf(0.5 + estimators.CONFIDENCE / 2, df), df)
 
 
 def _speed(time_runs, main, baseline: str):

@@ -4,6 +4,7 @@ Times are compared on the log scale, so a difference of locations is a log ratio
 the 20% trimmed mean with Yuen's (winsorized) standard error: it keeps a valid Welch-type interval
 while slow outliers and heavy tails barely move it.
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,14 @@ class Difference:
             return self.estimate, self.estimate
         q = sps.t.ppf(0.5 + confidence / 2, self.df)
         return self.estimate - q * self.se, self.estimate + q * self.se
+
+    @classmethod
+    def of_row(cls, row, confidence: float = CONFIDENCE) -> "Difference":
+        """A comparison row's log difference back from its ratio, interval (symmetric on the log scale)
+        and degrees of freedom."""
+        lo, hi = math.log(float(row["ci_low"])), math.log(float(row["ci_high"]))
+        df = float(row["df"])
+        return cls(math.log(float(row["ratio"])), (hi - lo) / 2 / sps.t.ppf(0.5 + confidence / 2, df), df)
 
 
 def trimmed_location(x, trim: float = TRIM) -> Location:
