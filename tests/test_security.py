@@ -135,11 +135,17 @@ def sized(alloc, probe, size, **counts):
             "trials": str(n), "rate": str(missed / n)}
 
 
+def jeffreys_loss(missed=0, late=0, stopped=0):
+    """The posterior mean loss of a row by hand: Dirichlet(counts + 1/2) over (missed, late, stopped)."""
+    return (missed + 0.5 + (late + 0.5) * S.LATE_CRASH_LOSS) / (missed + late + stopped + 1.5)
+
+
 def test_a_probes_loss_averages_its_size_classes_equally():
     rows = [sized("a", "double-free", s, missed=20) for s in (16, 24, 41, 64)]  # small: all missed
     rows += [sized("a", "double-free", s, caught=20) for s in (4000, 5000)]  # medium: all caught
     rows += [sized("a", "double-free", 262144, mitigated=20)]  # large: mitigated
-    assert S.scores(rows)["a"]["score"] == pytest.approx(100 * (1 - 1 / 3))
+    loss = (jeffreys_loss(missed=20) + 2 * jeffreys_loss(stopped=20)) / 3
+    assert S.scores(rows)["a"]["score"] == pytest.approx(100 * (1 - loss))
     assert S.size_weights([16, 24, 4000, 262144]) == {16: 1 / 6, 24: 1 / 6, 4000: 1 / 3, 262144: 1 / 3}
     assert S.size_weights([None]) == {None: 1.0}
 
@@ -147,20 +153,33 @@ def test_a_probes_loss_averages_its_size_classes_equally():
 def test_late_crashes_and_failed_starts_in_the_counts():
     late = [sized("l", "double-free", 41, mitigated=10)]
     late[0]["outcomes"] = "late-crash=10 mitigated=10"
-    assert S.scores(late)["l"]["score"] == pytest.approx(100 * (1 - S.LATE_CRASH_LOSS / 2))
+    assert S.scores(late)["l"]["score"] == pytest.approx(100 * (1 - jeffreys_loss(late=10, stopped=10)))
     dead = {"allocator": "d", "probe": "double-free", "size": "41", "outcome": "allocator-failed-to-start",
             "outcomes": "allocator-failed-to-start=20", "trials": "20"}
     assert S.scores([dead])["d"]["not_applicable"] == ["double-free"]
 
 
-def test_the_interval_comes_from_the_same_estimator_and_is_never_widened():
+def test_the_point_and_the_interval_come_from_one_posterior():
     fixed = [sized("f", p, 41, caught=20) for p in ("double-free", "uaf-read")]
-    t = S.score_intervals(fixed, draws=200).set_index("allocator")
-    assert t.loc["f", "score"] == t.loc["f", "score_low"] == t.loc["f", "score_high"] == 100
+    t = S.score_intervals(fixed, draws=4000).set_index("allocator")
+    # unanimous rows are not known exactly: the point is below 100 and the interval has width on both sides
+    assert t.loc["f", "score"] == pytest.approx(100 * (1 - jeffreys_loss(stopped=20)))
+    assert 85 < t.loc["f", "score_low"] < t.loc["f", "score"] < t.loc["f", "score_high"] <= 100
     mixed = [sized("m", "double-free", 41, missed=10, caught=10)]
-    t = S.score_intervals(mixed, draws=2000, seed=1).set_index("allocator")
-    assert t.loc["m", "score"] == pytest.approx(50)
-    assert 25 < t.loc["m", "score_low"] < 50 < t.loc["m", "score_high"] < 75
+    t = S.score_intervals(mixed, draws=4000, seed=1).set_index("allocator")
+    assert t.loc["m", "score"] == pytest.approx(100 * (1 - jeffreys_loss(missed=10, stopped=10)))
+    assert 25 < t.loc["m", "score_low"] < t.loc["m", "score"] < t.loc["m", "score_high"] < 75
+    # the point is the mean of the very draws the interval comes from
+    rng = np.random.default_rng(3)
+    drawn = S._draw_loss(mixed[0], S.posterior_loss(mixed[0]), rng, 200_000)
+    assert drawn.mean() == pytest.approx(S.posterior_loss(mixed[0]), abs=2e-3)
+
+
+def test_an_entropy_rows_posterior_mean_is_the_mean_of_its_clipped_draws():
+    row = {"probe": "reuse-entropy", "outcome": "mitigated", "bits": "3.6", "bits_ci_low": "2.8",
+           "bits_ci_high": "4.6"}
+    drawn = S._draw_loss(row, S.probe_loss(row), np.random.default_rng(0), 400_000)
+    assert drawn.min() == 0 and S.posterior_loss(row) == pytest.approx(drawn.mean(), abs=1e-3)
 
 
 def test_the_score_interval_covers_a_known_score_about_95_percent_of_the_time():

@@ -29,6 +29,8 @@ def test_notebook_runs_under_papermill_with_adjusted_weights(tmp_path):
                                     "weights": {"double-free": 0, "uaf-read": 1}},
                         cwd=str(REPO), kernel_name="python3", progress_bar=False)
     numbers = json.loads((out / "security_numbers.json").read_text())
-    # double-free weighs nothing here: glibc is left with no weighed probe, jemalloc with uaf-read only
-    assert numbers["scores"] == {"glibc": None, "jemalloc": 100.0}
+    # double-free weighs nothing here: glibc is left with no weighed probe, jemalloc with uaf-read only,
+    # whose 3 of 3 mitigated leave a Jeffreys posterior mean loss of 0.75/4.5
+    assert numbers["scores"]["glibc"] is None
+    assert numbers["scores"]["jemalloc"] == pytest.approx(100 * (1 - 0.75 / 4.5), abs=0.1)
     assert (out / "security_outcomes.svg").exists() and (out / "security_scores.svg").exists()

@@ -194,27 +194,70 @@ def size_weights(sizes) -> dict:
     return {size: 1 / len(classes) / len(members) for members in classes.values() for size in members}
 
 
-def _draw_loss(row: dict, loss: float, rng, draws: int) -> np.ndarray:
-    """`draws` losses of one row from its own sampling: the outcome counts redrawn from
-    Multinomial(n, observed shares) (a rate from Binomial(n, rate)); entropy from a normal with the
-    spread of its interval. A row whose trials all agree (or that has no n) does not vary."""
-    probe = row.get("probe")
-    if probe in ENTROPY_TARGETS:
-        lo, hi, bits = _num(row.get("bits_ci_low")), _num(row.get("bits_ci_high")), _num(row.get("bits"))
-        if None in (lo, hi, bits) or hi <= lo:
-            return np.full(draws, loss)
-        return np.clip(1 - rng.normal(bits, (hi - lo) / 3.92, draws) / ENTROPY_TARGETS[probe], 0.0, 1.0)
-    counts = {k: v for k, v in outcome_counts(row).items() if k in OUTCOME_LOSS}
-    n = sum(counts.values())
-    if n:
-        names = list(counts)
-        drawn = rng.multinomial(n, [counts[k] / n for k in names], size=draws)
-        return drawn @ np.array([OUTCOME_LOSS[k] for k in names]) / n
+# The score's one estimator is a posterior. A misuse row's outcomes fall into three loss levels (missed,
+# late-crash, stopped: mitigated and caught cost the attacker the same); their shares get the Jeffreys
+# prior Dirichlet(1/2, 1/2, 1/2), so 0 misses in 20 processes is 0.5/21.5 = 2.3% posterior probability
+# of a miss, not certainty. The point is the posterior mean of the score, the interval its 2.5% and
+# 97.5% posterior quantiles: no row, unanimous or not, is taken as known exactly.
+LOSS_LEVELS = np.array([1.0, LATE_CRASH_LOSS, 0.0])
+JEFFREYS = 0.5
+
+
+def _level_counts(row: dict) -> np.ndarray | None:
+    """Usable trials of a misuse row per loss level (missed, late-crash, stopped); None without an n."""
+    counts = outcome_counts(row)
+    if any(k in OUTCOME_LOSS for k in counts):
+        return np.array([counts.get("missed", 0), counts.get("late-crash", 0),
+                         counts.get("mitigated", 0) + counts.get("caught", 0)], dtype=float)
     n, rate = int(_num(row.get("trials")) or 0), _num(row.get("rate"))
     if not n or rate is None:
+        return None
+    hit = round(rate * n)  # rows published before the counts: the rate of the primitive and n
+    late = row.get("outcome") == "late-crash"
+    return np.array([0 if late else hit, n - hit if late else 0, 0 if late else n - hit], dtype=float)
+
+
+def _entropy_loss(row: dict):
+    """(mean, sd) of an entropy row's loss 1 - bits/target, bits ~ normal with its interval's spread."""
+    lo, hi, bits = _num(row.get("bits_ci_low")), _num(row.get("bits_ci_high")), _num(row.get("bits"))
+    target = ENTROPY_TARGETS[row.get("probe")]
+    sd = (hi - lo) / 3.92 / target if None not in (lo, hi, bits) and hi > lo else 0.0
+    return 1 - bits / target, sd
+
+
+def posterior_loss(row: dict) -> float | None:
+    """The posterior mean of a row's loss (0..1), None when the row says nothing (n/a).
+
+    Misuse rows: the mean of the loss levels under Dirichlet(level counts + 1/2). Entropy rows: the
+    mean of 1 - bits/target clipped to [0, 1], bits normal with the spread of its interval. A row
+    without an n (hand-made) is its observed loss (probe_loss)."""
+    loss = probe_loss(row)
+    if loss is None:
+        return None
+    if row.get("probe") in ENTROPY_TARGETS:
+        mu, sd = _entropy_loss(row)
+        if sd == 0:
+            return min(1.0, max(0.0, mu))
+        a, b = (0 - mu) / sd, (1 - mu) / sd
+        inside = mu * (stats.norm.cdf(b) - stats.norm.cdf(a)) - sd * (stats.norm.pdf(b) - stats.norm.pdf(a))
+        return float(inside + stats.norm.sf(b))
+    counts = _level_counts(row)
+    if counts is None or not counts.sum():
+        return loss
+    alpha = counts + JEFFREYS
+    return float(alpha @ LOSS_LEVELS / alpha.sum())
+
+
+def _draw_loss(row: dict, loss: float, rng, draws: int) -> np.ndarray:
+    """`draws` losses of one row from its posterior (posterior_loss): misuse rows from the Dirichlet of
+    their loss levels, entropy rows from a normal clipped to [0, 1]; a row without an n does not vary."""
+    if row.get("probe") in ENTROPY_TARGETS:
+        mu, sd = _entropy_loss(row)
+        return np.clip(rng.normal(mu, sd, draws) if sd else np.full(draws, mu), 0.0, 1.0)
+    counts = _level_counts(row)
+    if counts is None or not counts.sum():
         return np.full(draws, loss)
-    drawn = rng.binomial(n, rate, size=draws) / n
-    return np.maximum(drawn, LATE_CRASH_LOSS) if row.get("outcome") == "late-crash" else drawn
+    return rng.dirichlet(counts + JEFFREYS, size=draws) @ LOSS_LEVELS
 
 
 def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
@@ -247,28 +290,29 @@ def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
 
 
 def scores(rows, weights: dict | None = None) -> dict[str, dict]:
-    """Per allocator: score (0-100) at the observed outcome shares, the weight covered by probes with
-    data (coverage, a share of all weights) and the probes left out (no usable row at any size).
-    Probes missing from the weights dict count with weight 0."""
+    """Per allocator: the posterior mean of the score (0-100; posterior_loss of every row), the weight
+    covered by probes with data (coverage, a share of all weights) and the probes left out (no usable
+    row at any size). Probes missing from the weights dict count with weight 0. The score is linear in
+    the rows' losses, so this is exactly the mean that score_intervals' draws scatter around."""
     weights = DEFAULT_WEIGHTS if weights is None else weights
     rows = list(rows)
-    return _score_arrays(rows, weights, [probe_loss(r) for r in rows])
+    return _score_arrays(rows, weights, [posterior_loss(r) for r in rows])
 
 
 def score_intervals(rows: list[dict], weights: dict | None = None, *, draws: int = 1000,
                     seed: int = 0) -> pd.DataFrame:
     """Security score per allocator with a 95% interval from the probes' sampling only.
 
-    The point is the score at the observed shares (`scores`). The interval is a parametric bootstrap
-    of the same estimator (`_score_arrays`): each draw redraws every row's outcome counts from
-    Multinomial(n, observed shares) (entropy: a normal with the spread of its interval) and recomputes
-    the score; the interval is the 2.5% and 97.5% quantiles of the draws, never widened. A row whose
-    trials all agree has no sampling spread here (its outcome was the same in every fresh process);
-    tests/test_security.py checks that the interval covers a known score about 95% of the time."""
+    One estimator for both: the posterior of every row's loss (posterior_loss, _draw_loss), propagated
+    through the score (`_score_arrays`). The point is the posterior mean (`scores`), the interval the
+    2.5% and 97.5% quantiles of `draws` posterior draws of the score, never widened. A row whose trials
+    all agree still varies (20 of 20 caught leaves a 2.3% posterior chance of a miss), so no interval
+    ends at its point; tests/test_security.py checks that the interval covers a known score about 95%
+    of the time."""
     weights = DEFAULT_WEIGHTS if weights is None else weights
     rows = list(rows)
     rng = np.random.default_rng(seed)
-    point_losses = [probe_loss(r) for r in rows]
+    point_losses = [posterior_loss(r) for r in rows]
     point = _score_arrays(rows, weights, point_losses)
     drawn = [None if loss is None else _draw_loss(r, loss, rng, draws) for r, loss in zip(rows, point_losses)]
     boot = _score_arrays(rows, weights, drawn)
