@@ -11,9 +11,10 @@
  *           misusing access itself touches (a fault there, before misuse-done, is a fault at the misuse);
  *   stderr  "heapcost-probe: signal sig=<n> code=<si_code> addr=<hex|-> pc=<hex> object=<path|->
  *           stage=<last stage|-> call=<allocator entry point in progress|-> sym=<symbol|->" from the fault
- *           recorder (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT, and SIGALRM: a probe still
- *           running after PROBE_ALARM_SECONDS is hung), after which the signal is re-raised with its
- *           default action;
+ *           recorder (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT, and SIGALRM from the hang
+ *           watchdog, whose record ends " hang=stall" when one allocator call stopped returning or
+ *           " hang=deadline" when the probe outlived PROBE_ALARM_SECONDS), after which the signal is
+ *           re-raised with its default action;
  *   stderr  "heapcost-probe: setup-failed <why>" and exit 99 when the probe could not set itself up;
  *   stdout  "result worked=0|1 size=<bytes> [step=<n>] key=value..." once the primitive has been tried,
  *           or "result worked=0 applicable=0 size=<bytes> reason=<word>" where the misuse means nothing
@@ -45,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -55,10 +57,15 @@
  * hardened allocators reserve hundreds of GiB of inaccessible address space up front; RLIMIT_DATA
  * counts only writable private memory, which is what a runaway probe would use. */
 #define PROBE_DATA_LIMIT ((rlim_t)2 << 30)
-/* A probe that has not ended after this long is hung (the runner's timeout must be longer).
- * HEAPCOST_PROBE_ALARM=<seconds> (1 to 600) overrides it: the probes end in well under a second, so a
- * runner repeating hung cells many times may shorten the wait. */
-#define PROBE_ALARM_SECONDS 10
+/* The hang watchdog ticks every PROBE_TICK_MS. A probe is hung when one allocator call has been in
+ * progress for PROBE_STALL_TICKS ticks (an allocator looping on a corrupt free list: found in about a
+ * second), or when it is still running after PROBE_ALARM_SECONDS however busy it is (the runner's
+ * timeout must be longer; HEAPCOST_PROBE_ALARM=<seconds>, 1 to 600, overrides it). Telling a stuck call
+ * from a slow probe matters: under efence and duma a 100,000-allocation hunt takes seconds, each call
+ * returning in microseconds, and a plain deadline would call that slowness a hang. */
+#define PROBE_TICK_MS 250
+#define PROBE_STALL_TICKS 6
+#define PROBE_ALARM_SECONDS 20
 
 /* ------------------------------------------------------------------------------ async-signal-safe text */
 struct probe_text {
@@ -119,8 +126,21 @@ static void pt_flush(struct probe_text *t, int fd)
 /* The last stage reached and the allocator entry point in progress, read by the fault recorder. */
 static const char *volatile probe_stage_now = "-";
 static volatile sig_atomic_t probe_call_now = 0;
+/* Allocator calls begun so far: the hang watchdog's sign of progress. */
+static volatile sig_atomic_t probe_call_seq = 0;
 
 enum { PC_NONE, PC_MALLOC, PC_FREE, PC_CALLOC, PC_REALLOC, PC_NEW, PC_DELETE, PC_COUNT };
+
+PROBE_UNUSED static inline void probe_call_begin(int call)
+{
+    probe_call_seq = probe_call_seq + 1;
+    probe_call_now = call;
+}
+
+PROBE_UNUSED static inline void probe_call_end(void)
+{
+    probe_call_now = PC_NONE;
+}
 static const char *const probe_call_names[PC_COUNT] = {"-", "malloc", "free", "calloc", "realloc",
                                                        "operator-new", "operator-delete"};
 /* The object holding each entry point, resolved before main (dlsym of the name the probe links to). */
@@ -183,6 +203,8 @@ static const char *probe_object_of(uintptr_t pc, const char **sym)
     return "-";
 }
 
+static const char *volatile probe_hang_kind = "-"; /* stall | deadline, on the SIGALRM record */
+
 static void probe_on_signal(int sig, siginfo_t *si, void *ctx)
 {
     static struct probe_text t;
@@ -224,6 +246,10 @@ static void probe_on_signal(int sig, siginfo_t *si, void *ctx)
     pt_str(&t, call >= 0 && call < PC_COUNT ? probe_call_names[call] : "-");
     pt_str(&t, " sym=");
     pt_str(&t, sym);
+    if (sig == SIGALRM) {
+        pt_str(&t, " hang=");
+        pt_str(&t, probe_hang_kind);
+    }
     pt_flush(&t, 2);
     /* Die of the same signal, so the exit status stays the signal. */
     static struct sigaction dfl; /* zeroed, and no libc string function in the handler */
@@ -236,6 +262,25 @@ static void probe_on_signal(int sig, siginfo_t *si, void *ctx)
     sigprocmask(SIG_UNBLOCK, &set, NULL);
     raise(sig);
     _exit(128 + sig);
+}
+
+static unsigned probe_deadline_ticks = PROBE_ALARM_SECONDS * 1000 / PROBE_TICK_MS;
+
+static void probe_on_tick(int sig, siginfo_t *si, void *ctx)
+{
+    static unsigned ticks, still;
+    static sig_atomic_t last_seq = -1;
+    sig_atomic_t seq = probe_call_seq;
+    ticks++;
+    still = probe_call_now != PC_NONE && seq == last_seq ? still + 1 : 0;
+    last_seq = seq;
+    if (still >= PROBE_STALL_TICKS || ticks >= probe_deadline_ticks) {
+        probe_hang_kind = still >= PROBE_STALL_TICKS ? "stall" : "deadline";
+        struct itimerval off;
+        memset(&off, 0, sizeof off);
+        setitimer(ITIMER_REAL, &off, NULL);
+        probe_on_signal(sig, si, ctx);
+    }
 }
 
 static void probe_resolve_call(int call, const char *name)
@@ -291,8 +336,9 @@ __attribute__((constructor)) static void probe_init(void)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = probe_on_signal;
-        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sa.sa_sigaction = sigs[i] == SIGALRM ? probe_on_tick : probe_on_signal;
+        /* the ticks must not cut short the probe's own system calls */
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | (sigs[i] == SIGALRM ? SA_RESTART : 0);
         sigemptyset(&sa.sa_mask);
         sigaction(sigs[i], &sa, NULL);
     }
@@ -306,39 +352,44 @@ __attribute__((constructor)) static void probe_init(void)
         if (*end == 0 && v >= 1 && v <= 600)
             seconds = (unsigned)v;
     }
-    alarm(seconds);
+    probe_deadline_ticks = seconds * 1000 / PROBE_TICK_MS;
+    struct itimerval tick;
+    tick.it_interval.tv_sec = 0;
+    tick.it_interval.tv_usec = PROBE_TICK_MS * 1000;
+    tick.it_value = tick.it_interval;
+    setitimer(ITIMER_REAL, &tick, NULL);
 }
 
 /* ------------------------------------------------------------------------------ allocator calls */
 /* Every call into the allocator goes through these, so a fault can name the entry point in progress. */
 PROBE_UNUSED static void *pmalloc(size_t n)
 {
-    probe_call_now = PC_MALLOC;
+    probe_call_begin(PC_MALLOC);
     void *p = malloc(n);
-    probe_call_now = PC_NONE;
+    probe_call_end();
     return p;
 }
 
 PROBE_UNUSED static void pfree(void *p)
 {
-    probe_call_now = PC_FREE;
+    probe_call_begin(PC_FREE);
     free(p);
-    probe_call_now = PC_NONE;
+    probe_call_end();
 }
 
 PROBE_UNUSED static void *pcalloc(size_t n, size_t size)
 {
-    probe_call_now = PC_CALLOC;
+    probe_call_begin(PC_CALLOC);
     void *p = calloc(n, size);
-    probe_call_now = PC_NONE;
+    probe_call_end();
     return p;
 }
 
 PROBE_UNUSED static void *prealloc(void *p, size_t n)
 {
-    probe_call_now = PC_REALLOC;
+    probe_call_begin(PC_REALLOC);
     void *q = realloc(p, n);
-    probe_call_now = PC_NONE;
+    probe_call_end();
     return q;
 }
 

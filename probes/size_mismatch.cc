@@ -14,17 +14,17 @@ struct Item {
 
 static void *pnew(size_t n)
 {
-    probe_call_now = PC_NEW;
+    probe_call_begin(PC_NEW);
     void *p = ::operator new(n);
-    probe_call_now = PC_NONE;
+    probe_call_end();
     return p;
 }
 
 static void pdelete(void *p)
 {
-    probe_call_now = PC_DELETE;
+    probe_call_begin(PC_DELETE);
     ::operator delete(p);
-    probe_call_now = PC_NONE;
+    probe_call_end();
 }
 
 int main(int argc, char **argv)
@@ -33,17 +33,17 @@ int main(int argc, char **argv)
     size_t count = size / sizeof(Item) < 2 ? 2 : size / sizeof(Item);
     for (int i = 0; i < PROBE_NEIGHBOURS; i++)
         probe_live_add(pnew(size), size);
-    probe_call_now = PC_NEW;
+    probe_call_begin(PC_NEW);
     Item *arr = new Item[count];
-    probe_call_now = PC_NONE;
+    probe_call_end();
     char *lo = reinterpret_cast<char *>(arr) - sizeof(long);
     char *hi = reinterpret_cast<char *>(arr + count);
     probe_live_add(lo, (size_t)(hi - lo));
     Item *alias = static_cast<Item *>(launder(arr));
     probe_mark("setup-done");
-    probe_call_now = PC_DELETE;
+    probe_call_begin(PC_DELETE);
     delete alias;  // the misuse: delete instead of delete[]
-    probe_call_now = PC_NONE;
+    probe_call_end();
     probe_mark("misuse-done");
     struct probe_hunt h = {};
     h.window = PROBE_WINDOW;

@@ -10,17 +10,17 @@ extern "C" {
 
 static void *pnew(size_t n)
 {
-    probe_call_now = PC_NEW;
+    probe_call_begin(PC_NEW);
     void *p = ::operator new(n);
-    probe_call_now = PC_NONE;
+    probe_call_end();
     return p;
 }
 
 static void pdelete(void *p)
 {
-    probe_call_now = PC_DELETE;
+    probe_call_begin(PC_DELETE);
     ::operator delete(p);
-    probe_call_now = PC_NONE;
+    probe_call_end();
 }
 
 int main(int argc, char **argv)
@@ -33,9 +33,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < PROBE_NEIGHBOURS / 2; i++)
         probe_live_add(pnew(size), size);
     probe_mark("setup-done");
-    probe_call_now = PC_DELETE;
+    probe_call_begin(PC_DELETE);
     ::operator delete(launder(p), static_cast<std::size_t>(launder_size(claimed)));
-    probe_call_now = PC_NONE;
+    probe_call_end();
     probe_mark("misuse-done");
     struct probe_hunt h = {};
     h.size = claimed;

@@ -152,16 +152,44 @@ def test_perl_allocators_are_not_applicable_with_a_reason():
 
 
 @pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed")
-def test_a_hang_is_late_crash_at_the_alarm_the_runner_sets():
+def test_a_hang_inside_the_allocator_is_found_by_the_watchdog_long_before_the_deadline():
     # jemalloc loops in malloc after a large block was freed twice 32 frees apart
+    import time
+
+    started = time.monotonic()
+    r = P.probe_target(P.PROBES["overlap-after-double-free"], target("jemalloc"), 1, 262144)
+    assert r["outcome"] == "late-crash"
+    assert "hung (one allocator call stopped returning: the probe's watchdog) inside malloc" in r["detail"]
+    assert time.monotonic() - started < P.DEFAULT_ALARM / 2
+
+
+@pytest.fixture(scope="module")
+def slow_libs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("slow-libs")
+    src = REPO / "tests" / "fixtures" / "slow_malloc.c"
+    libs = {}
+    for name, flags in (("slow", []), ("stuck", ["-DSTUCK_AT=2000"])):
+        libs[name] = out / f"lib{name}.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(src), "-o", str(libs[name])], check=True)
+    return libs
+
+
+def test_a_slow_allocator_that_keeps_returning_is_not_hung_and_a_stuck_call_is(slow_libs):
+    """sized-delete hunts over 100,000 allocations; at 20 us a malloc that takes over 2 s, longer than
+    the watchdog's stall window, and the probe ends normally. A plain 1 s deadline calls it hung (the
+    failure of the old 3 s alarm under duma); one malloc that never returns is a stall."""
     import time
     from dataclasses import replace
 
-    t = replace(target("jemalloc"), alarm=1)
+    slow = brought("slow", slow_libs["slow"])
     started = time.monotonic()
-    r = P.probe_target(P.PROBES["overlap-after-double-free"], t, 1, 262144)
-    assert r["outcome"] == "late-crash" and "hung (the probe's alarm) inside malloc" in r["detail"]
-    assert time.monotonic() - started < 8
+    r = P.probe_target(P.PROBES["sized-delete"], slow, 1, 41)
+    assert time.monotonic() - started > 1.6
+    assert r["outcome"] == "mitigated" and "made=100000" in r["detail"]
+    r = P.probe_target(P.PROBES["sized-delete"], replace(slow, alarm=1), 1, 41)
+    assert r["outcome"] == "late-crash" and "hung (still running at the probe's deadline)" in r["detail"]
+    r = P.probe_target(P.PROBES["sized-delete"], brought("stuck", slow_libs["stuck"]), 1, 41)
+    assert r["outcome"] == "late-crash" and "stopped returning" in r["detail"] and "operator-new" in r["detail"]
 
 
 # ------------------------------------------------------------------ brought allocators (fixtures)

@@ -2,6 +2,8 @@
 fixtures: nothing is built or run. The audit's cases (issue 10) are among them."""
 import signal
 
+import pytest
+
 from analysis.harness.probe_verdict import parse_fault, parse_stderr, verdict
 
 GLIBC = ("/lib/x86_64-linux-gnu/libc.so.6",)
@@ -173,6 +175,17 @@ def test_a_hang_without_the_primitive_is_late_crash_naming_the_call():
     v = verdict(signal=signal.SIGALRM, stderr=stderr, allocator_objects=("/usr/lib/libjemalloc.so.2",))
     assert v.outcome == "late-crash"
     assert "hung" in v.detail and "malloc" in v.detail
+
+
+@pytest.mark.parametrize("kind, says", [("stall", "one allocator call stopped returning"),
+                                        ("deadline", "still running at the probe's deadline")])
+def test_the_watchdog_record_says_which_kind_of_hang(kind, says):
+    record = fault(signal.SIGALRM, 128, "0x0", "0x7f00", "/usr/lib/libjemalloc.so.2", "misuse-done", "malloc",
+                   "je_malloc") + f" hang={kind}"
+    assert parse_fault(record.split("heapcost-probe: ", 1)[1]).sym == "je_malloc"
+    v = verdict(signal=signal.SIGALRM, stderr=err(stage("setup-done"), stage("misuse-done"), record),
+                allocator_objects=("/usr/lib/libjemalloc.so.2",))
+    assert v.outcome == "late-crash" and says in v.detail and "inside malloc (libjemalloc.so.2)" in v.detail
 
 
 def test_a_runner_timeout_without_a_record_is_late_crash():

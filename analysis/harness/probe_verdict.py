@@ -8,7 +8,8 @@ nothing. The protocol is described in probes/README.md; in short, stderr carries
 done (and, before setup-done, `legal-request what=<request>` and `legal-request-done` around a legal
 request the misuse needs, such as malloc(0)); `heapcost-probe: target lo=<hex> hi=<hex>` for memory the
 misusing access touches; and at a fatal signal
-`heapcost-probe: signal sig= code= addr= pc= object= stage= call= sym=`.
+`heapcost-probe: signal sig= code= addr= pc= object= stage= call= sym=` (SIGALRM adds `hang=stall` or
+`hang=deadline`: the watchdog saw one allocator call stop returning, or the probe outlive its deadline).
 
 The rules, in the order they are applied (the first that matches decides):
 - n/a: the probe could not set itself up (exit 99 or a `setup-failed` line), or said the misuse is not
@@ -30,8 +31,8 @@ The rules, in the order they are applied (the first that matches decides):
 - missed: the primitive was achieved (stage `primitive`, or `worked=1`), whatever happened next. A
   crash after it is recorded in the detail beside the primitive; an allocator message is named as a
   detection that came too late or changed nothing ("detected silently").
-- late-crash (hung): the process hung (the probe's own SIGALRM, or the runner's timeout) without the
-  primitive. A hang is not a report, even inside the allocator; the detail names the stage and call.
+- late-crash (hung): the process hung (the probe's watchdog: one allocator call in progress for about
+  1.5 s, or the deadline; or the runner's timeout) without the primitive. A hang is not a report, even inside the allocator; the detail names the stage and call.
 - caught (reported): without the primitive, the allocator printed a message of its own (anything on
   stderr that is neither a probe line nor routine chatter seen in a clean run). The detail is the
   message, how the process ended, and "after the check" when it came only after `checked`.
@@ -83,7 +84,8 @@ _GENERIC_CODES = {0: "SI_USER", 128: "SI_KERNEL", -6: "SI_TKILL"}
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _SIGNAL_LINE = re.compile(
     r"signal sig=(?P<sig>-?\d+) code=(?P<code>-?\d+) addr=(?P<addr>\S+) pc=(?P<pc>\S+) "
-    r"object=(?P<object>.*?) stage=(?P<stage>\S+)(?: call=(?P<call>\S+))?(?: sym=(?P<sym>.*))?$")
+    r"object=(?P<object>.*?) stage=(?P<stage>\S+)(?: call=(?P<call>\S+))?(?: sym=(?P<sym>.*?))?"
+    r"(?: hang=(?P<hang>stall|deadline))?$")
 _GLUED = re.compile(r"(?<=[^\n])" + re.escape(PREFIX))
 _TARGET_LINE = re.compile(r"target lo=(0x[0-9a-fA-F]+) hi=(0x[0-9a-fA-F]+)")
 
@@ -104,6 +106,7 @@ class FaultRecord:
     stage: str  # last stage reached, "-" before the first
     call: str = "-"  # allocator entry point in progress, "-" in the probe's own code
     sym: str = "-"
+    hang: str = "-"  # SIGALRM from the watchdog: stall (one call stopped returning) | deadline
 
 
 @dataclass
@@ -138,7 +141,7 @@ def parse_fault(line: str) -> FaultRecord | None:
     if not m:
         return None
     return FaultRecord(int(m["sig"]), int(m["code"]), _int(m["addr"]), _int(m["pc"]), m["object"].strip() or "-",
-                       m["stage"], m["call"] or "-", (m["sym"] or "-").strip() or "-")
+                       m["stage"], m["call"] or "-", (m["sym"] or "-").strip() or "-", m["hang"] or "-")
 
 
 def parse_stderr(stderr: str, chatter: Iterable[str] = frozenset()) -> ProbeTrace:
@@ -339,7 +342,10 @@ def _at_legal_request(trace: ProbeTrace, signal: int | None, exit_code: int | No
 
 def _ending(signal: int | None, exit_code: int | None, hung: bool, fault: FaultRecord | None) -> str:
     if hung:
-        base = "hung (killed at the timeout)" if signal != _signals.SIGALRM else "hung (the probe's alarm)"
+        kind = fault.hang if fault is not None else "-"
+        base = ("hung (killed at the timeout)" if signal != _signals.SIGALRM else
+                "hung (one allocator call stopped returning: the probe's watchdog)" if kind == "stall" else
+                "hung (still running at the probe's deadline)" if kind == "deadline" else "hung (the probe's alarm)")
         if fault is not None and fault.call != "-":
             base += f" inside {fault.call} ({os.path.basename(fault.object)})"
         return base

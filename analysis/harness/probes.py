@@ -40,11 +40,11 @@ PROBE_LDFLAGS = ("-pthread", "-ldl")
 # by most allocators).
 SIZES = (16, 24, 41, 64, 4000, 5000, 262144)
 DEFAULT_RUNS = 20  # fresh processes per (allocator, probe, size): the issue's floor, for every probe
-DEFAULT_TIMEOUT = 20.0  # seconds; longer than the probes' own alarm, so a hang is recorded by the probe
-# seconds after which a probe calls itself hung (probes/probe.h, HEAPCOST_PROBE_ALARM): the probes end in under
-# 0.4 s even under the debugging allocators; a full `make probe` spends nearly all its time on hung cells, so the
-# alarm sets its length (28 min at 10 s, 20 min at 3 s here; run 20261130T135137Z-probe-security used 3)
-DEFAULT_ALARM = 3
+DEFAULT_TIMEOUT = 30.0  # seconds; longer than the probes' deadline, so a hang is recorded by the probe
+# The probe's deadline (probes/probe.h, HEAPCOST_PROBE_ALARM). A stuck allocator call is found sooner, by the
+# watchdog (about 1.5 s without the call returning); the deadline only ends probes that keep calling the
+# allocator for that long. A 100,000-allocation hunt takes up to about 3 s under duma, alive all along.
+DEFAULT_ALARM = 20
 PERL_OWN_MALLOC = ("perl's own malloc lives inside the perl binary: C probes cannot be linked with or preloaded "
                    "into it, and perl code cannot commit heap misuse")
 PERL_SYSTEM_MALLOC = "perl built on the system malloc: its heap is glibc's, probed in the glibc rows"
@@ -154,7 +154,7 @@ class Target:
     expect_malloc: str = ""  # substring of the library malloc must resolve to ("" = do not check)
     unavailable: str = ""  # why probes cannot run under it ("" = they can)
     loader: tuple = ()  # a built glibc's loader argv, put in front of the probe binary
-    alarm: int = DEFAULT_ALARM  # the probe's own hang alarm, seconds
+    alarm: int = DEFAULT_ALARM  # the probe's own deadline, seconds
 
     @property
     def objects(self) -> tuple:
@@ -411,7 +411,7 @@ def add_arguments(parser):
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                         help="worker processes running cells in parallel (default: 2, or 1 on one CPU)")
     parser.add_argument("--alarm", type=int, default=DEFAULT_ALARM,
-                        help=f"seconds after which a probe reports itself hung (default {DEFAULT_ALARM})")
+                        help=f"seconds after which a probe still running reports itself hung (default {DEFAULT_ALARM})")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help="seconds before the runner kills a probe process (longer than --alarm)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
