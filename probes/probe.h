@@ -603,6 +603,17 @@ PROBE_UNUSED static void probe_neighbours(size_t size, int n)
 }
 
 #define PROBE_WINDOW 100000ul /* allocations a hunt makes at most */
+/* The size-mismatch hunts request blocks several times the misused size: at 256 KiB a 100,000-allocation
+ * hunt moves 100 GiB through the allocator, 10-20 s a process under duma or dmalloc. Their window is
+ * bounded by bytes as well, never below PROBE_WINDOW_MIN allocations. */
+#define PROBE_WINDOW_BYTES (4ul << 30)
+#define PROBE_WINDOW_MIN 4096ul
+
+PROBE_UNUSED static unsigned long probe_window_for(size_t request)
+{
+    unsigned long by_bytes = PROBE_WINDOW_BYTES / (request ? request : 1);
+    return by_bytes >= PROBE_WINDOW ? PROBE_WINDOW : by_bytes <= PROBE_WINDOW_MIN ? PROBE_WINDOW_MIN : by_bytes;
+}
 #define PROBE_RING 64         /* blocks a hunt keeps live at once (the oldest is freed for the next) */
 #define PROBE_PINNED 64
 

@@ -1,8 +1,9 @@
 // sized-delete: release a <size>-byte block, followed by live neighbours, with sized delete claiming
 // 4 * <size> + 4096 bytes. Primitive: a later allocation of the claimed size overlaps a live block
 // (typically: it starts at the small block and runs into its neighbours, an overflow waiting to
-// happen); searched over 100,000 allocations. A claimed-size block at the same address that overlaps
-// nothing live (the allocator ignored the size and merged the block with free space) is no primitive.
+// happen); searched over 100,000 allocations, or 4 GiB of claimed-size requests if fewer (probe.h). A
+// claimed-size block at the same address that overlaps nothing live (the allocator ignored the size and
+// merged the block with free space) is no primitive.
 extern "C" {
 #include "probe.h"
 }
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
     probe_mark("misuse-done");
     struct probe_hunt h = {};
     h.size = claimed;
-    h.window = PROBE_WINDOW;
+    h.window = probe_window_for(claimed);
     h.alloc = pnew;
     h.release = pdelete;
     h.watch = p;

@@ -301,3 +301,10 @@ def test_every_probe_builds_and_ends_normally_without_a_misuse_under_glibc():
     for pid in ("reuse-immediate", "fresh-contents", "huge-request", "calloc-overflow"):
         r = row(pid, "glibc", size=41)
         assert r["outcome"] in ("missed", "mitigated"), (pid, r)
+
+
+def test_the_sized_delete_hunt_is_bounded_by_bytes_at_large_sizes_only():
+    large = P.probe_target(P.PROBES["sized-delete"], target("glibc"), 1, 262144)
+    small = P.probe_target(P.PROBES["sized-delete"], target("glibc"), 1, 41)
+    assert "claimed=1052672" in large["detail"] and "made=4096" in large["detail"]  # 4 GiB / 1 MiB
+    assert "made=100000" in small["detail"]
