@@ -1,4 +1,7 @@
-"""The equal-budget precision grid of `make bench`, with hyperfine and the campaign faked: no process runs."""
+"""The equal-budget precision grid of `make bench` and the merge of results.json, with hyperfine and the
+campaign faked: no process runs."""
+import json
+import os
 import shlex
 from pathlib import Path
 from types import SimpleNamespace
@@ -205,6 +208,61 @@ def test_bad_grid_input_fails_before_the_bench_takes_the_lock(monkeypatch, tmp_p
         bench.run(bench_args(tmp_path, budgets="abc"))
     with pytest.raises(HeapcostError, match="unknown profile"):
         bench.run(bench_args(tmp_path, precision_profiles="tiny"))
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    values = iter([0.1, 0.7, 0.2])
+    monkeypatch.setattr(os, "getloadavg", lambda: (next(values), 0.0, 0.0))
+
+
+def test_only_precision_keeps_the_other_parts_of_the_earlier_results(fake_rounds, loads, tmp_path, capsys):
+    old_overhead = {"heapcost_per_trial_s": 0.003, "probe_fixed_s": 0.004, "hyperfine_per_run_s": 0.0015,
+                    "heapcost_minus_hyperfine_s": 0.0015}
+    old_measured = {"utc_start": "2026-11-30T15:43:00Z", "utc_end": "2026-11-30T15:44:00Z",
+                    "loadavg_before": 0.12, "loadavg_after": 0.5}
+    (tmp_path / "results.json").write_text(json.dumps({
+        "loadavg_before": 0.12, "cpus": 2, "overhead": old_overhead,
+        "adaptive": {"target": 0.01, "adaptive_trials_mean": 100, "fixed_trials_mean": 150, "saving": 1 / 3},
+        "precision": {"stale": True}, "precision_rounds": [{"stale": True}],
+        "measured": {"overhead": old_measured, "precision": {"stale": True}}}))
+    bench._run_benchmarks(bench_args(tmp_path, only=["precision"]), ["glibc", "scudo"], {"precision"},
+                          {"cpus": 2})
+    new = json.loads((tmp_path / "results.json").read_text())
+    assert new["overhead"] == old_overhead and new["measured"]["overhead"] == old_measured
+    assert "adaptive" in new and "adaptive" not in new["measured"]  # kept, its provenance unknown
+    assert new["precision"]["seed"] == 3 and len(new["precision_rounds"]) == 3 and len(new["precision_grid"]) == 4
+    prec = new["measured"]["precision"]
+    assert set(prec) == {"utc_start", "utc_end", "loadavg_before", "loadavg_after"}
+    assert (prec["loadavg_before"], prec["loadavg_after"]) == (0.1, 0.7)
+    md = (tmp_path / "results.md").read_text()
+    assert (f"- precision: measured {prec['utc_start']} to {prec['utc_end']}, load 0.10 before, 0.70 after"
+            in md)
+    assert "- overhead: measured 2026-11-30T15:43:00Z to 2026-11-30T15:44:00Z, load 0.12 before, 0.50 after" in md
+    assert "- adaptive: when and under what load not recorded" in md
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", "\xff\xfe"])
+def test_a_corrupt_earlier_results_json_is_a_warning_and_not_merged(fake_rounds, loads, tmp_path, capsys, content):
+    (tmp_path / "results.json").write_bytes(content.encode("latin-1"))
+    bench._run_benchmarks(bench_args(tmp_path, only=["precision"], budgets="60", precision_profiles="smoke"),
+                          ["glibc", "scudo"], {"precision"}, {"cpus": 2})
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("heapcost: warning:") and "results.json" in err
+    new = json.loads((tmp_path / "results.json").read_text())
+    assert set(new["measured"]) == {"precision"} and "precision" not in new  # no quick/default cell ran
+    assert [(e["profile"], e["budget_s"]) for e in new["precision_grid"]] == [("smoke", 60.0)]
+
+
+def test_a_part_run_again_replaces_all_of_its_earlier_keys(fake_rounds, loads, tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps({"precision": {"stale": True}, "precision_rounds": [],
+                                                       "precision_grid": [{"stale": True}]}))
+    bench._run_benchmarks(bench_args(tmp_path, only=["precision"], budgets="60"), ["glibc", "scudo"],
+                          {"precision"}, {"cpus": 2})
+    new = json.loads((tmp_path / "results.json").read_text())
+    assert "precision" not in new and "precision_rounds" not in new  # the grid had no quick/default cell
+    assert [(e["profile"], e["budget_s"]) for e in new["precision_grid"]] == [("quick", 60.0), ("smoke", 60.0)]
 
 
 def test_the_default_grid_is_two_budgets_at_two_scales():

@@ -1,6 +1,7 @@
 """`make bench`: the cost and precision of heapcost's measurement protocol against hyperfine's.
 
-Benchmarks (not timed tests), written to bench/results.json and bench/results.md:
+Benchmarks (not timed tests), written to bench/results.json and bench/results.md (the benchmarks not run
+now, --only, are kept from the results.json already there, each with when and under what load it ran):
 1. precision at equal machine time (bench_precision.py): heapcost's default protocol (lockstep pairs for
    our C workloads, the paired robust log-ratio interval) against hyperfine's run of the same two commands
    (its default run, or --runs sized to a budget), at each profile's workload scale; half-widths of the
@@ -25,7 +26,7 @@ import pandas as pd
 
 from analysis.stats import compare
 from analysis.stats import simulate
-from analysis.errors import HeapcostError
+from analysis.errors import HeapcostError, warn
 from analysis.harness import bench_precision
 from analysis.harness.bench_precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
 from analysis.harness.bench_protocols import CANDIDATES, protocol_candidates
@@ -130,9 +131,27 @@ def _runs(runs: dict) -> str:
     return "+".join(str(v) for v in runs.values())
 
 
+def _provenance(r: dict) -> list[str]:
+    """A line per part present: when it was measured and the 1-minute load average around it."""
+    lines = [f"on {r['cpus']} CPUs; per part, when it ran and the 1-minute load average before and after:"
+             if r.get("cpus") else "per part, when it ran and the 1-minute load average before and after:"]
+    for part, keys in PARTS.items():
+        if not any(k in r for k in keys):
+            continue
+        m = r["measured"].get(part)
+        if not m:
+            lines.append(f"- {part}: when and under what load not recorded (kept from an earlier results.json)")
+            continue
+        lines.append(f"- {part}: measured {m['utc_start']} to {m['utc_end']}, load {m['loadavg_before']:.2f} "
+                     f"before, {m['loadavg_after']:.2f} after{NO_MACHINE_TIME.get(part, '')}")
+    return [*lines, ""]
+
+
 def format_results(r: dict) -> str:
     lines = []
-    if "loadavg_before" in r:
+    if isinstance(r.get("measured"), dict):
+        lines += _provenance(r)
+    elif "loadavg_before" in r:
         lines.append(f"load average {r['loadavg_before']:.2f} before, {r.get('loadavg_after', 0):.2f} "
                      f"after, on {r['cpus']} CPUs\n")
     lines += ["| benchmark | heapcost | hyperfine | note |", "|---|---|---|---|"]
@@ -217,6 +236,7 @@ PARTS = {  # the benchmarks (--only) and their keys in results.json
     "overhead": ("overhead",), "adaptive": ("adaptive",), "aa": ("aa",),
     "precision": ("precision", "precision_rounds", "precision_grid"), "protocols": ("protocols",),
 }
+NO_MACHINE_TIME = {"adaptive": " (simulated: no machine time)", "aa": " (published data: no machine time)"}
 
 
 def run(args) -> int:
@@ -235,22 +255,63 @@ def run(args) -> int:
         return _run_benchmarks(args, pair, wanted, results)
 
 
+def previous_results(out: Path) -> dict:
+    """The results.json already in `out`, or {} (a warning when it cannot be read as a JSON object)."""
+    path = out / "results.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        warn(f"{path} is not readable JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+             "the benchmarks not run now are left out")
+        return {}
+    if not isinstance(data, dict):
+        warn(f"{path} does not hold a JSON object; the benchmarks not run now are left out")
+        return {}
+    return data
+
+
+def kept_parts(previous: dict, wanted) -> dict:
+    """The parts of an earlier results.json that are not run now, with their provenance where recorded."""
+    measured = previous.get("measured") if isinstance(previous.get("measured"), dict) else {}
+    kept = {"measured": {}}
+    for part, keys in PARTS.items():
+        if part in wanted or not any(k in previous for k in keys):
+            continue
+        kept.update({k: previous[k] for k in keys if k in previous})
+        if part in measured:
+            kept["measured"][part] = measured[part]
+    return kept
+
+
+def _measure_part(results: dict, part: str, compute) -> None:
+    from analysis.contract.runstore import utc_now
+
+    start, load_before = utc_now(), os.getloadavg()[0]
+    value = compute()
+    results.update(value if part == "precision" else {part: value})
+    results["measured"][part] = {"utc_start": start, "utc_end": utc_now(), "loadavg_before": load_before,
+                                 "loadavg_after": os.getloadavg()[0]}
+
+
 def _run_benchmarks(args, pair, wanted, results) -> int:
     out = Path(args.out)
+    results.update(kept_parts(previous_results(out), wanted))
     if "overhead" in wanted:
-        results["overhead"] = overhead_true(args.true_runs)
+        _measure_part(results, "overhead", lambda: overhead_true(args.true_runs))
     if "adaptive" in wanted:
-        results["adaptive"] = adaptive_vs_fixed()
+        _measure_part(results, "adaptive", adaptive_vs_fixed)
     if "aa" in wanted:
-        results["aa"] = aa_published()
+        _measure_part(results, "aa", aa_published)
     if "precision" in wanted:
         plan = bench_precision.grid_plan(args.budgets, args.precision_profiles, args.rounds)
-        results.update(bench_precision.precision_results(
+        _measure_part(results, "precision", lambda: bench_precision.precision_results(
             bench_precision.precision_grid(tuple(pair), args.workload, plan, args.seed, out)))
     if "protocols" in wanted:
         only = [c.strip() for c in args.candidates.split(",") if c.strip()] or None
-        results["protocols"] = protocol_candidates(tuple(pair), args.workload, args.protocol_budget_min,
-                                                   args.seed, "1", only)
+        _measure_part(results, "protocols", lambda: protocol_candidates(
+            tuple(pair), args.workload, args.protocol_budget_min, args.seed, "1", only))
     results["loadavg_after"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
