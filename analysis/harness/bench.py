@@ -1,10 +1,12 @@
 """`make bench`: the cost and precision of heapcost's measurement protocol against hyperfine's.
 
-Benchmarks (not timed tests), written to bench/results.json and bench/results.md:
-1. precision at equal machine time: heapcost's default protocol (lockstep pairs for our C workloads,
-   the paired robust log-ratio interval) against hyperfine's default run of the same two commands,
-   half-widths of the 95% interval of the ratio compared; hyperfine's own +- and a Welch interval on
-   its times; each protocol's data through the other's estimator as well;
+Benchmarks (not timed tests), written to bench/results.json and bench/results.md (the benchmarks not run
+now, --only, are kept from the results.json already there, each with when and under what load it ran):
+1. precision at equal machine time (bench_precision.py): heapcost's default protocol (lockstep pairs for
+   our C workloads, the paired robust log-ratio interval) against hyperfine's run of the same two commands
+   (its default run, or --runs sized to a budget), at each profile's workload scale; half-widths of the
+   95% interval of the ratio compared; hyperfine's own +- and a Welch interval on its times; each
+   protocol's data through the other's estimator as well;
 2. per-trial overhead on /bin/true: the launcher with and without the clock probe, against
    `hyperfine -N`, all timed from outside as wall-clock per trial;
 3. adaptive against fixed designs: trials needed until the widest interval meets a target, on
@@ -15,45 +17,20 @@ Benchmarks (not timed tests), written to bench/results.json and bench/results.md
 import json
 import math
 import os
-import shlex
-import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis.contract.schema import usable_trials
 from analysis.stats import compare
 from analysis.stats import simulate
-from analysis.stats import estimators as stats
-from analysis.errors import HeapcostError
+from analysis.errors import HeapcostError, warn
+from analysis.harness import bench_precision
+from analysis.harness.bench_precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
 from analysis.harness.bench_protocols import CANDIDATES, protocol_candidates
 from analysis.paths import REPO
-
-BENCH_DIR = REPO / "bench"
-
-
-def _hyperfine() -> str:
-    path = shutil.which("hyperfine")
-    if not path:
-        raise HeapcostError("hyperfine is not installed; `apt-get install hyperfine` (Debian) provides it")
-    return path
-
-
-def hyperfine_json(args: list[str]) -> tuple[dict, float]:
-    """Run hyperfine with --export-json; return its results and the wall time it took."""
-    with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:
-        out = Path(tmp) / "hf.json"
-        started = time.perf_counter()
-        proc = subprocess.run([_hyperfine(), "--style", "none", "--export-json", str(out), *args],
-                              capture_output=True, text=True)
-        elapsed = time.perf_counter() - started
-        if proc.returncode != 0:
-            raise HeapcostError(f"hyperfine failed: {proc.stderr.strip().splitlines()[-1:]}")
-        return json.loads(out.read_text()), elapsed
 
 
 def overhead_true(runs: int = 200) -> dict:
@@ -89,86 +66,6 @@ def overhead_true(runs: int = 200) -> dict:
         "heapcost_minus_hyperfine_s": plain - hf_elapsed / runs,
         "true_wall_heapcost_s": plain_wall,
         "true_wall_hyperfine_s": hf["results"][0]["mean"],
-    }
-
-
-def _campaign(allocators, workload, budget_min, runs_dir, seed):
-    """The default protocol (lockstep pairs for our C workloads) at the quick profile's scale. The machine
-    was checked once when the bench started (`run`): the bench's own earlier campaigns raise the load
-    average, which must not stop the next one."""
-    from analysis.harness import measure
-
-    return measure.Campaign(profile="quick", allocators=",".join(allocators), workloads=workload,
-                            budget_min=budget_min, blocks=10_000, seed=seed, runs_dir=runs_dir,
-                            progress=False, force="1")
-
-
-def _our_result(run_dir: Path, baseline: str, out_dir: Path = BENCH_DIR):
-    """(baseline's times, the other's times, the result row) of a bench campaign, pairs or trials; the
-    table is kept in bench/ (precision_pairs.csv or precision_trials.csv, the other one removed)."""
-    from analysis.stats import paired
-
-    pairs = run_dir / "pairs.csv"
-    name = "precision_pairs.csv" if pairs.is_file() else "precision_trials.csv"
-    table = pd.read_csv(run_dir / name.removeprefix("precision_"))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out_dir / name, index=False)
-    (out_dir / ({"precision_pairs.csv": "precision_trials.csv"}.get(name, "precision_pairs.csv"))).unlink(
-        missing_ok=True)
-    used = usable_trials(table)
-    if pairs.is_file():
-        res = paired.compare_pairs(table).iloc[0]
-        return used["active_a_s"].to_numpy(), used["active_b_s"].to_numpy(), res
-    res = compare.compare(table, baseline).results.iloc[0]
-    return (used.loc[used["allocator"] == baseline, "wall_s"].to_numpy(),
-            used.loc[used["allocator"] != baseline, "wall_s"].to_numpy(), res)
-
-
-def precision_equal_budget(allocators=("glibc", "scudo"), workload="small-loop",
-                           seed: int = 1, out_dir: Path = BENCH_DIR) -> dict:
-    """hyperfine's default run of the two commands, then our campaign with the same wall time."""
-    baseline, other = allocators
-    with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:
-        tmp = Path(tmp)
-        camp = _campaign(allocators, workload, None, tmp / "runs", seed)
-        commands = []
-        factor = camp.resolved[other].allocator.scale  # the baseline runs at its scale too
-        for aid in allocators:
-            trial = camp.trial(aid, workload, factor)
-            workdir = tmp / f"hf-{aid}"
-            workdir.mkdir()
-            env = trial.env(workdir, 0)
-            commands.append(shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()),
-                                        *trial.argv]))
-        hf, hf_elapsed = hyperfine_json(commands)
-        times = {aid: np.asarray(r["times"]) for aid, r in zip(allocators, hf["results"])}
-        h_ratio, h_lo, h_hi = stats.hyperfine_ratio_interval(times[other], times[baseline])
-        w_ratio, w_lo, w_hi = stats.welch_ratio_interval(times[other], times[baseline])
-
-        started = time.perf_counter()
-        camp = _campaign(allocators, workload, hf_elapsed / 60, tmp / "runs", seed)
-        run_dir = camp.run()
-        our_elapsed = time.perf_counter() - started
-        ours_b, ours_a, res = _our_result(run_dir, baseline, out_dir)
-    # each protocol's data through the other estimator, to tell the protocol from the estimator
-    o_ratio, o_lo, o_hi = stats.welch_ratio_interval(ours_a, ours_b)
-    hf_table = pd.DataFrame({"workload": workload,
-                             "allocator": np.repeat(list(times), [len(t) for t in times.values()]),
-                             "wall_s": np.concatenate(list(times.values()))})
-    hf_table["seq"] = np.arange(len(hf_table))  # hyperfine runs all of one command, then the other
-    hf_ours = compare.compare(hf_table, baseline).results.iloc[0]
-    return {
-        "allocators": list(allocators), "workload": workload, "scale": camp.scale_of(factor),
-        "hyperfine": {"elapsed_s": hf_elapsed, "runs": {a: int(len(t)) for a, t in times.items()},
-                      "ratio": h_ratio, "plusminus_halfwidth": (h_hi - h_lo) / 2 / h_ratio,
-                      "welch_halfwidth": (w_hi - w_lo) / 2 / w_ratio,
-                      "welch_ci": [w_lo, w_hi], "heapcost_estimator_halfwidth": float(hf_ours["halfwidth"]),
-                      "heapcost_estimator_ci": [float(hf_ours["ci_low"]), float(hf_ours["ci_high"])]},
-        "heapcost": {"elapsed_s": our_elapsed, "protocol": camp.protocol,
-                     "runs": {baseline: int(ours_b.size), other: int(ours_a.size)},
-                     "ratio": float(res["ratio"]), "ci": [float(res["ci_low"]), float(res["ci_high"])],
-                     "halfwidth": float(res["halfwidth"]), "method": res["method"],
-                     "welch_raw_halfwidth": (o_hi - o_lo) / 2 / o_ratio},
     }
 
 
@@ -234,9 +131,27 @@ def _runs(runs: dict) -> str:
     return "+".join(str(v) for v in runs.values())
 
 
+def _provenance(r: dict) -> list[str]:
+    """A line per part present: when it was measured and the 1-minute load average around it."""
+    lines = [f"on {r['cpus']} CPUs; per part, when it ran and the 1-minute load average before and after:"
+             if r.get("cpus") else "per part, when it ran and the 1-minute load average before and after:"]
+    for part, keys in PARTS.items():
+        if not any(k in r for k in keys):
+            continue
+        m = r["measured"].get(part)
+        if not m:
+            lines.append(f"- {part}: when and under what load not recorded (kept from an earlier results.json)")
+            continue
+        lines.append(f"- {part}: measured {m['utc_start']} to {m['utc_end']}, load {m['loadavg_before']:.2f} "
+                     f"before, {m['loadavg_after']:.2f} after{NO_MACHINE_TIME.get(part, '')}")
+    return [*lines, ""]
+
+
 def format_results(r: dict) -> str:
     lines = []
-    if "loadavg_before" in r:
+    if isinstance(r.get("measured"), dict):
+        lines += _provenance(r)
+    elif "loadavg_before" in r:
         lines.append(f"load average {r['loadavg_before']:.2f} before, {r.get('loadavg_after', 0):.2f} "
                      f"after, on {r['cpus']} CPUs\n")
     lines += ["| benchmark | heapcost | hyperfine | note |", "|---|---|---|---|"]
@@ -269,6 +184,8 @@ def format_results(r: dict) -> str:
         lines.append(f"| trials to ±{a['target']:.0%} for every pair (simulated) | adaptive: "
                      f"{a['adaptive_trials_mean']:.0f} | fixed design: {a['fixed_trials_mean']:.0f} | "
                      f"adaptive saves {a['saving']:.0%} |")
+    if r.get("precision_grid"):
+        lines += bench_precision.format_grid(r["precision_grid"])
     aa = r.get("aa")
     if aa and aa.get("runs"):
         lines += ["", f"A/A: the baseline against a preloaded copy of its own library ({aa['source']})", "",
@@ -300,7 +217,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default=str(BENCH_DIR), help="directory for results.json/.md")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3,
-                        help="repeat the equal-budget comparison; the median round is tabulated")
+                        help="repeat the equal-budget comparison at hyperfine's default budget; the median "
+                        "round is tabulated (the other budgets run once)")
+    parser.add_argument("--budgets", default="default,60",
+                        help="machine times of the equal-budget comparison, comma-separated seconds, 'default' "
+                        "for hyperfine's default run (default: default,60)")
+    parser.add_argument("--precision-profiles", default="quick,smoke",
+                        help="campaign profiles whose workload scale both tools run in the equal-budget "
+                        "comparison (default: quick,smoke)")
     parser.add_argument("--protocol-budget-min", type=float, default=3.0,
                         help="machine time given to each protocol candidate (default 3 minutes)")
     parser.add_argument("--candidates", default="", help="comma-separated protocol candidates (default: all of "
@@ -308,11 +232,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
+PARTS = {  # the benchmarks (--only) and their keys in results.json
+    "overhead": ("overhead",), "adaptive": ("adaptive",), "aa": ("aa",),
+    "precision": ("precision", "precision_rounds", "precision_grid"), "protocols": ("protocols",),
+}
+NO_MACHINE_TIME = {"adaptive": " (simulated: no machine time)", "aa": " (published data: no machine time)"}
+
+
 def run(args) -> int:
     pair = [a.strip() for a in args.allocators.split(",") if a.strip()]
     if len(pair) != 2:
         raise HeapcostError(f"--allocators {args.allocators!r}: give two ids, baseline first")
-    wanted = set(args.only or ["precision", "overhead", "adaptive", "protocols", "aa"])
+    wanted = set(args.only or PARTS)
+    bench_precision.grid_plan(args.budgets, args.precision_profiles, args.rounds)  # bad input fails here
     # a busy machine makes every number here worse: record how busy it was, and refuse to start on a busy
     # machine or beside a campaign (FORCE=1 / --force overrides), as a campaign does
     from analysis.harness import quiet
@@ -323,27 +255,64 @@ def run(args) -> int:
         return _run_benchmarks(args, pair, wanted, results)
 
 
+def previous_results(out: Path) -> dict:
+    """The results.json already in `out`, or {} (a warning when it cannot be read as a JSON object)."""
+    path = out / "results.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        warn(f"{path} is not readable JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+             "the benchmarks not run now are left out")
+        return {}
+    if not isinstance(data, dict):
+        warn(f"{path} does not hold a JSON object; the benchmarks not run now are left out")
+        return {}
+    return data
+
+
+def kept_parts(previous: dict, wanted) -> dict:
+    """The parts of an earlier results.json that are not run now, with their provenance where recorded."""
+    measured = previous.get("measured") if isinstance(previous.get("measured"), dict) else {}
+    kept = {"measured": {}}
+    for part, keys in PARTS.items():
+        if part in wanted or not any(k in previous for k in keys):
+            continue
+        kept.update({k: previous[k] for k in keys if k in previous})
+        if part in measured:
+            kept["measured"][part] = measured[part]
+    return kept
+
+
+def _measure_part(results: dict, part: str, compute) -> None:
+    from analysis.contract.runstore import utc_now
+
+    start, load_before = utc_now(), os.getloadavg()[0]
+    value = compute()
+    results.update(value if part == "precision" else {part: value})
+    results["measured"][part] = {"utc_start": start, "utc_end": utc_now(), "loadavg_before": load_before,
+                                 "loadavg_after": os.getloadavg()[0]}
+
+
 def _run_benchmarks(args, pair, wanted, results) -> int:
+    out = Path(args.out)
+    results.update(kept_parts(previous_results(out), wanted))
     if "overhead" in wanted:
-        results["overhead"] = overhead_true(args.true_runs)
+        _measure_part(results, "overhead", lambda: overhead_true(args.true_runs))
     if "adaptive" in wanted:
-        results["adaptive"] = adaptive_vs_fixed()
+        _measure_part(results, "adaptive", adaptive_vs_fixed)
     if "aa" in wanted:
-        results["aa"] = aa_published()
+        _measure_part(results, "aa", aa_published)
     if "precision" in wanted:
-        rounds = [precision_equal_budget(tuple(pair), args.workload, args.seed + i, Path(args.out))
-                  for i in range(args.rounds)]
-        results["precision_rounds"] = rounds
-        # the round with the median ratio of half-widths represents them in the table
-        key = [r["heapcost"]["halfwidth"] / r["hyperfine"]["welch_halfwidth"] for r in rounds]
-        results["precision"] = rounds[int(np.argsort(key)[len(key) // 2])]
-        results["precision"]["halfwidth_ratio_all_rounds"] = key
+        plan = bench_precision.grid_plan(args.budgets, args.precision_profiles, args.rounds)
+        _measure_part(results, "precision", lambda: bench_precision.precision_results(
+            bench_precision.precision_grid(tuple(pair), args.workload, plan, args.seed, out)))
     if "protocols" in wanted:
         only = [c.strip() for c in args.candidates.split(",") if c.strip()] or None
-        results["protocols"] = protocol_candidates(tuple(pair), args.workload, args.protocol_budget_min,
-                                                   args.seed, "1", only)
+        _measure_part(results, "protocols", lambda: protocol_candidates(
+            tuple(pair), args.workload, args.protocol_budget_min, args.seed, "1", only))
     results["loadavg_after"] = os.getloadavg()[0]
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
     table = format_results(results)
