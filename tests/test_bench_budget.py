@@ -265,11 +265,12 @@ def test_a_part_run_again_replaces_all_of_its_earlier_keys(fake_rounds, loads, t
     assert [(e["profile"], e["budget_s"]) for e in new["precision_grid"]] == [("quick", 60.0), ("smoke", 60.0)]
 
 
-def test_the_default_grid_is_two_budgets_at_two_scales():
+def test_the_default_grid_is_three_budgets_at_two_scales():
     import argparse
 
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)
     args = parser.parse_args([])
     assert bp.grid_plan(args.budgets, args.precision_profiles, args.rounds) == [
-        ("quick", None, 3), ("quick", 60.0, 1), ("smoke", None, 3), ("smoke", 60.0, 1)]
+        ("quick", None, 3), ("quick", 60.0, 1), ("quick", 180.0, 1),
+        ("smoke", None, 3), ("smoke", 60.0, 1), ("smoke", 180.0, 1)]

@@ -12,7 +12,9 @@ now, --only, are kept from the results.json already there, each with when and un
 3. adaptive against fixed designs: trials needed until the widest interval meets a target, on
    simulated data with allocators of unequal noise (seeded, so it needs no machine time);
 4. the timing-protocol candidates at equal machine time (bench_protocols.py);
-5. the A/A cells of the published dataset, as `make paper` tabulated them (no machine time).
+5. the A/A cells of the published dataset, as `make paper` tabulated them (no machine time);
+6. A/A through hyperfine (bench_aa.py): the baseline against a preloaded copy of its own library in
+   hyperfine's default run, per workload and round: how often its Welch interval excludes the true ratio.
 """
 import json
 import math
@@ -27,7 +29,7 @@ import pandas as pd
 from analysis.stats import compare
 from analysis.stats import simulate
 from analysis.errors import HeapcostError, warn
-from analysis.harness import bench_precision
+from analysis.harness import bench_aa, bench_precision
 from analysis.harness.bench_precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
 from analysis.harness.bench_protocols import CANDIDATES, protocol_candidates
 from analysis.paths import REPO
@@ -195,6 +197,7 @@ def format_results(r: dict) -> str:
             lines.append(f"| {run['run_id']} | {run['cells']} | {run['exclude_1']} "
                          f"({run['exclude_1'] / run['cells']:.0%}) | ±{math.expm1(run['median_halfwidth']):.2%} | "
                          f"{', '.join(run['methods'])} | {'; '.join(run['excluding']) or '-'} |")
+    lines += bench_aa.format_aa(r.get("hyperfine_aa"))
     cands = r.get("protocols")
     if cands:
         lines += ["", "| protocol candidate | ratio [95% interval] | half-width | units | machine time | "
@@ -212,16 +215,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allocators", default="glibc,scudo", help="baseline,other (default glibc,scudo)")
     parser.add_argument("--workload", default="small-loop")
     parser.add_argument("--true-runs", type=int, default=200, help="runs of /bin/true per method")
-    parser.add_argument("--only", choices=["precision", "overhead", "adaptive", "protocols", "aa"], action="append",
+    parser.add_argument("--only", choices=list(PARTS), action="append",
                         help="run only these benchmarks (repeatable)")
     parser.add_argument("--out", default=str(BENCH_DIR), help="directory for results.json/.md")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3,
                         help="repeat the equal-budget comparison at hyperfine's default budget; the median "
                         "round is tabulated (the other budgets run once)")
-    parser.add_argument("--budgets", default="default,60",
+    parser.add_argument("--budgets", default="default,60,180",
                         help="machine times of the equal-budget comparison, comma-separated seconds, 'default' "
-                        "for hyperfine's default run (default: default,60)")
+                        "for hyperfine's default run (default: default,60,180)")
     parser.add_argument("--precision-profiles", default="quick,smoke",
                         help="campaign profiles whose workload scale both tools run in the equal-budget "
                         "comparison (default: quick,smoke)")
@@ -229,12 +232,17 @@ def add_arguments(parser) -> None:
                         help="machine time given to each protocol candidate (default 3 minutes)")
     parser.add_argument("--candidates", default="", help="comma-separated protocol candidates (default: all of "
                         + ", ".join(CANDIDATES) + ")")
+    parser.add_argument("--aa-rounds", type=int, default=10,
+                        help="hyperfine A/A: rounds over the workloads (default 10: 40 cells)")
+    parser.add_argument("--aa-libc", default="", help="hyperfine A/A: the libc.so.6 to preload as the copy "
+                        "(default: the one this process runs on)")
     parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
 PARTS = {  # the benchmarks (--only) and their keys in results.json
     "overhead": ("overhead",), "adaptive": ("adaptive",), "aa": ("aa",),
     "precision": ("precision", "precision_rounds", "precision_grid"), "protocols": ("protocols",),
+    "hyperfine-aa": ("hyperfine_aa",),
 }
 NO_MACHINE_TIME = {"adaptive": " (simulated: no machine time)", "aa": " (published data: no machine time)"}
 
@@ -245,6 +253,8 @@ def run(args) -> int:
         raise HeapcostError(f"--allocators {args.allocators!r}: give two ids, baseline first")
     wanted = set(args.only or PARTS)
     bench_precision.grid_plan(args.budgets, args.precision_profiles, args.rounds)  # bad input fails here
+    if args.aa_rounds < 1:
+        raise HeapcostError(f"--aa-rounds must be at least 1, got {args.aa_rounds}")
     # a busy machine makes every number here worse: record how busy it was, and refuse to start on a busy
     # machine or beside a campaign (FORCE=1 / --force overrides), as a campaign does
     from analysis.harness import quiet
@@ -290,7 +300,7 @@ def _measure_part(results: dict, part: str, compute) -> None:
 
     start, load_before = utc_now(), os.getloadavg()[0]
     value = compute()
-    results.update(value if part == "precision" else {part: value})
+    results.update(value if part == "precision" else {PARTS[part][0]: value})
     results["measured"][part] = {"utc_start": start, "utc_end": utc_now(), "loadavg_before": load_before,
                                  "loadavg_after": os.getloadavg()[0]}
 
@@ -312,6 +322,9 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
         only = [c.strip() for c in args.candidates.split(",") if c.strip()] or None
         _measure_part(results, "protocols", lambda: protocol_candidates(
             tuple(pair), args.workload, args.protocol_budget_min, args.seed, "1", only))
+    if "hyperfine-aa" in wanted:
+        _measure_part(results, "hyperfine-aa", lambda: bench_aa.hyperfine_aa(args.aa_rounds, libc=args.aa_libc or None,
+                                                                             seed=args.seed))
     results["loadavg_after"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))

@@ -102,6 +102,19 @@ def budget_label(budget_s: float | None) -> str:
 
 
 # ------------------------------------------------------------------------------- one comparison
+def hyperfine_commands(camp, allocators, workload: str, factor: float, tmp: Path) -> list[str]:
+    """The campaign's own trial of each allocator (same scale, preloads and environment, the resolution
+    check included) as a command line for hyperfine, each in its own working directory under tmp."""
+    commands = []
+    for aid in allocators:
+        trial = camp.trial(aid, workload, factor)
+        workdir = tmp / f"hf-{aid}"
+        workdir.mkdir()
+        env = trial.env(workdir, 0)
+        commands.append(shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *trial.argv]))
+    return commands
+
+
 def _campaign(allocators, workload, budget_min, runs_dir, seed, profile="quick"):
     """The default protocol (lockstep pairs for our C workloads) at the profile's scale. The machine was
     checked once when the bench started (bench.run): the bench's own earlier campaigns raise the load
@@ -148,14 +161,7 @@ def precision_equal_budget(allocators=("glibc", "scudo"), workload="small-loop",
         # that factor too (measure.Campaign.pairs, lockstep.run_pairs): hyperfine gets the same two trials
         factor = camp.resolved[other].allocator.scale
         scale = camp.scale_of(factor)
-        commands = []
-        for aid in allocators:
-            trial = camp.trial(aid, workload, factor)
-            workdir = tmp / f"hf-{aid}"
-            workdir.mkdir()
-            env = trial.env(workdir, 0)
-            commands.append(shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()),
-                                        *trial.argv]))
+        commands = hyperfine_commands(camp, allocators, workload, factor, tmp)
         if budget_s is None:
             hf, hf_elapsed = hyperfine_json(commands)
         else:
