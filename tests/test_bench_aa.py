@@ -1,6 +1,7 @@
 """The hyperfine A/A benchmark (analysis/harness/bench_aa.py) with hyperfine and the campaign faked: no process
 runs. What it must get right: the copy is the preloaded library, both commands run at one scale, the Welch
 interval's exclusions are counted per workload, and results.md shows them."""
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -76,8 +77,20 @@ def test_the_running_libc_is_found():
 def test_the_part_is_stored_under_its_key_and_tabulated(monkeypatch):
     results = {"measured": {}}
     monkeypatch.setattr(bench.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
-    row = {"workload": "pareto", "ratio": 1.0, "halfwidth": 0.01, "excludes_1": False}
+    row = {"workload": "pareto", "ratio": 1.0, "ci": [0.99, 1.01], "halfwidth": 0.01, "excludes_1": False}
     bench._measure_part(results, "hyperfine-aa", lambda: {"baseline": "glibc", "copy": "glibc-copy=x",
                                                           "tool": "t", **bench_aa.summarize([row])})
     assert results["hyperfine_aa"]["cells"] == 1 and "hyperfine-aa" in results["measured"]
     assert "A/A through hyperfine" in bench.format_results({**results, "cpus": 2})
+
+
+def test_the_widening_that_makes_the_a_a_intervals_cover_one():
+    honest = [{"ratio": 1.01, "ci": [1.01 / 1.02, 1.01 * 1.02]}] * 19 + [{"ratio": 1.05, "ci": [1.04, 1.06]}]
+    # 19 of 20 contain 1 with room to spare: the 95th percentile sits between them and the one outlier
+    k = bench_aa.widening_for_coverage(honest)
+    assert 0.5 < k < 5
+    narrow = [{"ratio": math.exp(0.02 * (i % 5 - 2)), "ci": [math.exp(0.02 * (i % 5 - 2) - 0.01),
+                                                              math.exp(0.02 * (i % 5 - 2) + 0.01)]} for i in range(40)]
+    assert bench_aa.widening_for_coverage(narrow) == pytest.approx(4.0)  # |log r| up to 0.04, half-width 0.01
+    lines = bench_aa.calibrated_ratios([{"profile": "quick", "budget_s": 180.0, "halfwidth_ratio": 1.0}], 2.0)
+    assert "| quick | 180 s | 0.50 |" in lines

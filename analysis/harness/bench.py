@@ -198,6 +198,8 @@ def format_results(r: dict) -> str:
                          f"({run['exclude_1'] / run['cells']:.0%}) | ±{math.expm1(run['median_halfwidth']):.2%} | "
                          f"{', '.join(run['methods'])} | {'; '.join(run['excluding']) or '-'} |")
     lines += bench_aa.format_aa(r.get("hyperfine_aa"))
+    lines += bench_aa.calibrated_ratios(r.get("precision_grid"),
+                                        bench_aa.resummarized(r.get("hyperfine_aa")).get("widening_for_95"))
     cands = r.get("protocols")
     if cands:
         lines += ["", "| protocol candidate | ratio [95% interval] | half-width | units | machine time | "

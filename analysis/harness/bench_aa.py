@@ -6,6 +6,7 @@ ratio is one), each as the campaign's own trial at the quick profile's scale, in
 for every workload and round. About 5% of 95% intervals should exclude one. heapcost's own A/A cells
 (lockstep pairs) are in the dataset and tabulated by the `aa` part.
 """
+import math
 import tempfile
 from pathlib import Path
 
@@ -52,6 +53,15 @@ def aa_cell(workload: str, libc: str, seed: int) -> dict:
             "excludes_1": bool(low > 1 or high < 1)}
 
 
+def widening_for_coverage(cells: list[dict], coverage: float = 0.95) -> float:
+    """How many times wider the cells' intervals (on the log scale) would have to be for `coverage` of them
+    to contain the true ratio 1: the `coverage` quantile of |log ratio| / log half-width. About 1 for
+    honest 95% intervals; a post-hoc calibration from these cells, itself uncertain with few of them."""
+    z = [abs(math.log(c["ratio"])) / (math.log(c["ci"][1] / c["ci"][0]) / 2) for c in cells
+         if c["ci"][1] > c["ci"][0] > 0]
+    return float(np.quantile(z, coverage)) if z else float("nan")
+
+
 def summarize(cells: list[dict]) -> dict:
     """How many of the cells' intervals exclude one, overall and per workload."""
     excl = [c for c in cells if c["excludes_1"]]
@@ -62,7 +72,7 @@ def summarize(cells: list[dict]) -> dict:
         w["exclude_1"] += int(c["excludes_1"])
         w["ratios"].append(c["ratio"])
         w["halfwidths"].append(c["halfwidth"])
-    return {"cells": len(cells), "exclude_1": len(excl),
+    return {"cells": len(cells), "exclude_1": len(excl), "widening_for_95": widening_for_coverage(cells),
             "share_excluding_1": len(excl) / len(cells) if cells else float("nan"),
             "median_halfwidth": float(np.median([c["halfwidth"] for c in cells])) if cells else float("nan"),
             "by_workload": {w: {"cells": v["cells"], "exclude_1": v["exclude_1"],
@@ -83,9 +93,17 @@ def hyperfine_aa(rounds: int = 10, workloads=WORKLOADS, libc: str | None = None,
             **summarize(cells), "rows": cells}
 
 
+def resummarized(result: dict | None) -> dict:
+    """A stored part with its summary computed again from its rows (the rows are what was measured)."""
+    if not result or not result.get("rows"):
+        return result or {}
+    return {**result, **summarize(result["rows"])}
+
+
 def format_aa(result: dict) -> list[str]:
     """results.md lines: the hyperfine A/A summary beside heapcost's own A/A table."""
-    if not result or not result.get("cells"):
+    result = resummarized(result)
+    if not result.get("cells"):
         return []
     lines = ["", f"A/A through hyperfine: {result['baseline']} against {result['copy']} ({result['tool']}, "
                  f"quick scale)", "",
@@ -95,4 +113,21 @@ def format_aa(result: dict) -> list[str]:
                      f"±{v['median_halfwidth']:.2%} |")
     lines.append(f"| all | {result['cells']} | {result['exclude_1']} ({result['share_excluding_1']:.0%}; about 5% "
                  f"expected) | | ±{result['median_halfwidth']:.2%} |")
+    k = result.get("widening_for_95")
+    if k == k and k is not None:
+        lines += ["", f"For 95% of these intervals to contain 1 they would have to be {k:.2f} times as wide (the 95th "
+                      "percentile of |log ratio| / log half-width over the cells: a calibration after the fact, "
+                      "uncertain with this many cells)."]
+    return lines
+
+
+def calibrated_ratios(grid: list[dict], widening: float) -> list[str]:
+    """The precision grid's ratios against Welch half-widths widened by the A/A calibration."""
+    if not grid or not widening or widening != widening:
+        return []
+    lines = ["", f"The precision grid against hyperfine's Welch half-widths widened {widening:.2f}-fold (the A/A "
+                 "calibration above):", "", "| profile | budget | ratio (ours / widened Welch) |", "|---|---|---|"]
+    for e in grid:
+        budget = "hyperfine default" if e["budget_s"] is None else f"{e['budget_s']:g} s"
+        lines.append(f"| {e['profile']} | {budget} | {e['halfwidth_ratio'] / widening:.2f} |")
     return lines
