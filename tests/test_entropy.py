@@ -43,6 +43,34 @@ def test_reuse_entropy_reads_known_bits_within_half_a_bit(truth):
     assert lo <= bits <= hi <= math.log2(M)
 
 
+def test_a_deterministic_cycle_reads_no_bits_given_the_previous_pick():
+    """tbbmalloc here hands back two blocks in turn (9, 136, 9, 136, ...): 1 bit counted over all pairs, none
+    to an attacker who saw the last pick. A Markov chain that stays on its block with probability 1/2 and
+    otherwise moves to one of 15 others has a known next-pick collision entropy given the last one."""
+    cycle = [[9, 136] * (PICKS // 2)] * PROCESSES
+    assert E.coincidences(cycle[0])[0] / E.coincidences(cycle[0])[1] == pytest.approx(0.5, abs=0.01)
+    assert E.reuse_entropy(cycle, M, reps=100) == (0.0, 0.0, 0.0)
+    assert "given the previous pick" in E.reuse_given_previous(cycle, M)
+    rng = np.random.default_rng(7)
+    chains = []
+    for _ in range(PROCESSES):
+        x, seq = 0, []
+        for _ in range(PICKS):
+            x = x if rng.random() < 0.5 else int((x + rng.integers(1, 16)) % 16)
+            seq.append(x)
+        chains.append(seq)
+    truth = -math.log2(0.5 ** 2 + 15 * (0.5 / 15) ** 2)  # given the last pick: stay 1/2, each other 1/30
+    assert E.reuse_entropy(chains, M, reps=200)[0] == pytest.approx(truth, abs=0.2)  # 4 bits unconditionally
+
+
+def test_random_reuse_is_not_lowered_by_the_conditional_reading():
+    rng = np.random.default_rng(11)
+    for truth in (4, 12):
+        picks = simulated_reuse(rng, PROCESSES, truth)
+        assert E.reuse_entropy(picks, M, reps=100)[0] == pytest.approx(truth, abs=0.5)
+    assert E.reuse_given_previous(simulated_reuse(rng, PROCESSES, 12), M) == ""  # predecessors rarely repeat
+
+
 def test_reuse_entropy_known_extremes_and_the_cap():
     lifo = [[M - 1] * PICKS] * PROCESSES
     assert E.reuse_entropy(lifo, M, reps=100) == (0.0, 0.0, 0.0)

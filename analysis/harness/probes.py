@@ -325,6 +325,7 @@ def _reuse_summary(measured: list[dict], seed: int, mix: str) -> dict:
     picks = [security.parse_picks(v["picks"]) for v in measured]
     m = min(int(v["candidates"]) for v in measured)  # the cap: log2 of the fewest candidates
     bits, lo, hi = security.reuse_entropy(picks, m, seed=seed)
+    given = security.reuse_given_previous(picks, m)
     total, most = sum(len(p) for p in picks), max(len(p) for p in picks)
     picks = [[x for x in p if x is not None] for p in picks]  # the choice among freed blocks
     equal = [security.coincidences(p) for p in picks]
@@ -336,7 +337,7 @@ def _reuse_summary(measured: list[dict], seed: int, mix: str) -> dict:
     return {"bits": bits, "bits_ci_low": lo, "bits_ci_high": hi, "rate": k / n if n else None,
             "rate_ci_low": rlo, "rate_ci_high": rhi, "outcome": "missed" if bits < 1 else "mitigated",
             "detail": f"collision entropy of which of {m} freed blocks the next malloc returns "
-                      f"({sum(e for e, _ in equal)} equal pairs of picks in {sum(p for _, p in equal)}); "
+                      f"({sum(e for e, _ in equal)} equal pairs of picks in {sum(p for _, p in equal)}){given}; "
                       f"{n}/{total} picks were freed blocks; rate = freed picks at the process's most "
                       f"common one ({k}/{n}){mix}"}
 

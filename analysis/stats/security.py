@@ -17,7 +17,7 @@ from scipy import stats
 from analysis.stats.entropy import (  # noqa: F401 (re-exported: callers import them from here)
     TARGET_ADDRESS_BITS, address_entropy, chain_entropy, coincidences, collision_bits, context_bits,
     most_common_share, parse_picks, per_bit_entropy, placement_entropy, pooled_collision, predictable_steps,
-    reuse_entropy, shannon_bits, step_coincidences, step_entropy,
+    reuse_entropy, reuse_given_previous, shannon_bits, step_coincidences, step_entropy, successor_coincidences,
 )
 
 # What an attacker gains when the primitive works, on a 1-10 scale. The CWE id names the weakness class
