@@ -163,15 +163,20 @@ def test_a_hang_inside_the_allocator_is_found_by_the_watchdog_long_before_the_de
     assert time.monotonic() - started < P.DEFAULT_ALARM / 2
 
 
+def build_fixture_libs(out: Path, source: str, variants) -> dict:
+    """Shared libraries built from tests/fixtures/<source>, one per (name, extra gcc flags)."""
+    libs = {}
+    for name, flags in variants:
+        libs[name] = out / f"lib{name}.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(REPO / "tests" / "fixtures" / source),
+                        "-o", str(libs[name])], check=True)
+    return libs
+
+
 @pytest.fixture(scope="module")
 def slow_libs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("slow-libs")
-    src = REPO / "tests" / "fixtures" / "slow_malloc.c"
-    libs = {}
-    for name, flags in (("slow", []), ("stuck", ["-DSTUCK_AT=2000"])):
-        libs[name] = out / f"lib{name}.so"
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(src), "-o", str(libs[name])], check=True)
-    return libs
+    return build_fixture_libs(tmp_path_factory.mktemp("slow-libs"), "slow_malloc.c",
+                              (("slow", []), ("stuck", ["-DSTUCK_AT=2000"])))
 
 
 def test_a_slow_allocator_that_keeps_returning_is_not_hung_and_a_stuck_call_is(slow_libs):
@@ -195,13 +200,8 @@ def test_a_slow_allocator_that_keeps_returning_is_not_hung_and_a_stuck_call_is(s
 # ------------------------------------------------------------------ brought allocators (fixtures)
 @pytest.fixture(scope="module")
 def fixture_libs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("fixture-libs")
-    src = REPO / "tests" / "fixtures" / "reserve_4tib.c"
-    libs = {}
-    for name, flags in (("reserve", []), ("dies", ["-DABORT_AT_START"])):
-        libs[name] = out / f"lib{name}.so"
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(src), "-o", str(libs[name])], check=True)
-    return libs
+    return build_fixture_libs(tmp_path_factory.mktemp("fixture-libs"), "reserve_4tib.c",
+                              (("reserve", []), ("dies", ["-DABORT_AT_START"])))
 
 
 def brought(name, path):
