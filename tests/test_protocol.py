@@ -111,10 +111,40 @@ def test_proc_stat_gives_other_cpu_and_steal():
     assert a.busy_s == pytest.approx(150 / tick) and a.steal_s == pytest.approx(7 / tick)
     got = quiet.interference(a, b, own_cpu_s=0.5, wall_s=1.0)
     assert float(got["other_cpu_s"]) == pytest.approx(1.5) and float(got["steal_s"]) == pytest.approx(1.0)
-    assert got["interfered"] == 1
+    assert got["interfered"] == 1 and got["cpu_other_s"] is None  # unpinned: no CPU of its own
     assert quiet.interference(a, a, 0.0, 1.0)["interfered"] == 0
-    assert quiet.interference(None, a, 0.0, 1.0) == {"other_cpu_s": None, "steal_s": None, "interfered": None}
+    assert quiet.interference(None, a, 0.0, 1.0) == {"other_cpu_s": None, "steal_s": None, "interfered": None,
+                                                     "cpu_other_s": None}
     assert not quiet.is_interfered(0.01, 0.01)  # one tick over a short trial is no evidence
+
+
+def _stat(cpu0: int, cpu1: int) -> str:
+    """/proc/stat with cpu0 and cpu1 busy (user ticks) as given."""
+    return (f"cpu  {cpu0 + cpu1} 0 0 9000 0 0 0 0 0 0\ncpu0 {cpu0} 0 0 4500 0 0 0 0 0 0\n"
+            f"cpu1 {cpu1} 0 0 4500 0 0 0 0 0 0\nintr 1 2 3\n")
+
+
+def test_other_work_is_told_apart_by_the_cpu_it_ran_on():
+    tick = quiet._TICK
+    before = quiet.read_cpu(_stat(100, 200))
+    assert before.per_cpu == pytest.approx((100 / tick, 200 / tick))
+    wall = 1.0
+    # the trial (0.5 s of its own) ran on cpu1; others took 0.3 s there and 0.1 s on cpu0
+    after = quiet.read_cpu(_stat(100 + int(0.1 * tick), 200 + int(0.8 * tick)))
+    got = quiet.interference(before, after, own_cpu_s=0.5, wall_s=wall, cpu=1)
+    assert float(got["other_cpu_s"]) == pytest.approx(0.4) and float(got["cpu_other_s"]) == pytest.approx(0.3)
+    assert got["interfered"] == 1  # 30% of the wall time on the trial's own CPU
+    # the same 0.3 s of others' time on the other CPU stays below that threshold
+    after = quiet.read_cpu(_stat(100 + int(0.3 * tick), 200 + int(0.5 * tick)))
+    got = quiet.interference(before, after, own_cpu_s=0.5, wall_s=wall, cpu=1)
+    assert float(got["cpu_other_s"]) == pytest.approx(0.0) and got["interfered"] == int(0.3 > quiet.OTHER_CPUS_FRACTION)
+    # the thresholds follow the bench: work on the trial's CPU counts for more than work beside it
+    assert quiet.SAME_CPU_FRACTION < quiet.OTHER_CPUS_FRACTION
+    just_over_same = max(quiet.SAME_CPU_FRACTION * wall, quiet.SAME_CPU_MIN_S) * 1.01
+    assert quiet.is_interfered(just_over_same, wall, just_over_same)
+    assert not quiet.is_interfered(just_over_same, wall, 0.0)
+    # a CPU the record does not list gives no per-CPU figure, only the whole machine's
+    assert quiet.interference(before, after, 0.5, wall, cpu=7)["cpu_other_s"] is None
 
 
 def test_a_campaign_refuses_a_busy_machine_or_a_second_campaign(tmp_path):
@@ -132,7 +162,7 @@ def test_a_campaign_refuses_a_busy_machine_or_a_second_campaign(tmp_path):
 
 
 def test_an_old_run_keeps_its_own_header_when_resumed(tmp_path):
-    old = TRIAL_COLUMNS[:-3]
+    old = TRIAL_COLUMNS[:-4]
     path = tmp_path / "trials.csv"
     path.write_text(",".join(old) + "\n")
     with runstore.AppendTable(path, TRIAL_COLUMNS) as t:

@@ -24,6 +24,13 @@ def _f(name, type_, description, unit=None, **constraints):
     return field
 
 
+INTERFERED = (
+    "1 when measured during interference; kept, and counted by the analysis. Runs with cpu_other_s: others "
+    "used more than the thresholds of analysis/harness/quiet.py on the trial's own CPU (cpu_other_s) or on the "
+    "other CPUs (other_cpu_s - cpu_other_s), thresholds measured by `make bench` (bench/results.md, "
+    "interference); unpinned trials are judged by the other-CPU thresholds. Earlier runs: other_cpu_s above a "
+    "quarter of the wall time and above 0.02 s.")
+
 TRIALS = [
     _f("run_id", "string", "The run this trial belongs to (its directory name).", required=True),
     _f("seq", "integer", "Position of the trial in the run's randomized order; unique within a run.",
@@ -66,9 +73,11 @@ TRIALS = [
        minimum=0),
     _f("steal_s", "number", "Steal time of all CPUs during the trial (/proc/stat): time the hypervisor "
        "ran other guests instead of this machine.", "s", minimum=0),
-    _f("interfered", "integer", "1 when other processes used more than a quarter of the trial's wall time "
-       "(other_cpu_s, and more than 0.02 s): measured during interference; kept, and counted by the analysis.",
-       enum=[0, 1]),
+    _f("interfered", "integer", INTERFERED, enum=[0, 1]),
+    # added with the interference thresholds (bench_interference.py); older runs lack it
+    _f("cpu_other_s", "number", "Of other_cpu_s, the part on the trial's own CPU (its line of /proc/stat, "
+       "the trial's own time and the launcher's clock probes subtracted); empty for unpinned trials.", "s",
+       minimum=0),
 ]
 
 COUNTS = [
@@ -168,9 +177,10 @@ PAIRS = [
     _f("other_cpu_s", "number", "CPU time the rest of the machine used during the pair (as in trials.csv, "
        "both processes' own time subtracted).", "s", minimum=0),
     _f("steal_s", "number", "Steal time during the pair (as in trials.csv).", "s", minimum=0),
-    _f("interfered", "integer", "1 when other processes used more than a quarter of the pair's wall time.",
-       enum=[0, 1]),
+    _f("interfered", "integer", INTERFERED, enum=[0, 1]),
     _f("started_utc", "datetime", "When the pair started (UTC)."),
+    _f("cpu_other_s", "number", "Of other_cpu_s, the part on the pair's CPU (as in trials.csv).", "s",
+       minimum=0),
 ]
 
 TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES, "pairs.csv": PAIRS}

@@ -14,7 +14,9 @@ now, --only, are kept from the results.json already there, each with when and un
 4. the timing-protocol candidates at equal machine time (bench_protocols.py);
 5. the A/A cells of the published dataset, as `make paper` tabulated them (no machine time);
 6. A/A through hyperfine (bench_aa.py): the baseline against a preloaded copy of its own library in
-   hyperfine's default run, per workload and round: how often its Welch interval excludes the true ratio.
+   hyperfine's default run, per workload and round: how often its Welch interval excludes the true ratio;
+7. interference (bench_interference.py): lockstep pairs under other work of known placement and duty,
+   and the thresholds by which campaigns flag a trial as measured during interference.
 """
 import json
 import math
@@ -29,7 +31,7 @@ import pandas as pd
 from analysis.stats import compare
 from analysis.stats import simulate
 from analysis.errors import HeapcostError, warn
-from analysis.harness import bench_aa, bench_precision
+from analysis.harness import bench_aa, bench_interference, bench_precision
 from analysis.harness.bench_precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
 from analysis.harness.bench_protocols import CANDIDATES, protocol_candidates
 from analysis.paths import REPO
@@ -210,6 +212,7 @@ def format_results(r: dict) -> str:
                          f"{c['ratio']:.4f} [{c['ci'][0]:.4f}, {c['ci'][1]:.4f}] | ±{math.expm1(c['halfwidth']):.2%} | "
                          f"{c['n']} | {c['elapsed_s']:.0f} s | {c['precision_per_s'] / best:.2f}x the best | "
                          f"{c.get('note', '')} |")
+    lines += bench_interference.format_interference(r.get("interference"))
     return "\n".join(lines)
 
 
@@ -238,13 +241,15 @@ def add_arguments(parser) -> None:
                         help="hyperfine A/A: rounds over the workloads (default 10: 40 cells)")
     parser.add_argument("--aa-libc", default="", help="hyperfine A/A: the libc.so.6 to preload as the copy "
                         "(default: the one this process runs on)")
+    parser.add_argument("--interference-budget-min", type=float, default=5.0,
+                        help="interference: machine time for all its conditions together (default 5 minutes)")
     parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
 PARTS = {  # the benchmarks (--only) and their keys in results.json
     "overhead": ("overhead",), "adaptive": ("adaptive",), "aa": ("aa",),
     "precision": ("precision", "precision_rounds", "precision_grid"), "protocols": ("protocols",),
-    "hyperfine-aa": ("hyperfine_aa",),
+    "hyperfine-aa": ("hyperfine_aa",), "interference": ("interference",),
 }
 NO_MACHINE_TIME = {"adaptive": " (simulated: no machine time)", "aa": " (published data: no machine time)"}
 
@@ -255,6 +260,8 @@ def run(args) -> int:
         raise HeapcostError(f"--allocators {args.allocators!r}: give two ids, baseline first")
     wanted = set(args.only or PARTS)
     bench_precision.grid_plan(args.budgets, args.precision_profiles, args.rounds)  # bad input fails here
+    if not args.interference_budget_min > 0:
+        raise HeapcostError(f"--interference-budget-min must be positive, got {args.interference_budget_min}")
     if args.aa_rounds < 1:
         raise HeapcostError(f"--aa-rounds must be at least 1, got {args.aa_rounds}")
     # a busy machine makes every number here worse: record how busy it was, and refuse to start on a busy
@@ -327,6 +334,9 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
     if "hyperfine-aa" in wanted:
         _measure_part(results, "hyperfine-aa", lambda: bench_aa.hyperfine_aa(args.aa_rounds, libc=args.aa_libc or None,
                                                                              seed=args.seed))
+    if "interference" in wanted:
+        _measure_part(results, "interference", lambda: bench_interference.interference_bench(
+            tuple(pair), args.workload, args.interference_budget_min, args.seed, "1", out))
     results["loadavg_after"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))

@@ -112,7 +112,7 @@ def run_pair(trial_a: SpeedTrial, trial_b: SpeedTrial, *, expected_a: str | None
         bad = [(s, st, why) for s, st, why in verdicts if st != "ok"]
         row["status"] = bad[0][1] if bad else "ok"
         row["reason"] = "; ".join(f"{s}: {why or st}" for s, st, why in bad)
-        row.update(quiet.interference(before, after, own, float(data.get("wall_s", 0.0))))
+        row.update(quiet.interference(before, after, own, float(data.get("wall_s", 0.0)), cpu))
         return row
     finally:
         for d in dirs:

@@ -224,7 +224,9 @@ def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int,
                               cpu=cpu)
         after = quiet.read_cpu()
         status, reason, malloc_lib = trial.judge(result, workdir, expected)
-        return {**quiet.interference(before, after, result.user_s + result.sys_s, result.wall_s),
+        # the launcher's clock probes spin on the trial's CPU too: its own work, not interference
+        own = result.user_s + result.sys_s + (result.probe_before_s or 0.0) + (result.probe_after_s or 0.0)
+        return {**quiet.interference(before, after, own, result.wall_s, cpu),
             "workload": trial.workload.id, "allocator": trial.alloc.id, "scale": f"{trial.scale:.6g}",
             "status": status, "reason": reason, "exit_code": result.exit_code, "signal": result.signal,
             "wall_s": f"{result.wall_s:.6f}", "user_s": f"{result.user_s:.6f}", "sys_s": f"{result.sys_s:.6f}",

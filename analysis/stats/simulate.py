@@ -128,6 +128,7 @@ def simulate_trials(scenario: Scenario, seed: int) -> pd.DataFrame:
         "other_cpu_s": 0.0,
         "steal_s": 0.0,
         "interfered": 0,
+        "cpu_other_s": 0.0,
     })
     return df[TRIAL_COLUMNS]
 
