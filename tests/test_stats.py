@@ -115,3 +115,16 @@ def test_combine_difference_inflates_for_fitted_covariates():
     fitted = stats.combine_difference(la, lb, fitted_fraction=0.2)
     assert fitted.se == pytest.approx(plain.se / np.sqrt(0.8))
     assert fitted.df < plain.df
+
+
+def test_a_systematic_aa_difference_is_told_from_noise_by_a_sign_test():
+    from analysis.stats.estimators import one_sided
+
+    rng = np.random.default_rng(11)
+    null = [one_sided(np.exp(rng.normal(0.0, 0.005, 10))) for _ in range(2000)]
+    assert np.mean(null) < 0.01  # 2 x 0.5^10 = 0.2% of honest runs of ten copies
+    shifted = [one_sided(np.exp(rng.normal(-0.007, 0.002, 10))) for _ in range(200)]
+    assert np.mean(shifted) > 0.95
+    assert not one_sided([0.99] * 7)  # too few copies to tell
+    assert not one_sided([0.99] * 9 + [1.01]) and one_sided([0.99] * 10)
+    assert not one_sided([1.0, 1.0, float("nan")])

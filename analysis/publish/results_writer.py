@@ -149,10 +149,13 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                      "runs": sorted(set(res.aa["run_id"])),
                      "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else "",
                      "expected_percent": f"{100 - 100 * stats.CONFIDENCE:.0f}",
+                     "systematic_percent": f"{100 * stats.SYSTEMATIC_P:g}",
                      "by_run": [{"run": _labels(res).get(rid, rid), "cells": int(len(g)), "excluding_1": int(g["excludes_1"].sum()),
                                  "median_n": f"{g['n'].median():g}",
                                  "one_sided_workloads": sorted(w for w, s in g.groupby("workload")
-                                                               if len(s) > 1 and (s["excludes_1"].all()))}
+                                                               if stats.one_sided(s["ratio"])),
+                                 "one_sided_medians": [f"{s['ratio'].median():.3f}" for w, s in
+                                                       sorted(g.groupby("workload")) if stats.one_sided(s["ratio"])]}
                                 for rid, g in res.aa.groupby("run_id")]}
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}

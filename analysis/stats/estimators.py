@@ -227,3 +227,18 @@ def hyperfine_ratio_interval(a, b) -> tuple[float, float, float]:
     ratio = a.mean() / b.mean()
     spread = ratio * np.hypot(a.std(ddof=1) / a.mean(), b.std(ddof=1) / b.mean())
     return ratio, ratio - spread, ratio + spread
+
+
+SYSTEMATIC_P = 0.01
+
+
+def one_sided(ratios, p: float = SYSTEMATIC_P) -> bool:
+    """True when A/A ratios (each a copy against the same baseline) lie on one side of 1 more often than
+    chance allows: a two-sided sign test below `p` (with 10 copies, all 10 on one side; never with
+    fewer than 8). Ties at exactly 1 are left out."""
+    r = np.asarray(ratios, dtype=float)
+    r = r[np.isfinite(r) & (r != 1.0)]
+    if r.size == 0:
+        return False
+    return bool(sps.binomtest(int((r > 1).sum()), int(r.size), 0.5).pvalue < p)
+
