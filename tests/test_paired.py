@@ -114,3 +114,41 @@ def test_a_difference_covariate_is_read_at_zero_when_asked():
     assert at_zero["ci_low"] < math.exp(0.05) < at_zero["ci_high"]
     assert at_mean["ci_low"] > math.exp(0.05 + 0.15)
     assert at_zero["halfwidth"] > at_mean["halfwidth"]  # the slope's uncertainty is carried to zero
+
+
+def _role_pairs(seed: int, n: int, true_ratio: float, role_effect: float, alternate: bool) -> pd.DataFrame:
+    """Pairs of glibc against x where the process in role b runs `role_effect` slower, whoever it is."""
+    rng = np.random.default_rng(seed)
+    swap = (np.arange(n) % 2 == 1) if alternate else np.zeros(n, bool)
+    base = rng.lognormal(np.log(0.05), 0.03, n)
+    other = base * true_ratio * np.exp(rng.normal(0, 0.03, n))
+    a_time = np.where(swap, other, base)
+    b_time = np.where(swap, base, other) * (1 + role_effect)
+    return pd.DataFrame({"workload": "small-loop", "scale": 0.25, "status": "ok", "warmup": 0,
+                         "allocator_a": np.where(swap, "x", "glibc"), "allocator_b": np.where(swap, "glibc", "x"),
+                         "first": np.where(np.arange(n) % 4 < 2, "a", "b"), "active_a_s": a_time, "active_b_s": b_time,
+                         "malloc_lib_a": np.where(swap, "libx", "libc"), "malloc_lib_b": np.where(swap, "libc", "libx")})
+
+
+def test_alternating_roles_cancel_a_role_effect_that_fixed_roles_keep():
+    from analysis.contract.schema import oriented_pairs
+
+    covered = {True: 0, False: 0}
+    for seed in range(200):
+        for alternate in (True, False):
+            res = paired.compare_pairs(_role_pairs(seed, 200, 1.03, 0.01, alternate)).iloc[0]
+            assert res["allocator"] == "x" and res["baseline"] == "glibc"  # turned: x over glibc either way
+            covered[alternate] += res["ci_low"] <= 1.03 <= res["ci_high"]
+    assert covered[True] >= 180  # about 95% of 200
+    assert covered[False] < 100  # a 1% role effect against a ±0.6% interval: mostly missed
+    mixed = _role_pairs(1, 40, 1.03, 0.0, True)
+    turned = oriented_pairs(mixed, "glibc")
+    assert set(turned["allocator_a"]) == {"glibc"} and set(turned["malloc_lib_a"]) == {"libc"}
+    assert list(turned.loc[1, ["first"]]) == ["b"] and mixed.loc[1, "first"] == "a"
+    assert oriented_pairs(mixed).equals(turned)  # glibc is in every row: it is side a without being named
+
+
+def test_a_covariate_cannot_follow_pairs_in_both_roles():
+    mixed = _role_pairs(2, 40, 1.0, 0.0, True).assign(probe=0.1)
+    with pytest.raises(HeapcostError, match="cannot be turned"):
+        paired.compare_pairs(mixed, covariate="probe")

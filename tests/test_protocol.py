@@ -188,8 +188,20 @@ def test_a_lockstep_campaign_writes_pairs_and_falls_back_to_trials(runs_dir):
     assert info["pinning"] and info["quiet"][0]["forced"]
     pairs = list(csv.DictReader(open(run_dir / "pairs.csv")))
     assert len(pairs) >= 6 and all(p["status"] == "ok" for p in pairs)
-    assert {p["first"] for p in pairs} == {"a", "b"}
-    assert {p["allocator_a"] for p in pairs} == {"glibc"} and {p["allocator_b"] for p in pairs} == {"glibc-copy"}
+    # the roles alternate between blocks and who goes first every second block: every combination occurs
+    assert info["lockstep_roles"] == {"baseline": "glibc", "roles": "alternating"}
+    assert {(p["allocator_a"], p["first"]) for p in pairs} == {(a, f) for a in ("glibc", "glibc-copy") for f in "ab"}
+    assert all({p["allocator_a"], p["allocator_b"]} == {"glibc", "glibc-copy"} for p in pairs)
+    import pandas as pd
+
+    from analysis.contract.schema import oriented_pairs
+
+    table = pd.read_csv(run_dir / "pairs.csv")
+    turned = oriented_pairs(table, "glibc")
+    assert set(turned["allocator_a"]) == {"glibc"} and set(turned["allocator_b"]) == {"glibc-copy"}
+    swapped = table["allocator_a"] == "glibc-copy"
+    assert (turned.loc[swapped, "active_a_s"] == table.loc[swapped, "active_b_s"]).all()
+    assert (turned.loc[swapped, "malloc_lib_b"] == table.loc[swapped, "malloc_lib_a"]).all()
     trials = list(csv.DictReader(open(run_dir / "trials.csv")))
     assert {t["workload"] for t in trials} == {"perl-strcat"}
     assert not (runs_dir / quiet.LOCK_NAME).exists()

@@ -150,9 +150,13 @@ PAIRS = [
     _f("workload", "string", "Workload id (a C workload that takes turns: workloads/wl_common.h wl_turn).",
        required=True),
     _f("scale", "number", "Workload scale both processes ran.", minimum=0),
-    _f("allocator_a", "string", "Allocator of process A (the baseline in a campaign).", required=True),
-    _f("allocator_b", "string", "Allocator of process B (compared with A: the ratio is B/A).", required=True),
-    _f("first", "string", "Which process got the token first (alternates between pairs).", enum=["a", "b"]),
+    _f("allocator_a", "string", "Allocator of process A, as it ran. Runs whose run.json has lockstep_roles "
+       "'alternating' put the baseline in A in half the blocks and in B in the others; earlier runs always in A. "
+       "Readers turn the rows so that A is the baseline (contract.schema.oriented_pairs) before taking B/A.",
+       required=True),
+    _f("allocator_b", "string", "Allocator of process B, as it ran (compared with A: the ratio is B/A once "
+       "the rows are turned so that A is the baseline).", required=True),
+    _f("first", "string", "Which process got the token first (alternates between blocks).", enum=["a", "b"]),
     _f("cpu", "integer", "The CPU both processes were pinned to (the harness ran on the others).", minimum=0),
     _f("chunk_us", "integer", "Turn length: a process passes the token after about this much of its own work.",
        "microseconds", minimum=0),
@@ -232,6 +236,53 @@ LITERATURE_SCHEMAS = {"figures.csv": {"missingValues": [""], "fields": [
     _f("slip", "string", "The author's slip on this row, if any (the number is kept as printed)."),
     _f("note", "string", "Context for the re-analysis."),
 ]}}
+
+
+def _side_columns(columns) -> list[tuple[str, str]]:
+    """(a column, b column) of every per-process column of pairs.csv present in `columns`."""
+    import re
+
+    out = []
+    for col in columns:
+        m = list(re.finditer(r"_a(?=_|$)", col))
+        if m:
+            other = col[:m[-1].start()] + "_b" + col[m[-1].end():]
+            if other in columns:
+                out.append((col, other))
+    return out
+
+
+def oriented_pairs(pairs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """Lockstep pairs with the baseline's process as side a in every row. Campaigns alternate the roles
+    (the baseline runs as a in half the blocks and as b in the other half: a process's role moved a ratio by
+    about 1% on small-loop), so a row whose allocator_b is the baseline has its a and b columns swapped (and
+    `first` flipped). Without a baseline, each pair of allocators takes the orientation in which side a is the
+    allocator found in more rows of the table (a campaign's baseline is in every pair), or else that of its
+    first row."""
+    if pairs.empty or not {"allocator_a", "allocator_b"} <= set(pairs.columns):
+        return pairs
+    a, b = pairs["allocator_a"].astype(str).to_numpy(), pairs["allocator_b"].astype(str).to_numpy()
+    if baseline is None:
+        counts = pd.Series([*a, *b]).value_counts()
+        first: dict = {}
+        for x, y in zip(a, b):
+            first.setdefault(frozenset((x, y)), x)
+
+        def side_a(x, y):
+            return first[frozenset((x, y))] if counts[x] == counts[y] else (x if counts[x] > counts[y] else y)
+        swap = [x != y and side_a(x, y) == y for x, y in zip(a, b)]
+    else:
+        swap = [(y == baseline and x != baseline) for x, y in zip(a, b)]
+    swap = pd.Series(swap, index=pairs.index, dtype=bool)
+    if not swap.any():
+        return pairs
+    out = pairs.copy()
+    for col_a, col_b in _side_columns(list(pairs.columns)):
+        out[col_a] = pairs[col_a].where(~swap, pairs[col_b])
+        out[col_b] = pairs[col_b].where(~swap, pairs[col_a])
+    if "first" in out.columns:
+        out["first"] = pairs["first"].where(~swap, pairs["first"].map({"a": "b", "b": "a"}))
+    return out
 
 
 def read_table(path) -> pd.DataFrame:

@@ -138,6 +138,10 @@ def _our_result(run_dir: Path, baseline: str, out_dir: Path = BENCH_DIR, suffix:
     out_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(out_dir / f"precision_{unit}{suffix}.csv", index=False)
     (out_dir / f"precision_{'trials' if unit == 'pairs' else 'pairs'}{suffix}.csv").unlink(missing_ok=True)
+    if unit == "pairs":
+        from analysis.contract.schema import oriented_pairs
+
+        table = oriented_pairs(table, baseline)
     used = usable_trials(table)
     if unit == "pairs":
         res = paired.compare_pairs(table).iloc[0]

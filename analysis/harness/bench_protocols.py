@@ -130,7 +130,9 @@ def _campaign_candidate(name, kwargs, pair, workload, budget_min, seed, force) -
                                    progress=False, force=force, **kwargs).run()
         elapsed = time.perf_counter() - started
         if (run_dir / "pairs.csv").is_file():
-            table = pd.read_csv(run_dir / "pairs.csv")
+            from analysis.contract.schema import oriented_pairs
+
+            table = oriented_pairs(pd.read_csv(run_dir / "pairs.csv"), baseline)
             y = paired.log_ratios(usable_trials(table).reset_index(drop=True)).to_numpy()
             diff, _ = paired.paired_difference(y)
             return [_summary(name, pair, workload, elapsed, diff, f"{y.size} pairs")]

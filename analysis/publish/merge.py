@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.contract.runstore import Run, pick_run, runs_of_kind
-from analysis.contract.schema import read_rows, read_table, usable_trials
+from analysis.contract.schema import oriented_pairs, read_rows, read_table, usable_trials
 from analysis.errors import warn
 
 TABLES = {"time": "trials.csv", "callgrind": "counts.csv", "probe": "probes.csv"}
@@ -57,7 +57,8 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
     for r in chosen:
         table = reader(r.path / TABLES[kind]) if (r.path / TABLES[kind]).is_file() else pd.DataFrame(
             columns=["workload", "allocator", "status", "warmup"])
-        pairs = read_table(r.path / "pairs.csv") if kind == "time" and (r.path / "pairs.csv").is_file() else None
+        pairs = (oriented_pairs(read_table(r.path / "pairs.csv"))
+                 if kind == "time" and (r.path / "pairs.csv").is_file() else None)
         out.append(RunTable(r, table, pairs))
     return main, out
 

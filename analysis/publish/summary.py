@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract.schema import OK, measured_trials, read_table
+from analysis.contract.schema import OK, measured_trials, oriented_pairs, read_table
 
 
 def read_trials(run_dir) -> pd.DataFrame:
@@ -17,7 +17,8 @@ def run_summary(run_dir) -> pd.DataFrame:
     if (run_dir / "counts.csv").exists():
         counts = read_table(run_dir / "counts.csv")
         return counts[["workload", "allocator", "scale", "status", "instructions", "free_calls", "reason"]]
-    parts = [pairs_summary(read_table(run_dir / "pairs.csv"))] if (run_dir / "pairs.csv").exists() else []
+    parts = ([pairs_summary(oriented_pairs(read_table(run_dir / "pairs.csv")))]
+             if (run_dir / "pairs.csv").exists() else [])
     if not (run_dir / "trials.csv").exists():
         return parts[0] if parts else pd.DataFrame()
     return pd.concat([*parts, trials_summary(read_trials(run_dir))], ignore_index=True)

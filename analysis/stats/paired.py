@@ -2,7 +2,8 @@
 
 The unit is the process pair (docs/design.md, "The timing protocol"): A (the baseline) and B ran at
 once on one CPU, taking turns, so the ratio active_b / active_a of one pair is free of the CPU's speed
-regime; what is left varies from pair to pair (each pair of processes has its own memory layout). Per
+regime (campaigns alternate which allocator runs as a and which as b; rows are turned so that a is the
+baseline, contract.schema.oriented_pairs); what is left varies from pair to pair (each pair of processes has its own memory layout). Per
 (workload, scale, allocator pair): the log ratio of every pair, then Yuen's 20% trimmed mean of those log
 ratios across pairs with its t interval (h - 1 degrees of freedom), reported like compare's rows. An
 optional covariate column (e.g. a reference probe's log ratio) is regressed out first by a Huber fit.
@@ -12,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.contract.schema import read_table, usable_trials
+from analysis.contract.schema import oriented_pairs, read_table, usable_trials
 from analysis.errors import HeapcostError
 from analysis.stats import estimators as stats
 
@@ -79,7 +80,12 @@ def compare_pairs(pairs: pd.DataFrame, *, a: str = "active_a_s", b: str = "activ
         raise HeapcostError(f"input lacks column(s) {', '.join(missing)}; a pairs table needs workload, "
                             f"allocator_a, allocator_b, {a} and {b}; columns present: "
                             f"{', '.join(map(str, pairs.columns))}")
-    df = usable_trials(pairs.reset_index(drop=True)).reset_index(drop=True)
+    oriented = oriented_pairs(pairs.reset_index(drop=True))
+    if covariate and not oriented[["allocator_a", "allocator_b"]].equals(
+            pairs.reset_index(drop=True)[["allocator_a", "allocator_b"]]):
+        raise HeapcostError(f"the pairs take both roles (a and b) for one allocator pair; a covariate "
+                            f"({covariate}) cannot be turned with them: give pairs of one orientation")
+    df = usable_trials(oriented).reset_index(drop=True)
     if df.empty:
         raise HeapcostError("no usable pairs (rows with status 'ok' and not warm-up) in the input")
     df["log_ratio"] = log_ratios(df, a, b)
@@ -159,7 +165,7 @@ def as_comparison(pairs: pd.DataFrame, baseline: str, metric: str = "wall_s"):
     from analysis.stats import compare
 
     a, b = ("active_a_s", "active_b_s") if metric == "wall_s" else ("maxrss_a_kb", "maxrss_b_kb")
-    df = usable_trials(pairs.reset_index(drop=True))
+    df = usable_trials(oriented_pairs(pairs.reset_index(drop=True), baseline))
     df = df[df["allocator_a"].astype(str) == baseline].reset_index(drop=True)
     if df.empty:
         raise HeapcostError(f"no usable pairs against the baseline {baseline!r}")
