@@ -108,6 +108,21 @@ def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     aa = results.compute(data).aa
     assert set(aa["allocator"]) == {"glibc-copy"} and len(aa) == 2  # one cell per workload of that run
     assert not aa["excludes_1"].any()
+    assert set(aa["design"]) == {"trials"}
+
+
+def test_the_aa_design_names_the_lockstep_roles_of_the_run(tmp_path):
+    from analysis.contract.runstore import Run
+
+    def design(run_id, info, method="yuen-trim20-paired-log"):
+        return results.aa_design(Run(tmp_path / run_id, info), method)
+
+    assert design("20990105T000000Z-time-quick", {}) == "lockstep, fixed roles"
+    assert design("20990105T000000Z-time-quick", {"lockstep_roles": {"baseline": "glibc", "roles": "alternating"}}) \
+        == "lockstep, alternating roles"
+    assert design("20261130T134138Z-time-quick", {}) == "lockstep, fixed roles, check loaded after the library"
+    assert design("20990105T000000Z-time-quick", {"lockstep_roles": {"roles": "alternating"}},
+                  "yuen-trim20-log+drift") == "trials"
 
 
 def test_the_debates_take_the_measurement_with_most_pairs_not_the_narrowest_interval():

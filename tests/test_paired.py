@@ -152,3 +152,16 @@ def test_a_covariate_cannot_follow_pairs_in_both_roles():
     mixed = _role_pairs(2, 40, 1.0, 0.0, True).assign(probe=0.1)
     with pytest.raises(HeapcostError, match="cannot be turned"):
         paired.compare_pairs(mixed, covariate="probe")
+
+
+def test_the_role_effect_is_estimated_apart_from_the_allocators_difference():
+    covered = 0
+    for seed in range(200):
+        cells = pd.concat([_role_pairs(1000 + 2 * seed + i, 40, 1.03, 0.006, True).replace({"x": k})
+                           for i, k in enumerate(("x", "y"))], ignore_index=True)
+        row = paired.role_effects(cells, "glibc").iloc[0]
+        assert row["cells"] == 2 and row["pairs"] == 80
+        covered += row["ci_low"] <= 1.006 <= row["ci_high"]
+    assert 180 <= covered <= 198  # about 95% of 200
+    fixed = _role_pairs(3, 40, 1.03, 0.006, False)  # the baseline always a: role and allocator are confounded
+    assert paired.role_effects(fixed, "glibc").empty

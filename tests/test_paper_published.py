@@ -70,3 +70,23 @@ def test_the_layout_check_sees_overprinting_overflow_and_a_half_empty_page(tmp_p
     assert any("printed over" in f for f in faults)
     assert any("outside the text block" in f for f in faults)
     assert any("page 1: content ends" in f for f in faults)
+
+
+def test_runs_measured_with_the_check_behind_the_library_are_the_listed_ones():
+    """The A/A table separates the runs measured before the resolution check went first in LD_PRELOAD
+    (commit bfb3990); the list in analysis.publish.results must be exactly those published runs."""
+    import json
+    import subprocess
+
+    from analysis.publish.results import CHECK_LOADED_AFTER_LIBRARY
+
+    if not (REPO / ".git").exists():
+        pytest.skip("no git history to read the runs' commits against")
+    before = set()
+    for run_json in sorted((DATA_DIR / "runs").glob("*-time-*/run.json")):
+        commit = json.loads(run_json.read_text())["git"]["commit"]
+        fixed = subprocess.run(["git", "merge-base", "--is-ancestor", "bfb3990", commit], cwd=REPO)
+        assert fixed.returncode in (0, 1), f"git cannot place commit {commit} of {run_json.parent.name}"
+        if fixed.returncode == 1:
+            before.add(run_json.parent.name)
+    assert before == set(CHECK_LOADED_AFTER_LIBRARY)

@@ -332,6 +332,7 @@ class Results:
     cells: dict  # metric -> every comparison of every run with its own baseline (rows with run_id)
     aa: pd.DataFrame  # A/A cells: the baseline against a brought copy of its own library
     cost: pd.DataFrame  # per-unit cost ratios and start-up costs, from runs with cells at several scales
+    roles: pd.DataFrame  # lockstep role effects (time in role b over role a) of runs whose roles alternate
 
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
@@ -421,10 +422,20 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
                              for m in ("wall_s", "maxrss_kb")},
                    aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}),
                    pd.concat([scaling.per_unit_ratios(scaling.cost_model(rt.table), baseline).assign(run_id=rt.run_id)
-                              for rt in time_runs] or [pd.DataFrame(columns=scaling.RATIO_COLUMNS)], ignore_index=True))
+                              for rt in time_runs] or [pd.DataFrame(columns=scaling.RATIO_COLUMNS)], ignore_index=True),
+                   role_table(time_runs, baseline))
 
 
-AA_COLUMNS = ["run_id", "workload", "allocator", "ratio", "ci_low", "ci_high", "n", "method", "excludes_1"]
+def role_table(time_runs, baseline: str) -> pd.DataFrame:
+    """Per run with alternating lockstep roles and per workload: how much longer role b took than role a."""
+    alternating = [rt for rt in time_runs if rt.pairs is not None
+                   and (rt.run.info.get("lockstep_roles") or {}).get("roles") == "alternating"]
+    return pd.concat([paired.role_effects(read_table(rt.run.path / "pairs.csv"), baseline).assign(run_id=rt.run_id)
+                      for rt in alternating] or [pd.DataFrame(columns=[*paired.ROLE_COLUMNS, "run_id"])],
+                     ignore_index=True)
+
+
+AA_COLUMNS = ["run_id", "workload", "allocator", "ratio", "ci_low", "ci_high", "n", "method", "design", "excludes_1"]
 
 
 def aa_copies(run: Run) -> set[str]:
@@ -442,7 +453,26 @@ def aa_cells(cells: pd.DataFrame, runs: dict) -> pd.DataFrame:
     copies = {(rid, a) for rid, run in runs.items() for a in aa_copies(run)}
     rows = cells[[(r, a) in copies for r, a in zip(cells["run_id"], cells["allocator"])]].copy()
     rows["excludes_1"] = (rows["ci_low"] > 1) | (rows["ci_high"] < 1)
+    rows["design"] = [aa_design(runs[r], m) for r, m in zip(rows["run_id"], rows["method"])]
     return rows.reindex(columns=AA_COLUMNS).reset_index(drop=True)
+
+
+# Published runs measured before commit bfb3990 put the malloc resolution check first in LD_PRELOAD: in them
+# a preloaded copy of libc sat in front of the check while the baseline's libc sat behind it, a layout
+# difference of its own (tests/test_paper_published.py checks this list against the runs' commits).
+CHECK_LOADED_AFTER_LIBRARY = frozenset({"20261130T023620Z-time-full", "20261130T030827Z-time-full",
+                                        "20261130T134138Z-time-quick", "20261130T134457Z-time-quick",
+                                        "20261130T135001Z-time-quick"})
+
+
+def aa_design(run: Run, method: str) -> str:
+    """How a cell was measured: single trials, or lockstep pairs whose roles were fixed (the baseline always
+    process a, before run.json recorded lockstep_roles) or alternating between blocks."""
+    if "paired" not in str(method):
+        return "trials"
+    if run.run_id in CHECK_LOADED_AFTER_LIBRARY:
+        return "lockstep, fixed roles, check loaded after the library"
+    return f"lockstep, {(run.info.get('lockstep_roles') or {}).get('roles', 'fixed')} roles"
 
 
 def run_table(time_runs, cg_runs, probe_runs, *leads_by_kind) -> pd.DataFrame:

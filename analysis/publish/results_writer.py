@@ -150,6 +150,10 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                      "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else "",
                      "expected_percent": f"{100 - 100 * stats.CONFIDENCE:.0f}",
                      "systematic_percent": f"{100 * stats.SYSTEMATIC_P:g}",
+                     "by_design": [{"design": d, "cells": int(len(g)), "excluding_1": int(g["excludes_1"].sum()),
+                                    "runs": int(g["run_id"].nunique()),
+                                    "percent_excluding_1": f"{100 * g['excludes_1'].mean():.1f}"}
+                                   for d, g in res.aa.groupby("design", sort=True)],
                      "by_run": [{"run": _labels(res).get(rid, rid), "cells": int(len(g)), "excluding_1": int(g["excludes_1"].sum()),
                                  "median_n": f"{g['n'].median():g}",
                                  "one_sided_workloads": sorted(w for w, s in g.groupby("workload")
@@ -157,6 +161,14 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                                  "one_sided_medians": [f"{s['ratio'].median():.3f}" for w, s in
                                                        sorted(g.groupby("workload")) if stats.one_sided(s["ratio"])]}
                                 for rid, g in res.aa.groupby("run_id")]}
+    roles = res.roles.assign(run=res.roles["run_id"].map(_labels(res)).fillna(""),
+                             display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in res.roles.iterrows()],
+                             excludes_1=(res.roles["ci_low"] > 1) | (res.roles["ci_high"] < 1))
+    roles.to_csv(p("roles.csv"), index=False)
+    numbers["roles"] = {"rows": int(len(roles)), "runs": sorted(set(roles["run"])),
+                        "excluding_1": [{"run": r["run"], "workload": r["workload"], "scale": f"{r['scale']:g}",
+                                         "display": r["display"], "pairs": int(r["pairs"])}
+                                        for _, r in roles[roles["excludes_1"]].iterrows()]}
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
     res.allocators.to_csv(p("allocators.csv"), index=False)

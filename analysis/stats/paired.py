@@ -188,3 +188,43 @@ def as_comparison(pairs: pd.DataFrame, baseline: str, metric: str = "wall_s"):
         raise HeapcostError(f"no cell has {MIN_PAIRS} usable pairs against {baseline!r}")
     trials = df.rename(columns={"allocator_b": "allocator"}).assign(outlier="none", clock_regime=0)
     return compare.Comparison(results=results, trials=trials, geomean=compare.geometric_means(results))
+
+
+ROLE_COLUMNS = ["workload", "scale", "cells", "pairs", "ratio", "ci_low", "ci_high"]
+
+
+def role_effects(pairs: pd.DataFrame, baseline: str, a: str = "active_a_s", b: str = "active_b_s") -> pd.DataFrame:
+    """How much longer the process in role b took than the one in role a, per workload, from raw (not
+    turned) pairs of a run whose roles alternate. In a cell, log(b/a) is role + d where the baseline was a
+    and role - d where it was b (d the allocators' difference), so the mean of the two orientations'
+    trimmed means is the role effect; cells with at least MIN_PAIRS pairs of each orientation are pooled
+    per workload as a mean of independent estimates."""
+    df = usable_trials(pairs.reset_index(drop=True)).reset_index(drop=True)
+    if df.empty:
+        return pd.DataFrame(columns=ROLE_COLUMNS)
+    df = df.assign(log_ratio=log_ratios(df, a, b).to_numpy(),
+                   baseline_a=df["allocator_a"].astype(str) == baseline,
+                   other=np.where(df["allocator_a"].astype(str) == baseline, df["allocator_b"], df["allocator_a"]))
+    df = df[(df["allocator_a"].astype(str) == baseline) != (df["allocator_b"].astype(str) == baseline)]
+    keys = ["workload", *(["scale"] if "scale" in df.columns else [])]
+    rows = []
+    for key, sub in df.groupby(keys, sort=True):
+        key = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        cells = []
+        for _, cell in sub.groupby("other", sort=True):
+            sides = [cell.loc[cell["baseline_a"] == s, "log_ratio"].to_numpy() for s in (True, False)]
+            if min(len(s) for s in sides) < MIN_PAIRS:
+                continue
+            la, lb = (stats.trimmed_location(s) for s in sides)
+            var = (la.var + lb.var) / 4
+            denom = (la.var / 4) ** 2 / (la.h - 1) + (lb.var / 4) ** 2 / (lb.h - 1)
+            df_cell = var ** 2 / denom if denom > 0 else float(la.h + lb.h - 2)
+            cells.append((stats.Difference((la.estimate + lb.estimate) / 2, math.sqrt(var), df_cell), len(cell)))
+        if not cells:
+            continue
+        pooled = stats.pooled_mean_difference([d for d, _ in cells])
+        lo, hi = pooled.interval()
+        rows.append({"workload": key["workload"], "scale": key.get("scale", np.nan), "cells": len(cells),
+                     "pairs": sum(n for _, n in cells), "ratio": math.exp(pooled.estimate),
+                     "ci_low": math.exp(lo), "ci_high": math.exp(hi)})
+    return pd.DataFrame(rows, columns=ROLE_COLUMNS)
