@@ -94,6 +94,7 @@ def aa_published(path: Path | None = None) -> dict:
         excl = sub[sub["excludes_1"].astype(str).str.lower() == "true"]
         runs.append({"run_id": run_id, "cells": int(len(sub)), "exclude_1": int(len(excl)),
                      "methods": sorted(sub["method"].astype(str).unique()),
+                     "designs": sorted(sub["design"].astype(str).unique()) if "design" in sub.columns else [],
                      "median_halfwidth": float(np.median(np.log(sub["ci_high"] / sub["ci_low"]) / 2)),
                      "excluding": [f"{r.allocator} {r.workload} {r.ratio:.4f} [{r.ci_low:.4f}, {r.ci_high:.4f}]"
                                    for r in excl.itertuples()]})
@@ -193,12 +194,12 @@ def format_results(r: dict) -> str:
     aa = r.get("aa")
     if aa and aa.get("runs"):
         lines += ["", f"A/A: the baseline against a preloaded copy of its own library ({aa['source']})", "",
-                  "| run | A/A cells | intervals excluding 1 | median half-width | method | those excluding 1 |",
-                  "|---|---|---|---|---|---|"]
+                  "| run | A/A cells | intervals excluding 1 | median half-width | design | method | those excluding 1 |",
+                  "|---|---|---|---|---|---|---|"]
         for run in aa["runs"]:
             lines.append(f"| {run['run_id']} | {run['cells']} | {run['exclude_1']} "
                          f"({run['exclude_1'] / run['cells']:.0%}) | ±{math.expm1(run['median_halfwidth']):.2%} | "
-                         f"{', '.join(run['methods'])} | {'; '.join(run['excluding']) or '-'} |")
+                         f"{'; '.join(run.get('designs') or []) or '-'} | {', '.join(run['methods'])} | {'; '.join(run['excluding']) or '-'} |")
     lines += bench_aa.format_aa(r.get("hyperfine_aa"))
     lines += bench_aa.calibrated_ratios(r.get("precision_grid"),
                                         bench_aa.resummarized(r.get("hyperfine_aa")).get("widening_for_95"))
