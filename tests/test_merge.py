@@ -175,3 +175,24 @@ def test_a_run_with_pairs_and_trials_pools_both_into_one_geometric_mean(tmp_path
     assert set(comp.results["workload"]) == {"sqlite", "dom-churn"}
     g = comp.geomean.set_index("allocator").loc["jemalloc"]
     assert g["workloads"] == 2 and g["ci_low"] < 0.9 < g["ci_high"]
+
+
+def test_a_complete_probe_run_of_another_design_is_named_once_and_not_called_incomplete(tmp_path, capsys):
+    import json
+    import shutil
+
+    from analysis.publish import merge
+
+    data = make_dataset(tmp_path)
+    runs = data / "runs"
+    main = next(runs.glob("*-probe-*"))
+    other = runs / "20000101T000000Z-probe-security"  # older: the reported run stays the copied one
+    shutil.copytree(main, other)
+    info = json.loads((other / "run.json").read_text())
+    info["run_id"] = other.name
+    info.setdefault("params", {})["probes"] = ["double-free"]
+    (other / "run.json").write_text(json.dumps(info))
+    reported, chosen = merge.contributing_runs(runs, "probe")
+    assert [rt.run_id for rt in chosen] == [main.name]
+    err = capsys.readouterr().err
+    assert f"probe run {other.name} ran other probes" in err and "is not complete" not in err

@@ -50,7 +50,7 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
                      "comparable and it is left out")
         chosen = same
     for r in runs:
-        if r not in chosen:
+        if r not in chosen and not r.complete:
             warn(f"run {r.run_id} is not complete ({r.info.get('status')}); the complete runs of its kind are used")
     reader = read_rows if kind == "probe" else read_table
     out = []
