@@ -293,6 +293,19 @@ def test_no_number_is_typed_into_the_paper():
     assert typed == [], f"numbers typed into paper.typ: {typed}"
 
 
+def swallowed_semicolons(src: str) -> list[str]:
+    """Embedded expressions followed by ';' in markup: Typst takes the ';' as the end of the expression and
+    prints nothing ('#x; y' renders 'x y'); the text needs '\\;'. String literals are left out."""
+    src = re.sub(r'"(?:[^"\\]|\\.)*"', '""', src, flags=re.S)
+    return [m.group(0) for m in re.finditer(r"#[A-Za-z_][\w.-]*(?:\([^()\n]*\))*;", src)]
+
+
+def test_no_semicolon_of_the_paper_is_swallowed():
+    found = swallowed_semicolons((REPO / "paper" / "paper.typ").read_text())
+    assert found == [], f"';' after an expression is not printed; write '\\;': {found}"
+    assert swallowed_semicolons('roles: #r.a; then #raw(b); "#c; in a string" and #d\\; kept') == ["#r.a;", "#raw(b);"]
+
+
 def test_typed_number_lint_catches_a_typed_number():
     """The lint must fail on a number in prose, also inside content blocks of code, and pass code."""
     assert typed_numbers("= Results\nThe overhead is 2.5 percent over a 1-minute run.\n") == ["2.5", "1"]
@@ -337,6 +350,16 @@ def test_other_runs_of_the_profile_are_compared_with_the_published_one(data, tmp
     rep = results.between_runs(published, others).set_index(["run_id", "allocator"])
     assert rep.loc[("slower", "jemalloc"), "overlap"] == False  # noqa: E712
     assert rep.loc["same", "overlap"].mean() >= 0.75
+    # given each run's cells, a run over fewer workloads (another geometric mean) is not a replication
+    fewer = same[same["workload"] == "small-loop"]
+    runs = {"same": same, "slower": slower, "fewer": fewer}
+    lead_run = published["run_id"].iloc[0]
+    cells = {lead_run: results.compute(data).cells["wall_s"].query("run_id == @lead_run"),
+             **{name: results.against(trials, "glibc", "wall_s").results for name, trials in runs.items()}}
+    others = {name: results.against(trials, "glibc", "wall_s").geomean for name, trials in runs.items()}
+    rep = results.between_runs(published, others, cells)
+    assert set(rep["run_id"]) == {"same", "slower"}
+    assert len(results.between_runs(published, others)) > len(rep)  # without the cells, fewer counts
 
 
 def test_data_free_notebook_products_are_kept_only_while_their_inputs_are_unchanged(tmp_path, data):

@@ -222,9 +222,19 @@ REPLICATION_COLUMNS = ["allocator", "run_id", "geomean_ratio", "ci_low", "ci_hig
                        "published_low", "published_high", "overlap", "display", "published_display"]
 
 
-def between_runs(lead_geomean: pd.DataFrame, others: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def between_runs(lead_geomean: pd.DataFrame, others: dict[str, pd.DataFrame], cells: dict | None = None) -> pd.DataFrame:
     """Each other run that measured an allocator, analysed the same way inside that run: does its
-    geometric-mean interval overlap the leading run's? (Runs differ in machine load and profile.)"""
+    geometric-mean interval overlap the leading run's? With `cells` ({run_id: that run's comparison rows}),
+    only runs that measured the allocator on the same workloads at the same scales and by the same protocol
+    (lockstep pairs time the turns without start-up, trials the whole process) as the leading run count: a
+    geometric mean over other workloads, scales or protocols is another quantity."""
+    def design(run_id, allocator):
+        rows = cells[run_id]
+        rows = rows[rows["allocator"] == allocator]
+        paired_rows = rows["method"].astype(str).str.contains("paired") if "method" in rows.columns else False
+        return frozenset(zip(rows["workload"], pd.to_numeric(rows["scale"], errors="coerce").round(6).fillna(-1),
+                             pd.Series(paired_rows, index=rows.index)))
+
     lead = lead_geomean.set_index("allocator")
     rows = []
     for run_id, geo in sorted(others.items()):
@@ -232,6 +242,8 @@ def between_runs(lead_geomean: pd.DataFrame, others: dict[str, pd.DataFrame]) ->
             if g["allocator"] not in lead.index or lead.loc[g["allocator"], "run_id"] == run_id:
                 continue
             p = lead.loc[g["allocator"]]
+            if cells is not None and design(run_id, g["allocator"]) != design(p["run_id"], g["allocator"]):
+                continue
             rows.append({"allocator": g["allocator"], "run_id": run_id, "geomean_ratio": g["geomean_ratio"],
                          "ci_low": g["ci_low"], "ci_high": g["ci_high"], "published_ratio": p["geomean_ratio"],
                          "published_low": p["ci_low"], "published_high": p["ci_high"],
@@ -412,7 +424,8 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     seed_only = seed_only_figures(figures)
     replication = pd.DataFrame(columns=REPLICATION_COLUMNS)
     if speed is not None:
-        replication = between_runs(speed.geomean, {r: c["wall_s"].geomean for r, c in per_run.items()})
+        replication = between_runs(speed.geomean, {r: c["wall_s"].geomean for r, c in per_run.items()},
+                                   {r: c["wall_s"].results for r, c in per_run.items()})
     all_runs = [rt.run for rt in time_runs + cg_runs + probe_runs]
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
                    scores, trade, allocator_table(all_runs), workload_table(time_run or cg_run), seed_only,
