@@ -109,6 +109,8 @@ def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     assert set(aa["allocator"]) == {"glibc-copy"} and len(aa) == 2  # one cell per workload of that run
     assert not aa["excludes_1"].any()
     assert set(aa["design"]) == {"trials"}
+    numbers = results_writer.write_outputs(results.compute(data), tmp_path / "out")
+    assert numbers["aa_copies"] == 1 and numbers["configurations"] == numbers["allocators"] - 1
 
 
 def test_the_aa_design_names_the_lockstep_roles_of_the_run(tmp_path):

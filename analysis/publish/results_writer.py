@@ -177,6 +177,8 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     so["ratio_display"] = so["ratio"].map(lambda x: f"{x:.3f}")
     so.to_csv(p("seed_only.csv"), index=False)
     numbers["allocators"] = int(len(res.allocators))
+    numbers["aa_copies"] = int(len(set(res.aa["allocator"]) & set(res.allocators["allocator"])))
+    numbers["configurations"] = numbers["allocators"] - numbers["aa_copies"]
     numbers["workloads"] = int(len(res.workloads))
     if res.time_run is not None:
         prof = res.time_run.info.get("profile") or {}
