@@ -122,7 +122,8 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         numbers["interference"] = interference_counts(*tables)
 
     numbers.update(_speed_and_memory(res, p, baseline))
-    res.left_out.to_csv(p("left_out.csv"), index=False)
+    res.left_out.assign(run=res.left_out["run_id"].map(_labels(res)).fillna("") if "run_id" in res.left_out else "") \
+        .to_csv(p("left_out.csv"), index=False)
     numbers["left_out"] = int(len(res.left_out))
 
     numbers.update(_ablations(res, p))
