@@ -145,7 +145,11 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                                             for _, r in res.cost.iterrows()],
                            baseline_startup_display=[f"{x:.1f}" for x in res.cost["baseline_startup_ms"]])
     cost.to_csv(p("cost.csv"), index=False)
-    numbers["cost"] = {"rows": int(len(cost)), "allocators": sorted(set(cost["allocator"]))}
+    below_zero = cost[cost["startup_high_ms"] < 0]
+    numbers["cost"] = {"rows": int(len(cost)), "allocators": sorted(set(cost["allocator"])),
+                       "startup_below_zero": int(len(below_zero)),
+                       "startup_below_zero_cells": [f"{r['allocator']} on {r['workload']} ({r['run']})"
+                                                    for _, r in below_zero.iterrows()]}
     numbers["aa"] = {"cells": int(len(res.aa)), "excluding_1": int(res.aa["excludes_1"].sum()),
                      "runs": sorted(set(res.aa["run_id"])),
                      "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else "",
