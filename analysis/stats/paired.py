@@ -216,10 +216,8 @@ def role_effects(pairs: pd.DataFrame, baseline: str, a: str = "active_a_s", b: s
             if min(len(s) for s in sides) < MIN_PAIRS:
                 continue
             la, lb = (stats.trimmed_location(s) for s in sides)
-            var = (la.var + lb.var) / 4
-            denom = (la.var / 4) ** 2 / (la.h - 1) + (lb.var / 4) ** 2 / (lb.h - 1)
-            df_cell = var ** 2 / denom if denom > 0 else float(la.h + lb.h - 2)
-            cells.append((stats.Difference((la.estimate + lb.estimate) / 2, math.sqrt(var), df_cell), len(cell)))
+            both = stats.combine_difference(la, stats.Location(-lb.estimate, lb.var, lb.h))  # la + lb
+            cells.append((stats.Difference(both.estimate / 2, both.se / 2, both.df), len(cell)))
         if not cells:
             continue
         pooled = stats.pooled_mean_difference([d for d, _ in cells])
