@@ -46,8 +46,10 @@ def supports_lockstep(workload) -> bool:
 
 
 def driver_command(trial_a: SpeedTrial, trial_b: SpeedTrial, dirs, pads, *, cpu, first, chunk_us,
-                   timeout) -> list[str]:
+                   timeout, aslr: bool = True) -> list[str]:
     cmd = [str(driver_path()), "--first", first, "--chunk-us", str(int(chunk_us))]
+    if not aslr:
+        cmd += ["--no-aslr", "1"]
     if cpu is not None:
         cmd += ["--cpu", str(int(cpu))]
     if timeout:
@@ -69,8 +71,9 @@ def _launch_result(d: dict) -> LaunchResult:
 
 def run_pair(trial_a: SpeedTrial, trial_b: SpeedTrial, *, expected_a: str | None, expected_b: str | None,
              cpu: int | None, first: str = "a", chunk_us: int = CHUNK_US, pads=(0, 0),
-             timeout: float | None = None) -> dict:
-    """Run one lockstep pair; returns its row of pairs.csv (without run_id, seq, block, warmup)."""
+             timeout: float | None = None, aslr: bool = True) -> dict:
+    """Run one lockstep pair; returns its row of pairs.csv (without run_id, seq, block, warmup).
+    aslr=False (the bench's layout part only) starts both processes without address-space randomization."""
     if first not in ("a", "b"):
         raise HeapcostError(f"first must be 'a' or 'b', not {first!r}")
     if trial_a.workload.id != trial_b.workload.id or trial_a.scale != trial_b.scale:
@@ -78,7 +81,7 @@ def run_pair(trial_a: SpeedTrial, trial_b: SpeedTrial, *, expected_a: str | None
     dirs = [Path(tempfile.mkdtemp(prefix=f"heapcost-pair-{s}-", dir=tempfile.gettempdir())) for s in "ab"]
     try:
         cmd = driver_command(trial_a, trial_b, dirs, pads, cpu=cpu, first=first, chunk_us=chunk_us,
-                             timeout=timeout)
+                             timeout=timeout, aslr=aslr)
         started, load = runstore.utc_now(), machine.loadavg1()
         before = quiet.read_cpu()
         proc = subprocess.run(cmd, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},

@@ -7,12 +7,14 @@
  * (workloads/wl_common.h, wl_turn()): both see the same regime, and each counts its own active time.
  * This driver only starts, pins and reaps them; it is not on the token's path.
  *
- * usage: heapcost-lockstep [--cpu N] [--first a|b] [--chunk-us U] [--timeout S]
+ * usage: heapcost-lockstep [--cpu N] [--first a|b] [--chunk-us U] [--timeout S] [--no-aslr 1]
  *          [--a-stdout F] [--a-stderr F] [--a-cwd D] [--a-env K=V ...]   (same for --b-*)
  *          -- A_PROG ARGS... -- B_PROG ARGS...
  * Each process gets exactly its --x-env variables plus HEAPCOST_LOCKSTEP_{IN,OUT,READY,CHUNK_US}.
  * The first token is handed out once both processes are loaded and waiting (the READY pipe), so
- * neither's start-up falls into the other's turn. Output: one line of JSON (docs/design.md).
+ * neither's start-up falls into the other's turn. --no-aslr 1 starts both without address-space
+ * randomization (personality ADDR_NO_RANDOMIZE), for the bench's layout part only: a fixed layout
+ * biases a comparison (bench/README.md). Output: one line of JSON (docs/design.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -56,7 +59,7 @@ static void on_alarm(int sig)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: heapcost-lockstep [--cpu N] [--first a|b] [--chunk-us U] [--timeout S]\n"
+    fprintf(stderr, "usage: heapcost-lockstep [--cpu N] [--first a|b] [--chunk-us U] [--timeout S] [--no-aslr 1]\n"
                     "         [--a-stdout F] [--a-stderr F] [--a-cwd D] [--a-env K=V ...] (and --b-*)\n"
                     "         -- A_PROG ARGS... -- B_PROG ARGS...\n");
     exit(64);
@@ -70,6 +73,8 @@ static char *fmt(const char *name, long value)
     return s;
 }
 
+static int no_aslr;
+
 /* The child: pinned, redirected, with only its own end of each pipe open, then exec. */
 static void child(struct proc *p, int cpu, int in, int out, int ready, long chunk_us, int errpipe)
 {
@@ -82,6 +87,7 @@ static void child(struct proc *p, int cpu, int in, int out, int ready, long chun
         if (sched_setaffinity(0, sizeof set, &set) != 0)
             e = errno;
     }
+    if (!e && no_aslr && personality(ADDR_NO_RANDOMIZE) == -1) e = errno;
     if (!e && p->cwd && chdir(p->cwd) != 0) e = errno;
     if (!e && redirect("/dev/null", 0, O_RDONLY) != 0) e = errno;
     if (!e && redirect(p->out, 1, O_WRONLY | O_CREAT | O_TRUNC) != 0) e = errno;
@@ -172,6 +178,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--first")) first = !strcmp(v, "b");
         else if (!strcmp(a, "--chunk-us")) chunk_us = atol(v);
         else if (!strcmp(a, "--timeout")) timeout = atof(v);
+        else if (!strcmp(a, "--no-aslr")) no_aslr = atoi(v) != 0;
         else if (!strncmp(a, "--a-", 4) || !strncmp(a, "--b-", 4)) {
             struct proc *p = &P[a[2] == 'b'];
             if (!strcmp(a + 4, "stdout")) p->out = v;
