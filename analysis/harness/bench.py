@@ -16,7 +16,9 @@ now, --only, are kept from the results.json already there, each with when and un
 6. A/A through hyperfine (bench_aa.py): the baseline against a preloaded copy of its own library in
    hyperfine's default run, per workload and round: how often its Welch interval excludes the true ratio;
 7. interference (bench_interference.py): lockstep pairs under other work of known placement and duty,
-   and the thresholds by which campaigns flag a trial as measured during interference.
+   and the thresholds by which campaigns flag a trial as measured during interference;
+8. layout (bench_layout.py): whether a shared stack offset or disabled address-space randomization lets
+   a lockstep pair cancel each process's own layout effect, and what it does to an A/A ratio.
 """
 import json
 import math
@@ -31,7 +33,7 @@ import pandas as pd
 from analysis.stats import compare
 from analysis.stats import simulate
 from analysis.errors import HeapcostError, warn
-from analysis.harness import bench_aa, bench_interference, bench_precision
+from analysis.harness import bench_aa, bench_interference, bench_layout, bench_precision
 from analysis.harness.bench_precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
 from analysis.harness.bench_protocols import CANDIDATES, protocol_candidates
 from analysis.paths import REPO
@@ -214,6 +216,7 @@ def format_results(r: dict) -> str:
                          f"{c['n']} | {c['elapsed_s']:.0f} s | {c['precision_per_s'] / best:.2f}x the best | "
                          f"{c.get('note', '')} |")
     lines += bench_interference.format_interference(r.get("interference"))
+    lines += bench_layout.format_layout(r.get("layout"))
     return "\n".join(lines)
 
 
@@ -240,17 +243,19 @@ def add_arguments(parser) -> None:
                         + ", ".join(CANDIDATES) + ")")
     parser.add_argument("--aa-rounds", type=int, default=10,
                         help="hyperfine A/A: rounds over the workloads (default 10: 40 cells)")
-    parser.add_argument("--aa-libc", default="", help="hyperfine A/A: the libc.so.6 to preload as the copy "
+    parser.add_argument("--aa-libc", default="", help="hyperfine A/A and layout: the libc.so.6 to preload as the copy "
                         "(default: the one this process runs on)")
     parser.add_argument("--interference-budget-min", type=float, default=5.0,
                         help="interference: machine time for all its conditions together (default 5 minutes)")
+    parser.add_argument("--layout-budget-min", type=float, default=4.0,
+                        help="layout: machine time for all its conditions together (default 4 minutes)")
     parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
 PARTS = {  # the benchmarks (--only) and their keys in results.json
     "overhead": ("overhead",), "adaptive": ("adaptive",), "aa": ("aa",),
     "precision": ("precision", "precision_rounds", "precision_grid"), "protocols": ("protocols",),
-    "hyperfine-aa": ("hyperfine_aa",), "interference": ("interference",),
+    "hyperfine-aa": ("hyperfine_aa",), "interference": ("interference",), "layout": ("layout",),
 }
 NO_MACHINE_TIME = {"adaptive": " (simulated: no machine time)", "aa": " (published data: no machine time)"}
 
@@ -263,6 +268,8 @@ def run(args) -> int:
     bench_precision.grid_plan(args.budgets, args.precision_profiles, args.rounds)  # bad input fails here
     if not args.interference_budget_min > 0:
         raise HeapcostError(f"--interference-budget-min must be positive, got {args.interference_budget_min}")
+    if not args.layout_budget_min > 0:
+        raise HeapcostError(f"--layout-budget-min must be positive, got {args.layout_budget_min}")
     if args.aa_rounds < 1:
         raise HeapcostError(f"--aa-rounds must be at least 1, got {args.aa_rounds}")
     # a busy machine makes every number here worse: record how busy it was, and refuse to start on a busy
@@ -338,6 +345,9 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
     if "interference" in wanted:
         _measure_part(results, "interference", lambda: bench_interference.interference_bench(
             tuple(pair), args.workload, args.interference_budget_min, args.seed, "1", out))
+    if "layout" in wanted:
+        _measure_part(results, "layout", lambda: bench_layout.layout_bench(
+            tuple(pair), args.workload, args.layout_budget_min, args.seed, "1", out, libc=args.aa_libc or None))
     results["loadavg_after"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
