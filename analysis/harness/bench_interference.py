@@ -17,7 +17,6 @@ import os
 import random
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -145,19 +144,12 @@ def run_conditions(camp, baseline: str, other: str, workload: str, budget_s: flo
 def interference_bench(allocators=("glibc", "scudo"), workload="small-loop", budget_min: float = 5.0,
                        seed: int = 1, force=None, out: Path | None = None) -> dict:
     """The interference part of results.json: every condition's effect and the thresholds."""
-    from analysis.harness import launcher, measure, quiet
+    from analysis.harness import quiet
+    from analysis.harness.bench_campaign import bench_campaign
 
     baseline, other = allocators
-    with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:
-        camp = measure.Campaign(profile="smoke", allocators=",".join(allocators), workloads=workload, seed=seed,
-                                runs_dir=Path(tmp), progress=False, force=force, protocol="lockstep", pin="auto")
-        if camp.cpu is None:
-            raise HeapcostError("the interference bench pins its pairs: it needs pin=auto to find a CPU")
-        for wl in camp.workloads.values():
-            for variant in sorted({camp.resolved[a].allocator.variant for a in allocators}):
-                wl.prepare(variant)
-        with quiet.CampaignLock(Path(tmp), force), launcher.pinned(camp.cpu):
-            pairs, elapsed = run_conditions(camp, baseline, other, workload, budget_min * 60, seed)
+    with bench_campaign(allocators, workload, seed, force, "interference") as camp:
+        pairs, elapsed = run_conditions(camp, baseline, other, workload, budget_min * 60, seed)
         scale = camp.scale_of(camp.resolved[other].allocator.scale)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,6 @@ ratio is 1: a condition that narrows the intervals but moves the A/A ratio off 1
 """
 import math
 import random
-import tempfile
 import time
 from pathlib import Path
 
@@ -65,24 +64,16 @@ def run_conditions(camp, baseline: str, others, workload: str, budget_s: float, 
 def layout_bench(allocators=("glibc", "scudo"), workload="small-loop", budget_min: float = 4.0, seed: int = 1,
                  force=None, out: Path | None = None, libc: str | None = None) -> dict:
     """The layout part of results.json: every condition's interval, spread and correlation, per comparison."""
-    from analysis.harness import launcher, measure, quiet
     from analysis.harness.bench_aa import running_libc
+    from analysis.harness.bench_campaign import bench_campaign
 
     baseline, other = allocators
     if baseline != "glibc":
         raise HeapcostError("the layout bench's A/A pair preloads a copy of glibc: the baseline must be glibc")
     others = (other, COPY)
-    with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:
-        camp = measure.Campaign(profile="smoke", allocators=f"{baseline},{other},{COPY}", workloads=workload,
-                                extra_allocators=f"{COPY}={libc or running_libc()}", seed=seed, runs_dir=Path(tmp),
-                                progress=False, force=force, protocol="lockstep", pin="auto")
-        if camp.cpu is None:
-            raise HeapcostError("the layout bench pins its pairs: it needs pin=auto to find a CPU")
-        for wl in camp.workloads.values():
-            for variant in sorted({camp.resolved[a].allocator.variant for a in (baseline, *others)}):
-                wl.prepare(variant)
-        with quiet.CampaignLock(Path(tmp), force), launcher.pinned(camp.cpu):
-            pairs, elapsed = run_conditions(camp, baseline, others, workload, budget_min * 60, seed)
+    with bench_campaign((baseline, *others), workload, seed, force, "layout",
+                        extra_allocators=f"{COPY}={libc or running_libc()}") as camp:
+        pairs, elapsed = run_conditions(camp, baseline, others, workload, budget_min * 60, seed)
         scale = camp.scale_of(camp.resolved[other].allocator.scale)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
