@@ -5,10 +5,12 @@ import csv
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from analysis import __version__
 from analysis.publish.datapackage import DATASET_NAME, dataset_files
 from analysis.paths import DATA_DIR
-from analysis.contract.schema import LITERATURE_SCHEMAS, TABLE_SCHEMAS
+from analysis.contract.schema import LITERATURE_SCHEMAS, TABLE_SCHEMAS, read_table
 
 HOW_MEASURED = {
     "trials.csv": "Speed runs (`python -m analysis measure`, kind `time`). Each row is one fresh process of a "
@@ -54,6 +56,25 @@ def _rows(path: Path) -> int:
         return max(0, sum(1 for _ in csv.reader(fh)) - 1)
 
 
+def _quiet(run_dir: Path) -> tuple[str, str, str]:
+    """Of a speed run's trials and pairs: the median 1-minute load, the others' CPU time over the wall time
+    (total over total: /proc/stat counts in 10 ms ticks; a pair's wall time is its longer process's) and the
+    rows flagged as interfered; '' where not recorded."""
+    columns = ["loadavg1", "other_cpu_s", "wall", "interfered"]
+    tables = [pd.DataFrame(columns=columns)]
+    for name, walls in (("trials.csv", ["wall_s"]), ("pairs.csv", ["wall_a_s", "wall_b_s"])):
+        if (run_dir / name).is_file():
+            table = read_table(run_dir / name)
+            tables.append(table.assign(wall=table.reindex(columns=walls).max(axis=1)).reindex(columns=columns))
+    rows = pd.concat(tables, ignore_index=True)
+    loads = pd.to_numeric(rows["loadavg1"], errors="coerce").dropna()
+    timed = rows.dropna(subset=["other_cpu_s", "wall"])
+    judged = pd.to_numeric(rows["interfered"], errors="coerce").dropna()
+    return (f"{loads.median():.2f}" if len(loads) else "",
+            f"{timed['other_cpu_s'].sum() / timed['wall'].sum():.1%}" if timed["wall"].sum() > 0 else "",
+            f"{int(judged.sum())} of {len(judged)}" if len(judged) else "")
+
+
 def _run_line(run_dir: Path) -> str:
     try:
         info = json.loads((run_dir / "run.json").read_text())
@@ -63,8 +84,9 @@ def _run_line(run_dir: Path) -> str:
     tables = ", ".join(f"`{p.name}` ({_rows(p)} rows)" for p in sorted(run_dir.glob("*.csv")))
     kind = info.get("kind", "?")
     profile = params.get("profile") or params.get("mode") or ""
+    load, others, flagged = _quiet(run_dir)
     return (f"| `{run_dir.name}` | {kind} | {profile} | {info.get('status', '?')} | "
-            f"{len(params.get('allocators') or [])} | {tables} |")
+            f"{len(params.get('allocators') or [])} | {tables} | {load} | {others} | {flagged} |")
 
 
 def codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> str:
@@ -95,11 +117,18 @@ def codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> str:
         "",
         "## Runs in this version",
         "",
-        "| run | kind | profile | status | allocators | tables |",
-        "|---|---|---|---|---|---|",
+        "Of the speed runs' trials and pairs: the median 1-minute load average when each started, the CPU time "
+        "other processes used meanwhile as a share of their wall time (the harness's own milliseconds included), "
+        "and how many were flagged as measured during interference (analysis/harness/quiet.py). A campaign's own "
+        "processes keep the load near one, a lockstep pair's above it, and the 1-minute average carries that into "
+        "the trials that follow: whether others ran is what the other two columns say (docs/design.md, the "
+        "timing protocol).",
+        "",
+        "| run | kind | profile | status | allocators | tables | load (median) | others' CPU | flagged |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     runs = sorted(p for p in (data_dir / "runs").glob("*") if p.is_dir()) if (data_dir / "runs").is_dir() else []
-    out += [_run_line(r) for r in runs] or ["| (none) | | | | | |"]
+    out += [_run_line(r) for r in runs] or ["| (none) | | | | | | | | |"]
     out += ["", "## Files of every run", ""]
     for name, text in RUN_FILES.items():
         out.append(f"- `{name}`: {text}")
