@@ -20,13 +20,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.harness import catalog, debsrc, glibc_build
+from analysis.harness import brought, catalog, debsrc, glibc_build
 from analysis.harness.allocator_cache import allocators_root, built_prefix, read_build_record
 from analysis.errors import HeapcostError
 from analysis.paths import REPO, cache_dir
 
 JOBS = "2"
-KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build")
+KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build", "brought")
 SLOW_KINDS = ("debian-source", "glibc-build")  # built from source: provisioned last
 # what configure and make of glibc need besides the compiler (glibc_build.REQUIRED_TOOLS)
 GLIBC_BUILD_DEPS = ("build-essential", "dpkg-dev", "gawk", "bison", "patch")
@@ -313,6 +313,8 @@ def provision_one(alloc, apt: Apt, log: Log, dry_run=False, force=False, no_buil
         return True, "part of the system"
     if kind == "path":
         return True, "user-supplied path: nothing to install"
+    if kind == "brought":
+        return True, "brought by the user, never built here: " + brought.unavailable_reason(alloc)
     if kind == "debian":
         package = origin.get("package")
         if not package:
@@ -395,6 +397,8 @@ def status(allocators=None) -> list:
             rows.append((alloc.id, ok, why or f"built: {glibc_build.variant_dir(alloc.id).name}"))
         elif kind in ("system", "path"):
             rows.append((alloc.id, True, "nothing to install"))
+        elif kind == "brought":
+            rows.append((alloc.id, True, "brought by the user: nothing to install"))
         else:
             rows.append((alloc.id, False, f"unknown origin kind {kind!r}"))
     return rows

@@ -67,6 +67,7 @@ class Workload:
     description: str
     seed: str                 # the seed file whose profile it re-creates, or None
     base_scale_note: str      # what scale 1.0 does
+    default: bool = True      # in "every workload" (False: a seed's own case, selected by name or group)
 
     variants = ("glibc",)
     loader_refused = ""  # why it cannot run on a built glibc through that build's loader ("" = it can)
@@ -106,6 +107,7 @@ class CWorkload(Workload):
 @dataclass(frozen=True)
 class PerlWorkload(Workload):
     script: str = ""
+    case: str = ""  # one case of the script alone (its second argument)
 
     def prepare(self, variant="glibc") -> None:
         super().prepare(variant)
@@ -113,7 +115,8 @@ class PerlWorkload(Workload):
 
     def argv(self, scale, variant="glibc", interpreters=None) -> list:
         _check_variant(variant, self.variants)
-        return [_interpreter(interpreters, "perl"), str(WORKLOADS_DIR / self.script), scale_arg(scale)]
+        return [_interpreter(interpreters, "perl"), str(WORKLOADS_DIR / self.script), scale_arg(scale),
+                *([self.case] if self.case else [])]
 
     def env(self, scale) -> dict:
         # a fixed hash seed: the same buckets and key order in every trial
@@ -322,6 +325,12 @@ WORKLOADS = {w.id: w for w in [
         "003_f7c9ca2ca154b322.txt",
         "2000 batches of 8192 allocations", source="pow2_churn.c"),
     CWorkload(
+        "pow2-ladder", "c",
+        "eight classes of 1..128-byte blocks, 16,384 each, filled in turn; every eighth block of each "
+        "class at or below the current one freed after each fill (the test program of seed 003's thread)",
+        "003_f7c9ca2ca154b322.txt",
+        "128 rounds of the 8-class ladder", source="pow2_ladder.c", default=False),
+    CWorkload(
         "small-loop", "c",
         "ten malloc(0x20) then ten free, in a loop: the allocator's fast path",
         "004_d42ed6e97fa9d58a.txt",
@@ -352,11 +361,29 @@ WORKLOADS = {w.id: w for w in [
         "36,000 records, 36,000 lines, 72,000 cyclic cells", script="py_objects.py"),
 ]}
 
+# Seed 000's benchmark case by case (perl_strcat.pl CASE): the seed found OpenBSD's malloc as fast as perl's
+# own in every case but the array one, so each case is answered on its own.
+PERL_CASES = ("append-5-2", "append-6-2", "append-7-2", "append-7-1", "append-7-3", "append-7-4", "append-7-5",
+              "preextend", "array")
+_CASE_WORDS = {"preextend": "a 1E7-character string pre-extended to 2E7, then 1E4 appends of 1E2 characters",
+               "array": "an array of 1E5 strings of 1E2 characters copied, then 1E4 strings pushed onto it"}
+for _case in PERL_CASES:
+    _b, _c = (_case.split("-")[1:] + ["", ""])[:2]
+    WORKLOADS[f"perl-{_case}"] = PerlWorkload(
+        f"perl-{_case}", "perl",
+        _CASE_WORDS.get(_case) or f"one case of perl-strcat: a 1E{_b}-character string, 1E6 characters "
+                                  f"appended in chunks of 1E{_c}",
+        "000_df6142052d7a08fc.txt", "the case alone, rounds as perl_strcat.pl's REPEAT says",
+        default=False, script="perl_strcat.pl", case=_case)
+
+DEFAULT_WORKLOADS = [w.id for w in WORKLOADS.values() if w.default]
 WORKLOAD_GROUPS = {
-    "c": [w.id for w in WORKLOADS.values() if w.kind == "c"],
-    "perl": [w.id for w in WORKLOADS.values() if w.kind == "perl"],
+    "c": [w.id for w in WORKLOADS.values() if w.kind == "c" and w.default],
+    "perl": [w.id for w in WORKLOADS.values() if w.kind == "perl" and w.default],
     "python": [w.id for w in WORKLOADS.values() if w.kind == "python"],
     "program": [w.id for w in WORKLOADS.values() if w.kind == "program"],
+    "perl-cases": [f"perl-{c}" for c in PERL_CASES],
+    "seed-003": ["pow2-churn", "pow2-ladder"],
 }
 
 
@@ -365,7 +392,7 @@ def expand(names) -> list:
     chosen = []
     for name in names:
         if name == "*":
-            ids = list(WORKLOADS)
+            ids = DEFAULT_WORKLOADS
         elif name in WORKLOAD_GROUPS:
             ids = WORKLOAD_GROUPS[name]
         elif name in WORKLOADS:

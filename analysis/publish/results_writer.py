@@ -136,7 +136,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     answers = debates.answer(res, res.figures)
     answers["run"] = answers["run_id"].map(_labels(res)).fillna("")
     answers.to_csv(p("debates.csv"), index=False)
-    numbers["debates"] = {r["seed"]: r["verdict"] for _, r in answers.iterrows()}
+    numbers["debates"] = {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)}
     res.runs.to_csv(p("runs.csv"), index=False)
     res.aa.to_csv(p("aa.csv"), index=False)
     cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
