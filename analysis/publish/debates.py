@@ -64,7 +64,8 @@ DEBATES = [
            not_measured="mozjemalloc (Firefox's fork) is not a library here: jemalloc's own poison on free "
                         "(junk:free) is measured in its place"),
     Debate("003", "saving random bits in OpenBSD's malloc", "pow2-churn",
-           (("omalloc-1.128", "omalloc-1.128-getrbyte"),), (), "",
+           (("omalloc-1.128", "omalloc-1.128-getrbyte"), ("omalloc-1.128-getpid", "omalloc-1.128-getrbyte-getpid")),
+           (), "", every_pair=True,
            not_measured="the patch changes OpenBSD's malloc, which is in no package registry here: bring "
                         "revision 1.128 and the same with the seed's diff reversed (EXTRA_ALLOCATORS="
                         "omalloc-1.128=...,omalloc-1.128-getrbyte=...); nothing stands in for it",

@@ -177,6 +177,8 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
     res.allocators.to_csv(p("allocators.csv"), index=False)
+    res.brought.assign(sha256_short=res.brought["library_sha256"].str[:16]).to_csv(p("brought.csv"), index=False)
+    numbers["brought"] = {"libraries": int(len(res.brought)), "allocators": sorted(set(res.brought["allocator"]))}
     res.workloads.to_csv(p("workloads.csv"), index=False)
     so = res.seed_only.copy()
     so["ratio_display"] = so["ratio"].map(lambda x: f"{x:.3f}")
