@@ -1,0 +1,86 @@
+"""The command line a newcomer types first: every --help prints help and exits 0, under the name it was run by."""
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis import cli
+from conftest import REPO
+
+
+def run_in_process(capsys, argv, prog="heapcost"):
+    """(exit status, stdout, stderr) of cli.main, whether it returns or argparse exits."""
+    try:
+        status = cli.main(argv, prog=prog)
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["-h"]], ids=["bare", "--help", "-h"])
+def test_top_level_help_lists_every_command(capsys, argv):
+    status, out, err = run_in_process(capsys, argv)
+    assert status == 0 and err == ""
+    assert out.startswith("usage: heapcost ")
+    for name, (_, help_text) in cli.COMMANDS.items():
+        assert f"    {name} " in out or f"    {name}\n" in out
+    assert "95% confidence intervals" in out  # the help that once ended in a TypeError
+
+
+@pytest.mark.parametrize("command", list(cli.COMMANDS))
+def test_every_command_prints_its_help(capsys, command):
+    status, out, err = run_in_process(capsys, [command, "--help"])
+    assert status == 0 and err == "", err
+    assert out.startswith(f"usage: heapcost {command} ")
+    assert "options:" in out and "-h, --help" in out
+    assert cli.COMMANDS[command][1] in " ".join(out.split())  # the one-line help is the description
+
+
+def test_help_text_is_printed_literally_whatever_percent_signs_it_holds():
+    parser = argparse.ArgumentParser(prog="heapcost", formatter_class=cli.LiteralHelpFormatter)
+    parser.add_argument("--share", help="at most 5% of the pairs; %d, %s and %(default)s stay as written")
+    text = " ".join(parser.format_help().split())
+    assert "at most 5% of the pairs; %d, %s and %(default)s stay as written" in text
+
+
+def test_an_unknown_command_is_a_usage_error(capsys):
+    status, out, err = run_in_process(capsys, ["no-such-command"])
+    assert status == 2 and out == ""
+    assert "heapcost: error: argument COMMAND: invalid choice: 'no-such-command'" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv0, prog", [
+    ("/somewhere/.venv/bin/heapcost", "heapcost"),
+    ("heapcost", "heapcost"),
+    ("/somewhere/analysis/__main__.py", "python -m analysis"),
+    ("", "python -m analysis"),
+])
+def test_usage_names_the_program_as_it_was_run(argv0, prog):
+    assert cli.invoked_as(argv0) == prog
+
+
+def _run(argv):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_python_dash_m_analysis_help_in_a_fresh_process():
+    for argv in ([], ["--help"], ["compare-pairs", "--help"]):
+        proc = _run([sys.executable, "-m", "analysis", *argv])
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert proc.stdout.startswith("usage: python -m analysis ")
+
+
+def test_the_heapcost_entry_point_prints_help_under_its_own_name():
+    script = Path(sys.executable).parent / "heapcost"
+    if not script.is_file():
+        pytest.skip("no `heapcost` script next to this Python: `make venv` installs it (pip install -e .)")
+    for argv in (["--help"], ["allocators", "--help"]):
+        proc = _run([str(script), *argv])
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert proc.stdout.startswith("usage: heapcost ")
