@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from analysis import cli
+from analysis.harness import catalog
 from conftest import REPO
 
 
@@ -84,3 +85,32 @@ def test_the_heapcost_entry_point_prints_help_under_its_own_name():
         proc = _run([str(script), *argv])
         assert proc.returncode == 0 and proc.stderr == "", proc.stderr
         assert proc.stdout.startswith("usage: heapcost ")
+
+
+# ------------------------------------------------------------- what `heapcost allocators` says is missing
+def _catalogue_entry(ident, kind, package, preload=(), interpreters=None):
+    return catalog.Allocator(id=ident, family=ident, description=ident, preload=tuple(preload),
+                             origin={"kind": kind, "package": package}, interpreters=interpreters or {})
+
+
+def test_allocators_says_what_is_not_here_yet_and_the_step_that_brings_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
+    entries = [
+        _catalogue_entry("jemalloc", "debian", "libjemalloc2", [str(tmp_path / "libjemalloc.so.2")]),
+        _catalogue_entry("mimalloc-secure", "debian-source", "mimalloc",
+                         ["{cache}/allocators/mimalloc-secure-*/lib/libmimalloc-secure.so*"]),
+        _catalogue_entry("perl-mymalloc", "debian-source", "perl",
+                         interpreters={"perl": "{cache}/allocators/perl-mymalloc-*/bin/perl"}),
+        _catalogue_entry("mimalloc3", "pypi", "cmeel-mimalloc", ["{venv}/no-such-dir/libmimalloc.so*"]),
+    ]
+    monkeypatch.setattr(catalog, "load_catalog", lambda: {e.id: e for e in entries})
+    assert cli.main(["allocators"], prog="heapcost") == 0
+    out = capsys.readouterr().out
+    why = {line.split()[0]: " ".join(line.split()[3:]) for line in out.splitlines()[1:]}
+    assert why["jemalloc"] == ("not installed yet: `make allocators` installs the Debian package libjemalloc2 "
+                               f"({tmp_path / 'libjemalloc.so.2'})")
+    assert why["mimalloc-secure"] == "not built yet: `make allocators` builds it from the Debian source of mimalloc"
+    assert why["perl-mymalloc"] == "not built yet: `make allocators` builds it from the Debian source of perl"
+    assert why["mimalloc3"].startswith("not installed yet: `make venv` installs cmeel-mimalloc")
+    assert f"{sys.prefix}/no-such-dir" in why["mimalloc3"]
+    assert "{" not in out  # no placeholder of the catalogue is printed unexpanded

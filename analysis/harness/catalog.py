@@ -143,6 +143,10 @@ def parse_extra(spec: str | None) -> list[Allocator]:
     return extras
 
 
+def _placeholders_filled(pattern: str) -> str:
+    return pattern.replace("{cache}", str(cache_dir())).replace("{venv}", sys.prefix)
+
+
 def _expand(pattern: str, alloc: Allocator) -> list[str]:
     if alloc.origin.get("kind") == "debian-source":
         # Only a finished, verified build counts (a half-built directory also matches the glob).
@@ -150,8 +154,21 @@ def _expand(pattern: str, alloc: Allocator) -> list[str]:
         if prefix is None:
             return []
         pattern = pattern.replace(f"{{cache}}/allocators/{alloc.id}-*", glob.escape(str(prefix)))
-    pattern = pattern.replace("{cache}", str(cache_dir())).replace("{venv}", sys.prefix)
+    pattern = _placeholders_filled(pattern)
     return sorted(glob.glob(pattern, recursive=True), key=lambda p: (os.path.getmtime(p), p))
+
+
+def _why_absent(alloc: Allocator, pattern: str) -> str:
+    """Why a library or interpreter of the catalogue is not here, said as the step that brings it."""
+    kind, package = alloc.origin.get("kind"), alloc.origin.get("package", "")
+    if kind == "debian-source" and built_prefix(alloc.id) is None:
+        return (f"{glibc_build.NOT_BUILT_YET}: `make allocators` builds it from the Debian source of {package}")
+    where = _placeholders_filled(pattern)
+    if kind in ("debian", "musl"):
+        return f"not installed yet: `make allocators` installs the Debian package {package} ({where})"
+    if kind == "pypi":
+        return f"not installed yet: `make venv` installs {package} from requirements.txt ({where})"
+    return f"not found: {where}" + (f" (Debian package {package})" if package else "")
 
 
 def resolve_glibc_build(alloc: Allocator) -> Resolved:
@@ -177,16 +194,17 @@ def resolve(alloc: Allocator) -> Resolved:
     for pattern in alloc.preload:
         found = _expand(pattern, alloc)
         if not found:
-            return Resolved(alloc, False, f"library not found: {pattern} (run `make allocators`)")
+            return Resolved(alloc, False, _why_absent(alloc, pattern))
         libs.append(found[-1])  # the newest build
     interpreters = {}
     for name, pattern in alloc.interpreters.items():
         found = [p for p in _expand(pattern, alloc) if os.access(p, os.X_OK)]
         if not found:
-            return Resolved(alloc, False, f"{name} interpreter not built: {pattern} (run `make allocators`)")
+            return Resolved(alloc, False, _why_absent(alloc, pattern))
         interpreters[name] = found[-1]
     if alloc.variant == "musl" and shutil.which("musl-gcc") is None:
-        return Resolved(alloc, False, "musl-gcc not installed (apt-get install musl-tools)")
+        return Resolved(alloc, False, "not installed yet: `make allocators` installs the Debian package "
+                        f"{alloc.origin.get('package') or 'musl-tools'} (musl-gcc)")
     return Resolved(alloc, True, "", tuple(libs), interpreters)
 
 
