@@ -1,6 +1,7 @@
 """The command line a newcomer types first: every --help prints help and exits 0, under the name it was run by."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,24 @@ def test_allocators_says_what_is_not_here_yet_and_the_step_that_brings_it(tmp_pa
     assert why["mimalloc3"].startswith("not installed yet: `make venv` installs cmeel-mimalloc")
     assert f"{sys.prefix}/no-such-dir" in why["mimalloc3"]
     assert "{" not in out  # no placeholder of the catalogue is printed unexpanded
+
+
+# ------------------------------------------------------------- make help and the README name every parameter
+def _makefile_parameters(target: str) -> set:
+    """The variables a make target's recipe passes on, but for the Makefile's own (`NAME :=`)."""
+    text = (REPO / "Makefile").read_text()
+    own = set(re.findall(r"^([A-Z_]+) :=", text, re.M))
+    recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.M).group(1)
+    return set(re.findall(r"\$\(([A-Z_]+)\)", recipe)) - own
+
+
+@pytest.mark.parametrize("target", ["measure", "probe"])
+def test_make_help_and_the_readme_name_every_parameter_of(target):
+    text = (REPO / "Makefile").read_text()
+    help_lines = "\n".join(re.findall(r'^\t@echo "(.*)"$', re.search(r"^help:.*\n((?:\t.*\n)+)", text, re.M)
+                                      .group(1), re.M))
+    readme = (REPO / "README.md").read_text()
+    parameters = _makefile_parameters(target)
+    assert parameters, f"no parameters found in the {target} recipe"
+    assert [p for p in sorted(parameters) if f"{p}=" not in help_lines] == []
+    assert [p for p in sorted(parameters) if not re.search(rf"`{p}`|\b{p}=", readme)] == []
