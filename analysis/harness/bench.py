@@ -357,15 +357,3 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
     print(table)
     return 0
 
-
-if __name__ == "__main__":  # `python -m analysis.bench` until `bench` is registered in cli.py
-    import argparse
-    import sys
-
-    cli_parser = argparse.ArgumentParser(prog="python -m analysis.bench", description=__doc__)
-    add_arguments(cli_parser)
-    try:
-        sys.exit(run(cli_parser.parse_args()))
-    except HeapcostError as exc:
-        print(f"heapcost: error: {exc}", file=sys.stderr)
-        sys.exit(2)
