@@ -1,5 +1,6 @@
 """The command line a newcomer types first: every --help prints help and exits 0, under the name it was run by."""
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -95,7 +96,13 @@ def _catalogue_entry(ident, kind, package, preload=(), interpreters=None):
 
 
 def test_allocators_says_what_is_not_here_yet_and_the_step_that_brings_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
+    # a finished build of tcmalloc-built whose library has gone: the reason shows where it was looked for
+    build = tmp_path / "cache" / "allocators" / "tcmalloc-built-1.0"
+    build.mkdir(parents=True)
+    (build / "BUILD.json").write_text(json.dumps({"allocator": "tcmalloc-built", "source_version": "1.0",
+                                                  "verification": {"ok": True}}))
     entries = [
         _catalogue_entry("jemalloc", "debian", "libjemalloc2", [str(tmp_path / "libjemalloc.so.2")]),
         _catalogue_entry("mimalloc-secure", "debian-source", "mimalloc",
@@ -103,6 +110,8 @@ def test_allocators_says_what_is_not_here_yet_and_the_step_that_brings_it(tmp_pa
         _catalogue_entry("perl-mymalloc", "debian-source", "perl",
                          interpreters={"perl": "{cache}/allocators/perl-mymalloc-*/bin/perl"}),
         _catalogue_entry("mimalloc3", "pypi", "cmeel-mimalloc", ["{venv}/no-such-dir/libmimalloc.so*"]),
+        _catalogue_entry("tcmalloc-built", "debian-source", "gperftools",
+                         ["{cache}/allocators/tcmalloc-built-*/lib/libtcmalloc.so*"]),
     ]
     monkeypatch.setattr(catalog, "load_catalog", lambda: {e.id: e for e in entries})
     assert cli.main(["allocators"], prog="heapcost") == 0
@@ -113,7 +122,11 @@ def test_allocators_says_what_is_not_here_yet_and_the_step_that_brings_it(tmp_pa
     assert why["mimalloc-secure"] == "not built yet: `make allocators` builds it from the Debian source of mimalloc"
     assert why["perl-mymalloc"] == "not built yet: `make allocators` builds it from the Debian source of perl"
     assert why["mimalloc3"].startswith("not installed yet: `make venv` installs cmeel-mimalloc")
-    assert f"{sys.prefix}/no-such-dir" in why["mimalloc3"]
+    venv = Path(sys.prefix)
+    assert f"{venv.relative_to(REPO) if venv.is_relative_to(REPO) else venv}/no-such-dir" in why["mimalloc3"]
+    # the cache as ~/...: probe runs record the reason, and the dataset names no home folder
+    assert why["tcmalloc-built"] == ("not found: ~/cache/allocators/tcmalloc-built-*/lib/libtcmalloc.so* (the build "
+                                     "lacks it: `python -m analysis provision --only tcmalloc-built --force`)")
     assert "{" not in out  # no placeholder of the catalogue is printed unexpanded
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from analysis.errors import HeapcostError
 from analysis.harness import glibc_build
 from analysis.harness.allocator_cache import built_prefix
-from analysis.paths import CATALOG_PATH, cache_dir
+from analysis.paths import CATALOG_PATH, REPO, cache_dir
 
 DEFENCES = (
     "double-free-detect", "invalid-free-detect", "overflow-detect", "guard-pages", "free-poison",
@@ -158,16 +158,27 @@ def _expand(pattern: str, alloc: Allocator) -> list[str]:
     return sorted(glob.glob(pattern, recursive=True), key=lambda p: (os.path.getmtime(p), p))
 
 
+def _shown(pattern: str) -> str:
+    """A catalogue pattern as a reader can look for it, without this machine's home or clone in it (probe runs
+    record the reason): the cache as ~/..., the venv relative to the clone."""
+    home, cache, venv = Path.home(), cache_dir(), Path(sys.prefix)
+    cache_text = f"~/{cache.relative_to(home)}" if cache.is_relative_to(home) else str(cache)
+    venv_text = str(venv.relative_to(REPO)) if venv.is_relative_to(REPO) else str(venv)
+    return pattern.replace("{cache}", cache_text).replace("{venv}", venv_text)
+
+
 def _why_absent(alloc: Allocator, pattern: str) -> str:
     """Why a library or interpreter of the catalogue is not here, said as the step that brings it."""
     kind, package = alloc.origin.get("kind"), alloc.origin.get("package", "")
     if kind == "debian-source" and built_prefix(alloc.id) is None:
-        return (f"{glibc_build.NOT_BUILT_YET}: `make allocators` builds it from the Debian source of {package}")
-    where = _placeholders_filled(pattern)
+        return f"{glibc_build.NOT_BUILT_YET}: `make allocators` builds it from the Debian source of {package}"
+    where = _shown(pattern)
     if kind in ("debian", "musl"):
         return f"not installed yet: `make allocators` installs the Debian package {package} ({where})"
     if kind == "pypi":
         return f"not installed yet: `make venv` installs {package} from requirements.txt ({where})"
+    if kind == "debian-source":
+        return f"not found: {where} (the build lacks it: `python -m analysis provision --only {alloc.id} --force`)"
     return f"not found: {where}" + (f" (Debian package {package})" if package else "")
 
 
