@@ -381,7 +381,7 @@ def provision_glibc(alloc, apt, dry_run=False, no_build=False) -> tuple:
     if no_build:
         return True, why
     if dry_run:
-        return True, f"would build {alloc.id} from the Debian source of the installed glibc ({why})"
+        return True, f"would build {alloc.id} from the Debian source of the installed glibc ({glibc_build.BUILD_TIME})"
     ok, message = apt.ensure(GLIBC_BUILD_DEPS, f"build dependencies of {alloc.id}")
     if not ok:
         return False, message
