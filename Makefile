@@ -90,7 +90,7 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)") \
 		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)")
 
-allocators: $(VENV_STAMP) ## install and build every allocator this machine can have (cache outside the clone; each glibc build about 10 min)
+allocators: $(VENV_STAMP) ## install and build every allocator here, into a cache outside the clone (each glibc build: ~10 min)
 	$(PY) -m analysis provision
 
 lab: $(VENV_STAMP) git-filter ## open the notebooks in JupyterLab (saved without outputs: git status stays clean)
