@@ -29,9 +29,9 @@ def test_top_level_help_lists_every_command(capsys, argv):
     status, out, err = run_in_process(capsys, argv)
     assert status == 0 and err == ""
     assert out.startswith("usage: heapcost ")
-    for name, (_, help_text) in cli.COMMANDS.items():
-        assert f"    {name} " in out or f"    {name}\n" in out
-    assert "95% confidence intervals" in out  # the help that once ended in a TypeError
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line.split()]
+    assert set(cli.COMMANDS) <= set(listed)
+    assert "95% confidence intervals" in " ".join(out.split())  # the help that once ended in a TypeError
 
 
 @pytest.mark.parametrize("command", list(cli.COMMANDS))
