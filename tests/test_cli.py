@@ -38,7 +38,7 @@ def test_top_level_help_lists_every_command(capsys, argv):
 def test_every_command_prints_its_help(capsys, command):
     status, out, err = run_in_process(capsys, [command, "--help"])
     assert status == 0 and err == "", err
-    assert out.startswith(f"usage: heapcost {command} ")
+    assert out.split()[:3] == ["usage:", "heapcost", command]
     assert "options:" in out and "-h, --help" in out
     assert cli.COMMANDS[command][1] in " ".join(out.split())  # the one-line help is the description
 
