@@ -406,7 +406,7 @@ def add_arguments(parser):
                         "harness on the others), none, or a number")
     parser.add_argument("--force", action="store_true", help="measure even on a busy machine or beside "
                         "another campaign (recorded in run.json)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args) -> int:
