@@ -54,7 +54,7 @@ DEBATES = [
            cases=tuple(f"perl-{c}" for c in PERL_CASES)),
     Debate("001", "hardened_malloc in Fedora: the kernel build", "compile",
            tuple((h, BASELINE) for h in HARDENED), (("scudo", BASELINE), ("mimalloc-secure", BASELINE)),
-           "wall_ratio", every_pair=True,
+           "wall_ratio", every_pair=True, cases=("build",),
            not_measured="hardened_malloc is in no package registry here: bring it as a library "
                         "(EXTRA_ALLOCATORS=hardened-72fb357=...); measured in its place: the first of scudo and "
                         "mimalloc-secure present"),
