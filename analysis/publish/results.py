@@ -457,7 +457,7 @@ def aa_copies(run: Run) -> set[str]:
     name=<the path of libc.so.6>): their comparisons with the baseline are A/A trials."""
     return {aid for aid, rec in (run.info.get("allocators") or {}).items()
             if (rec.get("origin") or {}).get("kind") == "path"
-            and Path(str((rec.get("origin") or {}).get("path", ""))).name.startswith("libc.so")}
+            and ((rec.get("origin") or {}).get("library") or Path(str(rec["origin"].get("path", ""))).name).startswith("libc.so")}
 
 
 def aa_cells(cells: pd.DataFrame, runs: dict) -> pd.DataFrame:
