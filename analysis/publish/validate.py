@@ -76,6 +76,8 @@ def run(args) -> int:
     n = len(load(data_dir).get("resources", []))
     if errors:
         print(f"{len(errors)} error(s) in {n} resources")
+        if any(e.endswith("not described in datapackage.json") for e in errors):
+            print(f"a new run? `make paper` or `make dataset` describes it (or: heapcost validate --write {data_dir})")
         return 1
     print(f"valid: {n} resources")
     return 0
