@@ -130,6 +130,12 @@ def test_a_dotted_folder_with_a_space_keeps_every_file(tmp_path):
     (data / "runs" / ".ipynb_checkpoints").mkdir()
     (data / "runs" / ".ipynb_checkpoints" / "x.json").write_text("{}")
     assert datapackage.dataset_files(data) == files
+    roundabout = data.parent / ".." / "clone" / "data"  # `..` in the location
+    assert [p.relative_to(roundabout) for p in datapackage.dataset_files(roundabout)] == \
+        [p.relative_to(data) for p in files]
+    assert dataset.checksum(roundabout) == dataset.checksum(data)
+    (data / "datapackage.json").write_text("{not json")  # a broken description is rewritten, not a dead end
+    assert any(p.endswith("datapackage.json") for p in dataset.refresh_description(data))
 
 
 def test_a_step_that_would_lose_the_description_writes_nothing(data, tmp_path, monkeypatch):

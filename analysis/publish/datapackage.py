@@ -100,9 +100,17 @@ def write_datapackage(data_dir: Path = DATA_DIR, version: str | None = None) -> 
     data_dir = Path(data_dir)
     path = data_dir / "datapackage.json"
     new = build_datapackage(data_dir, version)
-    check_no_loss(data_dir, load(data_dir) if path.is_file() else None, new)
+    check_no_loss(data_dir, current_package(data_dir), new)
     path.write_text(json.dumps(new, indent=2) + "\n")
     return path
+
+
+def current_package(data_dir: Path) -> dict | None:
+    """The datapackage.json a rewrite replaces: None when there is none or it is not JSON (nothing to lose)."""
+    try:
+        return json.loads((Path(data_dir) / "datapackage.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def load(data_dir: Path) -> dict:

@@ -25,7 +25,7 @@ def structural_errors(data_dir: Path, package: dict) -> list[str]:
             errors.append(f"{path}: sha256 differs from datapackage.json (changed after publication?)")
     runs = data_dir / "runs"
     if runs.is_dir():
-        for run in sorted(p for p in runs.iterdir() if p.is_dir()):
+        for run in sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")):
             for needed in ("run.json", "machine.json"):
                 if not (run / needed).is_file():
                     errors.append(f"runs/{run.name}: {needed} missing")
