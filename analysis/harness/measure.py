@@ -16,10 +16,12 @@ from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
 from analysis.harness import catalog as catalog_mod
 from analysis.harness.blocks import run_blocks
 from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
+from analysis.stats.compare import MIN_RUNS
+from analysis.stats.paired import MIN_PAIRS
 from analysis.harness import brought, launcher, machine, quiet
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
-from analysis.errors import HeapcostError
+from analysis.errors import HeapcostError, warn
 from analysis.paths import RUNS_DIR
 
 PAD_SPREAD = 4096  # bytes of random environment offset per trial (more than a page: all stack alignments)
@@ -38,7 +40,8 @@ class Profile:
 
 
 PROFILES = {
-    "smoke": Profile("smoke", 0.03, 2, 1, 120, 0.01, "a few seconds per allocator: for tests, under 2 minutes"),
+    "smoke": Profile("smoke", 0.03, 2, 1, 120, 0.01, "checks the set-up in a few seconds per allocator: too few "
+                     "blocks for any result, so the paper leaves a smoke run out"),
     "quick": Profile("quick", 0.25, 5, 1, 300, 0.02, "a first look: under 20 minutes on a 2-core machine"),
     "full": Profile("full", 1.0, 12, 1, 900, 0.05, "the published run: 12 measured blocks after a warm-up"),
 }
@@ -248,6 +251,9 @@ class Campaign:
                 runstore.finish_run(run_dir, "interrupted")
             raise
         runstore.finish_run(run_dir, "complete", **notes)
+        if self.mode == "time" and max(self.blocks, self.pair_blocks) < min(MIN_RUNS, MIN_PAIRS):
+            warn(f"{self.blocks} block(s) a cell check the set-up only: the results need {MIN_RUNS} trials or "
+                 f"{MIN_PAIRS} pairs a cell, so the paper leaves run {run_dir.name} out (PROFILE=quick measures)")
         return run_dir
 
     def _prepare_run(self, run_dir: Path, info: dict) -> dict:

@@ -25,7 +25,7 @@ def structural_errors(data_dir: Path, package: dict) -> list[str]:
             errors.append(f"{path}: sha256 differs from datapackage.json (changed after publication?)")
     runs = data_dir / "runs"
     if runs.is_dir():
-        for run in sorted(p for p in runs.iterdir() if p.is_dir()):
+        for run in sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")):
             for needed in ("run.json", "machine.json"):
                 if not (run / needed).is_file():
                     errors.append(f"runs/{run.name}: {needed} missing")
@@ -76,6 +76,8 @@ def run(args) -> int:
     n = len(load(data_dir).get("resources", []))
     if errors:
         print(f"{len(errors)} error(s) in {n} resources")
+        if any(e.endswith("not described in datapackage.json") for e in errors):
+            print(f"a new run? `make paper` or `make dataset` describes it (or: heapcost validate --write {data_dir})")
         return 1
     print(f"valid: {n} resources")
     return 0
