@@ -159,3 +159,16 @@ def test_a_step_that_would_lose_the_description_writes_nothing(data, tmp_path, m
     assert {p: p.read_bytes() for p in before} == before
 
 
+
+
+def test_a_measurement_changed_after_publication_is_not_taken_in(data):
+    """New runs come in by themselves; an edited measurement does not: the description keeps its sha256
+    and says how a deliberate rewrite is made."""
+    dataset.refresh_description(data)
+    before = (data / "datapackage.json").read_bytes()
+    trials = next((data / "runs").glob("*time*")) / "trials.csv"
+    trials.write_text(trials.read_text() + "\n")
+    with pytest.raises(HeapcostError, match=r"1 described file\(s\) changed after publication, first runs/.*"
+                                            r"trials.csv.*validate --write"):
+        dataset.refresh_description(data)
+    assert (data / "datapackage.json").read_bytes() == before

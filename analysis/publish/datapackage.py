@@ -50,6 +50,19 @@ def check_no_loss(data_dir: Path, current: dict | None, new: dict) -> None:
                             f"that still exist, first {lost[0]}: nothing was written")
 
 
+def check_unchanged(current: dict | None, new: dict, generated=("README.md",)) -> None:
+    """Refuse to take in a described file whose content changed since it was published: bringing new runs in
+    is automatic, rewriting a measurement is not (a deliberate rewrite, such as a tested migration, writes
+    the description itself: `python -m analysis validate --write`)."""
+    before = {r["path"]: r.get("hash") for r in (current or {}).get("resources", [])}
+    changed = [r["path"] for r in new.get("resources", [])
+               if r["path"] in before and before[r["path"]] != r.get("hash") and r["path"] not in generated]
+    if changed:
+        raise HeapcostError(f"{len(changed)} described file(s) changed after publication, first {changed[0]}: "
+                            "datapackage.json is left as it is (a deliberate rewrite: `python -m analysis "
+                            "validate --write`)")
+
+
 def _resource_name(rel: Path) -> str:
     name = "".join(c if c.isalnum() or c in "-._" else "-" for c in str(rel).lower())
     return name.replace("/", "-")

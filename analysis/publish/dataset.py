@@ -115,7 +115,7 @@ def refresh_description(data_dir: Path, tables: bool = True) -> list[str]:
     validate (tables=False: the files and their sha256 only, not every row against its schema); returns
     what changed. Refuses before writing anything when the files would lose described resources."""
     from analysis.publish.codebook import codebook
-    from analysis.publish.datapackage import build_datapackage, check_no_loss, current_package, load
+    from analysis.publish.datapackage import build_datapackage, check_no_loss, check_unchanged, current_package, load
     from analysis.publish.validate import structural_errors, validate
 
     data_dir = Path(data_dir)
@@ -123,6 +123,7 @@ def refresh_description(data_dir: Path, tables: bool = True) -> list[str]:
     current = current_package(data_dir)
     new_pkg = build_datapackage(data_dir)
     check_no_loss(data_dir, current, new_pkg)
+    check_unchanged(current, new_pkg)
     text = codebook(data_dir)
     changed = []
     if not readme.is_file() or readme.read_text() != text:
