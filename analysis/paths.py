@@ -33,7 +33,8 @@ def in_repo(value, default: Path) -> Path:
 
 # an absolute path whose tail is a file of a heapcost checkout (any checkout: the machine that measured a
 # run had its own); what precedes the checkout's top-level folder is machine-specific
-REPO_TOP_FOLDERS = ("workloads", "probes", "analysis", "notebooks", "data", "paper", "build", "tests", "bench")
+# (folders whose names a system or a build also uses, build/ in a glibc build, are named with their subfolder)
+REPO_TOP_FOLDERS = ("workloads", "probes", "analysis", "notebooks", "data/runs", "data/literature", "paper/generated")
 # a path's own start, not the middle of a URL, a word or a placeholder; or right after a terminal colour
 # code (a traceback in an executed notebook: "\x1b[32m/home/...")
 _START = r"(?:(?<=\[\dm)|(?<=\[\d\dm)|(?<![\w.}:/$-]))"
@@ -45,11 +46,11 @@ _FOREIGN = (
     (re.compile(r"\$VENV/"), "{venv}/"),
     (re.compile(_START + r"/(?:[\w.+@-]+/)*?\.cache/heapcost/"), "{cache}/"),
     (re.compile(_START + r"/(?:[\w.+@-]+/)*?\.?venv/"), "{venv}/"),
-    (re.compile(_START + r"/(?:[\w.+@-]+/)*?heapcost-[\w-]+/"), "{tmp}/"),
+    (re.compile(_START + r"/(?:[\w.+@-]+/)*?tmp/heapcost-[\w-]+/"), "{tmp}/"),
 )
 # what a published file must never hold: a folder of the machine that measured it
 MACHINE_PATH = re.compile(_START + r"/(?:(?:root|home|tmp|work|Users|private|var/tmp|mnt|srv|opt/[\w.-]+/home)/"
-                          r"|(?:[\w.+@-]+/)*?(?:\.cache/heapcost|\.?venv|heapcost-[\w-]+)/)")
+                          r"|(?:[\w.+@-]+/)*?(?:\.cache/heapcost|\.?venv|tmp/heapcost-[\w-]+)/)")
 
 
 def repo_relative(text: str) -> str:
@@ -72,12 +73,17 @@ def portable_text(text: str) -> str:
 
     if not isinstance(text, str):
         return text
-    for root, name in ((str(cache_dir()), "{cache}"), (sys.prefix, "{venv}")):
-        text = text.replace(root.rstrip("/") + "/", name + "/")
+    own = ((str(cache_dir()), "{cache}/"), (sys.prefix, "{venv}/"), (str(REPO), ""))
+    for root, name in own:
+        text = _own_root(root).sub(name, text)
     for pattern, name in _FOREIGN:
         text = pattern.sub(name, text)
     text = repo_relative(text)
-    return text.replace(tempfile.gettempdir().rstrip("/") + "/", "{tmp}/")
+    return _own_root(tempfile.gettempdir()).sub("{tmp}/", text)
+
+
+def _own_root(root: str) -> re.Pattern:
+    return re.compile(_START + re.escape(root.rstrip("/") + "/"))
 
 
 def portable_path(path: str) -> str:

@@ -159,8 +159,8 @@ def test_library_paths_are_recorded_without_the_machines_folders(monkeypatch, tm
 
     monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
     assert portable_path(f"{tmp_path}/cache/allocators/glibc-built-2.36/build/libc.so.6") == \
-        "$HEAPCOST_CACHE/allocators/glibc-built-2.36/build/libc.so.6"
-    assert portable_path(f"{sys.prefix}/lib/libmimalloc.so") == "$VENV/lib/libmimalloc.so"
+        "{cache}/allocators/glibc-built-2.36/build/libc.so.6"
+    assert portable_path(f"{sys.prefix}/lib/libmimalloc.so") == "{venv}/lib/libmimalloc.so"
     assert portable_path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2") == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 

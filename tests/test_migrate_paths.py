@@ -127,3 +127,49 @@ def test_validate_refuses_an_absolute_path_of_the_measuring_machine(tmp_path):
     assert {line.split(": names")[0] for line in refused} == {f"invalid: runs/{RUN_WITH_COUNTS}/{name}"
                                                         for name in ("counts.csv", "run.json")}
     assert "/home/" in refused[0] and "migrate_paths" in refused[0]
+
+
+@pytest.mark.parametrize("text, want", [
+    ("/home/alice/.cache/heapcost/allocators/x/build/libc.so.6", "{cache}/allocators/x/build/libc.so.6"),
+    ("/srv/alice/heapcost/.venv/lib/python3.11/libmimalloc.so.3", "{venv}/lib/python3.11/libmimalloc.so.3"),
+    ("$HEAPCOST_CACHE/allocators/a/lib.so,$VENV/lib/b.so", "{cache}/allocators/a/lib.so,{venv}/lib/b.so"),
+    ('"/tmp/heapcost-nb-k2j4x9/run_dir.txt"', '"{tmp}/run_dir.txt"'),
+    ('"/home/alice/heapcost-2/data/runs/r1\\n"', '"data/runs/r1\\n"'),  # a clone named heapcost-*: not a temp folder
+    ("\x1b[32m/home/alice/src/heapcost/analysis/publish/summary.py:17", "\x1b[32manalysis/publish/summary.py:17"),
+    ("/usr/lib/x86_64-linux-gnu/libc.so.6 + perl malloc", "/usr/lib/x86_64-linux-gnu/libc.so.6 + perl malloc"),
+    ("see https://example.org/home/tmp/x and musl-static", "see https://example.org/home/tmp/x and musl-static"),
+])
+def test_portable_text_places_another_machines_folders(text, want):
+    assert portable_text(text) == want
+    assert machine_paths(want) == []
+
+
+def test_portable_text_places_this_machines_own_roots(monkeypatch, tmp_path):
+    monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "store"))
+    assert portable_text(f"{tmp_path}/store/allocators/a/lib.so") == "{cache}/allocators/a/lib.so"
+    assert portable_text(f"{sys.prefix}/lib/x.so") == "{venv}/lib/x.so"
+    assert portable_text(f"{REPO}/notebooks/measure.ipynb") == "notebooks/measure.ipynb"
+
+
+def json_leaves(value, at=()):
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in json_leaves(item, at + (key,)).items()}
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in json_leaves(item, at + (i,)).items()}
+    return {at: value}
+
+
+def test_migration_changes_only_the_absolute_paths_of_run_json(old_runs):
+    import json
+
+    files = sorted((old_runs / "runs").glob("*/run.json"))
+    before = {p: json_leaves(json.loads(p.read_text())) for p in files}
+    migrate_paths.migrate(old_runs)
+    changed = {}
+    for p in files:
+        after = json_leaves(json.loads(p.read_text()))
+        assert after.keys() == before[p].keys()
+        changed.update({(p.parent.name, *k): (before[p][k], v) for k, v in after.items() if v != before[p][k]})
+    assert changed and all(machine_paths(old) and not machine_paths(new) for old, new in changed.values()), changed
+    # a library's own folder as a substring of its path is not a machine path: it stays
+    assert '"expect_malloc": "/glibc-built-' in (old_runs / "runs" / RUN_WITH_PAIRS / "run.json").read_text()
