@@ -88,8 +88,12 @@ def _own_root(root: str) -> re.Pattern:
 
 def portable_path(path: str) -> str:
     """A library or file path as the dataset records it (see portable_text): no folder of the machine
-    that measured the run."""
-    return portable_text(path)
+    that measured the run. A library in some other folder of the machine (one a user brought from their
+    home folder) is named `{elsewhere}/<file name>`: run.json's `libraries` give its sha256."""
+    text = portable_text(path)
+    if machine_paths(text):
+        return "{elsewhere}/" + text.rstrip("/").rsplit("/", 1)[-1]
+    return text
 
 
 def machine_paths(text: str) -> list[str]:

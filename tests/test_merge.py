@@ -14,7 +14,7 @@ MORE = "20990103T000000Z-time-quick"
 @pytest.fixture(scope="module")
 def merged(tmp_path_factory):
     data = make_dataset(tmp_path_factory.mktemp("merge"))
-    add_time_run(data, BYO, {"glibc": 1.0, "hardened": 1.25}, seed=5, n_blocks=8, profile="quick",
+    add_time_run(data, BYO, {"glibc": 1.0, "hardened-72fb357": 1.25, "hardened-light-2026062800": 1.1}, seed=5, n_blocks=8, profile="quick",
                  workloads={"compile": 0.5, "small-loop": 0.4})
     add_time_run(data, MORE, {"glibc": 1.0, "jemalloc": 0.9}, seed=6, n_blocks=20, profile="quick")
     return data, results.compute(data)
@@ -23,10 +23,10 @@ def merged(tmp_path_factory):
 def test_a_brought_allocator_from_its_own_run_is_in_the_results(merged):
     _, res = merged
     geo = res.speed.geomean.set_index("allocator")
-    assert geo.loc["hardened", "run_id"] == BYO
-    assert geo.loc["hardened", "ci_low"] < 1.25 < geo.loc["hardened", "ci_high"]
-    assert set(res.speed.results.loc[res.speed.results["allocator"] == "hardened", "run_id"]) == {BYO}
-    assert "hardened" in set(res.memory.geomean["allocator"])
+    assert geo.loc["hardened-72fb357", "run_id"] == BYO
+    assert geo.loc["hardened-72fb357", "ci_low"] < 1.25 < geo.loc["hardened-72fb357", "ci_high"]
+    assert set(res.speed.results.loc[res.speed.results["allocator"] == "hardened-72fb357", "run_id"]) == {BYO}
+    assert "hardened-72fb357" in set(res.memory.geomean["allocator"])
 
 
 def test_the_run_with_more_measurements_leads_and_the_other_replicates(merged):
@@ -36,7 +36,7 @@ def test_the_run_with_more_measurements_leads_and_the_other_replicates(merged):
     assert geo.loc["scudo", "run_id"] == "20990101T000000Z-time-sim"
     rep = res.replication.set_index("allocator")
     assert rep.loc["jemalloc", "run_id"] == "20990101T000000Z-time-sim"
-    assert "hardened" not in rep.index and "scudo" not in rep.index
+    assert "hardened-72fb357" not in rep.index and "scudo" not in rep.index
     for name, ratio in TRUE_RATIOS.items():
         if name != "glibc":
             assert geo.loc[name, "ci_low"] < ratio < geo.loc[name, "ci_high"], name
@@ -48,9 +48,9 @@ def test_tables_name_the_run_each_row_comes_from(merged, tmp_path):
     labels = {v["run_id"]: k for k, v in numbers["runs"].items()}
     with open(tmp_path / "results_speed_geomean.csv", newline="") as fh:
         geo = {r["allocator"]: r for r in csv.DictReader(fh)}
-    assert geo["hardened"]["run"] == labels[BYO]
+    assert geo["hardened-72fb357"]["run"] == labels[BYO]
     assert geo["scudo"]["run"] == labels["20990101T000000Z-time-sim"]
-    assert numbers["runs"][labels[BYO]]["leads"] == 1  # the baseline of that run leads nowhere
+    assert numbers["runs"][labels[BYO]]["leads"] == 2  # its two brought builds; its baseline leads nowhere
 
 
 # ------------------------------------------------------------------------------------------ the debates
@@ -71,10 +71,15 @@ def test_verdict_rules(claimed, interval, expected):
 
 def test_a_brought_allocator_answers_its_debate_instead_of_the_stand_in(merged):
     _, res = merged
-    answers = debates.answer(res, res.figures).set_index("seed")
+    table = debates.answer(res, res.figures)
+    answers = table.drop_duplicates("seed").set_index("seed")
     fedora = answers.loc["001"]
-    assert fedora["configuration"] == "hardened / glibc" and fedora["run_id"] == BYO
+    assert fedora["configuration"] == "hardened-72fb357 / glibc" and fedora["run_id"] == BYO
     assert fedora["not_measured"] == "" and not fedora["verdict"].startswith("for the stand-in")
+    # every build and variant of the debated system brought gets a row of its own, the seed's commit first
+    assert list(table.loc[table["seed"] == "001", "configuration"]) == [
+        "hardened-72fb357 / glibc", "hardened-light-2026062800 / glibc"]
+    assert fedora["user_display"] != "n/a" and fedora["sys_display"] != "n/a"
     # no stand-in of seed 003 exists here: said, not invented
     assert answers.loc["003", "verdict"] == "not measured here" and answers.loc["003", "not_measured"]
     # the claim comes from the transcribed figures, with its line

@@ -173,3 +173,11 @@ def test_migration_changes_only_the_absolute_paths_of_run_json(old_runs):
     assert changed and all(machine_paths(old) and not machine_paths(new) for old, new in changed.values()), changed
     # a library's own folder as a substring of its path is not a machine path: it stays
     assert '"expect_malloc": "/glibc-built-' in (old_runs / "runs" / RUN_WITH_PAIRS / "run.json").read_text()
+
+
+def test_a_library_brought_from_a_home_folder_is_named_by_its_file():
+    from analysis.paths import portable_path
+
+    assert portable_path("/home/bob/src/hardened_malloc/out/libhardened_malloc.so") == \
+        "{elsewhere}/libhardened_malloc.so"
+    assert portable_path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2") == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"

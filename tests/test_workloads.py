@@ -65,15 +65,16 @@ def prepared():
 # ---- the registry ----------------------------------------------------------------------------
 
 def test_registry_has_the_designed_workloads():
-    assert set(wl.WORKLOADS) == {"perl-strcat", "compile", "dom-churn", "pow2-churn", "small-loop",
-                                 "server", "pareto", "sqlite", "python"}
+    assert set(wl.DEFAULT_WORKLOADS) == {"perl-strcat", "compile", "dom-churn", "pow2-churn", "small-loop",
+                                         "server", "pareto", "sqlite", "python"}
+    assert set(wl.WORKLOADS) == {*wl.DEFAULT_WORKLOADS, "pow2-ladder", "build", *(f"perl-{c}" for c in wl.PERL_CASES)}
     for wid, w in wl.WORKLOADS.items():
         assert w.id == wid
         assert w.kind in ("c", "perl", "python", "program")
         assert w.description and w.base_scale_note
         if w.seed is not None:
             assert re.fullmatch(r"00[0-4]_[0-9a-f]{16}\.txt", w.seed)
-    seeds = sorted(w.seed for w in wl.WORKLOADS.values() if w.seed)
+    seeds = sorted(w.seed for w in wl.WORKLOADS.values() if w.seed and w.default)
     assert [s[:3] for s in seeds] == ["000", "001", "002", "003", "004"]
 
 
@@ -81,14 +82,23 @@ def test_groups_cover_every_workload_once():
     assert wl.WORKLOAD_GROUPS["c"] == ["dom-churn", "pow2-churn", "small-loop", "server", "pareto"]
     assert wl.WORKLOAD_GROUPS["perl"] == ["perl-strcat"]
     assert wl.WORKLOAD_GROUPS["python"] == ["python"]
-    grouped = [i for ids in wl.WORKLOAD_GROUPS.values() for i in ids]
-    assert sorted(grouped) == sorted(wl.WORKLOADS)
-    for gid, ids in wl.WORKLOAD_GROUPS.items():
-        assert all(wl.WORKLOADS[i].kind == gid for i in ids)
+    kinds = ("c", "perl", "python", "program")
+    grouped = [i for g in kinds for i in wl.WORKLOAD_GROUPS[g]]
+    assert sorted(grouped) == sorted(wl.DEFAULT_WORKLOADS)
+    # the seeds' own cases are selected by name or group, never by "every workload"
+    assert wl.WORKLOAD_GROUPS["perl-cases"] == [f"perl-{c}" for c in wl.PERL_CASES]
+    assert wl.WORKLOAD_GROUPS["seed-003"] == ["pow2-churn", "pow2-ladder"]
+    assert wl.WORKLOAD_GROUPS["seed-001"] == ["compile", "build"]
+    rest = {w for w in wl.WORKLOADS if w not in wl.DEFAULT_WORKLOADS}
+    assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder", "build"}
+    assert wl.expand(["*"]) == wl.DEFAULT_WORKLOADS
+    for gid in kinds:
+        assert all(wl.WORKLOADS[i].kind == gid for i in wl.WORKLOAD_GROUPS[gid])
 
 
 def test_expand_resolves_ids_groups_and_star():
-    assert wl.expand(["*"]) == list(wl.WORKLOADS)
+    assert wl.expand(["*"]) == wl.DEFAULT_WORKLOADS
+    assert wl.expand(["perl-cases"])[-1] == "perl-array"
     assert wl.expand(["c"]) == wl.WORKLOAD_GROUPS["c"]
     assert wl.expand(["perl", "sqlite", "perl-strcat"]) == ["perl-strcat", "sqlite"]
     with pytest.raises(HeapcostError, match="unknown workload or group 'nope'.*valid: \\*, c, perl"):
@@ -156,7 +166,7 @@ def test_checksum_depends_on_scale_not_on_allocator(wid, prepared):
     assert run(w, OTHER.get(wid, OTHER_DEFAULT)) != reference
 
 
-@pytest.mark.parametrize("wid", wl.WORKLOAD_GROUPS["c"])
+@pytest.mark.parametrize("wid", [w.id for w in wl.WORKLOADS.values() if w.kind == "c"])
 def test_musl_build_is_static_and_agrees_with_glibc(wid, prepared):
     w = prepared(prepared(wl.WORKLOADS[wid], "glibc"), "musl")
     binary = Path(w.argv(SMALL, "musl", {})[0])
@@ -176,6 +186,20 @@ def test_compile_uses_whole_files_smallest_first(prepared):
         w.argv(1000, "glibc", {})
 
 
+def test_the_build_reads_the_source_and_leaves_it_untouched(prepared):
+    """make -j2 over lua5.4's whole source from the scratch folder: the fetched tree gains no file, and a
+    scale above one whole build is refused."""
+    w = prepared(wl.WORKLOADS["build"])
+    argv = w.argv(SMALL, "glibc", {})
+    src = Path(next(a for a in argv if a.startswith("SRC=")).split("=", 1)[1])
+    before = sorted(p.name for p in src.iterdir())
+    assert run(w, 0.1) != run(w, SMALL)
+    assert sorted(p.name for p in src.iterdir()) == before
+    assert "-j2" not in argv and argv[2] == "2" and argv[4].endswith("lua_build.mk")
+    with pytest.raises(HeapcostError, match="more than one whole build"):
+        w.argv(2, "glibc", {})
+
+
 def test_compile_needs_prepare_before_argv(tmp_path, monkeypatch):
     monkeypatch.setattr(wl, "BUILD_DIR", tmp_path)
     with pytest.raises(HeapcostError, match="compile is not prepared.*prepare"):
@@ -193,6 +217,17 @@ def test_perl_strcat_agrees_under_a_perl_with_its_own_malloc():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-500:]
     assert out.stdout.strip().splitlines()[-1] == run(w, SMALL)
+
+
+def test_a_perl_case_runs_that_case_alone_and_an_unknown_case_is_refused():
+    """The seed's cases one by one: a case's checksum differs from the whole benchmark's and from the
+    other cases'; a case perl_strcat.pl does not know ends with a one-line error."""
+    sums = {c: run(wl.WORKLOADS[f"perl-{c}"], SMALL) for c in wl.PERL_CASES}
+    assert len(set(sums.values())) == len(wl.PERL_CASES)
+    assert run(wl.WORKLOADS["perl-strcat"], SMALL) not in sums.values()
+    argv = wl.WORKLOADS["perl-array"].argv(SMALL, "glibc", {})
+    proc = subprocess.run([*argv[:-1], "nope"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and proc.stderr.startswith("unknown case 'nope'; valid:")
 
 
 @pytest.mark.parametrize("wid", ["perl-strcat", "dom-churn"])

@@ -1,6 +1,7 @@
 """The allocator catalogue (allocators.toml) and how each entry is selected on this machine."""
 import glob
 import os
+import re
 import shutil
 import sys
 import tomllib
@@ -8,16 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness import glibc_build
+from analysis.harness import brought, glibc_build
 from analysis.harness.allocator_cache import built_prefix
-from analysis.paths import CATALOG_PATH, cache_dir
+from analysis.paths import CATALOG_PATH, REPO, cache_dir
 
 DEFENCES = (
     "double-free-detect", "invalid-free-detect", "overflow-detect", "guard-pages", "free-poison",
     "uaf-write-detect", "delayed-reuse", "freelist-protect", "zero-on-alloc", "randomized-placement",
     "randomized-reuse", "size-mismatch-detect", "huge-request-safe",
 )
-ORIGIN_KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build")
+ORIGIN_KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build", "brought")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Allocator:
     interpreters: dict = field(default_factory=dict)
     callgrind: bool | str = True  # True, or the reason it cannot run under callgrind
     timeout_s: float | None = None  # a tighter per-trial timeout than the profile's (slow debuggers)
+    min_max_map_count: int = 0  # vm.max_map_count it needs (checked before a campaign: harness/brought.py)
 
     @property
     def variant(self) -> str:
@@ -46,7 +48,8 @@ class Allocator:
 
     @property
     def user_supplied(self) -> bool:
-        return self.origin.get("kind") == "path"
+        """A library a user brought (EXTRA_ALLOCATORS), anonymous or under a name the catalogue knows."""
+        return self.origin.get("kind") == "path" or (brought.is_brought(self) and bool(self.preload))
 
     @property
     def built_glibc(self) -> bool:
@@ -121,8 +124,9 @@ def load_catalog(path: Path = CATALOG_PATH) -> dict[str, Allocator]:
     return catalog
 
 
-def parse_extra(spec: str | None) -> list[Allocator]:
-    """Bring-your-own allocators: "name=/path/lib.so,other=/path2.so" (hardened_malloc, omalloc, isoalloc...)."""
+def parse_extra(spec: str | None, catalog: dict | None = None) -> list[Allocator]:
+    """Bring-your-own allocators: "name=/path/lib.so,other=/path2.so". A name the catalogue knows as `brought`
+    (hardened_malloc, OpenBSD's malloc) takes that entry's claims; any other name is an anonymous library."""
     extras = []
     for item in filter(None, (part.strip() for part in (spec or "").split(","))):
         name, sep, lib = item.partition("=")
@@ -131,27 +135,62 @@ def parse_extra(spec: str | None) -> list[Allocator]:
             raise HeapcostError(f"extra allocator {item!r} is not of the form name=/path/to/lib.so")
         if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise HeapcostError(f"extra allocator name {name!r} may use only letters, digits, - _ .")
-        path = Path(lib).expanduser()
-        if not path.is_file():
-            raise HeapcostError(f"extra allocator {name}: library {lib} does not exist")
-        path = path.resolve()
+        entry = (catalog or {}).get(name)
+        if entry is not None and not brought.is_brought(entry):
+            raise HeapcostError(f"extra allocator name {name!r} is already a catalogue id; choose another")
+        record = brought.library_record(name, Path(lib))
+        if entry is not None:
+            extras.append(brought.adopt(entry, name, record))
+            continue
         extras.append(Allocator(
-            id=name, family=name, description=f"user-supplied library {path}",
-            origin={"kind": "path", "path": str(path)}, preload=(str(path),),
-            expect_malloc=str(path), defences=(), defences_ref="user-supplied: no claims recorded",
-        ))
+            id=name, family=name, description=f"user-supplied library {record['library']}",
+            origin={"kind": "path", **record}, preload=(record["path"],), expect_malloc=record["path"],
+            defences=(), defences_ref="user-supplied: no claims recorded"))
     return extras
 
 
+_BUILT = re.compile(r"\{cache\}/allocators/([\w.+-]+?)-\*")
+
+
+def _placeholders_filled(pattern: str) -> str:
+    return pattern.replace("{cache}", str(cache_dir())).replace("{venv}", sys.prefix)
+
+
 def _expand(pattern: str, alloc: Allocator) -> list[str]:
-    if alloc.origin.get("kind") == "debian-source":
-        # Only a finished, verified build counts (a half-built directory also matches the glob).
-        prefix = built_prefix(alloc.id)
+    # A build in the cache ("{cache}/allocators/<id>-*": this entry's own, or another's, as perl-omalloc runs
+    # perl-sysmalloc's perl) counts only when finished and verified: a half-built folder matches the glob too.
+    built = _BUILT.search(pattern)
+    if built:
+        prefix = built_prefix(built.group(1))
         if prefix is None:
             return []
-        pattern = pattern.replace(f"{{cache}}/allocators/{alloc.id}-*", glob.escape(str(prefix)))
-    pattern = pattern.replace("{cache}", str(cache_dir())).replace("{venv}", sys.prefix)
+        pattern = pattern.replace(built.group(0), glob.escape(str(prefix)))
+    pattern = _placeholders_filled(pattern)
     return sorted(glob.glob(pattern, recursive=True), key=lambda p: (os.path.getmtime(p), p))
+
+
+def _shown(pattern: str) -> str:
+    """A catalogue pattern as a reader can look for it, without this machine's home or clone in it (probe runs
+    record the reason): the cache as ~/..., the venv relative to the clone."""
+    home, cache, venv = Path.home(), cache_dir(), Path(sys.prefix)
+    cache_text = f"~/{cache.relative_to(home)}" if cache.is_relative_to(home) else str(cache)
+    venv_text = str(venv.relative_to(REPO)) if venv.is_relative_to(REPO) else str(venv)
+    return pattern.replace("{cache}", cache_text).replace("{venv}", venv_text)
+
+
+def _why_absent(alloc: Allocator, pattern: str) -> str:
+    """Why a library or interpreter of the catalogue is not here, said as the step that brings it."""
+    kind, package = alloc.origin.get("kind"), alloc.origin.get("package", "")
+    if kind == "debian-source" and built_prefix(alloc.id) is None:
+        return f"{glibc_build.NOT_BUILT_YET}: `make allocators` builds it from the Debian source of {package}"
+    where = _shown(pattern)
+    if kind in ("debian", "musl"):
+        return f"not installed yet: `make allocators` installs the Debian package {package} ({where})"
+    if kind == "pypi":
+        return f"not installed yet: `make venv` installs {package} from requirements.txt ({where})"
+    if kind == "debian-source":
+        return f"not found: {where} (the build lacks it: `python -m analysis provision --only {alloc.id} --force`)"
+    return f"not found: {where}" + (f" (Debian package {package})" if package else "")
 
 
 def resolve_glibc_build(alloc: Allocator) -> Resolved:
@@ -173,20 +212,25 @@ def resolve(alloc: Allocator) -> Resolved:
     """Find the concrete libraries and interpreters of an allocator here, or say why it is unavailable."""
     if alloc.built_glibc:
         return resolve_glibc_build(alloc)
+    if brought.is_brought(alloc) and not alloc.preload:
+        return Resolved(alloc, False, brought.unavailable_reason(alloc))
     libs = []
-    for pattern in alloc.preload:
+    for pattern in ([] if alloc.user_supplied else alloc.preload):
         found = _expand(pattern, alloc)
         if not found:
-            return Resolved(alloc, False, f"library not found: {pattern} (run `make allocators`)")
+            return Resolved(alloc, False, _why_absent(alloc, pattern))
         libs.append(found[-1])  # the newest build
+    if alloc.user_supplied:
+        libs = list(alloc.preload)
     interpreters = {}
     for name, pattern in alloc.interpreters.items():
         found = [p for p in _expand(pattern, alloc) if os.access(p, os.X_OK)]
         if not found:
-            return Resolved(alloc, False, f"{name} interpreter not built: {pattern} (run `make allocators`)")
+            return Resolved(alloc, False, _why_absent(alloc, pattern))
         interpreters[name] = found[-1]
     if alloc.variant == "musl" and shutil.which("musl-gcc") is None:
-        return Resolved(alloc, False, "musl-gcc not installed (apt-get install musl-tools)")
+        return Resolved(alloc, False, "not installed yet: `make allocators` installs the Debian package "
+                        f"{alloc.origin.get('package') or 'musl-tools'} (musl-gcc)")
     return Resolved(alloc, True, "", tuple(libs), interpreters)
 
 
@@ -207,10 +251,8 @@ def select(names: str | None, extra: str | None = None, *, catalog=None,
     that is not available is an error. Without it (probing records n/a, provisioning makes them
     available), empty names mean the whole catalogue."""
     catalog = dict(catalog or load_catalog())
-    extras = parse_extra(extra)
+    extras = parse_extra(extra, catalog)
     for e in extras:
-        if e.id in catalog:
-            raise HeapcostError(f"extra allocator name {e.id!r} is already a catalogue id; choose another")
         catalog[e.id] = e
     wanted = [n.strip() for n in (names or "").split(",") if n.strip()]
     if not wanted:
@@ -241,7 +283,7 @@ def add_arguments(parser):
 
 def run(args) -> int:
     catalog = load_catalog()
-    for e in parse_extra(args.extra):
+    for e in parse_extra(args.extra, catalog):
         catalog[e.id] = e
     rows = []
     for alloc in catalog.values():

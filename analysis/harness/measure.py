@@ -16,7 +16,7 @@ from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
 from analysis.harness import catalog as catalog_mod
 from analysis.harness.blocks import run_blocks
 from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
-from analysis.harness import launcher, machine, quiet
+from analysis.harness import brought, launcher, machine, quiet
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
 from analysis.errors import HeapcostError
@@ -71,15 +71,18 @@ def _split(names) -> list[str]:
 
 
 def select_workloads(names) -> list[str]:
-    from analysis.harness.workloads import WORKLOADS
+    """Workload ids or groups (perl-cases, seed-003, c, ...); empty: every default workload."""
+    from analysis.harness.workloads import DEFAULT_WORKLOADS, WORKLOAD_GROUPS, WORKLOADS
 
     wanted = _split(names)
     if not wanted:
-        return list(WORKLOADS)
-    unknown = [w for w in wanted if w not in WORKLOADS]
+        return list(DEFAULT_WORKLOADS)
+    unknown = [w for w in wanted if w not in WORKLOADS and w not in WORKLOAD_GROUPS]
     if unknown:
-        raise HeapcostError(f"unknown workload(s) {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}")
-    return list(dict.fromkeys(wanted))
+        raise HeapcostError(f"unknown workload(s) {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}; "
+                            f"groups: {', '.join(WORKLOAD_GROUPS)}")
+    ids = [i for w in wanted for i in (WORKLOAD_GROUPS.get(w) or [w])]
+    return list(dict.fromkeys(ids))
 
 
 def parse_seed(value) -> int:
@@ -166,6 +169,7 @@ class Campaign:
         for r in self.resolved.values():
             if r.allocator.user_supplied:
                 check_preloadable(r)
+        brought.check_map_count(self.allocs)
         self.workloads = {w: WORKLOADS[w] for w in self.workload_ids}
         # A cell is (allocator, workload, scale factor). Allocators run at a reduced scale (slow
         # debugging ones) are compared with the baseline at that same scale, so it runs there too.
@@ -196,6 +200,8 @@ class Campaign:
              "protocol": self.protocol, "pin": self.pin, "sources_sha256": sources_sha256()}
         if self.seed is not None:
             p["seed"] = self.seed
+        if brought.library_records(self.allocs):
+            p["brought_libraries"] = brought.library_records(self.allocs)
         if self.scales != [1.0]:
             p["scales"] = self.scales
         return p
@@ -206,7 +212,7 @@ class Campaign:
 
     def allocator_record(self, r: catalog_mod.Resolved) -> dict:
         a = r.allocator
-        return {"family": a.family, "description": a.description, "origin": a.origin,
+        return {"family": a.family, "description": a.description, "origin": brought.portable_origin(a.origin),
                 "preload": [portable_path(p) for p in r.preload],
                 "interpreters": {k: portable_path(v) for k, v in r.interpreters.items()},
                 "libraries": [library_identity(a.id, p) for p in [*r.preload, *r.interpreters.values()]],
@@ -412,7 +418,7 @@ def add_arguments(parser):
                         "harness on the others), none, or a number")
     parser.add_argument("--force", action="store_true", help="measure even on a busy machine or beside "
                         "another campaign (recorded in run.json)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args) -> int:

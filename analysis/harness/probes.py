@@ -375,12 +375,6 @@ def _with_alarm(target: Target, alarm: int) -> Target:
     return replace(target, alarm=alarm)
 
 
-def _targets(names: str, extra: str) -> list[Target]:
-    from analysis.harness.catalog import select
-
-    return [target_for(alloc) for alloc in select(names, extra, require_available=False)]
-
-
 def _probes(names: str) -> list[Probe]:
     wanted = [n.strip() for n in (names or "").split(",") if n.strip()] or list(PROBES)
     unknown = [n for n in wanted if n not in PROBES]
@@ -466,9 +460,15 @@ def run(args) -> int:
         raise HeapcostError(f"--jobs must be at least 1, got {args.jobs}")
     probes = _probes(args.probes)
     sizes = _sizes(args.sizes)
-    targets = [_with_alarm(t, args.alarm) for t in _targets(args.allocators, args.extra)]
+    from analysis.harness.brought import library_records
+    from analysis.harness.catalog import select
+
+    allocators = select(args.allocators, args.extra, require_available=False)
+    targets = [_with_alarm(target_for(a), args.alarm) for a in allocators]
     params = {"allocators": [t.id for t in targets], "probes": [p.id for p in probes], "runs": args.runs,
               "sizes": list(sizes or SIZES), "timeout": args.timeout, "alarm": args.alarm, "seed": args.seed}
+    if library_records(allocators):
+        params["brought_libraries"] = library_records(allocators)
     run_dir, info = _open_run(args, params)
     table = runstore.AppendTable(run_dir / "probes.csv", PROBE_COLUMNS)
     done = {(r["allocator"], r["probe"], r.get("size") or "") for r in table.rows()}

@@ -67,6 +67,7 @@ class Workload:
     description: str
     seed: str                 # the seed file whose profile it re-creates, or None
     base_scale_note: str      # what scale 1.0 does
+    default: bool = True      # in "every workload" (False: a seed's own case, selected by name or group)
 
     variants = ("glibc",)
     loader_refused = ""  # why it cannot run on a built glibc through that build's loader ("" = it can)
@@ -106,6 +107,7 @@ class CWorkload(Workload):
 @dataclass(frozen=True)
 class PerlWorkload(Workload):
     script: str = ""
+    case: str = ""  # one case of the script alone (its second argument)
 
     def prepare(self, variant="glibc") -> None:
         super().prepare(variant)
@@ -113,7 +115,8 @@ class PerlWorkload(Workload):
 
     def argv(self, scale, variant="glibc", interpreters=None) -> list:
         _check_variant(variant, self.variants)
-        return [_interpreter(interpreters, "perl"), str(WORKLOADS_DIR / self.script), scale_arg(scale)]
+        return [_interpreter(interpreters, "perl"), str(WORKLOADS_DIR / self.script), scale_arg(scale),
+                *([self.case] if self.case else [])]
 
     def env(self, scale) -> dict:
         # a fixed hash seed: the same buckets and key order in every trial
@@ -296,6 +299,34 @@ class CompileWorkload(Workload):
                 str(tree / self.subdir), "--", "-I", str(self._include_dir()), "--", *files]
 
 
+
+@dataclass(frozen=True)
+class BuildWorkload(CompileWorkload):
+    """A whole project built with make -jJOBS by a Makefile of workloads/, from the trial's scratch folder (its
+    VPATH reads the fetched source, which stays untouched): every process of the build starts under the
+    allocator, as LD_PRELOAD reached every process of the seed's rpmbuild."""
+    jobs: int = 2
+    makefile: str = ""  # in workloads/
+    make_args: tuple = ()
+    products: tuple = ()
+
+    def driver(self) -> Path:
+        return native.build_c("wl-build-driver", [WORKLOADS_DIR / "build_driver.c", WORKLOADS_DIR / "wl_common.h"])
+
+    def objects(self, tree: Path) -> list:
+        return sorted(f"{Path(name).stem}.o" for name in self.files(tree))
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        _check_variant(variant, self.variants)
+        value = check_scale(scale)
+        if value > 1:
+            raise HeapcostError(f"scale {value} asks {self.id} for more than one whole build: use a scale up to 1")
+        tree = self._tree(fetch=False)
+        return [str(self.driver()), scale_arg(value), str(self.jobs), _program("make", "make"),
+                str(WORKLOADS_DIR / self.makefile), "--", f"SRC={tree / self.subdir}",
+                f"EXTRA_CFLAGS=-I{self._include_dir()}", *self.make_args, "--",
+                *self.objects(tree), "--", *self.products]
+
 WORKLOADS = {w.id: w for w in [
     PerlWorkload(
         "perl-strcat", "perl",
@@ -310,6 +341,15 @@ WORKLOADS = {w.id: w for w in [
         "001_380ece32c947093f.txt",
         "the 8 smallest .c files of lua5.4's src/",
         generated_headers={"lua5.4-deb-multiarch.h": '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n'}),
+    BuildWorkload(
+        "build", "program",
+        "make -j2 of lua5.4's whole source as Lua's own Makefile builds it (every .c file, liblua.a, lua and luac), every "
+        "process of the build (make, gcc, cc1, as, ar, ld) under the allocator: the kernel rpmbuild of the seed, "
+        "in small; pinned like every trial, so its two jobs share one CPU",
+        "001_380ece32c947093f.txt",
+        "one whole build; below 1, that share of the object files and no link",
+        default=False, makefile="lua_build.mk", make_args=("all",), products=("liblua.a", "lua", "luac"),
+        generated_headers={"lua5.4-deb-multiarch.h": '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n'}),
     CWorkload(
         "dom-churn", "c",
         "DOM-like trees of small nodes with tag/attribute/text strings and growable child arrays: "
@@ -321,6 +361,12 @@ WORKLOADS = {w.id: w for w in [
         "batches of 8192 power-of-two requests of 1..128 bytes, freed in a random odd stride",
         "003_f7c9ca2ca154b322.txt",
         "2000 batches of 8192 allocations", source="pow2_churn.c"),
+    CWorkload(
+        "pow2-ladder", "c",
+        "eight classes of 1..128-byte blocks, 16,384 each, filled in turn; every eighth block of each "
+        "class at or below the current one freed after each fill (the test program of seed 003's thread)",
+        "003_f7c9ca2ca154b322.txt",
+        "128 rounds of the 8-class ladder", source="pow2_ladder.c", default=False),
     CWorkload(
         "small-loop", "c",
         "ten malloc(0x20) then ten free, in a loop: the allocator's fast path",
@@ -352,11 +398,30 @@ WORKLOADS = {w.id: w for w in [
         "36,000 records, 36,000 lines, 72,000 cyclic cells", script="py_objects.py"),
 ]}
 
+# Seed 000's benchmark case by case (perl_strcat.pl CASE): the seed found OpenBSD's malloc as fast as perl's
+# own in every case but the array one, so each case is answered on its own.
+PERL_CASES = ("append-5-2", "append-6-2", "append-7-2", "append-7-1", "append-7-3", "append-7-4", "append-7-5",
+              "preextend", "array")
+_CASE_WORDS = {"preextend": "a 1E7-character string pre-extended to 2E7, then 1E4 appends of 1E2 characters",
+               "array": "an array of 1E5 strings of 1E2 characters copied, then 1E4 strings pushed onto it"}
+for _case in PERL_CASES:
+    _b, _c = (_case.split("-")[1:] + ["", ""])[:2]
+    WORKLOADS[f"perl-{_case}"] = PerlWorkload(
+        f"perl-{_case}", "perl",
+        _CASE_WORDS.get(_case) or f"one case of perl-strcat: a 1E{_b}-character string, 1E6 characters "
+                                  f"appended in chunks of 1E{_c}",
+        "000_df6142052d7a08fc.txt", "the case alone, rounds as perl_strcat.pl's REPEAT says",
+        default=False, script="perl_strcat.pl", case=_case)
+
+DEFAULT_WORKLOADS = [w.id for w in WORKLOADS.values() if w.default]
 WORKLOAD_GROUPS = {
-    "c": [w.id for w in WORKLOADS.values() if w.kind == "c"],
-    "perl": [w.id for w in WORKLOADS.values() if w.kind == "perl"],
-    "python": [w.id for w in WORKLOADS.values() if w.kind == "python"],
-    "program": [w.id for w in WORKLOADS.values() if w.kind == "program"],
+    "c": [w.id for w in WORKLOADS.values() if w.kind == "c" and w.default],
+    "perl": [w.id for w in WORKLOADS.values() if w.kind == "perl" and w.default],
+    "python": [w.id for w in WORKLOADS.values() if w.kind == "python" and w.default],
+    "program": [w.id for w in WORKLOADS.values() if w.kind == "program" and w.default],
+    "perl-cases": [f"perl-{c}" for c in PERL_CASES],
+    "seed-003": ["pow2-churn", "pow2-ladder"],
+    "seed-001": ["compile", "build"],
 }
 
 
@@ -365,7 +430,7 @@ def expand(names) -> list:
     chosen = []
     for name in names:
         if name == "*":
-            ids = list(WORKLOADS)
+            ids = DEFAULT_WORKLOADS
         elif name in WORKLOAD_GROUPS:
             ids = WORKLOAD_GROUPS[name]
         elif name in WORKLOADS:

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.harness.workloads import PERL_CASES
 from analysis.publish.ablations import ratio_within_run
 from analysis.publish.results import BASELINE, MARGIN, Results, fmt_interval, fmt_ratio
 
 COLUMNS = ["seed", "topic", "claim", "claim_line", "claimed", "configuration", "workload", "run_id", "ratio",
-           "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "per_free_ratio",
-           "claimed_per_free", "verdict", "not_measured"]
+           "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "user_display", "sys_display",
+           "per_free_ratio", "claimed_per_free", "verdict", "not_measured"]
 
 
 @dataclass(frozen=True)
@@ -35,19 +36,27 @@ class Debate:
     claim_metric: str  # the metric of the claim row in figures.csv; "" for a bound ("not slower")
     per_free_metric: str = ""  # the seed's own per-free figure, when it has one
     not_measured: str = ""  # why the contested configuration itself cannot be measured here
+    cases: tuple = ()  # more workloads answered row by row (the seed's benchmark case by case)
+    every_pair: bool = False  # a row for each contested pair present (builds and variants of one system)
+
+    @property
+    def workloads(self) -> tuple:
+        return (self.workload, *self.cases)
 
 
+HARDENED = ("hardened-72fb357", "hardened-light-72fb357", "hardened-2026062800", "hardened-light-2026062800")
 DEBATES = [
     Debate("000", "perl on OpenBSD: the system malloc instead of perl's own", "perl-strcat",
-           (("omalloc", "perl-mymalloc"),), (("perl-sysmalloc", "perl-mymalloc"),), "",
+           (("perl-omalloc", "perl-mymalloc"),), (("perl-sysmalloc", "perl-mymalloc"),), "",
            not_measured="OpenBSD's malloc is in no package registry here: bring it as a library "
-                        "(EXTRA_ALLOCATORS); measured in its place: perl on the system malloc (glibc) against "
-                        "perl's own malloc, one perl source built both ways"),
+                        "(EXTRA_ALLOCATORS=perl-omalloc=...); measured in its place: perl on the system malloc "
+                        "(glibc) against perl's own malloc, one perl source built both ways",
+           cases=tuple(f"perl-{c}" for c in PERL_CASES)),
     Debate("001", "hardened_malloc in Fedora: the kernel build", "compile",
-           (("hardened", BASELINE), ("hardened_malloc", BASELINE)),
-           (("scudo", BASELINE), ("mimalloc-secure", BASELINE)), "wall_ratio",
+           tuple((h, BASELINE) for h in HARDENED), (("scudo", BASELINE), ("mimalloc-secure", BASELINE)),
+           "wall_ratio", every_pair=True, cases=("build",),
            not_measured="hardened_malloc is in no package registry here: bring it as a library "
-                        "(EXTRA_ALLOCATORS=hardened=...); measured in its place: the first of scudo and "
+                        "(EXTRA_ALLOCATORS=hardened-72fb357=...); measured in its place: the first of scudo and "
                         "mimalloc-secure present"),
     Debate("002", "poisoning freed memory in mozjemalloc", "dom-churn",
            (("mozjemalloc-poison", "mozjemalloc"),), (("jemalloc-junk-free", "jemalloc"),), "claim_slowdown",
@@ -55,9 +64,12 @@ DEBATES = [
            not_measured="mozjemalloc (Firefox's fork) is not a library here: jemalloc's own poison on free "
                         "(junk:free) is measured in its place"),
     Debate("003", "saving random bits in OpenBSD's malloc", "pow2-churn",
-           (), (), "",
-           not_measured="the patch changes OpenBSD's malloc, which is in no package registry here; nothing "
-                        "on this machine draws its random bits the same way, so nothing stands in for it"),
+           (("omalloc-1.128", "omalloc-1.128-getrbyte"), ("omalloc-1.128-getpid", "omalloc-1.128-getrbyte-getpid")),
+           (), "", every_pair=True,
+           not_measured="the patch changes OpenBSD's malloc, which is in no package registry here: bring "
+                        "revision 1.128 and the same with the seed's diff reversed (EXTRA_ALLOCATORS="
+                        "omalloc-1.128=...,omalloc-1.128-getrbyte=...); nothing stands in for it",
+           cases=("pow2-ladder",)),
     Debate("004", "glibc's tcache double-free check", "small-loop",
            (("glibc-built", "glibc-no-tcache-key"),), (("glibc", "glibc-notcache"),), "",
            not_measured="the key check cannot be switched off by a tunable; until a build of glibc without it "
@@ -107,13 +119,14 @@ def _within_run(cells: pd.DataFrame, with_: str, without: str, workload: str) ->
     return out
 
 
-def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: bool = False) -> dict | None:
+def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: bool = False,
+                metric: str = "") -> dict | None:
     """The measurement of with/without on a workload with the most trials or pairs behind it (then the one
     from the run that leads for the allocator, then a direct comparison over a ratio of two, then the narrower
     interval): an ablation row of one family
     or any run's comparisons with its own baseline. Never the narrowest interval alone: a run that stopped
     early can have an interval narrower than its data support."""
-    abl = res.ablation_memory if memory else res.ablation
+    abl = None if metric else (res.ablation_memory if memory else res.ablation)
     found = []
     row = _ratio_row(abl, with_, without, workload)
     if row:
@@ -121,7 +134,7 @@ def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: b
         hit = abl[pair & (abl["workload"] == workload)]
         found.append({**row, "n": int(pd.to_numeric(hit["n"], errors="coerce").fillna(0).max()) if len(hit) else 0,
                       "direct": True})
-    found += _within_run(res.cells.get("maxrss_kb" if memory else "wall_s"), with_, without, workload)
+    found += _within_run(res.cells.get(metric or ("maxrss_kb" if memory else "wall_s")), with_, without, workload)
     if not found:
         return None
     geo = res.speed.geomean.set_index("allocator") if res.speed is not None else pd.DataFrame()
@@ -175,36 +188,56 @@ def verdict(claimed: float | None, ratio: float, lo: float, hi: float, margin: f
     return f"supported: the claimed {fmt_ratio(claimed)} lies inside the interval"
 
 
+def _measured(res: Results, d: Debate, with_: str, without: str, workload: str, claimed) -> dict | None:
+    speed = _pair_ratio(res, with_, without, workload)
+    if speed is None:
+        return None
+    mem = _pair_ratio(res, with_, without, workload, memory=True)
+    cpu = {m: _pair_ratio(res, with_, without, workload, metric=m) for m in ("user_s", "sys_s")}
+    pf = _per_free_ratio(res, with_, without, workload)
+    return dict(configuration=f"{with_} / {without}", workload=workload, run_id=speed["run_id"],
+                ratio=speed["ratio"], ci_low=speed["ci_low"], ci_high=speed["ci_high"],
+                display=fmt_interval(speed["ratio"], speed["ci_low"], speed["ci_high"]),
+                halfwidth_percent=f"{(speed['ci_high'] / speed['ci_low']) ** 0.5 * 100 - 100:.1f}",
+                memory_display=fmt_interval(mem["ratio"], mem["ci_low"], mem["ci_high"]) if mem else "n/a",
+                user_display=_shown(cpu["user_s"]), sys_display=_shown(cpu["sys_s"]),
+                per_free_ratio=fmt_ratio(pf) if pf else "n/a",
+                verdict=verdict(claimed, speed["ratio"], speed["ci_low"], speed["ci_high"]))
+
+
+def _shown(r: dict | None) -> str:
+    return fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) if r else "n/a"
+
+
 def answer(res: Results, figures: pd.DataFrame) -> pd.DataFrame:
+    """A row per debate and workload (the seed's case), and per contested pair present where the debate
+    asks for every build of its system; stand-ins only where no contested pair was measured at all."""
     rows = []
     for d in DEBATES:
         text, line, claimed = _claim(figures, d.seed, d.claim_metric)
         _, _, claimed_pf = _claim(figures, d.seed, d.per_free_metric) if d.per_free_metric else ("", "", None)
-        row = {"seed": d.seed, "topic": d.topic, "claim": text, "claim_line": line,
-               "claimed": fmt_ratio(claimed) if claimed else ("not slower" if d.contested else ""),
-               "workload": d.workload,
-               "claimed_per_free": fmt_ratio(claimed_pf) if claimed_pf else "", "not_measured": ""}
-        candidates = [(pair, False) for pair in d.contested] + [(pair, True) for pair in d.stand_ins]
-        for (with_, without), stand_in in candidates:
-            speed = _pair_ratio(res, with_, without, d.workload)
-            if speed is None:
-                continue
-            mem = _pair_ratio(res, with_, without, d.workload, memory=True)
-            pf = _per_free_ratio(res, with_, without, d.workload)
-            row.update(configuration=f"{with_} / {without}", run_id=speed["run_id"], ratio=speed["ratio"],
-                       ci_low=speed["ci_low"], ci_high=speed["ci_high"],
-                       display=fmt_interval(speed["ratio"], speed["ci_low"], speed["ci_high"]),
-                       halfwidth_percent=f"{(speed['ci_high'] / speed['ci_low']) ** 0.5 * 100 - 100:.1f}",
-                       memory_display=fmt_interval(mem["ratio"], mem["ci_low"], mem["ci_high"]) if mem else "n/a",
-                       per_free_ratio=fmt_ratio(pf) if pf else "n/a",
-                       verdict=verdict(claimed, speed["ratio"], speed["ci_low"], speed["ci_high"]))
-            if stand_in:
-                row["not_measured"] = d.not_measured
-                row["verdict"] = "for the stand-in: " + row["verdict"]
-            break
-        else:
-            row.update(configuration="", display="n/a", memory_display="n/a", per_free_ratio="n/a",
-                       verdict="not measured here", not_measured=d.not_measured)
-        rows.append(row)
+        head = {"seed": d.seed, "topic": d.topic, "claim": text, "claim_line": line,
+                "claimed": fmt_ratio(claimed) if claimed else ("not slower" if d.contested else ""),
+                "claimed_per_free": fmt_ratio(claimed_pf) if claimed_pf else "", "not_measured": ""}
+        found = []
+        for workload in d.workloads:
+            for with_, without in d.contested:
+                m = _measured(res, d, with_, without, workload, claimed)
+                if m:
+                    found.append(m)
+                    if not d.every_pair:
+                        break
+        if not found:
+            for workload in d.workloads:
+                for with_, without in d.stand_ins:
+                    m = _measured(res, d, with_, without, workload, claimed)
+                    if m:
+                        found.append({**m, "not_measured": d.not_measured,
+                                      "verdict": "for the stand-in: " + m["verdict"]})
+                        break
+        rows += [{**head, **m} for m in found] or [
+            {**head, "workload": d.workload, "configuration": "", "display": "n/a", "memory_display": "n/a",
+             "user_display": "n/a", "sys_display": "n/a", "per_free_ratio": "n/a",
+             "verdict": "not measured here", "not_measured": d.not_measured}]
     out = pd.DataFrame(rows, columns=COLUMNS)
     return out.replace({np.nan: ""})

@@ -16,7 +16,7 @@ from analysis.stats import security
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
 from analysis.publish import ablations as ablation
-from analysis.publish import merge
+from analysis.publish import cpu_split, merge, provenance
 from analysis.publish.ablations import ABLATIONS  # noqa: F401  (re-exported for the writer)
 from analysis.errors import HeapcostError, warn
 from analysis.paths import repo_relative
@@ -341,10 +341,11 @@ class Results:
     replication: pd.DataFrame
     runs: pd.DataFrame  # every contributing run: label, kind, profile, the allocators it leads
     figures: pd.DataFrame  # the seeds' transcribed figures (data/literature/figures.csv)
-    cells: dict  # metric -> every comparison of every run with its own baseline (rows with run_id)
+    cells: dict  # metric -> each run's comparisons with its baseline (user_s, sys_s: cpu_split.WORKLOADS)
     aa: pd.DataFrame  # A/A cells: the baseline against a brought copy of its own library
     cost: pd.DataFrame  # per-unit cost ratios and start-up costs, from runs with cells at several scales
     roles: pd.DataFrame  # lockstep role effects (time in role b over role a) of runs whose roles alternate
+    brought: pd.DataFrame  # brought libraries: file, sha256, upstream revision, configuration (provenance.py)
 
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
@@ -430,13 +431,13 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
                    scores, trade, allocator_table(all_runs), workload_table(time_run or cg_run), seed_only,
                    replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead), figures,
-                   cells := {m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()],
-                                          ignore_index=True) if per_run else pd.DataFrame()
-                             for m in ("wall_s", "maxrss_kb")},
+                   cells := {**{m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()],
+                                             ignore_index=True) if per_run else pd.DataFrame()
+                                for m in ("wall_s", "maxrss_kb")}, **cpu_split.cells(time_runs, baseline, against)},
                    aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}),
                    pd.concat([scaling.per_unit_ratios(scaling.cost_model(rt.table), baseline).assign(run_id=rt.run_id)
                               for rt in time_runs] or [pd.DataFrame(columns=scaling.RATIO_COLUMNS)], ignore_index=True),
-                   role_table(time_runs, baseline))
+                   role_table(time_runs, baseline), provenance.brought_libraries(all_runs))
 
 
 def role_table(time_runs, baseline: str) -> pd.DataFrame:
@@ -456,7 +457,7 @@ def aa_copies(run: Run) -> set[str]:
     name=<the path of libc.so.6>): their comparisons with the baseline are A/A trials."""
     return {aid for aid, rec in (run.info.get("allocators") or {}).items()
             if (rec.get("origin") or {}).get("kind") == "path"
-            and Path(str((rec.get("origin") or {}).get("path", ""))).name.startswith("libc.so")}
+            and ((rec.get("origin") or {}).get("library") or Path(str(rec["origin"].get("path", ""))).name).startswith("libc.so")}
 
 
 def aa_cells(cells: pd.DataFrame, runs: dict) -> pd.DataFrame:

@@ -137,7 +137,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     answers = debates.answer(res, res.figures)
     answers["run"] = answers["run_id"].map(_labels(res)).fillna("")
     write_csv(answers, p("debates.csv"))
-    numbers["debates"] = {r["seed"]: r["verdict"] for _, r in answers.iterrows()}
+    numbers["debates"] = {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)}
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
     cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
@@ -178,6 +178,8 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
     write_csv(res.allocators, p("allocators.csv"))
+    write_csv(res.brought.assign(sha256_short=res.brought["library_sha256"].str[:16]), p("brought.csv"))
+    numbers["brought"] = {"libraries": int(len(res.brought)), "allocators": sorted(set(res.brought["allocator"]))}
     write_csv(res.workloads, p("workloads.csv"))
     so = res.seed_only.copy()
     so["ratio_display"] = so["ratio"].map(lambda x: f"{x:.3f}")

@@ -1,0 +1,26 @@
+"""User and system time apart: seed 001 reported both for hardened_malloc's kernel build (1.35x the user
+time, 1.9x the system time of glibc's), so its workload's trials are compared on each as well as on wall time."""
+import pandas as pd
+
+from analysis.errors import HeapcostError
+
+WORKLOADS = ("compile", "build")
+METRICS = ("user_s", "sys_s")
+
+
+def cells(time_runs, baseline: str, against) -> dict:
+    """metric -> every run's comparisons with its own baseline on WORKLOADS (rows with run_id), each made by
+    `against` (results.against: compare over the workloads the baseline has usable trials of)."""
+    out = {}
+    for metric in METRICS:
+        parts = []
+        for rt in time_runs:
+            table = rt.table[rt.table["workload"].isin(WORKLOADS)]
+            if baseline not in set(table["allocator"].astype(str)):
+                continue
+            try:
+                parts.append(against(table, baseline, metric).results.assign(run_id=rt.run_id))
+            except HeapcostError:
+                continue
+        out[metric] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return out
