@@ -172,3 +172,31 @@ def test_a_measurement_changed_after_publication_is_not_taken_in(data):
                                             r"trials.csv.*validate --write"):
         dataset.refresh_description(data)
     assert (data / "datapackage.json").read_bytes() == before
+
+
+def test_library_paths_are_recorded_without_the_machines_folders(monkeypatch, tmp_path):
+    import sys
+
+    from analysis.paths import portable_path
+
+    monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
+    assert portable_path(f"{tmp_path}/cache/allocators/glibc-built-2.36/build/libc.so.6") == \
+        "{cache}/allocators/glibc-built-2.36/build/libc.so.6"
+    assert portable_path(f"{sys.prefix}/lib/libmimalloc.so") == "{venv}/lib/libmimalloc.so"
+    assert portable_path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2") == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
+def test_the_run_table_says_how_alone_each_speed_run_was(tmp_path):
+    run = tmp_path / "runs" / "20990101T000000Z-time-quick"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"kind": "time", "status": "complete", "params": {"profile": "quick"}}')
+    (run / "trials.csv").write_text("wall_s,loadavg1,other_cpu_s,interfered\n"
+                                    "1.0,0.5,0.10,0\n1.0,1.5,0.00,1\n2.0,2.5,,\n")
+    (run / "pairs.csv").write_text("wall_a_s,wall_b_s,loadavg1,other_cpu_s,interfered\n0.5,1.0,1.0,0.02,0\n")
+    line = next(x for x in codebook.codebook(tmp_path).splitlines() if run.name in x)
+    # loads 0.5, 1.5, 2.5, 1.0: median 1.25; others 0.12 s over 1 + 1 + 1 s of wall (a pair's longer process)
+    assert line.endswith("| 1.25 | 4.0% | 1 of 3 |")
+    probe = tmp_path / "runs" / "20990101T000001Z-probe-security"
+    probe.mkdir()
+    (probe / "probes.csv").write_text("probe\nx\n")
+    assert next(x for x in codebook.codebook(tmp_path).splitlines() if probe.name in x).endswith("|  |  |  |")

@@ -151,9 +151,9 @@ def test_the_resolution_check_refuses_the_system_libc_for_a_build(fake_builds, t
     t = trial.SpeedTrial(resolved("glibc-built"), WORKLOADS["python"], 0.01, env_target=0)
     ok = LaunchResult(status="exited", **{**_DEFAULTS, "exit_code": 0})
     _who(tmp_path / "a", str(folder / "build" / "libc.so.6"))
-    # recorded without the machine's folders: the cache is $HEAPCOST_CACHE
+    # recorded without the machine's folders: the cache is {cache}, as in allocators.toml
     assert t.judge(ok, tmp_path / "a", "ab") == ("ok", "", portable_path(str(folder / "build" / "libc.so.6")))
-    assert t.judge(ok, tmp_path / "a", "ab")[2].startswith("$HEAPCOST_CACHE/allocators/")
+    assert t.judge(ok, tmp_path / "a", "ab")[2].startswith("{cache}/allocators/")
     _who(tmp_path / "b", SYSTEM_LIBC)
     status, reason, lib = t.judge(ok, tmp_path / "b", "ab")
     assert status == "wrong-malloc" and folder.name in reason and lib == SYSTEM_LIBC

@@ -22,7 +22,7 @@ from analysis.harness import brought, launcher, machine, quiet
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
 from analysis.errors import HeapcostError, warn
-from analysis.paths import RUNS_DIR
+from analysis.paths import RUNS_DIR, portable_path
 
 PAD_SPREAD = 4096  # bytes of random environment offset per trial (more than a page: all stack alignments)
 BASELINE = "glibc"
@@ -125,6 +125,16 @@ def parse_positive(value, name, kind=float):
     return number
 
 
+def library_identity(allocator: str, path) -> dict:
+    """A library as a run names it on any machine: the allocator's id, the file's name, where it lives
+    with the machine's folders written as placeholders, and its sha256 (which build it was)."""
+    import hashlib
+
+    path = Path(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    return {"allocator": allocator, "file": path.name, "path": portable_path(str(path)), "sha256": digest}
+
+
 class Campaign:
     def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
@@ -206,9 +216,11 @@ class Campaign:
     def allocator_record(self, r: catalog_mod.Resolved) -> dict:
         a = r.allocator
         return {"family": a.family, "description": a.description, "origin": brought.portable_origin(a.origin),
-                "preload": list(r.preload),
-                "interpreters": r.interpreters, "env": a.env, "callgrind_env": a.callgrind_env,
-                "expect_malloc": r.expect_malloc, "scale_factor": a.scale, "defences": list(a.defences),
+                "preload": [portable_path(p) for p in r.preload],
+                "interpreters": {k: portable_path(v) for k, v in r.interpreters.items()},
+                "libraries": [library_identity(a.id, p) for p in [*r.preload, *r.interpreters.values()]],
+                "env": a.env, "callgrind_env": a.callgrind_env,
+                "expect_malloc": portable_path(r.expect_malloc), "scale_factor": a.scale, "defences": list(a.defences),
                 "defences_ref": a.defences_ref}
 
     def run(self) -> Path:

@@ -72,7 +72,7 @@ def wrong_malloc(procs: list[tuple[str, str]], expect: str) -> str:
     if not procs:
         return "no process reported its malloc (preload failed?)"
     wrong = [lib for lib, _ in procs if expect not in lib]
-    return f"malloc resolved to {wrong[0]}, expected {expect}" if wrong else ""
+    return f"malloc resolved to {portable_path(wrong[0])}, expected {portable_path(expect)}" if wrong else ""
 
 
 def read_who(path, final_images_only: bool = False) -> list[tuple[str, str]]:
@@ -188,7 +188,7 @@ class SpeedTrial:
             procs = read_who(workdir / "who", final_images_only=self.mode == "callgrind")
             wrong = wrong_malloc(procs, self.resolved.expect_malloc)
             if wrong:
-                return "wrong-malloc", (err if not procs and err else wrong), procs[0][0] if procs else ""
+                return "wrong-malloc", (err if not procs and err else wrong), portable_path(procs[0][0]) if procs else ""
             malloc_lib = portable_path(procs[0][0])
             if self.alloc.expect_perl_malloc is not None and "perl" in self.workload.kind:
                 has = any(perl != "-" for _, perl in procs)

@@ -29,7 +29,7 @@ BACKGROUND = {"noise"}
 # notebook, the code it runs, the pinned packages and its parameters are unchanged (a sha256 of them all
 # sits beside the products in generated/.<name>.inputs). --rerun-all runs them anyway.
 DATA_FREE = {"noise": ("analysis/stats/simulate.py", "analysis/stats/compare.py", "analysis/stats/estimators.py", "analysis/stats/noise.py",
-                       "requirements.txt")}
+                       "analysis/publish/figures.py", "analysis/publish/products.py", "requirements.txt")}
 SOURCES = ["paper.typ", "refs.bib"]
 
 
