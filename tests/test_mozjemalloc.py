@@ -66,12 +66,13 @@ def test_the_generated_config_header_defines_what_the_build_system_would(tmp_pat
 
 def test_the_check_must_see_this_library_and_this_amount_of_poison():
     ships = mb.verified("mozjemalloc-poison")
-    good = "malloc from /c/allocators/mozjemalloc-poison-1/lib/libmozjemalloc-poison.so\npoison head 192/192 tail 0/512"
+    good = "poison head 192/192 tail 0/512, malloc from /c/allocators/mozjemalloc-poison-1/lib/libmozjemalloc-poison.so"
     assert ships(good)
     assert not ships(good.replace("tail 0/512", "tail 512/512"))  # full poisoning is another build
     assert not ships(good.replace("libmozjemalloc-poison.so", "libc.so.6"))  # not preloaded
     assert not mb.verified("mozjemalloc")(good) and not mb.verified("mozjemalloc-poison-full")(good)
-    assert mb.verified("mozjemalloc")("malloc from /x/lib/libmozjemalloc.so\npoison head 0/192 tail 0/512")
+    assert mb.verified("mozjemalloc")("poison head 0/192 tail 0/512, malloc from /x/lib/libmozjemalloc.so")
+    assert not mb.verified("mozjemalloc")("poison head 0/192 tail 0/512, malloc from /x/lib/libmozjemalloc.so.old")
 
 
 def test_catalogue_entries_match_their_recipes_and_a_version_mismatch_is_refused(tmp_path, monkeypatch):
@@ -115,10 +116,9 @@ def test_a_built_library_serves_malloc_and_poisons_as_its_entry_says(cid, tmp_pa
     subprocess.run(["gcc", "-O0", "-Wno-use-after-free", "-o", str(check), str(mb.CHECK_SOURCE), "-ldl"], check=True)
     library = prefix / "lib" / mb.CONFIGS[cid].library
     out = subprocess.run([str(check)], env={"LD_PRELOAD": str(library)}, capture_output=True, text=True, check=True)
-    assert f"malloc from {library}" in out.stdout.splitlines()
-    assert mb.CONFIGS[cid].expected in out.stdout.splitlines()
+    assert out.stdout.splitlines() == [f"{mb.CONFIGS[cid].expected}, malloc from {library}"]
     plain = subprocess.run([str(check)], capture_output=True, text=True, check=True).stdout
-    assert "poison head 0/192 tail 0/512" in plain  # without the preload nothing reads as 0xe5
+    assert plain.startswith("poison head 0/192 tail 0/512, ")  # without the preload nothing reads as 0xe5
     # calloc, realloc and the aligned forms come from the same library and work
     probe = subprocess.run(["sh", "-c", "sort -R /etc/services | sort | head -c 100 >/dev/null && echo ok"],
                            env={"LD_PRELOAD": str(library), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)

@@ -52,7 +52,7 @@ class Config:
     library: str          # file name under <prefix>/lib
     defines: tuple        # extra -D flags
     poison_off: bool      # change opt_poison's initializer to NONE
-    expected: str         # what the check prints for a freed 1024-byte block
+    expected: str         # what the check prints for a freed 1024-byte block, before the malloc's object
     notes: str
 
 
@@ -134,9 +134,8 @@ def verified(config_id: str):
     c = CONFIGS[config_id]
 
     def judge(output: str) -> bool:
-        lines = output.splitlines()
-        return any(ln.startswith("malloc from ") and ln.endswith("/lib/" + c.library) for ln in lines) and \
-            c.expected in lines
+        return any(ln.startswith(c.expected + ", malloc from /") and ln.endswith("/lib/" + c.library)
+                   for ln in output.splitlines())
     return judge
 
 

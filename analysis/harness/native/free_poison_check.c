@@ -3,7 +3,7 @@
  * mozjemalloc's kAllocPoison) in [64, 256) (inside the first 256 bytes, past where an allocator might keep
  * a link) and in [512, 1024) (past the first 256). Reading freed memory is what a use-after-free does; the
  * block stays mapped here because small blocks live in runs that outlive one free.
- * Prints: `malloc from <object path>` and `poison head H/192 tail T/512`. */
+ * Prints one line: `poison head H/192 tail T/512, malloc from <object path>`. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -18,7 +18,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "free-poison-check: dladdr found no object for malloc\n");
         return 2;
     }
-    printf("malloc from %s\n", info.dli_fname);
     volatile unsigned char *p = malloc(1024);
     if (!p)
         return 2;
@@ -30,6 +29,6 @@ int main(int argc, char **argv)
         head += p[i] == poison;
     for (int i = 512; i < 1024; i++)
         tail += p[i] == poison;
-    printf("poison head %d/192 tail %d/512\n", head, tail);
+    printf("poison head %d/192 tail %d/512, malloc from %s\n", head, tail, info.dli_fname);
     return 0;
 }
