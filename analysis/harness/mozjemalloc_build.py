@@ -20,7 +20,10 @@ The three builds:
   mozjemalloc              poisoning compiled out: the source has no define for it, so the one line
                            `MALLOC_RUNTIME_VAR PoisonType opt_poison = SOME;` is changed to NONE by sed, and
                            a grep step fails the build if that line was not there to change
-Debian's patches for firefox-esr 140.12.0esr-1~deb12u1 touch none of the extracted paths.
+Debian's patches for firefox-esr 140.12.0esr-1~deb12u1 touch none of the extracted paths. Debian builds
+that package for bookworm with g++-11 (debian/rules); here the system's g++. Both inline SOME's bounded
+memset (at most 256 bytes) as `rep stos`, while ALL's unbounded one calls libc's memset: on small blocks
+the shipped poisoning can cost more than the full one.
 """
 from dataclasses import dataclass
 from pathlib import Path
