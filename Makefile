@@ -22,8 +22,12 @@ SCALES ?=
 PROTOCOL ?= lockstep
 PIN ?= auto
 FORCE ?=
+# Probe parameters (`python -m analysis probe --help`).
 PROBES ?=
 RUNS ?=
+SIZES ?=
+JOBS ?=
+ALARM ?=
 
 PAPER_INPUTS := $(shell find data notebooks analysis paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
@@ -39,6 +43,9 @@ help: ## list the targets
 	@echo "  EXTRA_ALLOCATORS=name=/path/lib.so TARGET_CI=0.01 BUDGET_MIN=60 BLOCKS=N LOCK_CLOCK=1 SEED=N"
 	@echo "  SCALES=1,0.25 (every cell at these multiples of its scale: start-up and per-unit cost)"
 	@echo "  PROTOCOL=lockstep|trials PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
+	@echo "probe parameters (defaults: python -m analysis probe --help): ALLOCATORS=a,b EXTRA_ALLOCATORS=name=/path/lib.so"
+	@echo "  PROBES=x,y RUNS=N (processes per cell) SIZES=16,4000 (block sizes of the misuse probes)"
+	@echo "  JOBS=N (cells run in parallel) ALARM=S (seconds after which a running probe reports itself hung)"
 
 $(VENV_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -83,7 +90,7 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)") \
 		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)")
 
-allocators: $(VENV_STAMP) ## install and build every allocator this machine can have (cache outside the clone)
+allocators: $(VENV_STAMP) ## install and build every allocator here, into a cache outside the clone (each glibc build: ~10 min)
 	$(PY) -m analysis provision
 
 lab: $(VENV_STAMP) git-filter ## open the notebooks in JupyterLab (saved without outputs: git status stays clean)

@@ -1,11 +1,15 @@
-"""python -m analysis <command>: each command is a module with add_arguments(parser) and run(args)."""
+"""heapcost: what memory-allocator hardening costs in speed and memory, and what it buys in security.
+
+Each command below has its own --help. `make help` lists the same work as make targets."""
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 from analysis.errors import HeapcostError
 
-# command -> (module, one-line help). Modules are imported only when their command runs.
+# command -> (module, one-line help). Each module has add_arguments(parser) and run(args); it is imported
+# only when its command runs (or its --help is asked for), so `heapcost --help` starts fast.
 COMMANDS = {
     "allocators": ("analysis.harness.catalog", "list the allocator catalogue and what is available here"),
     "provision": ("analysis.harness.provision", "install or build every allocator this machine can have"),
@@ -19,23 +23,48 @@ COMMANDS = {
     "notebook": ("analysis.publish.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
     "bench": ("analysis.harness.bench", "benchmark the measurement protocol against hyperfine"),
 }
+MODULE_PROG = "python -m analysis"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
+class LiteralHelpFormatter(argparse.HelpFormatter):
+    """Help strings are plain text: argparse would %-format them, so "95% intervals" ended in a TypeError.
+    None of ours uses %(default)s; defaults are written out in the text."""
+
+    def _expand_help(self, action):
+        return self._get_help_string(action)
+
+
+def invoked_as(argv0: str) -> str:
+    """The program name for usage lines: `heapcost` through the entry point, `python -m analysis` as a module."""
+    name = Path(argv0 or "").name
+    if not name or name in ("__main__.py", "-c") or name.endswith(".py"):
+        return MODULE_PROG
+    return name
+
+
+def build_parser(prog: str, wanted: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; only `wanted` gets its module's arguments (and a function to run)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=LiteralHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    argv = sys.argv[1:] if argv is None else argv
-    wanted = argv[0] if argv and not argv[0].startswith("-") else None
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
+        command = sub.add_parser(name, help=help_text, description=help_text,
+                                 formatter_class=LiteralHelpFormatter)
         if name == wanted:
             module = importlib.import_module(module_name)
-            module.add_arguments(p)
-            p.set_defaults(_run=module.run)
+            module.add_arguments(command)
+            command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    prog = prog or invoked_as(sys.argv[0])
+    wanted = argv[0] if argv and not argv[0].startswith("-") else None
+    parser = build_parser(prog, wanted if wanted in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
-        return 0 if args.command is None else 2
+        return 0
     try:
         return int(args._run(args) or 0)
     except HeapcostError as exc:

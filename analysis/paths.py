@@ -33,7 +33,24 @@ def in_repo(value, default: Path) -> Path:
 
 # an absolute path whose tail is a file of a heapcost checkout (any checkout: the machine that measured a
 # run had its own); what precedes the checkout's top-level folder is machine-specific
-_ABS_IN_REPO = re.compile(r"(?<![\w./-])/(?:[\w.+@-]+/)+?(?=(?:workloads|probes|analysis|notebooks)/)")
+# (folders whose names a system or a build also uses, build/ in a glibc build, are named with their subfolder)
+REPO_TOP_FOLDERS = ("workloads", "probes", "analysis", "notebooks", "data/runs", "data/literature", "paper/generated")
+# a path's own start, not the middle of a URL, a word or a placeholder; or right after a terminal colour
+# code (a traceback in an executed notebook: "\x1b[32m/home/...")
+_START = r"(?:(?<=\[\dm)|(?<=\[\d\dm)|(?<![\w.}:/$-]))"
+_ABS_IN_REPO = re.compile(_START + r"/(?:[\w.+@-]+/)+?(?=(?:%s)/)" % "|".join(REPO_TOP_FOLDERS))
+# the layouts of another machine's folders, whatever its home or checkout was called: the allocator cache
+# at its default place, a virtual environment, a heapcost temporary folder
+_FOREIGN = (
+    (re.compile(r"\$HEAPCOST_CACHE/"), "{cache}/"),
+    (re.compile(r"\$VENV/"), "{venv}/"),
+    (re.compile(_START + r"/(?:[\w.+@-]+/)*?\.cache/heapcost/"), "{cache}/"),
+    (re.compile(_START + r"/(?:[\w.+@-]+/)*?\.?venv/"), "{venv}/"),
+    (re.compile(_START + r"/(?:[\w.+@-]+/)*?tmp/heapcost-[\w-]+/"), "{tmp}/"),
+)
+# what a published file must never hold: a folder of the machine that measured it
+MACHINE_PATH = re.compile(_START + r"/(?:(?:root|home|tmp|work|Users|private|var/tmp|mnt|srv|opt/[\w.-]+/home)/"
+                          r"|(?:[\w.+@-]+/)*?(?:\.cache/heapcost|\.?venv|tmp/heapcost-[\w-]+)/)")
 
 
 def repo_relative(text: str) -> str:
@@ -45,15 +62,40 @@ def repo_relative(text: str) -> str:
     return _ABS_IN_REPO.sub("", text.replace(f"{REPO}/", ""))
 
 
-def portable_path(path: str) -> str:
-    """A library path as the dataset records it: inside the allocator cache `$HEAPCOST_CACHE/...`, inside
-    the venv `$VENV/...`, inside the repository relative to it; system paths as they are. A run then names
-    no folder of the machine that measured it."""
+def portable_text(text: str) -> str:
+    """`text` with every folder of a measuring machine written portably: the allocator cache as
+    `{cache}/...`, the virtual environment as `{venv}/...` (the placeholders allocators.toml uses), a
+    heapcost temporary folder as `{tmp}/...`, the repository's files relative to the repository. This
+    machine's own roots are recognised wherever they are; another machine's by their default layout.
+    System paths (/usr/lib/...) stay as they are."""
     import sys
+    import tempfile
 
-    if not isinstance(path, str):
-        return path
-    for root, name in ((str(cache_dir()), "$HEAPCOST_CACHE"), (sys.prefix, "$VENV")):
-        if path.startswith(root.rstrip("/") + "/"):
-            return name + path[len(root.rstrip("/")):]
-    return repo_relative(path)
+    if not isinstance(text, str):
+        return text
+    own = ((str(cache_dir()), "{cache}/"), (sys.prefix, "{venv}/"), (str(REPO), ""))
+    for root, name in own:
+        text = _own_root(root).sub(name, text)
+    for pattern, name in _FOREIGN:
+        text = pattern.sub(name, text)
+    text = repo_relative(text)
+    return _own_root(tempfile.gettempdir()).sub("{tmp}/", text)
+
+
+def _own_root(root: str) -> re.Pattern:
+    return re.compile(_START + re.escape(root.rstrip("/") + "/"))
+
+
+def portable_path(path: str) -> str:
+    """A library or file path as the dataset records it (see portable_text): no folder of the machine
+    that measured the run. A library in some other folder of the machine (one a user brought from their
+    home folder) is named `{elsewhere}/<file name>`: run.json's `libraries` give its sha256."""
+    text = portable_text(path)
+    if machine_paths(text):
+        return "{elsewhere}/" + text.rstrip("/").rsplit("/", 1)[-1]
+    return text
+
+
+def machine_paths(text: str) -> list[str]:
+    """The absolute paths of a measuring machine's folders in `text` (empty: none)."""
+    return [m.group(0) for m in MACHINE_PATH.finditer(text)] if isinstance(text, str) else []

@@ -41,7 +41,7 @@ def test_malloc_calls_are_counted_exactly():
     assert calls == callgrind.count_calls(WORKLOADS["small-loop"], 0.001, timeout=60)
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed yet: `make system-deps` installs it")
 def test_callgrind_counts_are_exact_and_scudo_is_recorded_missing(tmp_path):
     runs = tmp_path / "runs"
 

@@ -10,7 +10,8 @@ import yaml
 
 from analysis import __version__
 from analysis.publish import codebook
-from analysis.publish import dataset
+from analysis.publish import dataset, datapackage
+from analysis.errors import HeapcostError
 from analysis.contract.schema import LITERATURE_SCHEMAS
 from analysis.paths import DATA_DIR, REPO
 from analysis.contract.schema import TABLE_SCHEMAS
@@ -96,60 +97,81 @@ def test_cli_writes_the_archive_and_reports_errors_on_one_line(data, tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs/" in r.stderr
 
 
-def test_the_checksum_covers_the_tracked_files_only(data, tmp_path):
-    """A stray run left in data/runs/ (a user's quick run, never committed) changes neither the archive
-    nor the checksum the paper prints; outside a git checkout every file counts."""
-    import os
+def test_the_archive_holds_what_datapackage_json_describes(data, tmp_path):
+    """A run measured after the description is not in the archive until it is described; `dataset`
+    (refresh, then archive) brings it in, and the unpacked archive validates."""
     import shutil
 
-    outside = dataset.checksum(data)
-    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
-    git = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *a],
-                                    cwd=data.parent, env=env, check=True, capture_output=True)
-    git("init", "-q")
-    git("add", "data")
-    git("commit", "-qm", "the dataset")
+    dataset.refresh_description(data)
+    described = [n for n, _ in dataset.members(data)]
     published = dataset.checksum(data)
-    assert published == outside  # the same files
-    names = [n for n, _ in dataset.members(data)]
     run = next((data / "runs").glob("*time*"))
     shutil.copytree(run, data / "runs" / "20991231T000000Z-time-quick")
-    assert dataset.checksum(data) == published
-    assert [n for n, _ in dataset.members(data)] == names
-    assert dataset.tracked_files(tmp_path / "elsewhere") is None  # no checkout: every file
-    # a tracked file that changes still changes it
+    assert [n for n, _ in dataset.members(data)] == described and dataset.checksum(data) == published
+    assert dataset.write_archive(tmp_path / "before", data)[1] == published
+    assert any("datapackage.json" in p for p in dataset.refresh_description(data))
+    names = [n for n, _ in dataset.members(data)]
+    assert len(names) > len(described) and any("/20991231T000000Z-time-quick/" in n for n in names)
+    path, digest = dataset.write_archive(tmp_path / "dist", data)
+    assert digest == dataset.checksum(data) != published and path.is_file()
+    # a described file changed after its description: the unpacked archive fails, nothing is written
     (run / "trials.csv").write_text((run / "trials.csv").read_text() + "\n")
-    assert dataset.checksum(data) != published
+    with pytest.raises(HeapcostError, match="sha256 differs"):
+        dataset.write_archive(tmp_path / "bad", data)
+    assert not (tmp_path / "bad").exists()
 
 
-def test_reasons_name_repository_files_relative_to_it():
-    from analysis.paths import repo_relative
+def test_a_dotted_folder_with_a_space_keeps_every_file(tmp_path):
+    """Only the parts below the dataset directory decide what is hidden: a clone under `.hidden dir/`."""
+    data = make_dataset(tmp_path / ".hidden dir" / "clone", n_blocks=6)
+    dataset.refresh_description(data)
+    files = datapackage.dataset_files(data)
+    assert files and any(p.name == "trials.csv" for p in files)
+    (data / "runs" / ".ipynb_checkpoints").mkdir()
+    (data / "runs" / ".ipynb_checkpoints" / "x.json").write_text("{}")
+    assert datapackage.dataset_files(data) == files
+    roundabout = data.parent / ".." / "clone" / "data"  # `..` in the location
+    assert [p.relative_to(roundabout) for p in datapackage.dataset_files(roundabout)] == \
+        [p.relative_to(data) for p in files]
+    assert dataset.checksum(roundabout) == dataset.checksum(data)
+    (data / "datapackage.json").write_text("{not json")  # a broken description is rewritten, not a dead end
+    assert any(p.endswith("datapackage.json") for p in dataset.refresh_description(data))
 
-    line = 'Out of memory at /home/someone/src/heapcost/workloads/perl_strcat.pl line 21.'
-    assert repo_relative(line) == "Out of memory at workloads/perl_strcat.pl line 21."
-    assert repo_relative(f"error in {REPO}/probes/x.c") == "error in probes/x.c"
-    assert repo_relative("/usr/lib/x86_64-linux-gnu/libc.so.6") == "/usr/lib/x86_64-linux-gnu/libc.so.6"
-    assert repo_relative(None) is None
+
+def test_a_step_that_would_lose_the_description_writes_nothing(data, tmp_path, monkeypatch):
+    dataset.refresh_description(data)
+    before = {p: p.read_bytes() for p in (data / "datapackage.json", data / "README.md")}
+    empty = tmp_path / "empty"
+    (empty / "runs").mkdir(parents=True)
+    (empty / "datapackage.json").write_bytes(before[data / "datapackage.json"])
+    with pytest.raises(HeapcostError, match="no data file found"):
+        dataset.refresh_description(empty)
+    with pytest.raises(HeapcostError, match="no data file found"):
+        datapackage.write_datapackage(empty)
+    assert (empty / "datapackage.json").read_bytes() == before[data / "datapackage.json"]
+    assert not (empty / "README.md").exists()
+    # described files that are still there but were not found (as under a dotted folder before)
+    run = next((data / "runs").glob("*time*"))
+    found = datapackage.dataset_files
+    monkeypatch.setattr(datapackage, "dataset_files", lambda d: [p for p in found(d) if run not in p.parents])
+    with pytest.raises(HeapcostError, match="would drop"):
+        dataset.refresh_description(data)
+    assert {p: p.read_bytes() for p in before} == before
 
 
-def test_first_line_of_a_stderr_is_repository_relative(tmp_path):
-    from analysis.harness.trial import first_line
-
-    err = tmp_path / "stderr"
-    err.write_text(f"banner\nfatal: cannot open {REPO}/workloads/data.txt\n")
-    assert first_line(err) == "fatal: cannot open workloads/data.txt"
 
 
-def test_published_callgrind_reasons_carry_no_machine_path():
-    from analysis.contract.runstore import runs_of_kind
-    from analysis.contract.schema import read_table
-    from analysis.publish.results import missing_callgrind
-
-    runs = runs_of_kind(DATA_DIR / "runs", "callgrind")
-    if not runs:
-        pytest.skip("no callgrind run in the published dataset")
-    reasons = " ".join(r for run in runs for r in missing_callgrind(read_table(run.path / "counts.csv"))["reason"])
-    assert "workloads/perl_strcat.pl" in reasons and "/workloads/" not in reasons
+def test_a_measurement_changed_after_publication_is_not_taken_in(data):
+    """New runs come in by themselves; an edited measurement does not: the description keeps its sha256
+    and says how a deliberate rewrite is made."""
+    dataset.refresh_description(data)
+    before = (data / "datapackage.json").read_bytes()
+    trials = next((data / "runs").glob("*time*")) / "trials.csv"
+    trials.write_text(trials.read_text() + "\n")
+    with pytest.raises(HeapcostError, match=r"1 described file\(s\) changed after publication, first runs/.*"
+                                            r"trials.csv.*validate --write"):
+        dataset.refresh_description(data)
+    assert (data / "datapackage.json").read_bytes() == before
 
 
 def test_library_paths_are_recorded_without_the_machines_folders(monkeypatch, tmp_path):
@@ -159,8 +181,8 @@ def test_library_paths_are_recorded_without_the_machines_folders(monkeypatch, tm
 
     monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
     assert portable_path(f"{tmp_path}/cache/allocators/glibc-built-2.36/build/libc.so.6") == \
-        "$HEAPCOST_CACHE/allocators/glibc-built-2.36/build/libc.so.6"
-    assert portable_path(f"{sys.prefix}/lib/libmimalloc.so") == "$VENV/lib/libmimalloc.so"
+        "{cache}/allocators/glibc-built-2.36/build/libc.so.6"
+    assert portable_path(f"{sys.prefix}/lib/libmimalloc.so") == "{venv}/lib/libmimalloc.so"
     assert portable_path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2") == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 

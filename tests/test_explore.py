@@ -19,8 +19,20 @@ def run(ds, workloads, allocators, baseline="glibc", metric="wall_s", weights=No
     return explore.explore(ds, workloads, allocators, baseline, metric, weights, draws=20)
 
 
-def test_the_whole_dataset_gives_the_tradeoff_with_every_verdict_whole(ds):
-    view = run(ds, ds.workloads, ds.allocators)
+@pytest.fixture(scope="module")
+def default_view(ds):
+    """What notebooks/explore.ipynb shows with its default parameters (every workload and allocator)."""
+    from analysis.paths import REPO
+    from analysis.publish import notebook
+
+    params = notebook.default_parameters(REPO / "notebooks" / "explore.ipynb")
+    assert (params["workloads"], params["allocators"], params["weights"]) == ("", "", {})
+    return explore.explore(ds, ds.workloads, ds.allocators, params["baseline"], params["metric"],
+                           draws=params["draws"])
+
+
+def test_the_whole_dataset_gives_the_tradeoff_with_every_verdict_whole(default_view):
+    view = default_view
     assert view.ok and view.message == ""
     table = view.table()
     assert "baseline" in set(table["verdict"]) and table["verdict"].str.len().gt(0).all()
@@ -116,3 +128,26 @@ def test_presets_weigh_every_probe():
     assert set(security.EXPLOITATION_WEIGHTS) == set(security.DEFAULT_WEIGHTS)
     top = {p for p, w in security.EXPLOITATION_WEIGHTS.items() if w == max(security.EXPLOITATION_WEIGHTS.values())}
     assert {"freelist-poison", "fake-chunk-free", "double-free", "overlap-after-double-free"} <= top
+
+
+def test_the_default_view_is_the_papers_table(default_view):
+    """notebooks/explore.ipynb with its default parameters shows the paper's trade-off table: the same runs,
+    lockstep pairs included, through the same results functions (jemalloc 0.941 [0.934, 0.948] on 9 workloads)."""
+    import pandas as pd
+
+    from analysis.paths import GENERATED_DIR
+
+    paper_csv = GENERATED_DIR / "results_tradeoff.csv"
+    if not paper_csv.is_file():
+        pytest.skip("paper/generated/ has not been rendered (make paper)")
+    mine = default_view.table().set_index("allocator")
+    paper = pd.read_csv(paper_csv, keep_default_na=False).set_index("allocator")
+    assert sorted(mine.index) == sorted(paper.index)
+    for column, theirs in (("overhead", "overhead_display"), ("score", "score_display"), ("verdict", "verdict"),
+                           ("workloads", "workloads")):
+        assert mine[column].astype(str).to_dict() == paper[theirs].astype(str).to_dict(), column
+    speed = pd.read_csv(GENERATED_DIR / "results_speed_geomean.csv").set_index("allocator")
+    trade = default_view.trade.set_index("allocator")
+    for a in trade.index.intersection(speed.index):
+        # the products are rounded to a few significant digits (host-independent bytes): agree to 0.1%
+        assert trade.loc[a, "overhead"] == pytest.approx(speed.loc[a, "geomean_ratio"], rel=1e-3)

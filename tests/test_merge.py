@@ -203,3 +203,16 @@ def test_a_complete_probe_run_of_another_design_is_named_once_and_not_called_inc
     assert [rt.run_id for rt in chosen] == [main.name]
     err = capsys.readouterr().err
     assert f"probe run {other.name} ran other probes" in err and "is not complete" not in err
+
+
+def test_a_run_too_small_for_any_result_is_left_out_with_a_warning(tmp_path, capsys):
+    """A smoke run (2 blocks) is newer than every other run, yet it is neither in the run table nor the run
+    the method section reports: it is named in one warning instead of contributing nothing in silence."""
+    data = make_dataset(tmp_path, n_blocks=6)
+    smoke = "20991231T000000Z-time-smoke"
+    add_time_run(data, smoke, {"glibc": 1.0, "jemalloc": 0.9}, seed=7, n_blocks=2, profile="smoke")
+    res = results.compute(data)
+    assert smoke not in set(res.runs["run_id"]) and res.time_run.run_id != smoke
+    assert "20990101T000000Z-time-sim" in set(res.runs["run_id"])
+    err = capsys.readouterr().err
+    assert f"run {smoke} is left out of the results" in err and "a smoke run checks the set-up" in err

@@ -83,3 +83,46 @@ def test_the_lab_saves_notebooks_stripped():
     other = {"type": "file", "content": "x"}
     nbstrip.pre_save_hook(model=other, path="a.txt", contents_manager=None)
     assert other["content"] == "x"
+
+
+def _papermill_residue(text: str) -> str:
+    """What a papermill run leaves besides the injected-parameters cell: its metadata on the notebook and on
+    every cell (start and end times, status), `"tags": []` on every untagged cell, outputs."""
+    nb = json.loads(text)
+    nb["metadata"]["papermill"] = {"parameters": {}, "duration": 1.5, "version": "2.7.0"}
+    for cell in nb["cells"]:
+        cell["metadata"].setdefault("tags", [])
+        cell["metadata"]["papermill"] = {"duration": 0.01, "status": "completed", "exception": False}
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = 1
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["out\n"]}]
+    return json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_notebook_run_by_papermill_and_saved_in_the_lab_is_the_committed_source(path, tmp_path):
+    """papermill tags every cell (`"tags": []`) and inserts a cell with the run's parameters: a notebook
+    saved through `make lab` after such a run must still be the committed one, for git status."""
+    import papermill
+
+    from analysis.publish.notebook import default_parameters
+
+    name, value = next(iter(default_parameters(path).items()))
+    prepared = tmp_path / path.name
+    papermill.execute_notebook(str(path), str(prepared), parameters={name: value}, prepare_only=True,
+                               progress_bar=False)
+    text = _papermill_residue(prepared.read_text())
+    assert '"tags": []' in text and "injected-parameters" in text  # the residue is there to be stripped
+    source = path.read_text()
+    assert nbstrip.clean(text) == source
+    model = {"type": "notebook", "content": json.loads(text)}
+    nbstrip.pre_save_hook(model=model, path=path.name, contents_manager=None)
+    assert nbstrip.dumps(model["content"]) == source
+
+
+def test_tags_a_cell_was_given_on_purpose_are_kept():
+    nb = {"cells": [{"cell_type": "code", "source": "x = 1\n", "metadata": {"tags": ["parameters"]}},
+                    {"cell_type": "markdown", "source": "text", "metadata": {"tags": []}}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    cells = json.loads(nbstrip.clean(json.dumps(nb)))["cells"]
+    assert [c["metadata"] for c in cells] == [{"tags": ["parameters"]}, {}]

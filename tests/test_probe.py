@@ -38,14 +38,14 @@ def test_glibc_aborts_on_a_plain_double_free_with_its_message():
     assert r["rate"] == 0 and r["outcomes"] == "caught=1"
 
 
-@pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed")
+@pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed yet: `make system-deps` installs it")
 def test_jemalloc_by_default_lets_a_double_free_through():
     r = row("double-free", "jemalloc", size=41)
     assert r["outcome"] == "missed"
     assert r["rate"] == 1
 
 
-@pytest.mark.skipif(not Path(SCUDO).exists(), reason="LLVM 19 scudo not installed")
+@pytest.mark.skipif(not Path(SCUDO).exists(), reason="LLVM 19 scudo not installed yet: `make system-deps` installs libclang-rt-19-dev")
 def test_scudo_catches_a_double_free():
     r = row("double-free", "scudo", size=41)
     assert r["outcome"] == "caught"
@@ -112,7 +112,7 @@ def test_efence_refusing_malloc_zero_is_caught_with_its_diagnostic_not_a_failed_
     assert "SIGILL code=0 (SI_USER)" in r["detail"]
 
 
-@pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="musl-tools not installed")
+@pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="musl-tools not installed yet: `make system-deps` installs it")
 def test_musl_probes_are_relinked_and_a_uaf_read_with_live_neighbours_sees_old_bytes():
     t = target("musl")
     assert t.variant == "musl" and not t.preload
@@ -151,7 +151,7 @@ def test_perl_allocators_are_not_applicable_with_a_reason():
     assert r["outcome"] == "n/a" and "perl" in r["detail"]
 
 
-@pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed")
+@pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed yet: `make system-deps` installs it")
 def test_a_hang_inside_the_allocator_is_found_by_the_watchdog_long_before_the_deadline():
     # jemalloc loops in malloc after a large block was freed twice 32 frees apart
     import time
@@ -268,7 +268,7 @@ def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("heapcost: error:") and needle in lines[0]
 
 
-@pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed")
+@pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed yet: `make system-deps` installs it")
 def test_cli_writes_probes_csv_with_extras_and_na_rows(tmp_path):
     out = tmp_path / "run"
     proc = cli("--allocators", "glibc,perl-mymalloc", "--extra-allocators", f"myjem={JEMALLOC}",

@@ -231,7 +231,7 @@ def test_cli_dry_run_and_unknown_only(cache, monkeypatch, capsys):
                                                              _alloc("perl-mymalloc", kind="debian-source", package="perl")]))
     assert cli.main(["provision", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "ok  glibc" in out and "would build from Debian source perl" in out
+    assert "ok      glibc: part of the system" in out and "would build from Debian source perl" in out
     assert cli.main(["provision", "--only", "glibc,bogus"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "heapcost: error: unknown allocator(s) bogus; valid: glibc, perl-mymalloc"
@@ -257,7 +257,10 @@ def test_no_build_reports_unbuilt_sources_without_failing_and_installs_tools(cac
     monkeypatch.setattr(provision.catalog, "load_catalog", lambda: _as_catalog([_alloc("perl-mymalloc", kind="debian-source", package="perl"),
                                                              _alloc("jemalloc", kind="debian", package="libjemalloc2")]))
     assert cli.main(["provision", "--no-build"]) == 0
-    assert "perl-mymalloc: not built (skipped" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # a build left to `make allocators` reads as a step still to take, not as a failure
+    assert "skipped perl-mymalloc: not built yet: `make allocators` builds it from the Debian source of perl" in out
+    assert "FAILED" not in out and "missing" not in out
     assert asked == [provision.TOOL_PACKAGES, ("libjemalloc2",)]
     assert cli.main(["provision", "--no-build", "--force"]) == 2
     assert "contradict" in capsys.readouterr().err

@@ -67,7 +67,7 @@ def prepared():
 def test_registry_has_the_designed_workloads():
     assert set(wl.DEFAULT_WORKLOADS) == {"perl-strcat", "compile", "dom-churn", "pow2-churn", "small-loop",
                                          "server", "pareto", "sqlite", "python"}
-    assert set(wl.WORKLOADS) == {*wl.DEFAULT_WORKLOADS, "pow2-ladder", *(f"perl-{c}" for c in wl.PERL_CASES)}
+    assert set(wl.WORKLOADS) == {*wl.DEFAULT_WORKLOADS, "pow2-ladder", "build", *(f"perl-{c}" for c in wl.PERL_CASES)}
     for wid, w in wl.WORKLOADS.items():
         assert w.id == wid
         assert w.kind in ("c", "perl", "python", "program")
@@ -88,8 +88,9 @@ def test_groups_cover_every_workload_once():
     # the seeds' own cases are selected by name or group, never by "every workload"
     assert wl.WORKLOAD_GROUPS["perl-cases"] == [f"perl-{c}" for c in wl.PERL_CASES]
     assert wl.WORKLOAD_GROUPS["seed-003"] == ["pow2-churn", "pow2-ladder"]
+    assert wl.WORKLOAD_GROUPS["seed-001"] == ["compile", "build"]
     rest = {w for w in wl.WORKLOADS if w not in wl.DEFAULT_WORKLOADS}
-    assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder"}
+    assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder", "build"}
     assert wl.expand(["*"]) == wl.DEFAULT_WORKLOADS
     for gid in kinds:
         assert all(wl.WORKLOADS[i].kind == gid for i in wl.WORKLOAD_GROUPS[gid])
@@ -183,6 +184,20 @@ def test_compile_uses_whole_files_smallest_first(prepared):
     assert sizes == sorted(sizes) and len(files) >= w.full_files
     with pytest.raises(HeapcostError, match="asks compile for"):
         w.argv(1000, "glibc", {})
+
+
+def test_the_build_reads_the_source_and_leaves_it_untouched(prepared):
+    """make -j2 over lua5.4's whole source from the scratch folder: the fetched tree gains no file, and a
+    scale above one whole build is refused."""
+    w = prepared(wl.WORKLOADS["build"])
+    argv = w.argv(SMALL, "glibc", {})
+    src = Path(next(a for a in argv if a.startswith("SRC=")).split("=", 1)[1])
+    before = sorted(p.name for p in src.iterdir())
+    assert run(w, 0.1) != run(w, SMALL)
+    assert sorted(p.name for p in src.iterdir()) == before
+    assert "-j2" not in argv and argv[2] == "2" and argv[4].endswith("lua_build.mk")
+    with pytest.raises(HeapcostError, match="more than one whole build"):
+        w.argv(2, "glibc", {})
 
 
 def test_compile_needs_prepare_before_argv(tmp_path, monkeypatch):

@@ -15,6 +15,10 @@ OK = "ok"
 WARMUP_TRUE = frozenset({"1", "true", "yes", "t"})
 
 
+# how every path in a run is written (analysis.paths.portable_text): no folder of the measuring machine
+PORTABLE_PATHS = "Paths are portable: {cache}/... inside the allocator cache, {venv}/... inside the virtual environment, relative to the repository inside it, system paths as they are."
+
+
 def _f(name, type_, description, unit=None, **constraints):
     field = {"name": name, "type": type_, "description": description}
     if unit:
@@ -61,7 +65,8 @@ TRIALS = [
     _f("probe_before_s", "number", "Time of a fixed spin loop (run.json probe_iters) just before the trial.", "s"),
     _f("probe_after_s", "number", "Time of the same spin loop just after the trial.", "s"),
     _f("malloc_lib", "string", "The shared object every process of the trial bound malloc to (mallocwho), "
-       "'musl-static' for statically relinked musl binaries, '+ perl malloc' when perl's own is in use."),
+       "'musl-static' for statically relinked musl binaries, '+ perl malloc' when perl's own is in use. "
+       + PORTABLE_PATHS),
     _f("env_pad", "integer", "Random extra bytes of environment for this trial (on top of padding every "
        "allocator's environment to the same size).", "bytes", minimum=0),
     _f("loadavg1", "number", "1-minute load average when the trial started."),
@@ -99,7 +104,7 @@ COUNTS = [
     _f("free_calls", "integer", "free calls with a non-NULL pointer (same counting).", minimum=0),
     _f("calloc_calls", "integer", "calloc calls (same counting).", minimum=0),
     _f("realloc_calls", "integer", "realloc calls (same counting).", minimum=0),
-    _f("malloc_lib", "string", "The shared object malloc resolved to under valgrind."),
+    _f("malloc_lib", "string", "The shared object malloc resolved to under valgrind. " + PORTABLE_PATHS),
 ]
 
 PROBES = [
@@ -175,7 +180,8 @@ PAIRS = [
     *_side("maxrss_{}_kb", "integer", "Process {}'s peak resident set size (ru_maxrss).", "KiB", minimum=0),
     *_side("status_{}", "string", "Process {}'s own status (as in trials.csv).", enum=STATUS_TRIAL),
     *_side("exit_code_{}", "integer", "Process {}'s exit status, when it exited."),
-    *_side("malloc_lib_{}", "string", "The shared object process {} bound malloc to (mallocwho)."),
+    *_side("malloc_lib_{}", "string", "The shared object process {} bound malloc to (mallocwho). "
+           + PORTABLE_PATHS.replace("{", "{{").replace("}", "}}")),
     *_side("env_pad_{}", "integer", "Random extra bytes of environment of process {}.", "bytes", minimum=0),
     _f("loadavg1", "number", "1-minute load average when the pair started."),
     _f("other_cpu_s", "number", "CPU time the rest of the machine used during the pair (as in trials.csv, "

@@ -222,12 +222,13 @@ def format_results(r: dict) -> str:
 
 def add_arguments(parser) -> None:
     parser.add_argument("--allocators", default="glibc,scudo", help="baseline,other (default glibc,scudo)")
-    parser.add_argument("--workload", default="small-loop")
-    parser.add_argument("--true-runs", type=int, default=200, help="runs of /bin/true per method")
+    parser.add_argument("--workload", default="small-loop",
+                        help="workload of the precision, protocols, interference and layout parts (default small-loop)")
+    parser.add_argument("--true-runs", type=int, default=200, help="runs of /bin/true per method (default 200)")
     parser.add_argument("--only", choices=list(PARTS), action="append",
                         help="run only these benchmarks (repeatable)")
     parser.add_argument("--out", default=str(BENCH_DIR), help="directory for results.json/.md")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the randomized orders (default 1)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="repeat the equal-budget comparison at hyperfine's default budget; the median "
                         "round is tabulated (the other budgets run once)")
@@ -356,15 +357,3 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
     print(table)
     return 0
 
-
-if __name__ == "__main__":  # `python -m analysis.bench` until `bench` is registered in cli.py
-    import argparse
-    import sys
-
-    cli_parser = argparse.ArgumentParser(prog="python -m analysis.bench", description=__doc__)
-    add_arguments(cli_parser)
-    try:
-        sys.exit(run(cli_parser.parse_args()))
-    except HeapcostError as exc:
-        print(f"heapcost: error: {exc}", file=sys.stderr)
-        sys.exit(2)

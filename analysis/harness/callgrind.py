@@ -15,7 +15,7 @@ from analysis.contract import runstore
 from analysis.contract.schema import COUNT_COLUMNS
 from analysis.errors import HeapcostError
 from analysis.harness.build import build_c
-from analysis.harness.trial import clean_env, progress_bar
+from analysis.harness.trial import clean_env, preloadable_path, progress_bar
 from analysis.paths import NATIVE_DIR
 
 CALLGRIND_TIMEOUT_S = 1800
@@ -60,7 +60,7 @@ def count_calls(workload, scale: float, timeout: float) -> dict:
     """malloc/free/calloc/realloc calls of a workload at a scale, summed over its processes."""
     with tempfile.TemporaryDirectory(prefix="heapcost-count-") as tmp:
         tmp = Path(tmp)
-        env = {**clean_env(tmp), **workload.env(scale), "LD_PRELOAD": str(malloccount_path()),
+        env = {**clean_env(tmp), **workload.env(scale), "LD_PRELOAD": preloadable_path(malloccount_path()),
                "HEAPCOST_COUNT": str(tmp / "counts")}
         result = launcher.run(workload.argv(scale, "glibc", {}), env=env, stdout=tmp / "stdout",
                               stderr=tmp / "stderr", cwd=tmp, timeout=timeout)

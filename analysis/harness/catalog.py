@@ -11,7 +11,7 @@ from pathlib import Path
 from analysis.errors import HeapcostError
 from analysis.harness import brought, glibc_build
 from analysis.harness.allocator_cache import built_prefix
-from analysis.paths import CATALOG_PATH, cache_dir
+from analysis.paths import CATALOG_PATH, REPO, cache_dir
 
 DEFENCES = (
     "double-free-detect", "invalid-free-detect", "overflow-detect", "guard-pages", "free-poison",
@@ -152,6 +152,10 @@ def parse_extra(spec: str | None, catalog: dict | None = None) -> list[Allocator
 _BUILT = re.compile(r"\{cache\}/allocators/([\w.+-]+?)-\*")
 
 
+def _placeholders_filled(pattern: str) -> str:
+    return pattern.replace("{cache}", str(cache_dir())).replace("{venv}", sys.prefix)
+
+
 def _expand(pattern: str, alloc: Allocator) -> list[str]:
     # A build in the cache ("{cache}/allocators/<id>-*": this entry's own, or another's, as perl-omalloc runs
     # perl-sysmalloc's perl) counts only when finished and verified: a half-built folder matches the glob too.
@@ -161,8 +165,32 @@ def _expand(pattern: str, alloc: Allocator) -> list[str]:
         if prefix is None:
             return []
         pattern = pattern.replace(built.group(0), glob.escape(str(prefix)))
-    pattern = pattern.replace("{cache}", str(cache_dir())).replace("{venv}", sys.prefix)
+    pattern = _placeholders_filled(pattern)
     return sorted(glob.glob(pattern, recursive=True), key=lambda p: (os.path.getmtime(p), p))
+
+
+def _shown(pattern: str) -> str:
+    """A catalogue pattern as a reader can look for it, without this machine's home or clone in it (probe runs
+    record the reason): the cache as ~/..., the venv relative to the clone."""
+    home, cache, venv = Path.home(), cache_dir(), Path(sys.prefix)
+    cache_text = f"~/{cache.relative_to(home)}" if cache.is_relative_to(home) else str(cache)
+    venv_text = str(venv.relative_to(REPO)) if venv.is_relative_to(REPO) else str(venv)
+    return pattern.replace("{cache}", cache_text).replace("{venv}", venv_text)
+
+
+def _why_absent(alloc: Allocator, pattern: str) -> str:
+    """Why a library or interpreter of the catalogue is not here, said as the step that brings it."""
+    kind, package = alloc.origin.get("kind"), alloc.origin.get("package", "")
+    if kind == "debian-source" and built_prefix(alloc.id) is None:
+        return f"{glibc_build.NOT_BUILT_YET}: `make allocators` builds it from the Debian source of {package}"
+    where = _shown(pattern)
+    if kind in ("debian", "musl"):
+        return f"not installed yet: `make allocators` installs the Debian package {package} ({where})"
+    if kind == "pypi":
+        return f"not installed yet: `make venv` installs {package} from requirements.txt ({where})"
+    if kind == "debian-source":
+        return f"not found: {where} (the build lacks it: `python -m analysis provision --only {alloc.id} --force`)"
+    return f"not found: {where}" + (f" (Debian package {package})" if package else "")
 
 
 def resolve_glibc_build(alloc: Allocator) -> Resolved:
@@ -190,7 +218,7 @@ def resolve(alloc: Allocator) -> Resolved:
     for pattern in ([] if alloc.user_supplied else alloc.preload):
         found = _expand(pattern, alloc)
         if not found:
-            return Resolved(alloc, False, f"library not found: {pattern} (run `make allocators`)")
+            return Resolved(alloc, False, _why_absent(alloc, pattern))
         libs.append(found[-1])  # the newest build
     if alloc.user_supplied:
         libs = list(alloc.preload)
@@ -198,10 +226,11 @@ def resolve(alloc: Allocator) -> Resolved:
     for name, pattern in alloc.interpreters.items():
         found = [p for p in _expand(pattern, alloc) if os.access(p, os.X_OK)]
         if not found:
-            return Resolved(alloc, False, f"{name} interpreter not built: {pattern} (run `make allocators`)")
+            return Resolved(alloc, False, _why_absent(alloc, pattern))
         interpreters[name] = found[-1]
     if alloc.variant == "musl" and shutil.which("musl-gcc") is None:
-        return Resolved(alloc, False, "musl-gcc not installed (apt-get install musl-tools)")
+        return Resolved(alloc, False, "not installed yet: `make allocators` installs the Debian package "
+                        f"{alloc.origin.get('package') or 'musl-tools'} (musl-gcc)")
     return Resolved(alloc, True, "", tuple(libs), interpreters)
 
 

@@ -16,11 +16,13 @@ from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
 from analysis.harness import catalog as catalog_mod
 from analysis.harness.blocks import run_blocks
 from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
+from analysis.stats.compare import MIN_RUNS
+from analysis.stats.paired import MIN_PAIRS
 from analysis.harness import brought, launcher, machine, quiet
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
-from analysis.errors import HeapcostError
-from analysis.paths import RUNS_DIR
+from analysis.errors import HeapcostError, warn
+from analysis.paths import RUNS_DIR, portable_path
 
 PAD_SPREAD = 4096  # bytes of random environment offset per trial (more than a page: all stack alignments)
 BASELINE = "glibc"
@@ -38,7 +40,8 @@ class Profile:
 
 
 PROFILES = {
-    "smoke": Profile("smoke", 0.03, 2, 1, 120, 0.01, "a few seconds per allocator: for tests, under 2 minutes"),
+    "smoke": Profile("smoke", 0.03, 2, 1, 120, 0.01, "checks the set-up in a few seconds per allocator: too few "
+                     "blocks for any result, so the paper leaves a smoke run out"),
     "quick": Profile("quick", 0.25, 5, 1, 300, 0.02, "a first look: under 20 minutes on a 2-core machine"),
     "full": Profile("full", 1.0, 12, 1, 900, 0.05, "the published run: 12 measured blocks after a warm-up"),
 }
@@ -122,6 +125,16 @@ def parse_positive(value, name, kind=float):
     return number
 
 
+def library_identity(allocator: str, path) -> dict:
+    """A library as a run names it on any machine: the allocator's id, the file's name, where it lives
+    with the machine's folders written as placeholders, and its sha256 (which build it was)."""
+    import hashlib
+
+    path = Path(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    return {"allocator": allocator, "file": path.name, "path": portable_path(str(path)), "sha256": digest}
+
+
 class Campaign:
     def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
@@ -203,9 +216,11 @@ class Campaign:
     def allocator_record(self, r: catalog_mod.Resolved) -> dict:
         a = r.allocator
         return {"family": a.family, "description": a.description, "origin": brought.portable_origin(a.origin),
-                "preload": list(r.preload),
-                "interpreters": r.interpreters, "env": a.env, "callgrind_env": a.callgrind_env,
-                "expect_malloc": r.expect_malloc, "scale_factor": a.scale, "defences": list(a.defences),
+                "preload": [portable_path(p) for p in r.preload],
+                "interpreters": {k: portable_path(v) for k, v in r.interpreters.items()},
+                "libraries": [library_identity(a.id, p) for p in [*r.preload, *r.interpreters.values()]],
+                "env": a.env, "callgrind_env": a.callgrind_env,
+                "expect_malloc": portable_path(r.expect_malloc), "scale_factor": a.scale, "defences": list(a.defences),
                 "defences_ref": a.defences_ref}
 
     def run(self) -> Path:
@@ -248,6 +263,9 @@ class Campaign:
                 runstore.finish_run(run_dir, "interrupted")
             raise
         runstore.finish_run(run_dir, "complete", **notes)
+        if self.mode == "time" and max(self.blocks, self.pair_blocks) < min(MIN_RUNS, MIN_PAIRS):
+            warn(f"{self.blocks} block(s) a cell check the set-up only: the results need {MIN_RUNS} trials or "
+                 f"{MIN_PAIRS} pairs a cell, so the paper leaves run {run_dir.name} out (PROFILE=quick measures)")
         return run_dir
 
     def _prepare_run(self, run_dir: Path, info: dict) -> dict:
@@ -406,7 +424,7 @@ def add_arguments(parser):
                         "harness on the others), none, or a number")
     parser.add_argument("--force", action="store_true", help="measure even on a busy machine or beside "
                         "another campaign (recorded in run.json)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args) -> int:

@@ -320,6 +320,22 @@ def pypi_library(venv: Path = None):
     return (Path(libs[0]) if libs else None), version
 
 
+def not_built_yet(source_package) -> str:
+    """What a debian-source allocator that is simply not built yet says: a step still to take, not a fault."""
+    return f"{glibc_build.NOT_BUILT_YET}: `make allocators` builds it from the Debian source of {source_package}"
+
+
+def not_installed_yet(package) -> str:
+    return f"not installed yet: `make allocators` installs the Debian package {package}"
+
+
+def outcome(ok: bool, why: str) -> str:
+    """The word a provisioning line starts with: a build left to `make allocators` is skipped, not failed."""
+    if not ok:
+        return "FAILED"
+    return "skipped" if why.startswith("not built") else "ok"  # not built yet, or the last build failed
+
+
 def _origin(alloc) -> dict:
     return dict(getattr(alloc, "origin", None) or {})
 
@@ -359,7 +375,7 @@ def provision_one(alloc, apt: Apt, log: Log, dry_run=False, force=False, no_buil
             return False, f"catalogue says build {origin['build']!r}, the recipe uses {' '.join(recipe.options)}"
         existing = built_prefix(alloc.id)
         if no_build:
-            return True, f"built: {existing}" if existing else "not built (skipped: `make allocators` builds it)"
+            return True, (f"built: {existing}" if existing else not_built_yet(recipe.package))
         if dry_run:
             if existing and not force:
                 return True, f"built: {existing}"
@@ -381,14 +397,14 @@ def _built_note(variant: str) -> str:
 
 def provision_glibc(alloc, apt, dry_run=False, no_build=False) -> tuple:
     """(ok, message) for a glibc variant: reported when built (with its build time), else built (about
-    10 minutes each on 2 cores), or with no_build reported as not built, as the debian-source builds are."""
+    10 minutes each on 2 cores), or with no_build reported as not built yet, as the debian-source builds are."""
     built, why = glibc_build.availability(alloc.id)
     if built:
         return True, f"built: {glibc_build.variant_dir(alloc.id).name} ({_built_note(alloc.id)})"
     if no_build:
-        return True, f"not built (skipped: `make allocators` builds it): {why}"
+        return True, why
     if dry_run:
-        return True, f"would build {alloc.id} from the Debian source of the installed glibc ({why})"
+        return True, f"would build {alloc.id} from the Debian source of the installed glibc ({glibc_build.BUILD_TIME})"
     ok, message = apt.ensure(GLIBC_BUILD_DEPS, f"build dependencies of {alloc.id}")
     if not ok:
         return False, message
@@ -406,13 +422,14 @@ def status(allocators=None) -> list:
         if kind in ("debian", "musl"):
             package = origin.get("package") or MUSL_PACKAGE
             ok = package in installed_packages([package])
-            rows.append((alloc.id, ok, f"{package} {'installed' if ok else 'not installed'}"))
+            rows.append((alloc.id, ok, f"{package} installed" if ok else not_installed_yet(package)))
         elif kind == "pypi":
             lib, version = pypi_library()
-            rows.append((alloc.id, lib is not None, f"cmeel-mimalloc {version}: {lib}" if lib else "libmimalloc.so not in the venv"))
+            rows.append((alloc.id, lib is not None, f"cmeel-mimalloc {version}: {lib}" if lib
+                         else "not in the venv yet: `make venv` installs cmeel-mimalloc (requirements.txt)"))
         elif kind == "debian-source":
             prefix = built_prefix(alloc.id)
-            rows.append((alloc.id, prefix is not None, str(prefix) if prefix else "not built: run `make allocators`"))
+            rows.append((alloc.id, prefix is not None, str(prefix) if prefix else not_built_yet(origin.get("package"))))
         elif kind == "glibc-build":
             ok, why = glibc_build.availability(alloc.id)
             rows.append((alloc.id, ok, why or f"built: {glibc_build.variant_dir(alloc.id).name}"))
@@ -440,7 +457,7 @@ def run(args) -> int:
     allocators = catalog.select(args.only, require_available=False)
     if args.status:
         for alloc_id, ok, why in status(allocators):
-            print(f"{'ok ' if ok else 'MISSING'} {alloc_id:28s} {why}")
+            print(f"{'ok' if ok else 'no':4s} {alloc_id:24s} {why}")
         return 0
     if args.no_build and args.force:
         raise HeapcostError("--no-build and --force contradict each other; give one of them")
@@ -450,7 +467,7 @@ def run(args) -> int:
     if not args.only:
         ok, why = apt.ensure(TOOL_PACKAGES, "programs the workloads, probes and benchmarks run")
         failures += not ok
-        log.say(f"{'ok ' if ok else 'FAILED'} tools: {why}")
+        log.say(f"{outcome(ok, why):7s} tools: {why}")
     # the slow builds last, so a failure among the quick ones shows early
     order = sorted(allocators, key=lambda a: _origin(a).get("kind") in SLOW_KINDS)
     for alloc in order:
@@ -459,7 +476,7 @@ def run(args) -> int:
         except HeapcostError as exc:
             ok, why = False, str(exc)
         failures += not ok
-        log.say(f"{'ok ' if ok else 'FAILED'} {alloc.id}: {why}")
+        log.say(f"{outcome(ok, why):7s} {alloc.id}: {why}")
     print(f"log: {log.path}")
     if failures:
         raise HeapcostError(f"{failures} of {len(order)} allocators (or the tools) could not be provisioned "

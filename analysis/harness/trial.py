@@ -38,7 +38,33 @@ def preload_env(preload, who: Path) -> dict:
     instrument: with libc.so.6 preloaded in front of mallocwho, glibc ran dom-churn 1.0% faster than
     glibc itself (lockstep, 40 pairs each: 0.989 [0.987, 0.992]; mallocwho first: 1.001 [0.999, 1.003]),
     a layout effect of the load order, not of the allocator (docs/design.md, "A/A")."""
-    return {"LD_PRELOAD": " ".join([str(launcher.mallocwho_path()), *preload]), "HEAPCOST_WHO": str(who)}
+    libs = [preloadable_path(lib) for lib in [launcher.mallocwho_path(), *preload]]
+    return {"LD_PRELOAD": " ".join(libs), "HEAPCOST_WHO": str(who)}
+
+
+def preloadable_path(lib) -> str:
+    """A path LD_PRELOAD can carry. ld.so splits LD_PRELOAD at spaces and colons, so a library in a clone
+    whose location has one (`~/my work/heapcost/build/...`) is preloaded through a symbolic link of the same
+    file name in the cache (outside the clone), named by a hash of the real path."""
+    lib = str(lib)
+    if not any(c in lib for c in " :"):
+        return lib
+    import hashlib
+    import os
+
+    from analysis.paths import cache_dir
+
+    link = cache_dir() / "preload" / hashlib.sha256(lib.encode()).hexdigest()[:16] / Path(lib).name
+    if any(c in str(link) for c in " :"):
+        raise HeapcostError(f"LD_PRELOAD cannot carry {lib} (a space or colon in the path) nor a link in the "
+                            f"cache {cache_dir()}: set HEAPCOST_CACHE to a folder without one")
+    if not (link.is_symlink() and os.readlink(link) == lib):
+        link.parent.mkdir(parents=True, exist_ok=True)
+        staged = link.with_name(f".{link.name}.{os.getpid()}")
+        staged.unlink(missing_ok=True)
+        staged.symlink_to(lib)
+        os.replace(staged, link)
+    return str(link)
 
 
 def wrong_malloc(procs: list[tuple[str, str]], expect: str) -> str:
@@ -46,7 +72,7 @@ def wrong_malloc(procs: list[tuple[str, str]], expect: str) -> str:
     if not procs:
         return "no process reported its malloc (preload failed?)"
     wrong = [lib for lib, _ in procs if expect not in lib]
-    return f"malloc resolved to {wrong[0]}, expected {expect}" if wrong else ""
+    return f"malloc resolved to {portable_path(wrong[0])}, expected {portable_path(expect)}" if wrong else ""
 
 
 def read_who(path, final_images_only: bool = False) -> list[tuple[str, str]]:
@@ -162,7 +188,7 @@ class SpeedTrial:
             procs = read_who(workdir / "who", final_images_only=self.mode == "callgrind")
             wrong = wrong_malloc(procs, self.resolved.expect_malloc)
             if wrong:
-                return "wrong-malloc", (err if not procs and err else wrong), procs[0][0] if procs else ""
+                return "wrong-malloc", (err if not procs and err else wrong), portable_path(procs[0][0]) if procs else ""
             malloc_lib = portable_path(procs[0][0])
             if self.alloc.expect_perl_malloc is not None and "perl" in self.workload.kind:
                 has = any(perl != "-" for _, perl in procs)

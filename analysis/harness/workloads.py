@@ -299,6 +299,34 @@ class CompileWorkload(Workload):
                 str(tree / self.subdir), "--", "-I", str(self._include_dir()), "--", *files]
 
 
+
+@dataclass(frozen=True)
+class BuildWorkload(CompileWorkload):
+    """A whole project built with make -jJOBS by a Makefile of workloads/, from the trial's scratch folder (its
+    VPATH reads the fetched source, which stays untouched): every process of the build starts under the
+    allocator, as LD_PRELOAD reached every process of the seed's rpmbuild."""
+    jobs: int = 2
+    makefile: str = ""  # in workloads/
+    make_args: tuple = ()
+    products: tuple = ()
+
+    def driver(self) -> Path:
+        return native.build_c("wl-build-driver", [WORKLOADS_DIR / "build_driver.c", WORKLOADS_DIR / "wl_common.h"])
+
+    def objects(self, tree: Path) -> list:
+        return sorted(f"{Path(name).stem}.o" for name in self.files(tree))
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        _check_variant(variant, self.variants)
+        value = check_scale(scale)
+        if value > 1:
+            raise HeapcostError(f"scale {value} asks {self.id} for more than one whole build: use a scale up to 1")
+        tree = self._tree(fetch=False)
+        return [str(self.driver()), scale_arg(value), str(self.jobs), _program("make", "make"),
+                str(WORKLOADS_DIR / self.makefile), "--", f"SRC={tree / self.subdir}",
+                f"EXTRA_CFLAGS=-I{self._include_dir()}", *self.make_args, "--",
+                *self.objects(tree), "--", *self.products]
+
 WORKLOADS = {w.id: w for w in [
     PerlWorkload(
         "perl-strcat", "perl",
@@ -312,6 +340,15 @@ WORKLOADS = {w.id: w for w in [
         "build does (the kernel build of the seed, in small); LD_PRELOAD reaches gcc, cc1 and as",
         "001_380ece32c947093f.txt",
         "the 8 smallest .c files of lua5.4's src/",
+        generated_headers={"lua5.4-deb-multiarch.h": '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n'}),
+    BuildWorkload(
+        "build", "program",
+        "make -j2 of lua5.4's whole source as Lua's own Makefile builds it (every .c file, liblua.a, lua and luac), every "
+        "process of the build (make, gcc, cc1, as, ar, ld) under the allocator: the kernel rpmbuild of the seed, "
+        "in small; pinned like every trial, so its two jobs share one CPU",
+        "001_380ece32c947093f.txt",
+        "one whole build; below 1, that share of the object files and no link",
+        default=False, makefile="lua_build.mk", make_args=("all",), products=("liblua.a", "lua", "luac"),
         generated_headers={"lua5.4-deb-multiarch.h": '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n'}),
     CWorkload(
         "dom-churn", "c",
@@ -380,10 +417,11 @@ DEFAULT_WORKLOADS = [w.id for w in WORKLOADS.values() if w.default]
 WORKLOAD_GROUPS = {
     "c": [w.id for w in WORKLOADS.values() if w.kind == "c" and w.default],
     "perl": [w.id for w in WORKLOADS.values() if w.kind == "perl" and w.default],
-    "python": [w.id for w in WORKLOADS.values() if w.kind == "python"],
-    "program": [w.id for w in WORKLOADS.values() if w.kind == "program"],
+    "python": [w.id for w in WORKLOADS.values() if w.kind == "python" and w.default],
+    "program": [w.id for w in WORKLOADS.values() if w.kind == "program" and w.default],
     "perl-cases": [f"perl-{c}" for c in PERL_CASES],
     "seed-003": ["pow2-churn", "pow2-ladder"],
+    "seed-001": ["compile", "build"],
 }
 
 

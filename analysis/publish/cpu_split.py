@@ -4,7 +4,7 @@ import pandas as pd
 
 from analysis.errors import HeapcostError
 
-WORKLOADS = ("compile",)
+WORKLOADS = ("compile", "build")
 METRICS = ("user_s", "sys_s")
 
 

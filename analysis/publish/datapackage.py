@@ -23,8 +23,44 @@ def sha256(path: Path) -> str:
 
 
 def dataset_files(data_dir: Path = DATA_DIR) -> list[Path]:
-    return sorted(p for p in Path(data_dir).rglob("*")
-                  if p.is_file() and p.name not in SKIP and not any(part.startswith(".") for part in p.parts))
+    """Every file of the dataset. Hidden files and folders (.ipynb_checkpoints, an editor's swap file) are
+    not data; only the parts below data_dir count, so a clone under a dotted folder keeps all its files."""
+    data_dir = Path(data_dir)
+    return sorted(p for p in data_dir.rglob("*")
+                  if p.is_file() and p.name not in SKIP
+                  and not any(part.startswith(".") for part in p.relative_to(data_dir).parts))
+
+
+def described_paths(package: dict) -> list[str]:
+    """The files a datapackage.json describes (paths relative to the dataset directory)."""
+    return [str(r["path"]) for r in package.get("resources", []) if r.get("path")]
+
+
+def check_no_loss(data_dir: Path, current: dict | None, new: dict) -> None:
+    """Refuse a rewrite of datapackage.json that would describe no file at all, or drop a resource whose
+    file is still there: either means the files were not found, and writing would lose the description."""
+    data_dir = Path(data_dir)
+    if not new.get("resources"):
+        raise HeapcostError(f"no data file found under {data_dir}: datapackage.json is left as it is "
+                            "(give the dataset directory, e.g. data)")
+    kept = set(described_paths(new))
+    lost = [p for p in described_paths(current or {}) if p not in kept and (data_dir / p).is_file()]
+    if lost:
+        raise HeapcostError(f"rewriting {data_dir / 'datapackage.json'} would drop {len(lost)} described file(s) "
+                            f"that still exist, first {lost[0]}: nothing was written")
+
+
+def check_unchanged(current: dict | None, new: dict, generated=("README.md",)) -> None:
+    """Refuse to take in a described file whose content changed since it was published: bringing new runs in
+    is automatic, rewriting a measurement is not (a deliberate rewrite, such as a tested migration, writes
+    the description itself: `python -m analysis validate --write`)."""
+    before = {r["path"]: r.get("hash") for r in (current or {}).get("resources", [])}
+    changed = [r["path"] for r in new.get("resources", [])
+               if r["path"] in before and before[r["path"]] != r.get("hash") and r["path"] not in generated]
+    if changed:
+        raise HeapcostError(f"{len(changed)} described file(s) changed after publication, first {changed[0]}: "
+                            "datapackage.json is left as it is (a deliberate rewrite: `python -m analysis "
+                            "validate --write`)")
 
 
 def _resource_name(rel: Path) -> str:
@@ -76,8 +112,18 @@ def build_datapackage(data_dir: Path = DATA_DIR, version: str | None = None) -> 
 def write_datapackage(data_dir: Path = DATA_DIR, version: str | None = None) -> Path:
     data_dir = Path(data_dir)
     path = data_dir / "datapackage.json"
-    path.write_text(json.dumps(build_datapackage(data_dir, version), indent=2) + "\n")
+    new = build_datapackage(data_dir, version)
+    check_no_loss(data_dir, current_package(data_dir), new)
+    path.write_text(json.dumps(new, indent=2) + "\n")
     return path
+
+
+def current_package(data_dir: Path) -> dict | None:
+    """The datapackage.json a rewrite replaces: None when there is none or it is not JSON (nothing to lose)."""
+    try:
+        return json.loads((Path(data_dir) / "datapackage.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def load(data_dir: Path) -> dict:

@@ -1,21 +1,22 @@
 """`python -m analysis dataset`: the versioned dataset archive for deposit, with its checksum.
 
-dist/heapcost-dataset-<version>.tar.gz holds data/ (runs, literature, README.md codebook,
-datapackage.json) and CITATION.cff under one top directory. It is deterministic: members sorted, fixed
-mtime, owner and modes, gzip header time 0; the same data gives the same bytes and the same sha256,
-which the paper cites. In a git checkout it holds exactly the files of data/ that git tracks: a stray run
-someone left in data/runs/ changes neither the archive nor the checksum. Outside a checkout (an unpacked
-archive) or when git tracks nothing there, every file counts.
+dist/heapcost-dataset-<version>.tar.gz holds exactly the files data/datapackage.json describes, that file
+itself and CITATION.cff, under one top directory. It is deterministic: members sorted, fixed mtime, owner
+and modes, gzip header time 0; the same data gives the same bytes and the same sha256, which the paper
+cites. A run measured since the last description is brought in first (`refresh_description`, which
+`make paper` runs too), so the paper, the description and the archive cover the same runs. The archive is
+unpacked and validated before it is put in place: one that would not validate is never left in dist/.
 """
 import gzip
 import hashlib
 import io
-import subprocess
+import json
 import tarfile
+import tempfile
 from pathlib import Path
 
 from analysis import __version__
-from analysis.publish.datapackage import DATASET_NAME, dataset_files
+from analysis.publish.datapackage import DATASET_NAME, dataset_files, described_paths
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR, REPO
 
@@ -27,27 +28,28 @@ def archive_name(version: str = __version__) -> str:
     return f"{DATASET_NAME}-{version}.tar.gz"
 
 
-def tracked_files(data_dir: Path) -> set[Path] | None:
-    """The files under data_dir that git tracks (resolved paths), or None when data_dir is not in a git
-    work tree, git is missing, or it tracks nothing there."""
-    try:
-        out = subprocess.run(["git", "-C", str(data_dir), "ls-files", "-z", "--", "."], capture_output=True,
-                             check=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    files = {(Path(data_dir) / name).resolve() for name in out.decode().split("\0") if name}
-    return files or None
+def top_dir(version: str = __version__) -> str:
+    return f"{DATASET_NAME}-{version}"
 
 
 def members(data_dir: Path = DATA_DIR, citation: Path | None = REPO / "CITATION.cff") -> list[tuple[str, Path]]:
-    """(name in the archive, file) for every file, sorted by name."""
+    """(name in the archive, file) for every file datapackage.json describes, the description itself and
+    the citation, sorted by name. Without a datapackage.json (a directory never described) every file."""
     data_dir = Path(data_dir)
-    top = f"{DATASET_NAME}-{__version__}"
-    tracked = tracked_files(data_dir)
-    keep = (lambda p: True) if tracked is None else (lambda p: p.resolve() in tracked)
-    files = [(f"{top}/data/{p.relative_to(data_dir).as_posix()}", p) for p in dataset_files(data_dir) if keep(p)]
-    if (data_dir / "datapackage.json").is_file() and keep(data_dir / "datapackage.json"):
-        files.append((f"{top}/data/datapackage.json", data_dir / "datapackage.json"))
+    top = top_dir()
+    pkg = data_dir / "datapackage.json"
+    if pkg.is_file():
+        try:
+            described = described_paths(json.loads(pkg.read_text()))
+        except ValueError as exc:
+            raise HeapcostError(f"{pkg} is not valid JSON: {exc}") from None
+        missing = [rel for rel in described if not (data_dir / rel).is_file()]
+        if missing:
+            raise HeapcostError(f"{pkg} describes {len(missing)} file(s) that do not exist, first {missing[0]}")
+        files = [(f"{top}/data/{Path(rel).as_posix()}", data_dir / rel) for rel in described]
+        files.append((f"{top}/data/datapackage.json", pkg))
+    else:
+        files = [(f"{top}/data/{p.relative_to(data_dir).as_posix()}", p) for p in dataset_files(data_dir)]
     if citation is not None and Path(citation).is_file():
         files.append((f"{top}/CITATION.cff", Path(citation)))
     return sorted(files)
@@ -76,35 +78,62 @@ def checksum(data_dir: Path = DATA_DIR, citation: Path | None = REPO / "CITATION
     return hashlib.sha256(archive_bytes(data_dir, citation)).hexdigest()
 
 
-def write_archive(out_dir: Path, data_dir: Path = DATA_DIR, citation: Path | None = REPO / "CITATION.cff") -> tuple[Path, str]:
+def check_archive(blob: bytes) -> None:
+    """Unpack an archive into a temporary folder and validate the dataset in it: HeapcostError if it fails."""
+    from analysis.publish.validate import validate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            tar.extractall(tmp, filter="data")
+        unpacked = Path(tmp) / top_dir() / "data"
+        if not (unpacked / "datapackage.json").is_file():
+            raise HeapcostError("the archive holds no data/datapackage.json: describe the dataset first "
+                                "(`python -m analysis validate --write DATA_DIR`)")
+        errors = validate(unpacked)
+    if errors:
+        raise HeapcostError(f"the unpacked archive does not validate ({len(errors)} error(s)), first: {errors[0]}; "
+                            "nothing was written")
+
+
+def write_archive(out_dir: Path, data_dir: Path = DATA_DIR, citation: Path | None = REPO / "CITATION.cff",
+                  check: bool = True) -> tuple[Path, str]:
+    """Write the archive and its .sha256 into out_dir, after validating the unpacked archive (check)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     blob = archive_bytes(data_dir, citation)
+    if check:
+        check_archive(blob)
     digest = hashlib.sha256(blob).hexdigest()
+    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / archive_name()
     path.write_bytes(blob)
     (out_dir / f"{path.name}.sha256").write_text(f"{digest}  {path.name}\n")
     return path, digest
 
 
-def refresh_description(data_dir: Path) -> list[str]:
-    """Rewrite the codebook and datapackage.json from the files, then validate; returns what changed."""
-    from analysis.publish.codebook import write_codebook
-    from analysis.publish.datapackage import build_datapackage, write_datapackage
-    from analysis.publish.validate import validate
+def refresh_description(data_dir: Path, tables: bool = True) -> list[str]:
+    """Bring every file of data_dir (a run measured since) into datapackage.json and the codebook, then
+    validate (tables=False: the files and their sha256 only, not every row against its schema); returns
+    what changed. Refuses before writing anything when the files would lose described resources."""
+    from analysis.publish.codebook import codebook
+    from analysis.publish.datapackage import build_datapackage, check_no_loss, check_unchanged, current_package, load
+    from analysis.publish.validate import structural_errors, validate
 
+    data_dir = Path(data_dir)
+    pkg, readme = data_dir / "datapackage.json", data_dir / "README.md"
+    current = current_package(data_dir)
+    new_pkg = build_datapackage(data_dir)
+    check_no_loss(data_dir, current, new_pkg)
+    check_unchanged(current, new_pkg)
+    text = codebook(data_dir)
     changed = []
-    path, did = write_codebook(data_dir)
-    if did:
-        changed.append(str(path))
-    pkg = Path(data_dir) / "datapackage.json"
-    import json
-
-    current = json.loads(pkg.read_text()) if pkg.is_file() else None
-    if current != build_datapackage(data_dir):
-        write_datapackage(data_dir)
+    if not readme.is_file() or readme.read_text() != text:
+        readme.write_text(text)
+        changed.append(str(readme))
+        new_pkg = build_datapackage(data_dir)  # the codebook is itself a described file: its sha256 changed
+    if current != new_pkg:
+        pkg.write_text(json.dumps(new_pkg, indent=2) + "\n")
         changed.append(str(pkg))
-    errors = validate(data_dir)
+    errors = validate(data_dir) if tables else structural_errors(data_dir, load(data_dir))
     if errors:
         raise HeapcostError(f"{data_dir} does not validate ({len(errors)} errors), first: {errors[0]}; "
                             f"see `python -m analysis validate {data_dir}`")

@@ -54,7 +54,7 @@ DEBATES = [
            cases=tuple(f"perl-{c}" for c in PERL_CASES)),
     Debate("001", "hardened_malloc in Fedora: the kernel build", "compile",
            tuple((h, BASELINE) for h in HARDENED), (("scudo", BASELINE), ("mimalloc-secure", BASELINE)),
-           "wall_ratio", every_pair=True,
+           "wall_ratio", every_pair=True, cases=("build",),
            not_measured="hardened_malloc is in no package registry here: bring it as a library "
                         "(EXTRA_ALLOCATORS=hardened-72fb357=...); measured in its place: the first of scudo and "
                         "mimalloc-secure present"),
@@ -65,7 +65,8 @@ DEBATES = [
                         "Debian's firefox-esr source): jemalloc's own poison on free (junk:free) is measured in "
                         "its place"),
     Debate("003", "saving random bits in OpenBSD's malloc", "pow2-churn",
-           (("omalloc-1.128", "omalloc-1.128-getrbyte"),), (), "",
+           (("omalloc-1.128", "omalloc-1.128-getrbyte"), ("omalloc-1.128-getpid", "omalloc-1.128-getrbyte-getpid")),
+           (), "", every_pair=True,
            not_measured="the patch changes OpenBSD's malloc, which is in no package registry here: bring "
                         "revision 1.128 and the same with the seed's diff reversed (EXTRA_ALLOCATORS="
                         "omalloc-1.128=...,omalloc-1.128-getrbyte=...); nothing stands in for it",

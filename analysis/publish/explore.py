@@ -1,11 +1,14 @@
 """What notebooks/explore.ipynb shows, as pure functions a test can reach.
 
-`load(data_dir)` reads the dataset once (the time, callgrind and probe runs the paper reports);
-`explore(dataset, workloads, allocators, baseline, metric, weights)` gives a `View`: either the
-security-versus-overhead table with its verdicts and the per-workload ratios behind it, or one line that
-says exactly why there is nothing to show. Either way the view lists the allocators it left out and why.
-No selection raises: a HeapcostError becomes the message. `figure`, `forest_svg` and `export` draw and
-write what the notebook displays (exports go to build/explore/, never to paper/generated/).
+`load(data_dir)` reads the dataset once: the runs the paper reports (merge.contributing_runs), lockstep
+pairs included. `explore(dataset, workloads, allocators, baseline, metric, weights)` gives a `View`: either
+the security-versus-overhead table with its verdicts and the per-workload ratios behind it, or one line that
+says exactly why there is nothing to show. Times and peak RSS come from the paper's own functions
+(results.run_comparison in each run, merged by each allocator's leading run), so with every workload and
+allocator selected and the default weights the table is the paper's. Either way the view lists the
+allocators it left out and why. No selection raises: a HeapcostError becomes the message. `figure`,
+`forest_svg` and `export` draw and write what the notebook displays (exports go to build/explore/, never to
+paper/generated/).
 """
 import base64
 import io
@@ -30,6 +33,8 @@ NOUNS = {"wall_s": "time", "cpu_s": "CPU time", "maxrss_kb": "peak RSS", "instru
 CHEAPER = {"wall_s": "faster", "cpu_s": "less CPU", "maxrss_kb": "smaller", "instructions_per_free": "fewer instructions"}
 LEFT_OUT_COLUMNS = ["allocator", "left out of", "why"]
 TABLE_COLUMNS = ["allocator", "overhead", "score", "workloads", "pareto", "verdict"]
+PAPER_DRAWS = 1000  # the paper's posterior draws (security.score_intervals): the same intervals
+PAIRED_METRICS = {"wall_s", "maxrss_kb"}  # what a lockstep pair records of both processes
 
 
 @dataclass
@@ -39,39 +44,44 @@ class Dataset:
     probe_rows: list  # probes.csv rows of every probe run, each allocator's from the run that leads for it
     runs: dict  # kind -> run id
     tables: dict = field(default_factory=dict)  # kind -> {run id: table} of every contributing run
+    time_runs: list = field(default_factory=list)  # merge.RunTable of every contributing time run (pairs too)
+    time_main: object = None  # the time run the paper reports (merge.contributing_runs)
 
     @property
     def workloads(self) -> list[str]:
-        return sorted({w for kind in ("time", "callgrind") for table in self._all(kind) for w in _col(table, "workload")})
+        return sorted({w for kind in ("time", "callgrind") for table in self._all(kind) for w in _col(table, "workload")}
+                      | {w for pairs in self._pairs() for w in _col(pairs, "workload")})
 
     @property
     def allocators(self) -> list[str]:
         return sorted({a for kind in ("time", "callgrind") for table in self._all(kind) for a in _col(table, "allocator")}
+                      | {a for pairs in self._pairs() for a in _col(pairs, "allocator_a") | _col(pairs, "allocator_b")}
                       | {r["allocator"] for r in self.probe_rows})
 
     def _all(self, kind: str) -> list:
         own = self.trials if kind == "time" else self.counts
         return list(self.tables.get(kind, {}).values()) or ([own] if own is not None else [])
 
+    def _pairs(self) -> list:
+        return [rt.pairs for rt in self.time_runs if rt.pairs is not None and len(rt.pairs)]
+
     def narrowed(self, allocators, baseline: str, left: "_Left") -> "Dataset":
-        """Comparisons are made inside one run: per kind, the run holding the baseline and most of the chosen
-        allocators; an allocator measured only in another run is left out, with that run named."""
-        chosen = {}
-        for kind in ("time", "callgrind"):
-            tables = self.tables.get(kind) or {}
-            with_base = {rid: tab for rid, tab in tables.items() if baseline in _col(tab, "allocator")}
-            if not with_base:
-                chosen[kind] = (None, self.trials if kind == "time" else self.counts)
-                continue
+        """Instruction counts are compared inside one run: the callgrind run holding the baseline and most of
+        the chosen allocators; an allocator counted only in another run is left out, with that run named.
+        (Times and peak RSS merge every run as the paper does: _timed.)"""
+        tables = self.tables.get("callgrind") or {}
+        with_base = {rid: tab for rid, tab in tables.items() if baseline in _col(tab, "allocator")}
+        rid, counts = None, self.counts
+        if with_base:
             rid = max(sorted(with_base), key=lambda r: len(set(allocators) & _col(with_base[r], "allocator")))
-            chosen[kind] = (rid, with_base[rid])
-            for a in sorted(set(allocators) - _col(with_base[rid], "allocator") - {baseline}):
+            counts = with_base[rid]
+            for a in sorted(set(allocators) - _col(counts, "allocator") - {baseline}):
                 elsewhere = [r for r, tab in tables.items() if a in _col(tab, "allocator")]
                 if elsewhere:
-                    left.add(a, f"the {kind} view", f"measured in run {elsewhere[-1]} only, beside another run's "
-                             f"{baseline}: the view compares inside one run (the paper merges runs)")
-        runs = dict(self.runs, **{k: rid for k, (rid, _) in chosen.items() if rid})
-        return Dataset(chosen["time"][1], chosen["callgrind"][1], self.probe_rows, runs, self.tables)
+                    left.add(a, "the callgrind view", f"measured in run {elsewhere[-1]} only, beside another run's "
+                             f"{baseline}: the view compares counts inside one run")
+        runs = dict(self.runs, **({"callgrind": rid} if rid else {}))
+        return Dataset(self.trials, counts, self.probe_rows, runs, self.tables, self.time_runs, self.time_main)
 
 
 def _col(table, column) -> set:
@@ -89,7 +99,7 @@ def load(data_dir: Path = DATA_DIR) -> Dataset:
     probe_rows = merge.merge_probe_rows(probe_runs, merge.leads("probe", probe_runs, main["probe"]))
     return Dataset(tables["time"].get(main["time"].run_id) if main["time"] else None,
                    tables["callgrind"].get(main["callgrind"].run_id) if main["callgrind"] else None,
-                   probe_rows, {k: r.run_id for k, r in main.items() if r}, tables)
+                   probe_rows, {k: r.run_id for k, r in main.items() if r}, tables, found["time"][1], main["time"])
 
 
 @dataclass
@@ -145,7 +155,7 @@ def _esc(text: str) -> str:
 
 
 def explore(ds: Dataset, workloads, allocators, baseline: str = results.BASELINE, metric: str = "wall_s",
-            weights: dict | None = None, draws: int = 200) -> View:
+            weights: dict | None = None, draws: int = PAPER_DRAWS) -> View:
     """The trade-off for a selection, or the one-line reason there is none. Never raises for a selection."""
     view = View(baseline, metric)
     try:
@@ -226,26 +236,42 @@ def _listing(names) -> str:
 
 # ------------------------------------------------------------------------------------------ overhead
 def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
+    """The paper's comparisons (results.run_comparison: trials and lockstep pairs, each inside its run)
+    over the selection, each allocator from its leading run (merge.leads), as analysis.publish.results
+    computes them for the paper: with every workload and allocator selected, the paper's geometric means."""
     label = METRICS[metric]
-    if ds.trials is None:
+    if not ds.time_runs:
         raise HeapcostError(f"the dataset has no time run: no {label} to show (try instructions per free)")
-    t = ds.trials
-    sel = t[t["workload"].isin(workloads) & t["allocator"].isin([*others, baseline])]
-    data, bad = results.usable(sel, metric)
-    cells = data.assign(scale=pd.to_numeric(data["scale"], errors="coerce").round(8))
-    base_cells = set(map(tuple, cells.loc[cells["allocator"] == baseline, ["workload", "scale"]].to_numpy()))
-    base_w = {w for w, _ in base_cells}
-    if not base_w:
+    selected, bad, usable = _selection(ds, workloads, {*others, baseline}, baseline, metric)
+    per_run = {}
+    for rt in selected:
+        try:
+            per_run[rt.run_id] = results.run_comparison(rt, baseline, metric)
+        except HeapcostError:
+            continue  # no baseline in this run for the selection: it contributes nothing here
+    lead = _leads(selected, per_run, ds.time_main)
+    rows = merge.merge_rows({r: c.results for r, c in per_run.items()}, lead, baseline)
+    geomean = merge.merge_rows({r: c.geomean for r, c in per_run.items()}, lead, baseline)
+    rows = rows[rows["ratio"].notna()] if len(rows) else pd.DataFrame(columns=["workload", "allocator", "ratio"])
+    base_w = set(rows["workload"])
+    scales = lambda a: set(pd.to_numeric(usable.loc[usable["allocator"] == a].get("scale", pd.Series(dtype=float)),
+                                         errors="coerce").round(8))
+    if not base_w and not len(usable[usable["allocator"] == baseline]) and not any(
+            baseline in _col(rt.pairs, "allocator_a") for rt in selected if rt.pairs is not None):
+        measured = {w for rt in ds.time_runs for w in _on(rt.table, baseline)}
         raise HeapcostError(f"the baseline {baseline} has no usable {label} runs on {_listing(workloads)}"
-                            + _why(bad, baseline) + f" (it was measured on: {_listing(_on(t, baseline))})")
+                            + _why(bad, baseline) + f" (it was measured on: {_listing(measured)})")
     kept = []
     for a in others:
-        mine = set(map(tuple, cells.loc[cells["allocator"] == a, ["workload", "scale"]].to_numpy()))
-        have = {w for w, _ in mine & base_cells}
-        if not have:
-            why = f"no usable runs on {_listing(workloads)}" + _why(bad, a) + f" (measured on: {_listing(_on(t, a))})"
-            if mine:  # runs exist, at a scale the baseline was not run at
-                why = (f"it runs at a reduced scale ({_listing({f'{s:g}' for _, s in mine})}) at which the baseline "
+        have = set(rows.loc[rows["allocator"] == a, "workload"])
+        measured = {w for rt in ds.time_runs for w in _on(rt.table, a)} | {
+            w for rt in ds.time_runs if rt.pairs is not None for w in
+            rt.pairs.loc[(rt.pairs["allocator_a"] == a) | (rt.pairs["allocator_b"] == a), "workload"]}
+        if not have or a not in set(geomean.get("allocator", [])):
+            why = (f"no usable runs on {_listing(workloads)}" + _why(bad, a) + f" (measured on: {_listing(measured)})"
+                   + _no_pairs(metric, ds, a))
+            if scales(a) and not scales(a) & scales(baseline):
+                why = (f"it runs at a reduced scale ({_listing({f'{x:g}' for x in scales(a)})}) at which the baseline "
                        f"{baseline} has no runs (the slow allocators' reduced-scale cells have reference runs "
                        f"of {results.BASELINE} only)")
             left.add(a, "the view", why)
@@ -253,18 +279,69 @@ def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
         kept.append(a)
         missing = base_w - have
         if missing:
-            what = ("no usable runs there" + _why(bad, a)) if missing & _on(sel, a) else "not measured there"
-            left.add(a, _listing(missing), what + "; its overhead is the geometric mean over its other workloads")
+            left.add(a, _listing(missing), ("no usable runs there" + _why(bad, a) if missing & measured
+                                             else "not measured there") + "; its overhead is the geometric mean over its other workloads")
     for w in sorted(set(workloads) - base_w):
-        left.add(baseline, w, f"the baseline has no usable runs there{_why(bad, baseline)}: the workload is left out")
+        left.add(baseline, w, f"no allocator has a usable comparison there{_why(bad, baseline)}: the workload is "
+                 "left out" + _no_pairs(metric, ds, baseline))
     if not kept:
         raise HeapcostError(f"none of the chosen allocators has usable {label} runs on {_listing(workloads)} "
-                            "beside the baseline: " + "; ".join(f"{r['allocator']}: {r['why']}" for r in left.rows))
-    in_base = pd.MultiIndex.from_frame(cells[["workload", "scale"]]).isin(list(base_cells))
-    data = data[in_base & data["allocator"].isin([*kept, baseline]).to_numpy()]
-    comp = results.against(data, baseline, metric)
-    per_workload = comp.results[["workload", "allocator", "ratio", "ci_low", "ci_high"]].reset_index(drop=True)
-    return comp.geomean, per_workload, kept
+                            "beside the baseline: " + "; ".join(f"{r['allocator']}: {r['why']}" for r in left.rows
+                                                                if r["allocator"] != baseline))
+    per_workload = rows[rows["allocator"].isin(kept)][["workload", "allocator", "ratio", "ci_low", "ci_high"]]
+    return geomean[geomean["allocator"].isin(kept)].reset_index(drop=True), per_workload.reset_index(drop=True), kept
+
+
+def _selection(ds: Dataset, workloads, chosen: set, baseline: str, metric: str):
+    """Each time run narrowed to the selection: (RunTables with something to compare, the groups left out
+    with why, the usable trials)."""
+    selected, bad, usable = [], [], []
+    for rt in ds.time_runs:
+        table = rt.table[rt.table["workload"].isin(workloads) & rt.table["allocator"].isin(chosen)]
+        pairs = None
+        if rt.pairs is not None and metric in PAIRED_METRICS:
+            pairs = rt.pairs[rt.pairs["workload"].isin(workloads) & rt.pairs["allocator_a"].isin(chosen)
+                             & rt.pairs["allocator_b"].isin(chosen)
+                             & ((rt.pairs["allocator_a"] == baseline) | (rt.pairs["allocator_b"] == baseline))]
+        data, why = results.usable(table, metric)
+        bad.append(why)
+        usable.append(data)
+        table = _beside_baseline(data, baseline)
+        if len(table) or (pairs is not None and len(pairs)):
+            selected.append(merge.RunTable(rt.run, table, pairs))
+    return selected, pd.concat(bad, ignore_index=True), pd.concat(usable, ignore_index=True)
+
+
+def _leads(selected, per_run: dict, main) -> dict:
+    """merge.leads over the runs compared; an allocator measured in its leading run but not beside the
+    baseline there is led by the run that compares it on the most workloads."""
+    lead = merge.leads("time", [rt for rt in selected if rt.run_id in per_run], main)
+    for a, rid in lead.items():
+        compared = {r: c.geomean.set_index("allocator") for r, c in per_run.items()
+                    if a in set(c.geomean.get("allocator", []))}
+        if compared and rid not in compared:
+            lead[a] = max(compared, key=lambda r: (int(compared[r].loc[a, "workloads"]), r))
+    return lead
+
+
+def _beside_baseline(data: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """The usable trials of the cells (workload, scale) where the baseline was measured too, or none when no
+    other allocator shares one: compare needs the baseline in every cell and something to compare."""
+    if data.empty:
+        return data
+    scale = pd.to_numeric(data["scale"], errors="coerce").round(8) if "scale" in data else pd.Series(1.0, data.index)
+    cells = pd.MultiIndex.from_arrays([data["workload"], scale])
+    base = set(cells[(data["allocator"] == baseline).to_numpy()])
+    kept = data[cells.isin(list(base))]
+    return kept if (kept["allocator"] != baseline).any() else data.iloc[0:0]
+
+
+def _no_pairs(metric: str, ds: Dataset, allocator: str) -> str:
+    """Lockstep pairs record wall (active) time and peak RSS, not CPU time: say so when that is why."""
+    if metric in PAIRED_METRICS or not any(allocator in _col(pairs, "allocator_a") | _col(pairs, "allocator_b")
+                                           for pairs in ds._pairs()):
+        return ""
+    return f"; its lockstep pairs record no {METRICS[metric]}"
 
 
 def _on(table: pd.DataFrame, allocator: str) -> set:

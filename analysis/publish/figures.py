@@ -4,11 +4,15 @@
 only on the figure (fixed hash salt for element ids, no date, no creator), so the same data gives the
 same file. Each function draws one figure from a table the results, security or literature code made.
 """
+import functools
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from analysis.publish.products import rounded
 
 STYLE = {"svg.hashsalt": "heapcost", "svg.fonttype": "path", "font.size": 8,
          "axes.spines.top": False, "axes.spines.right": False}
@@ -29,12 +33,38 @@ def pyplot():
     return plt
 
 
+def draws_rounded(draw):
+    """The figure is drawn from its tables with every float rounded as the CSVs write it, so that the
+    coordinates in the SVG do not depend on the host's last bit either."""
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        keep = lambda v: v if isinstance(v, (str, Path)) or v is None else rounded(v)
+        return draw(*[keep(a) for a in args], **{k: keep(v) for k, v in kwargs.items()})
+    return drawn
+
+
 def save(fig, path: Path) -> None:
     """SVG with stable bytes, then the figure is closed."""
+    import io
+
     import matplotlib.pyplot as plt
 
-    fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
+    Path(path).write_text(stable_ids(buf.getvalue()))
+
+
+# matplotlib names clip paths, markers and hatches by a hash of their full-precision coordinates, whose
+# last bit depends on the host (SIMD path, BLAS threads): numbered in order of appearance they do not
+_HASHED_ID = re.compile(r"\b[pmh][0-9a-f]{10}\b")
+_DEFINED_ID = re.compile(r'id="([pmh][0-9a-f]{10})"')
+
+
+def stable_ids(svg: str) -> str:
+    """`svg` with matplotlib's hashed element ids replaced by their order of definition."""
+    order = {old: f"{old[0]}{i:010d}" for i, old in enumerate(dict.fromkeys(_DEFINED_ID.findall(svg)))}
+    return _HASHED_ID.sub(lambda m: order.get(m.group(0), m.group(0)), svg)
 
 
 def plain_log_axis(ax) -> None:
@@ -78,6 +108,7 @@ def percent_axis(ax, lo: float, hi: float) -> None:
     ax.xaxis.set_minor_formatter(plt_null_formatter())
 
 
+@draws_rounded
 def forest(table: pd.DataFrame, path: Path, xlabel: str, percent: bool = False, col_wrap: int = 3) -> None:
     """One panel per workload (a seaborn FacetGrid): each allocator's ratio to the baseline with its 95%
     confidence interval on a log axis. percent=True labels it in percent and clips it to NEAR_ONE: an
@@ -123,6 +154,7 @@ def forest(table: pd.DataFrame, path: Path, xlabel: str, percent: bool = False, 
     save(grid.figure, path)
 
 
+@draws_rounded
 def ablation_figure(table: pd.DataFrame, path: Path, xlabel: str) -> None:
     plt = pyplot()
     pooled = table[table["workload"] == "all"].reset_index(drop=True)
@@ -140,6 +172,7 @@ def ablation_figure(table: pd.DataFrame, path: Path, xlabel: str) -> None:
     save(fig, path)
 
 
+@draws_rounded
 def per_free_figure(table: pd.DataFrame, path: Path, baseline: str) -> None:
     """One row per allocator, one marker per workload: instructions per free on a log axis."""
     plt = pyplot()
@@ -190,6 +223,7 @@ def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
                     iter_lim=2000, arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.4})
 
 
+@draws_rounded
 def tradeoff_figure(trade: pd.DataFrame, path: Path | None, baseline: str):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 5.0))
@@ -217,6 +251,7 @@ def probe_matrix(order: list[str], probes: list[str], outcome: dict, outcomes_pa
     save(fig, outcomes_path)
 
 
+@draws_rounded
 def security_scores(order: list[str], score: dict, scores_path: Path) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 1.0 + 0.25 * len(order)))
@@ -229,6 +264,7 @@ def security_scores(order: list[str], score: dict, scores_path: Path) -> None:
     save(fig, scores_path)
 
 
+@draws_rounded
 def literature_003(fig: pd.DataFrame, path: Path) -> None:
     plt = pyplot()
     rows = fig[(fig["seed"] == "003") & (fig["metric"] == "wall")]
@@ -248,6 +284,7 @@ def literature_003(fig: pd.DataFrame, path: Path) -> None:
     save(fig_, path)
 
 
+@draws_rounded
 def coverage(summary: pd.DataFrame, path) -> None:
     plt = pyplot()
     scenarios = list(dict.fromkeys(summary["scenario"]))

@@ -3,6 +3,7 @@ import json
 from pathlib import Path
 
 from analysis.publish import figures
+from analysis.publish.products import json_text, write_csv
 from analysis.stats.literature import FIGURES, load_figures, reanalyse, slips
 
 
@@ -12,8 +13,8 @@ def write_outputs(outdir: Path, fig_path: Path = FIGURES) -> dict:
     outdir.mkdir(parents=True, exist_ok=True)
     fig = load_figures(fig_path)
     table = reanalyse(fig)
-    table.to_csv(outdir / "literature_reanalysis.csv", index=False)
-    slips(fig).to_csv(outdir / "literature_slips.csv", index=False)
+    write_csv(table, outdir / "literature_reanalysis.csv")
+    write_csv(slips(fig), outdir / "literature_slips.csv")
     figures.literature_003(fig, outdir / "literature_003.svg")
     s3 = table[(table["seed"] == "003") & (table["method"] == "yuen-trim20-log")].set_index("scenario")
     w3 = table[(table["seed"] == "003") & (table["method"] == "welch-raw (naive)")].set_index("scenario")
@@ -27,7 +28,7 @@ def write_outputs(outdir: Path, fig_path: Path = FIGURES) -> dict:
         "seed001_wall_ratio_corrected": seed001_wall_ratio(fig),
         "single_run_comparisons": int((table["method"] == "single run: no interval").sum()),
     }
-    text = json.dumps(numbers, indent=2, default=float)
+    text = json_text(numbers, indent=2)
     (outdir / "literature_numbers.json").write_text(text)
     return json.loads(text)  # plain floats, as written (a notebook shows them without numpy's types)
 

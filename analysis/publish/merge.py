@@ -17,6 +17,8 @@ import pandas as pd
 from analysis.contract.runstore import Run, pick_run, runs_of_kind
 from analysis.contract.schema import oriented_pairs, read_rows, read_table, usable_trials
 from analysis.errors import warn
+from analysis.stats.compare import MIN_RUNS
+from analysis.stats.paired import MIN_PAIRS
 
 TABLES = {"time": "trials.csv", "callgrind": "counts.csv", "probe": "probes.csv"}
 
@@ -59,8 +61,36 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
             columns=["workload", "allocator", "status", "warmup"])
         pairs = (oriented_pairs(read_table(r.path / "pairs.csv"))
                  if kind == "time" and (r.path / "pairs.csv").is_file() else None)
-        out.append(RunTable(r, table, pairs))
+        rt = RunTable(r, table, pairs)
+        if kind == "time" and not has_usable_cell(rt):
+            warn(too_few_note(rt))
+            continue
+        out.append(rt)
+    if kind == "time" and main is not None and main.run_id not in {rt.run_id for rt in out}:
+        # the reported run is chosen by pick_run's rule among the runs that contribute
+        kept = [rt.run for rt in out]
+        kept = [r for r in kept if r.complete] or kept
+        kept = [r for r in kept if r.profile == "full"] or kept
+        main = kept[-1] if kept else None
     return main, out
+
+
+def has_usable_cell(rt: RunTable) -> bool:
+    """Whether a time run has one cell any analysis can use: MIN_RUNS usable trials of an allocator on a
+    workload, or MIN_PAIRS usable lockstep pairs of two allocators on a workload."""
+    trials = usable_trials(rt.table)
+    if len(trials) and (trials.groupby(["workload", "allocator"]).size() >= MIN_RUNS).any():
+        return True
+    if rt.pairs is None or rt.pairs.empty:
+        return False
+    pairs = usable_trials(rt.pairs)
+    return bool(len(pairs) and (pairs.groupby(["workload", "allocator_a", "allocator_b"]).size() >= MIN_PAIRS).any())
+
+
+def too_few_note(rt: RunTable) -> str:
+    smoke = " (a smoke run checks the set-up; it is not a measurement)" if rt.run.profile == "smoke" else ""
+    return (f"run {rt.run_id} is left out of the results: no cell has {MIN_RUNS} usable trials or "
+            f"{MIN_PAIRS} usable pairs{smoke}")
 
 
 def _probe_design(run: Run) -> tuple:

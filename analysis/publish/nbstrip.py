@@ -1,5 +1,6 @@
 """A git clean filter that keeps notebooks/ free of outputs: `git add` and `git status` see a notebook
-as it is without what a kernel left in it (outputs, execution counts, widget state, per-cell UI state).
+as it is without what a kernel left in it (outputs, execution counts, widget state, per-cell UI state) or
+what papermill left (its metadata, empty tags on every cell, the cell of injected parameters).
 
 `make venv` (and `make lab`) install it:
     git config filter.nbstrip.clean "python3 -m analysis.publish.nbstrip"
@@ -18,6 +19,9 @@ import sys
 
 KEEP_CELL_METADATA = ("tags",)  # papermill's "parameters" tag lives here
 KEEP_METADATA = ("kernelspec",)
+# papermill's residue besides outputs and its metadata: every cell gets `"tags": []`, and a cell tagged
+# this way holds the run's parameters (it is not part of the source: the defaults are in "parameters")
+INJECTED_PARAMETERS_TAG = "injected-parameters"
 
 
 def lines(source) -> list[str]:
@@ -31,7 +35,10 @@ def strip(nb: dict) -> dict:
     cells = []
     for cell in nb.get("cells") or []:
         cell = dict(cell)
-        cell["metadata"] = {k: v for k, v in (cell.get("metadata") or {}).items() if k in KEEP_CELL_METADATA}
+        metadata = cell.get("metadata") or {}
+        if INJECTED_PARAMETERS_TAG in (metadata.get("tags") or ()):
+            continue
+        cell["metadata"] = {k: v for k, v in metadata.items() if k in KEEP_CELL_METADATA and v}
         cell["source"] = lines(cell.get("source", ""))
         if cell.get("cell_type") == "code":
             cell["outputs"] = []

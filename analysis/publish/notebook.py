@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.paths import BUILD_DIR, REPO
+from analysis.paths import BUILD_DIR, REPO, portable_text
 
 NOTEBOOKS_DIR = REPO / "notebooks"
 
@@ -109,7 +109,8 @@ def run_measure_notebook(params: dict) -> Path:
                 while target.exists():
                     n += 1
                     target = run_dir / f"measure-{n}.ipynb"
-                shutil.copyfile(output, target)
+                # papermill records the temporary folder and the checkout's place: written portably
+                target.write_text(portable_text(output.read_text()))
     return run_dir
 
 

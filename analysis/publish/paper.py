@@ -1,10 +1,13 @@
 """`python -m analysis paper`: run the analysis notebooks over a dataset, then compile the paper.
 
-The notebooks (noise, literature, security, results; those present) run under papermill and write
-their figures and numbers to <out>/generated/. This command adds generated/paper_numbers.json (the
-dataset's version and archive checksum, and the list of generated files, which the paper consults
-before reading an optional one), then compiles paper.typ with Typst to paper.pdf and paper.html.
-Typst runs with its embedded fonts only and no document date, so the same data gives the same bytes.
+First the dataset's description is brought up to date: a run measured since joins datapackage.json and
+the codebook (analysis.publish.dataset.refresh_description), so the checksum the paper prints is that of
+the archive `make dataset` writes from the same files. The notebooks (noise, literature, security,
+results; those present) run under papermill and write their figures and numbers to <out>/generated/. This
+command adds generated/paper_numbers.json (the dataset's version and archive checksum, and the list of
+generated files, which the paper consults before reading an optional one), then compiles paper.typ with
+Typst to paper.pdf and paper.html. Typst runs with its embedded fonts only and no document date, so the
+same data gives the same bytes.
 """
 import hashlib
 import json
@@ -26,7 +29,7 @@ BACKGROUND = {"noise"}
 # notebook, the code it runs, the pinned packages and its parameters are unchanged (a sha256 of them all
 # sits beside the products in generated/.<name>.inputs). --rerun-all runs them anyway.
 DATA_FREE = {"noise": ("analysis/stats/simulate.py", "analysis/stats/compare.py", "analysis/stats/estimators.py", "analysis/stats/noise.py",
-                       "requirements.txt")}
+                       "analysis/publish/figures.py", "analysis/publish/products.py", "requirements.txt")}
 SOURCES = ["paper.typ", "refs.bib"]
 
 
@@ -163,6 +166,10 @@ def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBO
     data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir).resolve()
     if not (data_dir / "runs").is_dir():
         raise HeapcostError(f"{data_dir} has no runs/ directory; give a dataset directory (default data)")
+    from analysis.publish import dataset
+
+    for path in dataset.refresh_description(data_dir, tables=False):
+        log(f"paper: rewrote {path} (the dataset's description now covers every file of {data_dir.name}/)")
     out_dir.mkdir(parents=True, exist_ok=True)
     if out_dir != PAPER_DIR.resolve():
         for name in SOURCES:

@@ -16,7 +16,7 @@ from analysis.stats import security
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
 from analysis.publish import ablations as ablation
-from analysis.publish import cpu_split, merge
+from analysis.publish import cpu_split, merge, provenance
 from analysis.publish.ablations import ABLATIONS  # noqa: F401  (re-exported for the writer)
 from analysis.errors import HeapcostError, warn
 from analysis.paths import repo_relative
@@ -345,6 +345,7 @@ class Results:
     aa: pd.DataFrame  # A/A cells: the baseline against a brought copy of its own library
     cost: pd.DataFrame  # per-unit cost ratios and start-up costs, from runs with cells at several scales
     roles: pd.DataFrame  # lockstep role effects (time in role b over role a) of runs whose roles alternate
+    brought: pd.DataFrame  # brought libraries: file, sha256, upstream revision, configuration (provenance.py)
 
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
@@ -436,7 +437,7 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
                    aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}),
                    pd.concat([scaling.per_unit_ratios(scaling.cost_model(rt.table), baseline).assign(run_id=rt.run_id)
                               for rt in time_runs] or [pd.DataFrame(columns=scaling.RATIO_COLUMNS)], ignore_index=True),
-                   role_table(time_runs, baseline))
+                   role_table(time_runs, baseline), provenance.brought_libraries(all_runs))
 
 
 def role_table(time_runs, baseline: str) -> pd.DataFrame:
@@ -456,7 +457,7 @@ def aa_copies(run: Run) -> set[str]:
     name=<the path of libc.so.6>): their comparisons with the baseline are A/A trials."""
     return {aid for aid, rec in (run.info.get("allocators") or {}).items()
             if (rec.get("origin") or {}).get("kind") == "path"
-            and Path(str((rec.get("origin") or {}).get("path", ""))).name.startswith("libc.so")}
+            and ((rec.get("origin") or {}).get("library") or Path(str(rec["origin"].get("path", ""))).name).startswith("libc.so")}
 
 
 def aa_cells(cells: pd.DataFrame, runs: dict) -> pd.DataFrame:

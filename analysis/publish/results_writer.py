@@ -8,6 +8,7 @@ import pandas as pd
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
 from analysis.publish import debates, figures
+from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       interference_counts,
                                       fmt_ratio, fmt_score, main_scale)
@@ -122,29 +123,29 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         numbers["interference"] = interference_counts(*tables)
 
     numbers.update(_speed_and_memory(res, p, baseline))
-    res.left_out.assign(run=res.left_out["run_id"].map(_labels(res)).fillna("") if "run_id" in res.left_out else "") \
-        .to_csv(p("left_out.csv"), index=False)
+    write_csv(res.left_out.assign(run=res.left_out["run_id"].map(_labels(res)).fillna("")
+                                  if "run_id" in res.left_out else ""), p("left_out.csv"))
     numbers["left_out"] = int(len(res.left_out))
 
     numbers.update(_ablations(res, p))
     numbers.update(_callgrind(res, p, baseline))
     numbers.update(_tradeoff(res, p, baseline))
-    res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"})).to_csv(
-        p("replication.csv"), index=False)
+    write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"})),
+              p("replication.csv"))
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
     answers = debates.answer(res, res.figures)
     answers["run"] = answers["run_id"].map(_labels(res)).fillna("")
-    answers.to_csv(p("debates.csv"), index=False)
+    write_csv(answers, p("debates.csv"))
     numbers["debates"] = {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)}
-    res.runs.to_csv(p("runs.csv"), index=False)
-    res.aa.to_csv(p("aa.csv"), index=False)
+    write_csv(res.runs, p("runs.csv"))
+    write_csv(res.aa, p("aa.csv"))
     cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
                            display=[fmt_interval(r["per_unit_ratio"], r["ci_low"], r["ci_high"]) for _, r in res.cost.iterrows()],
                            startup_display=[f"{r['startup_ms']:.1f} [{r['startup_low_ms']:.1f}, {r['startup_high_ms']:.1f}]"
                                             for _, r in res.cost.iterrows()],
                            baseline_startup_display=[f"{x:.1f}" for x in res.cost["baseline_startup_ms"]])
-    cost.to_csv(p("cost.csv"), index=False)
+    write_csv(cost, p("cost.csv"))
     below_zero = cost[cost["startup_high_ms"] < 0]
     numbers["cost"] = {"rows": int(len(cost)), "allocators": sorted(set(cost["allocator"])),
                        "startup_below_zero": int(len(below_zero)),
@@ -169,18 +170,20 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     roles = res.roles.assign(run=res.roles["run_id"].map(_labels(res)).fillna(""),
                              display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in res.roles.iterrows()],
                              excludes_1=(res.roles["ci_low"] > 1) | (res.roles["ci_high"] < 1))
-    roles.to_csv(p("roles.csv"), index=False)
+    write_csv(roles, p("roles.csv"))
     numbers["roles"] = {"rows": int(len(roles)), "runs": sorted(set(roles["run"])),
                         "excluding_1": [{"run": r["run"], "workload": r["workload"], "scale": f"{r['scale']:g}",
                                          "display": r["display"], "pairs": int(r["pairs"])}
                                         for _, r in roles[roles["excludes_1"]].iterrows()]}
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
-    res.allocators.to_csv(p("allocators.csv"), index=False)
-    res.workloads.to_csv(p("workloads.csv"), index=False)
+    write_csv(res.allocators, p("allocators.csv"))
+    write_csv(res.brought.assign(sha256_short=res.brought["library_sha256"].str[:16]), p("brought.csv"))
+    numbers["brought"] = {"libraries": int(len(res.brought)), "allocators": sorted(set(res.brought["allocator"]))}
+    write_csv(res.workloads, p("workloads.csv"))
     so = res.seed_only.copy()
     so["ratio_display"] = so["ratio"].map(lambda x: f"{x:.3f}")
-    so.to_csv(p("seed_only.csv"), index=False)
+    write_csv(so, p("seed_only.csv"))
     numbers["allocators"] = int(len(res.allocators))
     numbers["aa_copies"] = int(len(set(res.aa["allocator"]) & set(res.allocators["allocator"])))
     numbers["configurations"] = numbers["allocators"] - numbers["aa_copies"]
@@ -193,7 +196,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     if res.probe_run is not None:
         no_score = sorted(set(res.scores.loc[res.scores["score"].isna(), "allocator"]))
         numbers["probe_run"] = {"run_id": res.probe_run.run_id, "no_score": no_score}
-    (out_dir / f"{prefix}numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
+    (out_dir / f"{prefix}numbers.json").write_text(json_text(numbers, indent=2, sort_keys=True) + "\n")
     return numbers
 
 
@@ -211,16 +214,16 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     if res.speed is None:
         return numbers
     speed = _display_rows(res.speed.results, labels=_labels(res))
-    speed[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "adjusted", "n_outliers",
-           "noninferior", "display", "percent"]].to_csv(p("speed.csv"), index=False)
+    write_csv(speed[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "adjusted",
+                     "n_outliers", "noninferior", "display", "percent"]], p("speed.csv"))
     geo = _display_rows(res.speed.geomean, "geomean_ratio", labels=_labels(res))
-    geo.to_csv(p("speed_geomean.csv"), index=False)
+    write_csv(geo, p("speed_geomean.csv"))
     _forests(res.speed.results, res.speed.geomean, p, "speed", aa=set(res.aa["allocator"]), what=f"wall time against {baseline}")
     mem = _display_rows(res.memory.results, labels=_labels(res))
-    mem[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "display", "percent"]].to_csv(
-        p("memory.csv"), index=False)
+    write_csv(mem[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "display", "percent"]],
+              p("memory.csv"))
     mgeo = _display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res))
-    mgeo.to_csv(p("memory_geomean.csv"), index=False)
+    write_csv(mgeo, p("memory_geomean.csv"))
     _forests(res.memory.results, res.memory.geomean, p, "memory", aa=set(res.aa["allocator"]), what=f"peak RSS against {baseline}")
     numbers["speed"] = {
         "rows": int(len(speed)),
@@ -247,7 +250,7 @@ def _ablations(res: Results, p) -> dict:
                                          ["ratio", "ci_low", "ci_high"]])
                 if (r["defence"], r["allocator"], r["base"], r["workload"]) in mem_abl.index else "n/a"
                 for _, r in abl.iterrows()]
-        abl.to_csv(p("ablations.csv"), index=False)
+        write_csv(abl, p("ablations.csv"))
         figures.ablation_figure(res.ablation, p("ablations.svg"), "wall time ratio to the family's base (95% confidence interval)")
         pooled = abl[abl["workload"] == "all"]
         numbers["ablations"] = {f"{r['allocator']}/{r['base']}": {"defence": r["defence"], "display": r["display"],
@@ -271,10 +274,10 @@ def _callgrind(res: Results, p, baseline: str) -> dict:
         pf["run"] = pf["run_id"].map(_labels(res)).fillna("") if "run_id" in pf else ""
         pf["instructions_per_free_display"] = pf["instructions_per_free"].map(lambda x: f"{x:,.0f}")
         pf["instructions_ratio_display"] = pf["instructions_ratio"].map(fmt_ratio)
-        pf.to_csv(p("per_free.csv"), index=False)
-        res.per_free_geomean.assign(display=res.per_free_geomean["instructions_ratio"].map(fmt_ratio)).to_csv(
-            p("per_free_geomean.csv"), index=False)
-        res.callgrind_missing.to_csv(p("callgrind_missing.csv"), index=False)
+        write_csv(pf, p("per_free.csv"))
+        write_csv(res.per_free_geomean.assign(display=res.per_free_geomean["instructions_ratio"].map(fmt_ratio)),
+                  p("per_free_geomean.csv"))
+        write_csv(res.callgrind_missing, p("callgrind_missing.csv"))
         figures.per_free_figure(main_scale(res.per_free), p("per_free.svg"), baseline)
         numbers["callgrind"] = {"run_id": res.callgrind_run.run_id, "rows": int(len(pf)),
                                 "status": str(res.callgrind_run.info.get("status", "")),
@@ -299,7 +302,7 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
         t["pareto_display"] = t["pareto"].map({True: "yes", False: ""})
         t["run"] = t["run_id"].map(_labels(res)).fillna("") if "run_id" in t else ""
         t = t.sort_values(["overhead", "allocator"]).reset_index(drop=True)
-        t.to_csv(p("tradeoff.csv"), index=False)
+        write_csv(t, p("tradeoff.csv"))
         figures.tradeoff_figure(res.trade, p("tradeoff.svg"), baseline)
         numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
                                "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()}}

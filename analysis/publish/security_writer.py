@@ -9,6 +9,7 @@ from analysis.contract.runstore import pick_run
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish import figures
+from analysis.publish.products import json_text
 from analysis.stats.security import DEFAULT_WEIGHTS, disagreements, scores, size_of
 
 # The matrix shows one cell per (allocator, probe): the worst outcome over the sizes it ran at, worst
@@ -88,5 +89,5 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
                           "detected-silently": sum(d["kind"] == "detected-silently" for d in found),
                           "seen-not-claimed": sum(d["kind"] == "seen-not-claimed" for d in found)},
     }
-    (out_dir / f"{prefix}numbers.json").write_text(json.dumps(numbers, indent=2) + "\n")
+    (out_dir / f"{prefix}numbers.json").write_text(json_text(numbers, indent=2) + "\n")
     return numbers

@@ -1,14 +1,19 @@
 """`python -m analysis validate DATA_DIR`: the dataset against its datapackage.json, with frictionless.
 
 Checks that every file is described and every described file exists with its sha256, that each table
-matches its Table Schema (types, constraints), that seq is unique within each run, and that every run
-has its run.json and machine.json. Exits non-zero on any error, listing each on one line.
+matches its Table Schema (types, constraints), that seq is unique within each run, that every run
+has its run.json and machine.json, and that no file names a folder of the machine that measured it (an
+absolute path under /root, /home, /tmp, ..., a cache or venv layout; analysis.paths.MACHINE_PATH).
+Exits non-zero on any error, listing each on one line.
 """
 import csv
 from pathlib import Path
 
 from analysis.publish.datapackage import dataset_files, load, sha256, write_datapackage
 from analysis.errors import HeapcostError
+from analysis.paths import machine_paths
+
+TEXT_SUFFIXES = (".csv", ".json", ".ipynb", ".md", ".txt", ".cff", ".toml", ".yml", ".yaml")
 
 
 def structural_errors(data_dir: Path, package: dict) -> list[str]:
@@ -25,7 +30,7 @@ def structural_errors(data_dir: Path, package: dict) -> list[str]:
             errors.append(f"{path}: sha256 differs from datapackage.json (changed after publication?)")
     runs = data_dir / "runs"
     if runs.is_dir():
-        for run in sorted(p for p in runs.iterdir() if p.is_dir()):
+        for run in sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")):
             for needed in ("run.json", "machine.json"):
                 if not (run / needed).is_file():
                     errors.append(f"runs/{run.name}: {needed} missing")
@@ -34,6 +39,19 @@ def structural_errors(data_dir: Path, package: dict) -> list[str]:
                     seqs = [row.get("seq") for row in csv.DictReader(open(run / name, newline=""))]
                     if len(seqs) != len(set(seqs)):
                         errors.append(f"runs/{run.name}/{name}: duplicate seq values")
+    return errors
+
+
+def machine_path_errors(data_dir: Path) -> list[str]:
+    """One line per file that holds an absolute path of a measuring machine (the first few it holds)."""
+    errors = []
+    for path in dataset_files(data_dir):
+        if path.suffix not in TEXT_SUFFIXES:
+            continue
+        found = sorted(set(machine_paths(path.read_bytes().decode("utf-8", errors="replace"))))
+        if found:
+            errors.append(f"{path.relative_to(data_dir)}: names a folder of the measuring machine "
+                          f"({', '.join(found[:3])}); run `python -m analysis.contract.migrate_paths`")
     return errors
 
 
@@ -57,7 +75,7 @@ def validate(data_dir) -> list[str]:
     if not data_dir.is_dir():
         raise HeapcostError(f"{data_dir} is not a directory")
     package = load(data_dir)
-    return structural_errors(data_dir, package) + table_errors(data_dir, package)
+    return structural_errors(data_dir, package) + machine_path_errors(data_dir) + table_errors(data_dir, package)
 
 
 def add_arguments(parser):
@@ -76,6 +94,8 @@ def run(args) -> int:
     n = len(load(data_dir).get("resources", []))
     if errors:
         print(f"{len(errors)} error(s) in {n} resources")
+        if any(e.endswith("not described in datapackage.json") for e in errors):
+            print(f"a new run? `make paper` or `make dataset` describes it (or: heapcost validate --write {data_dir})")
         return 1
     print(f"valid: {n} resources")
     return 0

@@ -223,6 +223,8 @@ def compare(trials: pd.DataFrame, baseline: str, metric: str = "wall_s", *, marg
         for row in cell_rows:
             row["scale"] = key[1] if len(key) > 1 else np.nan
         rows += cell_rows
+    if not rows:
+        raise HeapcostError(f"no allocator but the baseline {baseline!r} has usable runs of {metric}")
     results = pd.DataFrame(rows)
     results["p_noninferior_holm"] = stats.holm(results["p_noninferior"])
     results["noninferior"] = results["p_noninferior_holm"] < 1 - stats.CONFIDENCE

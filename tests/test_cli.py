@@ -1,0 +1,151 @@
+"""The command line a newcomer types first: every --help prints help and exits 0, under the name it was run by."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis import cli
+from analysis.harness import catalog
+from conftest import REPO
+
+
+def run_in_process(capsys, argv, prog="heapcost"):
+    """(exit status, stdout, stderr) of cli.main, whether it returns or argparse exits."""
+    try:
+        status = cli.main(argv, prog=prog)
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["-h"]], ids=["bare", "--help", "-h"])
+def test_top_level_help_lists_every_command(capsys, argv):
+    status, out, err = run_in_process(capsys, argv)
+    assert status == 0 and err == ""
+    assert out.startswith("usage: heapcost ")
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line.split()]
+    assert set(cli.COMMANDS) <= set(listed)
+    assert "95% confidence intervals" in " ".join(out.split())  # the help that once ended in a TypeError
+
+
+@pytest.mark.parametrize("command", list(cli.COMMANDS))
+def test_every_command_prints_its_help(capsys, command):
+    status, out, err = run_in_process(capsys, [command, "--help"])
+    assert status == 0 and err == "", err
+    assert out.split()[:3] == ["usage:", "heapcost", command]
+    assert "options:" in out and "-h, --help" in out
+    assert cli.COMMANDS[command][1] in " ".join(out.split())  # the one-line help is the description
+
+
+def test_help_text_is_printed_literally_whatever_percent_signs_it_holds():
+    parser = argparse.ArgumentParser(prog="heapcost", formatter_class=cli.LiteralHelpFormatter)
+    parser.add_argument("--share", help="at most 5% of the pairs; %d, %s and %(default)s stay as written")
+    text = " ".join(parser.format_help().split())
+    assert "at most 5% of the pairs; %d, %s and %(default)s stay as written" in text
+
+
+def test_an_unknown_command_is_a_usage_error(capsys):
+    status, out, err = run_in_process(capsys, ["no-such-command"])
+    assert status == 2 and out == ""
+    assert "heapcost: error: argument COMMAND: invalid choice: 'no-such-command'" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv0, prog", [
+    ("/somewhere/.venv/bin/heapcost", "heapcost"),
+    ("heapcost", "heapcost"),
+    ("/somewhere/analysis/__main__.py", "python -m analysis"),
+    ("", "python -m analysis"),
+])
+def test_usage_names_the_program_as_it_was_run(argv0, prog):
+    assert cli.invoked_as(argv0) == prog
+
+
+def _run(argv):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_python_dash_m_analysis_help_in_a_fresh_process():
+    for argv in ([], ["--help"], ["compare-pairs", "--help"]):
+        proc = _run([sys.executable, "-m", "analysis", *argv])
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert proc.stdout.startswith("usage: python -m analysis ")
+
+
+def test_the_heapcost_entry_point_prints_help_under_its_own_name():
+    script = Path(sys.executable).parent / "heapcost"
+    if not script.is_file():
+        pytest.skip("no `heapcost` script next to this Python: `make venv` installs it (pip install -e .)")
+    for argv in (["--help"], ["allocators", "--help"]):
+        proc = _run([str(script), *argv])
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert proc.stdout.startswith("usage: heapcost ")
+
+
+# ------------------------------------------------------------- what `heapcost allocators` says is missing
+def _catalogue_entry(ident, kind, package, preload=(), interpreters=None):
+    return catalog.Allocator(id=ident, family=ident, description=ident, preload=tuple(preload),
+                             origin={"kind": kind, "package": package}, interpreters=interpreters or {})
+
+
+def test_allocators_says_what_is_not_here_yet_and_the_step_that_brings_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
+    # a finished build of tcmalloc-built whose library has gone: the reason shows where it was looked for
+    build = tmp_path / "cache" / "allocators" / "tcmalloc-built-1.0"
+    build.mkdir(parents=True)
+    (build / "BUILD.json").write_text(json.dumps({"allocator": "tcmalloc-built", "source_version": "1.0",
+                                                  "verification": {"ok": True}}))
+    entries = [
+        _catalogue_entry("jemalloc", "debian", "libjemalloc2", [str(tmp_path / "libjemalloc.so.2")]),
+        _catalogue_entry("mimalloc-secure", "debian-source", "mimalloc",
+                         ["{cache}/allocators/mimalloc-secure-*/lib/libmimalloc-secure.so*"]),
+        _catalogue_entry("perl-mymalloc", "debian-source", "perl",
+                         interpreters={"perl": "{cache}/allocators/perl-mymalloc-*/bin/perl"}),
+        _catalogue_entry("mimalloc3", "pypi", "cmeel-mimalloc", ["{venv}/no-such-dir/libmimalloc.so*"]),
+        _catalogue_entry("tcmalloc-built", "debian-source", "gperftools",
+                         ["{cache}/allocators/tcmalloc-built-*/lib/libtcmalloc.so*"]),
+    ]
+    monkeypatch.setattr(catalog, "load_catalog", lambda: {e.id: e for e in entries})
+    assert cli.main(["allocators"], prog="heapcost") == 0
+    out = capsys.readouterr().out
+    why = {line.split()[0]: " ".join(line.split()[3:]) for line in out.splitlines()[1:]}
+    assert why["jemalloc"] == ("not installed yet: `make allocators` installs the Debian package libjemalloc2 "
+                               f"({tmp_path / 'libjemalloc.so.2'})")
+    assert why["mimalloc-secure"] == "not built yet: `make allocators` builds it from the Debian source of mimalloc"
+    assert why["perl-mymalloc"] == "not built yet: `make allocators` builds it from the Debian source of perl"
+    assert why["mimalloc3"].startswith("not installed yet: `make venv` installs cmeel-mimalloc")
+    venv = Path(sys.prefix)
+    assert f"{venv.relative_to(REPO) if venv.is_relative_to(REPO) else venv}/no-such-dir" in why["mimalloc3"]
+    # the cache as ~/...: probe runs record the reason, and the dataset names no home folder
+    assert why["tcmalloc-built"] == ("not found: ~/cache/allocators/tcmalloc-built-*/lib/libtcmalloc.so* (the build "
+                                     "lacks it: `python -m analysis provision --only tcmalloc-built --force`)")
+    assert "{" not in out  # no placeholder of the catalogue is printed unexpanded
+
+
+# ------------------------------------------------------------- make help and the README name every parameter
+def _makefile_parameters(target: str) -> set:
+    """The variables a make target's recipe passes on, but for the Makefile's own (`NAME :=`)."""
+    text = (REPO / "Makefile").read_text()
+    own = set(re.findall(r"^([A-Z_]+) :=", text, re.M))
+    recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.M).group(1)
+    return set(re.findall(r"\$\(([A-Z_]+)\)", recipe)) - own
+
+
+@pytest.mark.parametrize("target", ["measure", "probe"])
+def test_make_help_and_the_readme_name_every_parameter_of(target):
+    text = (REPO / "Makefile").read_text()
+    help_lines = "\n".join(re.findall(r'^\t@echo "(.*)"$', re.search(r"^help:.*\n((?:\t.*\n)+)", text, re.M)
+                                      .group(1), re.M))
+    readme = (REPO / "README.md").read_text()
+    parameters = _makefile_parameters(target)
+    assert parameters, f"no parameters found in the {target} recipe"
+    assert [p for p in sorted(parameters) if f"{p}=" not in help_lines] == []
+    assert [p for p in sorted(parameters) if not re.search(rf"`{p}`|\b{p}=", readme)] == []
