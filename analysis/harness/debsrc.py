@@ -18,6 +18,7 @@ from analysis.paths import cache_dir
 
 SYSTEM_APT_ETC = Path("/etc/apt")
 COMPLETE_MARK = ".heapcost-complete"
+APT_HELPER = "/usr/lib/apt/apt-helper"
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,24 @@ def parse_showsrc(text: str, package: str) -> list:
     return versions
 
 
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of a source package as `apt-get source --print-uris` lists it."""
+    uri: str
+    name: str
+    size: int
+    hash: str  # e.g. "SHA256:<hex>", as apt-helper download-file takes it
+
+
+_PRINT_URI = re.compile(r"^'([^']+)' (\S+) (\d+) (\S+)$")
+
+
+def parse_print_uris(text: str) -> list:
+    """[SourceFile] from `apt-get source --print-uris` output (other lines, e.g. notices, are skipped)."""
+    files = [SourceFile(m[1], m[2], int(m[3]), m[4]) for m in map(_PRINT_URI.match, text.splitlines()) if m]
+    return sorted(files, key=lambda f: not f.name.endswith(".dsc"))
+
+
 # ---- the private apt configuration ---------------------------------------------------------------
 
 def safe_name(text: str) -> str:
@@ -299,6 +318,25 @@ class AptSources:
         proc = self._run(["apt-get", "-q", *self.options(), "source", "--download-only", f"{package}={version}"],
                          cwd=dest)
         return proc.returncode == 0 and any(dest.glob("*.dsc"))
+
+    def source_files(self, package: str, version: str) -> list:
+        """The files of one source version as apt would download them: [SourceFile], .dsc first."""
+        self.update()
+        proc = self._run(["apt-get", "-q", *self.options(), "source", "--print-uris", f"{package}={version}"])
+        files = parse_print_uris(proc.stdout)
+        if proc.returncode != 0 or not files:
+            raise HeapcostError(f"no source files for {package}={version} in the configured repositories: "
+                                + _last_error(proc))
+        return files
+
+    def download_file(self, source_file, dest: Path) -> Path:
+        """One file of a source package into dest, checked against the hash apt listed for it."""
+        target = Path(dest) / source_file.name
+        proc = self._run([APT_HELPER, *self.options(), "download-file", source_file.uri, str(target),
+                          source_file.hash])
+        if proc.returncode != 0 or not target.is_file():
+            raise HeapcostError(f"downloading {source_file.name} failed: " + _last_error(proc))
+        return target
 
     def extract(self, dsc: Path, dest: Path):
         proc = self._run(["dpkg-source", "-x", str(dsc), str(dest)], cwd=dsc.parent)

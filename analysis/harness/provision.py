@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.harness import brought, catalog, debsrc, glibc_build
+from analysis.harness import brought, catalog, debsrc, debsrc_paths, glibc_build, mozjemalloc_build
 from analysis.harness.allocator_cache import allocators_root, built_prefix, read_build_record
 from analysis.errors import HeapcostError
 from analysis.paths import REPO, cache_dir
@@ -58,6 +58,8 @@ class Recipe:
     verified: object
     build_deps: tuple = BUILD_TOOLS
     notes: str = ""
+    version: str = None                 # a pinned source version; None: the newest that downloads
+    source_paths: tuple = ()            # only these paths of the source (debsrc_paths); () the whole package
 
 
 def _cmake_steps(options):
@@ -109,6 +111,12 @@ RECIPES = {
         verified=lambda out: "secure level: 4" in out),
     "perl-mymalloc": _perl_recipe(True),
     "perl-sysmalloc": _perl_recipe(False),
+    **{cid: Recipe(package=mozjemalloc_build.PACKAGE, version=mozjemalloc_build.VERSION,
+                   source_paths=mozjemalloc_build.SOURCE_PATHS, options=mozjemalloc_build.options(cid),
+                   outputs=mozjemalloc_build.outputs(cid), steps=mozjemalloc_build.steps(cid),
+                   verify=mozjemalloc_build.verify(cid), verified=mozjemalloc_build.verified(cid),
+                   build_deps=("g++", "gcc"), notes=c.notes)
+       for cid, c in mozjemalloc_build.CONFIGS.items()},
 }
 
 
@@ -162,7 +170,7 @@ def build(allocator_id: str, recipe: Recipe = None, *, log: Log, source_tree: Pa
     """Build one debian-source allocator (or reuse the finished build of the same source version)."""
     recipe = recipe or RECIPES[allocator_id]
     root = Path(root) if root else allocators_root()
-    src = Path(source_tree) if source_tree else debsrc.fetch_source(recipe.package, apt=debsrc.AptSources(log=log))
+    src = Path(source_tree) if source_tree else _source_tree(recipe, log)
     version = debsrc.version_of_tree(src)
     final = root / f"{allocator_id}-{debsrc.safe_name(version)}"
     record = read_build_record(final)
@@ -176,6 +184,17 @@ def build(allocator_id: str, recipe: Recipe = None, *, log: Log, source_tree: Pa
         if record and record.get("allocator") == allocator_id and not force:
             return final
         return _build_locked(allocator_id, recipe, src, version, final, root, log)
+
+
+def _source_tree(recipe: Recipe, log) -> Path:
+    apt = debsrc.AptSources(log=log)
+    if recipe.source_paths:
+        if not (debsrc_paths.cached_paths_tree(recipe.package, recipe.version, recipe.source_paths).parent
+                / debsrc.COMPLETE_MARK).is_file():
+            log.say(f"{recipe.package} {recipe.version}: downloading the source, extracting "
+                    f"{', '.join(recipe.source_paths)} only")
+        return debsrc_paths.fetch_source_paths(recipe.package, recipe.version, recipe.source_paths, apt=apt)
+    return debsrc.fetch_source(recipe.package, recipe.version, apt=apt)
 
 
 def _build_locked(allocator_id, recipe, src, version, final, root, log):
@@ -349,6 +368,8 @@ def provision_one(alloc, apt: Apt, log: Log, dry_run=False, force=False, no_buil
             return False, f"no build recipe for {alloc.id}; recipes exist for {', '.join(sorted(RECIPES))}"
         if origin.get("package") and origin["package"] != recipe.package:
             return False, f"catalogue says source package {origin['package']}, the recipe builds {recipe.package}"
+        if origin.get("version", recipe.version) != recipe.version:
+            return False, f"catalogue says source version {origin['version']}, the recipe builds {recipe.version}"
         claimed = [w for w in str(origin.get("build", "")).split() if w.startswith(("-D", "-U"))]
         if any(w not in recipe.options for w in claimed):
             return False, f"catalogue says build {origin['build']!r}, the recipe uses {' '.join(recipe.options)}"

@@ -61,8 +61,9 @@ DEBATES = [
     Debate("002", "poisoning freed memory in mozjemalloc", "dom-churn",
            (("mozjemalloc-poison", "mozjemalloc"),), (("jemalloc-junk-free", "jemalloc"),), "claim_slowdown",
            "claim_instructions_per_free_increase",
-           not_measured="mozjemalloc (Firefox's fork) is not a library here: jemalloc's own poison on free "
-                        "(junk:free) is measured in its place"),
+           not_measured="mozjemalloc (Firefox's fork) is not built here (`make allocators` builds it from "
+                        "Debian's firefox-esr source): jemalloc's own poison on free (junk:free) is measured in "
+                        "its place"),
     Debate("003", "saving random bits in OpenBSD's malloc", "pow2-churn",
            (("omalloc-1.128", "omalloc-1.128-getrbyte"), ("omalloc-1.128-getpid", "omalloc-1.128-getrbyte-getpid")),
            (), "", every_pair=True,

@@ -1,0 +1,146 @@
+"""mozjemalloc (Firefox's allocator, memory/build/) from Debian's firefox-esr source as an LD_PRELOAD library.
+
+Firefox links mozjemalloc into its executable and exports malloc, free, ... under their plain names
+(memory/build/mozmemory_wrap.h: with MOZ_MEMORY_IMPL and no XP_WIN, mozmem_malloc_impl(a) is `a`). Here the
+same sources memory/build/moz.build lists for MOZ_MEMORY (mozjemalloc.cpp, mozmemory_wrap.cpp, Mutex.cpp)
+are compiled with g++ as a release build (no MOZ_DEBUG, so no MALLOC_RUNTIME_CONFIG: every option is a
+compile-time constant, as Firefox ships it), with what they need from mfbt and mozglue (Assertions.cpp,
+RandomNum.cpp, TaggedAnonymousMemory.cpp, Printf.cpp and double-conversion, which Firefox links into the
+same executable), into one shared library with no undefined symbol left but libc's.
+
+Poisoning of freed memory (memory/build/mozjemalloc.cpp, 140.12.0esr): `opt_poison` is SOME unless
+EARLY_BETA_OR_EARLIER is defined, then ALL (lines 1944-1948); SOME fills the first `opt_poison_size` = 256
+bytes of a freed block with kAllocPoison 0xe5 (line 1951, MaybePoison at 2036-2050, called from the free
+path at 4735-4738 and on shrinking realloc); MALLOC_OPTIONS letters q/Q/QQ exist only under
+MALLOC_RUNTIME_CONFIG (debug builds, 5457-5469), so a release build cannot be switched at run time.
+The three builds:
+  mozjemalloc-poison       release as Firefox ESR ships it: first 256 bytes (no define changed)
+  mozjemalloc-poison-full  -DEARLY_BETA_OR_EARLIER: the whole block, as nightly and early beta (in the files
+                           compiled here that define changes nothing else; PHC, where it also appears, is off)
+  mozjemalloc              poisoning compiled out: the source has no define for it, so the one line
+                           `MALLOC_RUNTIME_VAR PoisonType opt_poison = SOME;` is changed to NONE by sed, and
+                           a grep step fails the build if that line was not there to change
+Debian's patches for firefox-esr 140.12.0esr-1~deb12u1 touch none of the extracted paths. Debian builds
+that package for bookworm with g++-11 (debian/rules); here the system's g++. Both inline SOME's bounded
+memset (at most 256 bytes) as `rep stos`, while ALL's unbounded one calls libc's memset: on small blocks
+the shipped poisoning can cost more than the full one.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.paths import NATIVE_DIR
+
+PACKAGE = "firefox-esr"
+VERSION = "140.12.0esr-1~deb12u1"
+# what the compiled files include, relative to the source's top directory; third_party/fmt and mfbt's
+# double-conversion because mfbt/Casting.h includes fmt/format.h, which includes double-conversion
+SOURCE_PATHS = ("memory/build", "mfbt", "mozglue/misc", "third_party/fmt")
+SOURCES = ("memory/build/mozjemalloc.cpp", "memory/build/mozmemory_wrap.cpp", "memory/build/Mutex.cpp",
+           "mfbt/Assertions.cpp", "mfbt/RandomNum.cpp", "mfbt/TaggedAnonymousMemory.cpp", "mozglue/misc/Printf.cpp",
+           *(f"mfbt/double-conversion/double-conversion/{n}.cc"
+             for n in ("bignum-dtoa", "bignum", "cached-powers", "double-to-string", "fast-dtoa", "fixed-dtoa")))
+# what Firefox's build system would put in mozilla-config.h for a Linux release build of these files
+CONFIG_DEFINES = ("MOZ_MEMORY 1", "XP_UNIX 1", "XP_LINUX 1")
+# memory/build/moz.build: DEFINES["MOZ_MEMORY_IMPL"], LIBRARY_DEFINES["MOZ_HAS_MOZGLUE"]; the mfbt and mozglue
+# files are compiled as mfbt's own (IMPL_MFBT), as in their moz.build
+COMMON_FLAGS = ("-std=gnu++17", "-O2", "-fPIC", "-DNDEBUG", "-DMOZ_MEMORY_IMPL", "-DMOZ_HAS_MOZGLUE", "-DIMPL_MFBT")
+POISON_LINE = "MALLOC_RUNTIME_VAR PoisonType opt_poison = SOME;"
+NO_POISON_LINE = "MALLOC_RUNTIME_VAR PoisonType opt_poison = NONE;"
+POISON_BYTE = 0xE5  # memory/build/mozjemalloc.h: kAllocPoison
+CHECK_SOURCE = NATIVE_DIR / "free_poison_check.c"
+
+
+@dataclass(frozen=True)
+class Config:
+    library: str          # file name under <prefix>/lib
+    defines: tuple        # extra -D flags
+    poison_off: bool      # change opt_poison's initializer to NONE
+    expected: str         # what the check prints for a freed 1024-byte block, before the malloc's object
+    notes: str
+
+
+CONFIGS = {
+    "mozjemalloc": Config("libmozjemalloc.so", (), True, "poison head 0/192 tail 0/512",
+                          "mozjemalloc release build with opt_poison = NONE (our one-line change)"),
+    "mozjemalloc-poison": Config("libmozjemalloc-poison.so", (), False, "poison head 192/192 tail 0/512",
+                                 "mozjemalloc release build as Firefox ESR ships it: first 256 bytes poisoned"),
+    "mozjemalloc-poison-full": Config("libmozjemalloc-poison-full.so", ("-DEARLY_BETA_OR_EARLIER",), False,
+                                      "poison head 192/192 tail 512/512",
+                                      "mozjemalloc with EARLY_BETA_OR_EARLIER: whole freed block poisoned"),
+}
+
+
+def options(config_id: str) -> tuple:
+    """What distinguishes the build, for BUILD.json and the catalogue's `build` claim."""
+    c = CONFIGS[config_id]
+    return COMMON_FLAGS + c.defines + (("opt_poison=NONE",) if c.poison_off else ())
+
+
+def _staged(prefix: Path, destdir: Path) -> Path:
+    return Path(destdir) / Path(prefix).relative_to(Path(prefix).anchor)
+
+
+def _object_name(source: str) -> str:
+    return source.replace("/", "_").rsplit(".", 1)[0] + ".o"
+
+
+def steps(config_id: str):
+    c = CONFIGS[config_id]
+
+    def make(src, build, prefix, destdir):
+        src, build = Path(src), Path(build)
+        staged = _staged(prefix, destdir)
+        include = build / "include"
+        config_header = build / "mozilla-config.h"
+        commands = [
+            (["mkdir", "-p", str(include / "mozilla"), str(staged / "lib"), str(staged / "bin")], src, {}),
+            # Firefox exports mfbt's and mozglue's headers as <mozilla/*.h>
+            (["sh", "-c", 'cp "$1"/mfbt/*.h "$1"/mozglue/misc/*.h "$2"', "sh", str(src), str(include / "mozilla")],
+             src, {}),
+            (["sh", "-c", 'for d; do echo "#define $d"; done > "$0"', str(config_header), *CONFIG_DEFINES],
+             src, {}),
+        ]
+        jemalloc = src / "memory" / "build" / "mozjemalloc.cpp"
+        if c.poison_off:
+            commands += [
+                (["sed", "-i", f"s/^{POISON_LINE}$/{NO_POISON_LINE}/", str(jemalloc)], src, {}),
+                (["grep", "-qxF", NO_POISON_LINE, str(jemalloc)], src, {}),
+            ]
+        flags = [*COMMON_FLAGS, *c.defines, "-include", str(config_header), "-I", str(include),
+                 "-I", str(src / "memory" / "build"), "-I", str(src / "third_party" / "fmt" / "include"),
+                 "-I", str(src / "mfbt" / "double-conversion")]
+        objects = []
+        for source in SOURCES:
+            obj = build / _object_name(source)
+            objects.append(str(obj))
+            commands.append((["g++", *flags, "-c", str(src / source), "-o", str(obj)], src, {}))
+        commands += [
+            (["g++", "-shared", "-o", str(staged / "lib" / c.library), *objects, "-Wl,--no-undefined",
+              "-lpthread"], src, {}),
+            (["gcc", "-O0", "-Wno-use-after-free", "-o", str(staged / "bin" / "free-poison-check"),
+              str(CHECK_SOURCE), "-ldl"], src, {}),
+        ]
+        return commands
+    return make
+
+
+def verify(config_id: str):
+    def check(prefix):
+        prefix = Path(prefix)
+        return ([str(prefix / "bin" / "free-poison-check"), hex(POISON_BYTE)],
+                {"LD_PRELOAD": str(prefix / "lib" / CONFIGS[config_id].library)})
+    return check
+
+
+def verified(config_id: str):
+    """The check passes when malloc comes from this build's library and the freed block reads as expected."""
+    c = CONFIGS[config_id]
+
+    def judge(output: str) -> bool:
+        return any(ln.startswith(c.expected + ", malloc from /") and ln.endswith("/lib/" + c.library)
+                   for ln in output.splitlines())
+    return judge
+
+
+def outputs(config_id: str) -> tuple:
+    return ("lib/" + CONFIGS[config_id].library, "bin/free-poison-check")
