@@ -8,8 +8,9 @@ Verdict rules (a claim is either a ratio, "costs about x", or a bound, "not noti
   interval holds both the claim and 1 (the precision reached, its half-width, is stated);
 - "not slower" is *supported* when the interval's upper end is at most 1 + MARGIN, *refuted* when its lower end
   is above 1 + MARGIN, *unresolved* otherwise;
-- a configuration this machine cannot run is *not measured here*, with why, and the configurations measured
-  in its place are listed (a brought allocator of that name, from any run, takes its place in the table).
+- a configuration this machine cannot run is *not measured here*, with why; a stand-in measured in its place is
+  named with its numbers but gets no verdict (a brought allocator of the debated system's name, from any run,
+  takes its place in the table and gets the verdict).
 Instruction counts per free (callgrind) are exact: they are reported beside the seed's, without a verdict.
 """
 from dataclasses import dataclass
@@ -233,8 +234,9 @@ def answer(res: Results, figures: pd.DataFrame) -> pd.DataFrame:
                 for with_, without in d.stand_ins:
                     m = _measured(res, d, with_, without, workload, claimed)
                     if m:
+                        # a stand-in answers no debate: its numbers are shown, never a verdict
                         found.append({**m, "not_measured": d.not_measured,
-                                      "verdict": "for the stand-in: " + m["verdict"]})
+                                      "verdict": f"no verdict: {m['configuration']} stands in for the debated system"})
                         break
         rows += [{**head, **m} for m in found] or [
             {**head, "workload": d.workload, "configuration": "", "display": "n/a", "memory_display": "n/a",
