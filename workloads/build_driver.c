@@ -1,7 +1,7 @@
 /* build driver: seed 001's rpmbuild in small. Runs one `make -jJOBS` of a real C project's own Makefile
  * from the current (empty, scratch) directory, the Makefile reading the source folder through VPATH, so
  * make, gcc, cc1, as, ar and ld all start under the allocator being measured; then hashes the object
- * files the build wrote (in the order given) and removes everything it made.
+ * files the build wrote (in the order given) and removes what it made (nothing that was there before).
  *
  * usage: build-driver SCALE JOBS MAKE MAKEFILE -- MAKE-ARGS... -- OBJECT... -- PRODUCT...
  * SCALE 1 builds every target of MAKE-ARGS (the objects and the PRODUCTs); a smaller scale builds only the
@@ -28,7 +28,30 @@ static uint64_t hash_file(uint64_t h, const char *path)
     return h;
 }
 
-/* Everything the build left in the scratch directory goes (make writes no subfolders here). */
+/* The names in the scratch directory before the build: the harness keeps its own files there (the trial's
+ * stdout and stderr), and only what the build made is removed afterwards. */
+static char *before[64];
+static int nbefore;
+
+static void remember(void)
+{
+    DIR *d = opendir(".");
+    struct dirent *e;
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL && nbefore < 64)
+        before[nbefore++] = strdup(e->d_name);
+    closedir(d);
+}
+
+static int was_there(const char *name)
+{
+    for (int i = 0; i < nbefore; i++)
+        if (strcmp(before[i], name) == 0)
+            return 1;
+    return 0;
+}
+
 static void clean(void)
 {
     DIR *d = opendir(".");
@@ -36,7 +59,7 @@ static void clean(void)
     if (d == NULL)
         return;
     while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+        if (!was_there(e->d_name))
             unlink(e->d_name);
     closedir(d);
 }
@@ -82,6 +105,7 @@ int main(int argc, char **argv)
             args[k++] = argv[o0 + i];
     args[k] = NULL;
 
+    remember();
     pid_t pid;
     int status, err = posix_spawn(&pid, make, NULL, NULL, args, environ);
     if (err != 0) {
