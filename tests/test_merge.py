@@ -219,3 +219,16 @@ def test_a_run_too_small_for_any_result_is_left_out_with_a_warning(tmp_path, cap
     assert "20990101T000000Z-time-sim" in set(res.runs["run_id"])
     err = capsys.readouterr().err
     assert f"run {smoke} is left out of the results" in err and "a smoke run checks the set-up" in err
+
+
+def test_the_debates_carry_exact_counts_per_free_that_transfer(merged):
+    """Instructions per free as a ratio and as instructions added (simulated: jemalloc 80, junk:free 160, a
+    data write per 8 instructions for both), and the ratio of data writes."""
+    from simulated_dataset import FREES
+
+    _, res = merged
+    workload = next(iter(FREES))
+    pf = debates._per_free(res, "jemalloc-junk-free", "jemalloc", workload)
+    assert pf["ratio"] == pytest.approx(2.0, rel=1e-3) and pf["added"] == pytest.approx(80, abs=1)
+    assert pf["writes"] == pytest.approx(2.0, rel=1e-2)
+    assert debates._per_free(res, "jemalloc-junk-free", "nobody", workload) == {}

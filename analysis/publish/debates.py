@@ -24,7 +24,7 @@ from analysis.publish.results import BASELINE, MARGIN, Results, fmt_interval, fm
 
 COLUMNS = ["seed", "topic", "claim", "claim_line", "claimed", "configuration", "workload", "run_id", "ratio",
            "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "user_display", "sys_display",
-           "per_free_ratio", "claimed_per_free", "verdict", "not_measured"]
+           "per_free_ratio", "added_per_free", "writes_per_free_ratio", "claimed_per_free", "verdict", "not_measured"]
 
 
 @dataclass(frozen=True)
@@ -148,14 +148,22 @@ def base_of(rows: pd.DataFrame) -> str:
     return str(rows["baseline"].iloc[0]) if len(rows) else ""
 
 
-def _per_free_ratio(res: Results, with_: str, without: str, workload: str) -> float | None:
+def _per_free(res: Results, with_: str, without: str, workload: str) -> dict:
+    """Exact callgrind quantities per free of with/without at their largest common scale: the ratio of
+    instructions, the instructions added (they carry to a program with another allocation rate) and the ratio
+    of data writes (what poisoning adds); {} when callgrind counted only one side."""
     if res.per_free is None or res.per_free.empty:
-        return None
+        return {}
     pf = res.per_free[res.per_free["workload"] == workload]
-    a = pf[pf["allocator"] == with_].set_index("scale")["instructions_per_free"]
-    b = pf[pf["allocator"] == without].set_index("scale")["instructions_per_free"]
+    a, b = (pf[pf["allocator"] == x].set_index("scale") for x in (with_, without))
     common = sorted(set(a.index) & set(b.index))
-    return float(a[common[-1]] / b[common[-1]]) if common else None
+    if not common:
+        return {}
+    a, b = a.loc[common[-1]], b.loc[common[-1]]
+    writes = (float(a["data_writes"]) / float(a["free_calls"])) / (float(b["data_writes"]) / float(b["free_calls"])) \
+        if "data_writes" in a and float(b["data_writes"]) > 0 else None
+    return {"ratio": float(a["instructions_per_free"] / b["instructions_per_free"]),
+            "added": float(a["instructions_per_free"] - b["instructions_per_free"]), "writes": writes}
 
 
 def _claim(figures: pd.DataFrame, seed: str, metric: str) -> tuple[str, str, float | None]:
@@ -196,14 +204,16 @@ def _measured(res: Results, d: Debate, with_: str, without: str, workload: str, 
         return None
     mem = _pair_ratio(res, with_, without, workload, memory=True)
     cpu = {m: _pair_ratio(res, with_, without, workload, metric=m) for m in ("user_s", "sys_s")}
-    pf = _per_free_ratio(res, with_, without, workload)
+    pf = _per_free(res, with_, without, workload)
     return dict(configuration=f"{with_} / {without}", workload=workload, run_id=speed["run_id"],
                 ratio=speed["ratio"], ci_low=speed["ci_low"], ci_high=speed["ci_high"],
                 display=fmt_interval(speed["ratio"], speed["ci_low"], speed["ci_high"]),
                 halfwidth_percent=f"{(speed['ci_high'] / speed['ci_low']) ** 0.5 * 100 - 100:.1f}",
                 memory_display=fmt_interval(mem["ratio"], mem["ci_low"], mem["ci_high"]) if mem else "n/a",
                 user_display=_shown(cpu["user_s"]), sys_display=_shown(cpu["sys_s"]),
-                per_free_ratio=fmt_ratio(pf) if pf else "n/a",
+                per_free_ratio=fmt_ratio(pf["ratio"]) if pf else "n/a",
+                added_per_free=f"{pf['added']:+.0f}" if pf else "n/a",
+                writes_per_free_ratio=fmt_ratio(pf["writes"]) if pf.get("writes") else "n/a",
                 verdict=verdict(claimed, speed["ratio"], speed["ci_low"], speed["ci_high"]))
 
 
@@ -240,7 +250,8 @@ def answer(res: Results, figures: pd.DataFrame) -> pd.DataFrame:
                         break
         rows += [{**head, **m} for m in found] or [
             {**head, "workload": d.workload, "configuration": "", "display": "n/a", "memory_display": "n/a",
-             "user_display": "n/a", "sys_display": "n/a", "per_free_ratio": "n/a",
+             "user_display": "n/a", "sys_display": "n/a", "per_free_ratio": "n/a", "added_per_free": "n/a",
+             "writes_per_free_ratio": "n/a",
              "verdict": "not measured here", "not_measured": d.not_measured}]
     out = pd.DataFrame(rows, columns=COLUMNS)
     return out.replace({np.nan: ""})

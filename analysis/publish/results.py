@@ -105,7 +105,7 @@ def per_free(counts: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
         ok[col.replace("_per_free", "_ratio")] = [
             r[col] / base.loc[(r["workload"], r["scale"]), col] if (r["workload"], r["scale"]) in base.index
             else np.nan for _, r in ok.iterrows()]
-    cols = ["workload", "allocator", "scale", "instructions", "free_calls", "instructions_per_free",
+    cols = ["workload", "allocator", "scale", "instructions", "data_writes", "free_calls", "instructions_per_free",
             "accesses_per_free", "d1_misses_per_free", "instructions_ratio", "accesses_ratio", "d1_misses_ratio"]
     return ok[cols].sort_values(["workload", "allocator", "scale"]).reset_index(drop=True)
 
