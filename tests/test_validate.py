@@ -11,7 +11,7 @@ from conftest import REPO, cli
 def dataset(tmp_path_factory):
     """A small real dataset: one smoke run measured here (lockstep pairs, the default protocol)."""
     data = tmp_path_factory.mktemp("data")
-    measure.run_campaign(profile="smoke", allocators="glibc,jemalloc", workloads="small-loop", blocks=2,
+    measure.run_campaign(profile="smoke", allocators="glibc,glibc-notcache", workloads="small-loop", blocks=2,
                          runs_dir=data / "runs", progress=False)
     write_datapackage(data)
     return data
