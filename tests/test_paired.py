@@ -8,7 +8,7 @@ import pytest
 
 from analysis.errors import HeapcostError
 from analysis.stats import paired, simulate
-from conftest import cli
+from conftest import cli, cli_here
 
 
 def table(ratios, workload="w", a="glibc", b="x"):
@@ -73,7 +73,7 @@ def test_the_cli_takes_a_pairs_csv(tmp_path):
     assert "hardened / base" in r.stdout
     out = pd.read_csv(tmp_path / "out.csv")
     assert out.loc[0, "ci_low"] < 1.05 < out.loc[0, "ci_high"]
-    r = cli("compare-pairs", str(tmp_path / "nope.csv"))
+    r = cli_here("compare-pairs", str(tmp_path / "nope.csv"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1
 
 
