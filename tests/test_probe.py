@@ -153,14 +153,12 @@ def test_perl_allocators_are_not_applicable_with_a_reason():
 
 @pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed")
 def test_a_hang_inside_the_allocator_is_found_by_the_watchdog_long_before_the_deadline():
-    # jemalloc loops in malloc after a large block was freed twice 32 frees apart
-    import time
-
-    started = time.monotonic()
+    # jemalloc loops in malloc after a large block was freed twice 32 frees apart. The detail names who
+    # ended it: the stall watchdog (a few ticks without progress), not the deadline, whatever the host's speed.
     r = P.probe_target(P.PROBES["overlap-after-double-free"], target("jemalloc"), 1, 262144)
     assert r["outcome"] == "late-crash"
     assert "hung (one allocator call stopped returning: the probe's watchdog) inside malloc" in r["detail"]
-    assert time.monotonic() - started < P.DEFAULT_ALARM / 2
+    assert "deadline" not in r["detail"]
 
 
 def build_fixture_libs(out: Path, source: str, variants) -> dict:
