@@ -15,6 +15,7 @@ from analysis.harness import probes as P
 from analysis.harness import launcher
 from analysis.harness.catalog import load_catalog, parse_extra
 from analysis.paths import REPO
+from conftest import cli_here
 
 pytestmark = [pytest.mark.allocators, pytest.mark.slow]
 
@@ -260,7 +261,7 @@ def cli(*args, cwd=REPO):
     (["--extra", "broken"], "not of the form name=/path/to/lib.so"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
-    proc = cli(*args, "--out", str(tmp_path / "run"))
+    proc = cli_here("probe", *args, "--out", str(tmp_path / "run"))  # the end-to-end tests below use `cli`
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("heapcost: error:") and needle in lines[0]
