@@ -17,10 +17,13 @@
  *
  * argv: reuse_entropy [size [reps [candidates]]] (defaults 64, 512, 65536). Time budgets keep a slow
  * allocator's run short and still give it several picks: a repetition costs about what the setup did
- * (2M allocator calls), so the setup stops adding candidates after SETUP_BUDGET, an eighth of
+ * (2M allocator calls), so the setup stops adding candidates after an eighth of
  * REPS_BUDGET (M is then smaller, and reported), and no repetition starts when the last one would not
  * fit in REPS_BUDGET. With a 1 s setup, efence, duma, dmalloc and tcmalloc-debug made one pick a
  * process in about 4 s, which says nothing about reuse (run 20261130T172723Z-probe-security).
+ * HEAPCOST_PROBE_REPS_BUDGET_MS=<milliseconds>, 1 to 600000, overrides REPS_BUDGET (the setup's budget
+ * follows it): a test gives a budget that every repetition fits, so how many picks it sees does not
+ * depend on the host's speed.
  *
  * stdout: result worked=- size=<bytes> candidates=<M> reps=<picks made> reused=<picks among the freed>
  *         picks=<index|->,...
@@ -34,7 +37,6 @@
 #define MAX_REPS 2048
 #define DEFAULT_REPS 512
 #define REPS_BUDGET 0.5  /* seconds: an allocator's 20 processes take about 5 s of a run with two workers */
-#define SETUP_BUDGET (REPS_BUDGET / 8)
 
 static void *live[MAX_CANDIDATES];
 static uintptr_t cand[MAX_CANDIDATES], scratch[MAX_CANDIDATES];
@@ -46,6 +48,20 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* REPS_BUDGET, or HEAPCOST_PROBE_REPS_BUDGET_MS when set to a valid value (getenv and strtol allocate
+ * nothing). */
+static double reps_budget(void)
+{
+    const char *env = getenv("HEAPCOST_PROBE_REPS_BUDGET_MS");
+    if (env && *env) {
+        char *end;
+        long ms = strtol(env, &end, 10);
+        if (*end == 0 && ms >= 1 && ms <= 600000)
+            return (double)ms / 1000.0;
+    }
+    return REPS_BUDGET;
 }
 
 static long arg_long(int argc, char **argv, int i, long dflt, long lo, long hi, const char *what)
@@ -111,6 +127,7 @@ int main(int argc, char **argv)
     long reps = arg_long(argc, argv, 2, DEFAULT_REPS, 1, MAX_REPS, "reps");
     size_t want = (size_t)arg_long(argc, argv, 3, MAX_CANDIDATES, MIN_CANDIDATES, MAX_CANDIDATES, "candidates");
 
+    double budget = reps_budget(), setup_budget = budget / 8;
     double started = now();
     size_t m = 0;
     while (m < want) {
@@ -122,7 +139,7 @@ int main(int argc, char **argv)
         }
         live[m] = l;
         cand[m++] = (uintptr_t)c;
-        if ((m & 63) == 0 && now() - started > SETUP_BUDGET)
+        if ((m & 63) == 0 && now() - started > setup_budget)
             break;
     }
     if (m < MIN_CANDIDATES)
@@ -132,7 +149,7 @@ int main(int argc, char **argv)
 
     long done = 0, reused = 0;
     double t0 = now();
-    while (done < reps && (done == 0 || now() - t0 + last <= REPS_BUDGET)) {
+    while (done < reps && (done == 0 || now() - t0 + last <= budget)) {
         double t = now();
         sort_addresses(cand, scratch, m);
         for (size_t i = 0; i < m; i++)

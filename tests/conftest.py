@@ -1,6 +1,8 @@
+import io
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,18 @@ def cli(*args, env_extra=None, timeout=600):
     env = dict(os.environ, **(env_extra or {}))
     return subprocess.run([sys.executable, "-m", "analysis", *args], cwd=REPO, capture_output=True, text=True,
                           env=env, timeout=timeout)
+
+
+def cli_here(*args):
+    """What `cli` returns (exit code, stdout, stderr) from the CLI's main() in this process: for commands
+    whose start-up dominates a test (validate: frictionless compiles its format grammars in every new
+    interpreter, about 3 s), so the suite pays it once. Other tests run the real entry point through `cli`."""
+    from analysis.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["heapcost", *args], code, out.getvalue(), err.getvalue())

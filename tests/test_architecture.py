@@ -1,5 +1,6 @@
 """The layers of analysis/ as the code has them: every import, function-level ones included, read with ast."""
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,11 @@ def imports_of(path: Path, modules: dict) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+@cache
+def import_graph() -> dict[str, frozenset[str]]:
+    """Parsed once a session: every module's parametrized test reads the same graph."""
     modules = package_modules()
-    return {name: imports_of(path, modules) - {name} for name, path in modules.items()}
+    return {name: frozenset(imports_of(path, modules) - {name}) for name, path in modules.items()}
 
 
 def layer(module: str) -> str | None:

@@ -1,6 +1,7 @@
 """The protocol candidates' estimators on simulated trials with a known truth (no machine time)."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from analysis.harness import bench_protocols as bp
 from analysis.stats import paired
@@ -43,6 +44,7 @@ def simulated_units(n_units, ratio, seed, regime_ratio=1.7, dwell=3):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow  # 40 seeded studies of three intervals each: 0.9 s of CPU on a fast host
 def test_the_reference_probe_narrows_the_abba_interval_and_keeps_the_truth():
     covered = covered_regime = 0
     widths = {"plain": [], "probe": [], "regime": []}

@@ -16,6 +16,7 @@ from analysis.contract.schema import LITERATURE_SCHEMAS
 from analysis.paths import DATA_DIR, REPO
 from analysis.contract.schema import TABLE_SCHEMAS
 from analysis.publish.validate import validate
+from conftest import cli_here
 from simulated_dataset import make_dataset
 
 
@@ -86,8 +87,7 @@ def test_citation_names_the_dataset_without_a_doi():
 
 def test_cli_writes_the_archive_and_reports_errors_on_one_line(data, tmp_path):
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "analysis", "dataset", *args], cwd=REPO,
-                              capture_output=True, text=True, timeout=120)
+        return cli_here("dataset", *args)
 
     r = cli("--data", str(data), "--out", str(tmp_path / "dist"))
     assert r.returncode == 0, r.stderr

@@ -86,6 +86,15 @@ def _state(pid: int) -> str:
         return f.read().rsplit(")", 1)[1].split()[0]
 
 
+def _reaches(pid: int, states: str, within_s: float = 30.0) -> str:
+    """The process's state once it is one of `states` (a busy host delays a stop or a continue; no fixed
+    sleep is long enough everywhere), or its last state after within_s."""
+    deadline = time.monotonic() + within_s
+    while (state := _state(pid)) not in states and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return state
+
+
 def test_the_load_runs_only_while_its_condition_does():
     cpu = sorted(os.sched_getaffinity(0))[0]
     cond = bench_interference.Condition("same CPU, 50%", "same", 0.5)
@@ -93,16 +102,13 @@ def test_the_load_runs_only_while_its_condition_does():
     try:
         assert list(loads.procs) == [cond.name]  # the quiet condition has no load
         pid = loads.procs[cond.name].pid
-        time.sleep(0.05)
-        assert _state(pid) == "T"  # started stopped
+        assert _reaches(pid, "T") == "T"  # started stopped
         loads.start(cond)
-        time.sleep(0.2)
-        assert _state(pid) in "RS"
+        assert _reaches(pid, "RS") in "RS"
         with open(f"/proc/{pid}/status") as f:
             assert f"Cpus_allowed_list:\t{cpu}" in f.read()
         loads.stop(cond)
-        time.sleep(0.05)
-        assert _state(pid) == "T"
+        assert _reaches(pid, "T") == "T"
     finally:
         loads.close()
     assert loads.procs[cond.name].poll() is not None

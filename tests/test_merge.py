@@ -113,11 +113,12 @@ def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     info = json.loads((run / "run.json").read_text())
     info["allocators"]["glibc-copy"]["origin"] = {"kind": "path", "path": "/usr/lib/x86_64-linux-gnu/libc.so.6"}
     (run / "run.json").write_text(json.dumps(info))
-    aa = results.compute(data).aa
+    res = results.compute(data)
+    aa = res.aa
     assert set(aa["allocator"]) == {"glibc-copy"} and len(aa) == 2  # one cell per workload of that run
     assert not aa["excludes_1"].any()
     assert set(aa["design"]) == {"trials"}
-    numbers = results_writer.write_outputs(results.compute(data), tmp_path / "out")
+    numbers = results_writer.write_outputs(res, tmp_path / "out")
     assert numbers["aa_copies"] == 1 and numbers["configurations"] == numbers["allocators"] - 1
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from analysis.errors import HeapcostError
 from analysis.stats import paired, simulate
-from conftest import cli
+from conftest import cli, cli_here
 
 
 def table(ratios, workload="w", a="glibc", b="x"):
@@ -73,7 +73,7 @@ def test_the_cli_takes_a_pairs_csv(tmp_path):
     assert "hardened / base" in r.stdout
     out = pd.read_csv(tmp_path / "out.csv")
     assert out.loc[0, "ci_low"] < 1.05 < out.loc[0, "ci_high"]
-    r = cli("compare-pairs", str(tmp_path / "nope.csv"))
+    r = cli_here("compare-pairs", str(tmp_path / "nope.csv"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1
 
 
@@ -130,6 +130,7 @@ def _role_pairs(seed: int, n: int, true_ratio: float, role_effect: float, altern
                          "malloc_lib_a": np.where(swap, "libx", "libc"), "malloc_lib_b": np.where(swap, "libc", "libx")})
 
 
+@pytest.mark.slow  # 400 seeded comparisons: 2.4 s of CPU on a fast host
 def test_alternating_roles_cancel_a_role_effect_that_fixed_roles_keep():
     from analysis.contract.schema import oriented_pairs
 
@@ -154,6 +155,7 @@ def test_a_covariate_cannot_follow_pairs_in_both_roles():
         paired.compare_pairs(mixed, covariate="probe")
 
 
+@pytest.mark.slow  # 200 seeded estimates: 1.4 s of CPU on a fast host
 def test_the_role_effect_is_estimated_apart_from_the_allocators_difference():
     covered = 0
     for seed in range(200):

@@ -159,10 +159,10 @@ def test_paper_states_what_generated_holds(built, data):
     assert len(generated_csv(out, "results_tradeoff.csv")) == len(TRUE_RATIOS)
 
 
-def test_generated_numbers_are_the_datasets(built, data):
+def test_generated_numbers_are_the_datasets(built, computed):
     """generated/ agrees with the results recomputed from the dataset (no stale or edited numbers)."""
     out, _, _ = built
-    res = results.compute(data)
+    res = computed
     shown = {r["allocator"]: r["display"] for r in generated_csv(out, "results_speed_geomean.csv")}
     for _, g in res.speed.geomean.iterrows():
         assert shown[g["allocator"]] == results.fmt_interval(g["geomean_ratio"], g["ci_low"], g["ci_high"])
@@ -335,13 +335,13 @@ def test_readme_lists_every_figure_and_table_of_the_paper():
     assert missing == [], f"README's figure and table list lacks {missing}"
 
 
-def test_other_runs_of_the_profile_are_compared_with_the_published_one(data, tmp_path):
+def test_other_runs_of_the_profile_are_compared_with_the_published_one(computed):
     """A second simulated run of the same truth: its intervals overlap the published run's; a run with
     one allocator made 30% slower does not, for that allocator."""
     from simulated_dataset import WORKLOADS
     from analysis.stats import simulate
 
-    published = results.compute(data).speed.geomean
+    published = computed.speed.geomean
     same = simulate.simulate_trials(simulate.Scenario(ratios=TRUE_RATIOS, workloads=WORKLOADS, n_blocks=12), 99)
     shifted = dict(TRUE_RATIOS, jemalloc=TRUE_RATIOS["jemalloc"] * 1.3)
     slower = simulate.simulate_trials(simulate.Scenario(ratios=shifted, workloads=WORKLOADS, n_blocks=12), 98)
@@ -354,7 +354,7 @@ def test_other_runs_of_the_profile_are_compared_with_the_published_one(data, tmp
     fewer = same[same["workload"] == "small-loop"]
     runs = {"same": same, "slower": slower, "fewer": fewer}
     lead_run = published["run_id"].iloc[0]
-    cells = {lead_run: results.compute(data).cells["wall_s"].query("run_id == @lead_run"),
+    cells = {lead_run: computed.cells["wall_s"].query("run_id == @lead_run"),
              **{name: results.against(trials, "glibc", "wall_s").results for name, trials in runs.items()}}
     others = {name: results.against(trials, "glibc", "wall_s").geomean for name, trials in runs.items()}
     rep = results.between_runs(published, others, cells)

@@ -15,6 +15,7 @@ from analysis.harness import probes as P
 from analysis.harness import launcher
 from analysis.harness.catalog import load_catalog, parse_extra
 from analysis.paths import REPO
+from conftest import cli_here
 
 pytestmark = [pytest.mark.allocators, pytest.mark.slow]
 
@@ -153,14 +154,12 @@ def test_perl_allocators_are_not_applicable_with_a_reason():
 
 @pytest.mark.skipif(not Path(JEMALLOC).exists(), reason="libjemalloc2 not installed yet: `make system-deps` installs it")
 def test_a_hang_inside_the_allocator_is_found_by_the_watchdog_long_before_the_deadline():
-    # jemalloc loops in malloc after a large block was freed twice 32 frees apart
-    import time
-
-    started = time.monotonic()
+    # jemalloc loops in malloc after a large block was freed twice 32 frees apart. The detail names who
+    # ended it: the stall watchdog (a few ticks without progress), not the deadline, whatever the host's speed.
     r = P.probe_target(P.PROBES["overlap-after-double-free"], target("jemalloc"), 1, 262144)
     assert r["outcome"] == "late-crash"
     assert "hung (one allocator call stopped returning: the probe's watchdog) inside malloc" in r["detail"]
-    assert time.monotonic() - started < P.DEFAULT_ALARM / 2
+    assert "deadline" not in r["detail"]
 
 
 def build_fixture_libs(out: Path, source: str, variants) -> dict:
@@ -262,7 +261,7 @@ def cli(*args, cwd=REPO):
     (["--extra", "broken"], "not of the form name=/path/to/lib.so"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
-    proc = cli(*args, "--out", str(tmp_path / "run"))
+    proc = cli_here("probe", *args, "--out", str(tmp_path / "run"))  # the end-to-end tests below use `cli`
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("heapcost: error:") and needle in lines[0]

@@ -27,6 +27,7 @@ def test_start_up_and_per_unit_cost_are_recovered():
         assert model.loc[alloc, "per_unit_s"] == pytest.approx(unit, rel=0.1)
 
 
+@pytest.mark.slow  # 200 seeded fits: 1 s of CPU on a fast host
 def test_the_per_unit_ratio_interval_covers_the_truth_about_95_percent():
     truth = TRUTH["efence"][1] / TRUTH["glibc"][1]
     covered = []

@@ -64,6 +64,7 @@ def test_intervals_are_much_tighter_than_welch_on_raw_times(noisy_study):
     assert ratio.mean() <= 0.6, ratio.mean()
 
 
+@pytest.mark.slow  # the study takes 13 s on a fast host; in `make test` the slow tests above share it
 def test_the_coverage_band_rejects_intervals_that_are_too_narrow(noisy_study):
     # the same check on intervals shrunk by 30%: it must fail, or the band tests nothing
     centre = np.log(noisy_study["ratio"])
