@@ -53,6 +53,11 @@ MACHINE_PATH = re.compile(_START + r"/(?:(?:root|home|tmp|work|Users|private|var
                           r"|(?:[\w.+@-]+/)*?(?:\.cache/heapcost|\.?venv|tmp/heapcost-[\w-]+)/)")
 
 
+# a file of any other folder of the machine (a library a user brought from their home or work folder), up to
+# the end of the path: written `{elsewhere}/<file name>` (run.json's `libraries` give its sha256)
+_ELSEWHERE = re.compile(MACHINE_PATH.pattern + r"(?:[^\s,;\"'()\[\]{}<>]*/)?(?P<name>[^\s,;\"'()\[\]{}<>/]*)")
+
+
 def repo_relative(text: str) -> str:
     """`text` (a reason, an error message) with absolute paths of the repository's files written relative
     to the repository: `/home/me/heapcost/workloads/x.pl` -> `workloads/x.pl`. Paths outside a
@@ -79,7 +84,8 @@ def portable_text(text: str) -> str:
     for pattern, name in _FOREIGN:
         text = pattern.sub(name, text)
     text = repo_relative(text)
-    return _own_root(tempfile.gettempdir()).sub("{tmp}/", text)
+    text = _own_root(tempfile.gettempdir()).sub("{tmp}/", text)
+    return _ELSEWHERE.sub(lambda m: "{elsewhere}/" + m.group("name"), text)
 
 
 def _own_root(root: str) -> re.Pattern:

@@ -89,12 +89,13 @@ def test_migration_is_idempotent_and_keeps_line_endings(tmp_path):
     assert migrate_paths.migrate(tmp_path / "data") == ([], [])
 
 
-def test_migration_reports_a_path_it_cannot_place(tmp_path):
+def test_migration_names_a_file_of_another_folder_by_its_name(tmp_path):
     run = tmp_path / "data" / "runs" / "r1"
     run.mkdir(parents=True)
     (run / "run.json").write_text('{"note": "/home/bob/elsewhere/lib.so"}')
     changed, left = migrate_paths.migrate(tmp_path / "data")
-    assert changed == [] and left == ["runs/r1/run.json: /home/"]
+    assert [p.name for p in changed] == ["run.json"] and left == []
+    assert (run / "run.json").read_text() == '{"note": "{elsewhere}/lib.so"}'
 
 
 def test_cli_bad_input_is_one_line(tmp_path):
@@ -181,3 +182,17 @@ def test_a_library_brought_from_a_home_folder_is_named_by_its_file():
     assert portable_path("/home/bob/src/hardened_malloc/out/libhardened_malloc.so") == \
         "{elsewhere}/libhardened_malloc.so"
     assert portable_path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2") == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
+def test_a_brought_library_outside_every_known_folder_is_named_by_its_file():
+    """EXTRA_ALLOCATORS as papermill and run.json record it: a library built by hand in some folder of the
+    machine keeps its name and loses its folder; system libraries and the known roots keep their form."""
+    from analysis.paths import machine_paths, portable_text
+
+    raw = ("hardened-72fb357=/work/ext/lib/libhardened_malloc-72fb357.so,"
+           "omalloc-1.299=/home/someone/build/omalloc/lib/libomalloc-1.299.so,glibc-copy=/lib/x86_64-linux-gnu/libc.so.6")
+    text = portable_text(raw)
+    assert text == ("hardened-72fb357={elsewhere}/libhardened_malloc-72fb357.so,"
+                    "omalloc-1.299={elsewhere}/libomalloc-1.299.so,glibc-copy=/lib/x86_64-linux-gnu/libc.so.6")
+    assert machine_paths(text) == [] and portable_text(text) == text
+    assert portable_text('"/root/x/lib.so"') == '"{elsewhere}/lib.so"'

@@ -22,7 +22,7 @@ from analysis.harness import brought, launcher, machine, quiet
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
 from analysis.errors import HeapcostError, warn
-from analysis.paths import RUNS_DIR, portable_path
+from analysis.paths import RUNS_DIR, portable_path, portable_text
 
 PAD_SPREAD = 4096  # bytes of random environment offset per trial (more than a page: all stack alignments)
 BASELINE = "glibc"
@@ -197,7 +197,7 @@ class Campaign:
     def params(self) -> dict:
         """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
         p = {"profile": self.profile.name, "mode": self.mode, "allocators": [a.id for a in self.allocs],
-             "workloads": self.workload_ids, "extra_allocators": self.extra, "blocks": self.blocks,
+             "workloads": self.workload_ids, "extra_allocators": portable_text(self.extra), "blocks": self.blocks,
              **({"pair_blocks": self.pair_blocks} if self.pair_blocks != self.blocks else {}),
              "target_ci": self.target_ci, "budget_min": self.budget_min,
              "protocol": self.protocol, "pin": self.pin, "sources_sha256": sources_sha256()}
