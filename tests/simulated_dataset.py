@@ -24,9 +24,15 @@ FREES = {"small-loop": 400_000, "pow2-churn": 131_073}
 
 
 def real_probe_run() -> Path:
+    """The newest committed probe run that probed every simulated allocator (a run of brought allocators
+    alone would leave the simulated ones without a security score)."""
+    import csv
+
     runs = sorted(p.parent for p in (DATA_DIR / "runs").glob("*/probes.csv"))
-    assert runs, "the committed probe run is missing from data/runs"
-    return runs[-1]
+    covering = [r for r in runs
+                if set(TRUE_RATIOS) <= {row["allocator"] for row in csv.DictReader(open(r / "probes.csv"))}]
+    assert covering, "no committed probe run in data/runs probed every simulated allocator"
+    return covering[-1]
 
 
 def make_dataset(root: Path, seed: int = 11, n_blocks: int = 12) -> Path:

@@ -226,7 +226,8 @@ def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
 @draws_rounded
 def tradeoff_figure(trade: pd.DataFrame, path: Path | None, baseline: str):
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 5.0))
+    # taller with more allocators, so that adjustText finds room for every label
+    fig, ax = plt.subplots(figsize=(6.5, max(5.0, 2.5 + 0.12 * len(trade))))
     tradeoff_axes(ax, trade, baseline)
     fig.tight_layout()
     if path is not None:

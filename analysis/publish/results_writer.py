@@ -178,7 +178,10 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
     write_csv(res.allocators, p("allocators.csv"))
-    write_csv(res.brought.assign(sha256_short=res.brought["library_sha256"].str[:16]), p("brought.csv"))
+    write_csv(res.brought.assign(
+        sha256_short=res.brought["library_sha256"].str[:16],
+        revision_short=res.brought["revision"].str.replace(r"^([0-9a-f]{12})[0-9a-f]{28}$", r"\1", regex=True)),
+        p("brought.csv"))
     numbers["brought"] = {"libraries": int(len(res.brought)), "allocators": sorted(set(res.brought["allocator"]))}
     write_csv(res.workloads, p("workloads.csv"))
     so = res.seed_only.copy()
@@ -202,8 +205,12 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
 
 def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str, aa=frozenset()) -> None:
     """Two forest plots: the allocators within 0.5-2x in percent, the others (debugging allocators) in
-    multiples, each with 95% confidence intervals; A/A copies of the baseline are left to their own table."""
-    near, far = figures.split_near_one(table[~table["allocator"].isin(aa)], geomean)
+    multiples, each with 95% confidence intervals; A/A copies of the baseline are left to their own table, and
+    the seeds' own cases (perl's benchmark case by case, pow2-ladder, build) to the debates' tables."""
+    from analysis.harness.workloads import DEFAULT_WORKLOADS
+
+    shown = table[~table["allocator"].isin(aa) & table["workload"].isin(DEFAULT_WORKLOADS)]
+    near, far = figures.split_near_one(shown, geomean)
     figures.forest(near, p(f"{name}_forest.svg"), f"{what}: change in percent (95% confidence interval)",
                    percent=True)
     figures.forest(far, p(f"{name}_forest_heavy.svg"), f"{what}: ratio (95% confidence interval, log scale)")
