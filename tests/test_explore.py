@@ -31,6 +31,7 @@ def default_view(ds):
                            draws=params["draws"])
 
 
+@pytest.mark.slow  # the published dataset at the paper's 1000 draws (8 s): in make test, not test-fast
 def test_the_whole_dataset_gives_the_tradeoff_with_every_verdict_whole(default_view):
     view = default_view
     assert view.ok and view.message == ""
@@ -130,6 +131,7 @@ def test_presets_weigh_every_probe():
     assert {"freelist-poison", "fake-chunk-free", "double-free", "overlap-after-double-free"} <= top
 
 
+@pytest.mark.slow
 def test_the_default_view_is_the_papers_table(default_view):
     """notebooks/explore.ipynb with its default parameters shows the paper's trade-off table: the same runs,
     lockstep pairs included, through the same results functions (jemalloc 0.941 [0.934, 0.948] on 9 workloads)."""

@@ -61,6 +61,7 @@ def write_products(data, out, env_change: dict) -> dict:
     return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
 
 
+@pytest.mark.slow  # renders the products twice in fresh interpreters: in make test, not test-fast
 def test_products_have_the_same_bytes_under_other_numpy_settings(tmp_path):
     data = make_dataset(tmp_path / "sim")
     written = {name: write_products(data, tmp_path / name, env) for name, env in HOSTS.items()}
