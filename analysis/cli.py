@@ -11,8 +11,8 @@ from analysis.errors import HeapcostError
 # command -> (module, one-line help). Each module has add_arguments(parser) and run(args); it is imported
 # only when its command runs (or its --help is asked for), so `heapcost --help` starts fast.
 COMMANDS = {
-    "allocators": ("analysis.harness.catalog", "list the allocator catalogue and what is available here"),
-    "provision": ("analysis.harness.provision", "install or build every allocator this machine can have"),
+    "allocators": ("analysis.harness.allocators.catalog", "list the allocator catalogue and what is available here"),
+    "provision": ("analysis.harness.allocators.provision", "install or build every allocator this machine can have"),
     "measure": ("analysis.harness.measure", "run a measurement campaign into data/runs/"),
     "validate": ("analysis.publish.validate", "check a dataset against data/datapackage.json"),
     "compare": ("analysis.stats.compare", "ratios with 95% confidence intervals of each allocator against a baseline"),
@@ -21,7 +21,7 @@ COMMANDS = {
     "paper": ("analysis.publish.paper", "generate the paper's figures and numbers from the dataset"),
     "dataset": ("analysis.publish.dataset", "write the versioned dataset archive with its checksum"),
     "notebook": ("analysis.publish.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
-    "bench": ("analysis.harness.bench", "benchmark the measurement protocol against hyperfine"),
+    "bench": ("analysis.harness.bench.command", "benchmark the measurement protocol against hyperfine"),
 }
 MODULE_PROG = "python -m analysis"
 

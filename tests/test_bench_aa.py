@@ -1,4 +1,4 @@
-"""The hyperfine A/A benchmark (analysis/harness/bench_aa.py) with hyperfine and the campaign faked: no process
+"""The hyperfine A/A benchmark (analysis/harness/bench/aa.py) with hyperfine and the campaign faked: no process
 runs. What it must get right: the copy is the preloaded library, both commands run at one scale, the Welch
 interval's exclusions are counted per workload, and results.md shows them."""
 import math
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import bench, bench_aa
+from analysis.harness.bench import command as bench, aa as bench_aa
 
 
 class FakeCampaign:

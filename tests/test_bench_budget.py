@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import bench
-from analysis.harness import bench_precision as bp
+from analysis.harness.bench import command as bench
+from analysis.harness.bench import precision as bp
 
 PROFILE_SCALES = {"smoke": 0.03, "quick": 0.25}
 OTHER_FACTOR = 0.5  # the other allocator's scale factor: the baseline must run at it too

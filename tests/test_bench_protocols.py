@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.harness import bench_protocols as bp
+from analysis.harness.bench import protocols as bp
 from analysis.stats import paired
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import brought, catalog
+from analysis.harness.allocators import brought, catalog
 from conftest import FIXTURES, cli
 
 SEED_COMMIT = "72fb3576f568481a03076c62df37984f96bfdfeb"

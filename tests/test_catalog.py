@@ -1,6 +1,6 @@
 import pytest
 
-from analysis.harness import catalog
+from analysis.harness.allocators import catalog
 from analysis.errors import HeapcostError
 from conftest import cli
 

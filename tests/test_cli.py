@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis import cli
-from analysis.harness import catalog
+from analysis.harness.allocators import catalog
 from conftest import REPO
 
 

@@ -1,5 +1,5 @@
 """The bench's pure parts: the adaptive design on simulated data and the printed table."""
-from analysis.harness import bench
+from analysis.harness.bench import command as bench
 
 
 def test_adaptive_design_needs_fewer_trials_than_fixed():

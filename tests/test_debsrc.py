@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.harness import debsrc
+from analysis.harness.allocators import debsrc
 from analysis.errors import HeapcostError
 
 DEB822 = """\

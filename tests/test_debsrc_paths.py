@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import debsrc, debsrc_paths
+from analysis.harness.allocators import debsrc, debsrc_paths
 
 PRINT_URIS = """\
 Reading package lists...

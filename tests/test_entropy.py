@@ -220,7 +220,7 @@ def test_address_entropy_intervals_cover_the_truth(case):
 @pytest.mark.allocators
 def test_glibc_reuse_is_lifo_near_zero_bits():
     from analysis.harness import probes as P
-    from analysis.harness.catalog import load_catalog
+    from analysis.harness.allocators.catalog import load_catalog
 
     target = P.target_for(load_catalog()["glibc"])
     # 512 picks take about 0.8 s on a fast host, more than the probe's own 0.5 s budget, which would cut

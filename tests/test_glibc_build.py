@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from analysis.harness import debsrc
-from analysis.harness import glibc_build as gb
+from analysis.harness.allocators import debsrc
+from analysis.harness.allocators import glibc_build as gb
 from analysis.errors import HeapcostError
 
 VERSION = "2.36-9+deb12u14"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.harness import catalog
+from analysis.harness.allocators import catalog
 from analysis.harness import blocks, measure, trial
 from analysis.contract import runstore
 from analysis.errors import HeapcostError

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import bench, bench_interference
+from analysis.harness.bench import command as bench, interference as bench_interference
 from analysis.stats import interference
 
 # condition: (placement, duty, recorded share on the pairs' CPU, on the other CPU, true log shift)

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import bench, bench_layout, lockstep
+from analysis.harness import lockstep
+from analysis.harness.bench import command as bench, layout as bench_layout
 from analysis.harness.workloads import WORKLOADS
 from analysis.stats import layout
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.harness import catalog, debsrc, debsrc_paths, mozjemalloc_build as mb, provision
-from analysis.harness.allocator_cache import built_prefix
+from analysis.harness.allocators import catalog, debsrc, debsrc_paths, mozjemalloc_build as mb, provision
+from analysis.harness.allocators.cache import built_prefix
 
 IDS = ("mozjemalloc", "mozjemalloc-poison", "mozjemalloc-poison-full")
 

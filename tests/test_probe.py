@@ -13,7 +13,7 @@ import pytest
 
 from analysis.harness import probes as P
 from analysis.harness import launcher
-from analysis.harness.catalog import load_catalog, parse_extra
+from analysis.harness.allocators.catalog import load_catalog, parse_extra
 from analysis.paths import REPO
 from conftest import cli_here
 

@@ -10,7 +10,8 @@ import pytest
 from analysis.contract import runstore
 from analysis.contract.schema import PAIR_COLUMNS, TRIAL_COLUMNS, table_schema
 from analysis.errors import HeapcostError
-from analysis.harness import catalog, launcher, lockstep, measure, quiet
+from analysis.harness import launcher, lockstep, measure, quiet
+from analysis.harness.allocators import catalog
 from analysis.harness.trial import SpeedTrial, reference_checksum
 from analysis.harness.workloads import WORKLOADS
 

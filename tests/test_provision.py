@@ -5,8 +5,8 @@ from types import SimpleNamespace
 import pytest
 
 from analysis import cli
-from analysis.harness import debsrc
-from analysis.harness import provision
+from analysis.harness.allocators import debsrc
+from analysis.harness.allocators import provision
 from analysis.errors import HeapcostError
 
 

@@ -102,7 +102,7 @@ def test_claims_against_observations():
 
 
 def test_every_defence_id_maps_to_known_probes():
-    from analysis.harness.catalog import DEFENCES
+    from analysis.harness.allocators.catalog import DEFENCES
     from analysis.harness.probes import PROBES
 
     assert set(S.DEFENCE_PROBES) == set(DEFENCES)

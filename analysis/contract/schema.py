@@ -79,7 +79,7 @@ TRIALS = [
     _f("steal_s", "number", "Steal time of all CPUs during the trial (/proc/stat): time the hypervisor "
        "ran other guests instead of this machine.", "s", minimum=0),
     _f("interfered", "integer", INTERFERED, enum=[0, 1]),
-    # added with the interference thresholds (bench_interference.py); older runs lack it
+    # added with the interference thresholds (bench/interference.py); older runs lack it
     _f("cpu_other_s", "number", "Of other_cpu_s, the part on the trial's own CPU (its line of /proc/stat, "
        "the trial's own time and the launcher's clock probes subtracted); empty for unpinned trials.", "s",
        minimum=0),

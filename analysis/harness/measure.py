@@ -13,12 +13,13 @@ from pathlib import Path
 
 from analysis.contract import runstore
 from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
-from analysis.harness import catalog as catalog_mod
+from analysis.harness.allocators import catalog as catalog_mod
 from analysis.harness.blocks import run_blocks
 from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
 from analysis.stats.compare import MIN_RUNS
 from analysis.stats.paired import MIN_PAIRS
-from analysis.harness import brought, launcher, machine, quiet
+from analysis.harness import launcher, machine, quiet
+from analysis.harness.allocators import brought
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
 from analysis.errors import HeapcostError, warn

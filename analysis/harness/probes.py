@@ -167,7 +167,7 @@ class Target:
 
 def target_for(alloc) -> Target:
     """The Target of a catalogue Allocator (or a bring-your-own one)."""
-    from analysis.harness.catalog import resolve
+    from analysis.harness.allocators.catalog import resolve
 
     if alloc.interpreters or alloc.family == "perl":
         return Target(alloc.id, unavailable=PERL_SYSTEM_MALLOC if alloc.expect_perl_malloc is False else PERL_OWN_MALLOC)
@@ -460,8 +460,8 @@ def run(args) -> int:
         raise HeapcostError(f"--jobs must be at least 1, got {args.jobs}")
     probes = _probes(args.probes)
     sizes = _sizes(args.sizes)
-    from analysis.harness.brought import library_records
-    from analysis.harness.catalog import select
+    from analysis.harness.allocators.brought import library_records
+    from analysis.harness.allocators.catalog import select
 
     allocators = select(args.allocators, args.extra, require_available=False)
     targets = [_with_alarm(target_for(a), args.alarm) for a in allocators]

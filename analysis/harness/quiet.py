@@ -10,7 +10,7 @@ unbiased over many trials.
 A trial is flagged `interfered` when others used, on its own CPU, more than SAME_CPU_FRACTION of its wall
 time, or, on the other CPUs, more than OTHER_CPUS_FRACTION; in either case more than that record's floor
 (SAME_CPU_MIN_S, OTHER_CPUS_MIN_S: what quiet pairs record, tick noise). The thresholds come from `make
-bench`'s interference part (bench_interference.py, bench/results.md), which measured how much other work of
+bench`'s interference part (bench/interference.py, bench/results.md), which measured how much other work of
 known placement moves a lockstep pair's ratio: on the pair's own CPU, by about as much as the share it
 takes; on the other CPU, by far less.
 

@@ -244,7 +244,7 @@ class CompileWorkload(Workload):
         if not fetch:
             raise HeapcostError(f"workload {self.id} is not prepared: its {self.package} source is not "
                                 "fetched yet; run its prepare('glibc') first")
-        from analysis.harness.debsrc import fetch_source   # late: only this workload fetches sources
+        from analysis.harness.allocators.debsrc import fetch_source   # late: only this workload fetches sources
         tree = Path(fetch_source(self.package))
         if not (tree / self.subdir).is_dir():
             raise HeapcostError(f"{self.package} source at {tree} has no {self.subdir}/ folder")

@@ -36,7 +36,7 @@ def outcomes_by_size(rows) -> dict:
 
 def catalogue_claims() -> dict[str, tuple]:
     """Each catalogue allocator's claimed defences (allocators.toml)."""
-    from analysis.harness.catalog import load_catalog
+    from analysis.harness.allocators.catalog import load_catalog
 
     return {a.id: a.defences for a in load_catalog().values()}
 

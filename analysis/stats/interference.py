@@ -1,7 +1,7 @@
 """How much other work moves a lockstep pair's ratio, and the interference thresholds that follow from it.
 
 Input: lockstep pairs measured under conditions that took turns in randomized blocks (the bench's
-interference part, harness/bench_interference.py): a `condition` per pair, its `placement` ("" for the
+interference part, harness/bench/interference.py): a `condition` per pair, its `placement` ("" for the
 quiet condition, "other" when the load ran on the other CPU, "same" on the pairs' CPU), the load's `duty`,
 the two active times, the pair's `wall_s` and the CPU time other processes used meanwhile as campaigns record
 it per trial and pair: on the whole machine (`other_cpu_s`) and, of it, on the pair's own CPU

@@ -1,7 +1,7 @@
 """Whether the two processes of a lockstep pair share a layout effect that pairing could cancel.
 
 Input: lockstep pairs measured under layout conditions that took turns in randomized blocks (the bench's
-layout part, harness/bench_layout.py): a `condition` per pair (how the two processes' address spaces were
+layout part, harness/bench/layout.py): a `condition` per pair (how the two processes' address spaces were
 laid out), `allocator_a` and `allocator_b`, their active times and `status`. Rows whose allocator_b is the
 baseline have their sides swapped first (contract/schema.py, oriented_pairs), so every ratio reads
 other / baseline.

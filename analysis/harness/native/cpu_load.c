@@ -1,4 +1,4 @@
-/* heapcost-cpu-load: other work, on purpose, for the bench's interference part (bench_interference.py).
+/* heapcost-cpu-load: other work, on purpose, for the bench's interference part (harness/bench/interference.py).
  *
  *   heapcost-cpu-load --cpu N --duty D [--period-ms P] [--mib M]
  *

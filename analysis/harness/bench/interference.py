@@ -145,7 +145,7 @@ def interference_bench(allocators=("glibc", "scudo"), workload="small-loop", bud
                        seed: int = 1, force=None, out: Path | None = None) -> dict:
     """The interference part of results.json: every condition's effect and the thresholds."""
     from analysis.harness import quiet
-    from analysis.harness.bench_campaign import bench_campaign
+    from analysis.harness.bench.campaign import bench_campaign
 
     baseline, other = allocators
     with bench_campaign(allocators, workload, seed, force, "interference") as camp:

@@ -1,6 +1,6 @@
 """`make bench`, A/A through hyperfine: is the Welch interval on hyperfine's runs as honest as it is narrow?
 
-The precision grid (bench_precision.py) compares half-widths; a narrow interval is worth something only if it
+The precision grid (bench/precision.py) compares half-widths; a narrow interval is worth something only if it
 covers the truth. Here the truth is known: the baseline against a preloaded copy of its own library (the
 ratio is one), each as the campaign's own trial at the quick profile's scale, in hyperfine's default run,
 for every workload and round. About 5% of 95% intervals should exclude one. heapcost's own A/A cells
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.errors import HeapcostError
-from analysis.harness.bench_precision import hyperfine_commands, hyperfine_json
+from analysis.harness.bench.precision import hyperfine_commands, hyperfine_json
 from analysis.stats import estimators as stats
 
 BASELINE, COPY = "glibc", "glibc-copy"

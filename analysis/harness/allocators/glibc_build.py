@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from analysis.harness import debsrc
+from analysis.harness.allocators import debsrc
 from analysis.errors import HeapcostError
 from analysis.paths import REPO, cache_dir
 

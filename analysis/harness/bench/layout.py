@@ -13,7 +13,7 @@ condition, compared allocator and block; the roles alternate between blocks as i
 - "ASLR off, one offset per pair": without randomization and the same padding: the two processes' stacks
   and mappings as alike as two allocators allow, the layout still sampled over pairs by the padding.
 Two comparisons run in every block: the bench pair (default glibc against scudo on small-loop, smoke scale)
-and an A/A pair, the baseline against a preloaded copy of its own libc.so.6 (bench_aa.py), whose true
+and an A/A pair, the baseline against a preloaded copy of its own libc.so.6 (bench/aa.py), whose true
 ratio is 1: a condition that narrows the intervals but moves the A/A ratio off 1 trades noise for bias.
 """
 import math
@@ -64,8 +64,8 @@ def run_conditions(camp, baseline: str, others, workload: str, budget_s: float, 
 def layout_bench(allocators=("glibc", "scudo"), workload="small-loop", budget_min: float = 4.0, seed: int = 1,
                  force=None, out: Path | None = None, libc: str | None = None) -> dict:
     """The layout part of results.json: every condition's interval, spread and correlation, per comparison."""
-    from analysis.harness.bench_aa import running_libc
-    from analysis.harness.bench_campaign import bench_campaign
+    from analysis.harness.bench.aa import running_libc
+    from analysis.harness.bench.campaign import bench_campaign
 
     baseline, other = allocators
     if baseline != "glibc":

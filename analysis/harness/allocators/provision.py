@@ -5,7 +5,7 @@ By origin kind: `debian` and `musl` are apt packages; `pypi` is cmeel-mimalloc f
 <cache>/allocators/<id>-<source-version>/, which a new clone reuses. A build counts as finished only once
 its BUILD.json says the verification passed; it is written last, after everything else is in place.
 `glibc-build` allocators are the system's glibc source built unchanged or with one of our patches
-(harness/glibc_build.py: its own cache folders and stamp.json).
+(harness/allocators/glibc_build.py: its own cache folders and stamp.json).
 """
 import datetime
 import fcntl
@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.harness import brought, catalog, debsrc, debsrc_paths, glibc_build, mozjemalloc_build
-from analysis.harness.allocator_cache import allocators_root, built_prefix, read_build_record
+from analysis.harness.allocators import brought, catalog, debsrc, debsrc_paths, glibc_build, mozjemalloc_build
+from analysis.harness.allocators.cache import allocators_root, built_prefix, read_build_record
 from analysis.errors import HeapcostError
 from analysis.paths import REPO, cache_dir
 

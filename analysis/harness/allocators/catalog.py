@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness import brought, glibc_build
-from analysis.harness.allocator_cache import built_prefix
+from analysis.harness.allocators import brought, glibc_build
+from analysis.harness.allocators.cache import built_prefix
 from analysis.paths import CATALOG_PATH, REPO, cache_dir
 
 DEFENCES = (
@@ -39,7 +39,7 @@ class Allocator:
     interpreters: dict = field(default_factory=dict)
     callgrind: bool | str = True  # True, or the reason it cannot run under callgrind
     timeout_s: float | None = None  # a tighter per-trial timeout than the profile's (slow debuggers)
-    min_max_map_count: int = 0  # vm.max_map_count it needs (checked before a campaign: harness/brought.py)
+    min_max_map_count: int = 0  # vm.max_map_count it needs (checked before a campaign: harness/allocators/brought.py)
 
     @property
     def variant(self) -> str:
@@ -53,7 +53,7 @@ class Allocator:
 
     @property
     def built_glibc(self) -> bool:
-        """A build of the system's glibc source (harness/glibc_build.py), run through that build's loader."""
+        """A build of the system's glibc source (harness/allocators/glibc_build.py), run through that build's loader."""
         return self.origin.get("kind") == "glibc-build"
 
 

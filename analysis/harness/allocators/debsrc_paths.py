@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness import debsrc
+from analysis.harness.allocators import debsrc
 
 _COMPONENT_TARBALL = re.compile(r"\.orig-[^/]+\.tar\.[a-z0-9]+$")
 _TARBALL = re.compile(r"\.tar\.[a-z0-9]+$")

@@ -2,7 +2,7 @@
 
 Benchmarks (not timed tests), written to bench/results.json and bench/results.md (the benchmarks not run
 now, --only, are kept from the results.json already there, each with when and under what load it ran):
-1. precision at equal machine time (bench_precision.py): heapcost's default protocol (lockstep pairs for
+1. precision at equal machine time (bench/precision.py): heapcost's default protocol (lockstep pairs for
    our C workloads, the paired robust log-ratio interval) against hyperfine's run of the same two commands
    (its default run, or --runs sized to a budget), at each profile's workload scale; half-widths of the
    95% interval of the ratio compared; hyperfine's own +- and a Welch interval on its times; each
@@ -11,13 +11,13 @@ now, --only, are kept from the results.json already there, each with when and un
    `hyperfine -N`, all timed from outside as wall-clock per trial;
 3. adaptive against fixed designs: trials needed until the widest interval meets a target, on
    simulated data with allocators of unequal noise (seeded, so it needs no machine time);
-4. the timing-protocol candidates at equal machine time (bench_protocols.py);
+4. the timing-protocol candidates at equal machine time (bench/protocols.py);
 5. the A/A cells of the published dataset, as `make paper` tabulated them (no machine time);
-6. A/A through hyperfine (bench_aa.py): the baseline against a preloaded copy of its own library in
+6. A/A through hyperfine (bench/aa.py): the baseline against a preloaded copy of its own library in
    hyperfine's default run, per workload and round: how often its Welch interval excludes the true ratio;
-7. interference (bench_interference.py): lockstep pairs under other work of known placement and duty,
+7. interference (bench/interference.py): lockstep pairs under other work of known placement and duty,
    and the thresholds by which campaigns flag a trial as measured during interference;
-8. layout (bench_layout.py): whether a shared stack offset or disabled address-space randomization lets
+8. layout (bench/layout.py): whether a shared stack offset or disabled address-space randomization lets
    a lockstep pair cancel each process's own layout effect, and what it does to an A/A ratio.
 """
 import json
@@ -33,9 +33,9 @@ import pandas as pd
 from analysis.stats import compare
 from analysis.stats import simulate
 from analysis.errors import HeapcostError, warn
-from analysis.harness import bench_aa, bench_interference, bench_layout, bench_precision
-from analysis.harness.bench_precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
-from analysis.harness.bench_protocols import CANDIDATES, protocol_candidates
+from analysis.harness.bench import aa as bench_aa, interference as bench_interference, layout as bench_layout, precision as bench_precision
+from analysis.harness.bench.precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
+from analysis.harness.bench.protocols import CANDIDATES, protocol_candidates
 from analysis.paths import REPO
 
 

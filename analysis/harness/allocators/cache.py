@@ -5,7 +5,7 @@ import glob
 import json
 from pathlib import Path
 
-from analysis.harness import debsrc
+from analysis.harness.allocators import debsrc
 from analysis.paths import cache_dir
 
 

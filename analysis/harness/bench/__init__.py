@@ -1,0 +1,2 @@
+"""`make bench`: the measurement protocol measured against hyperfine (command.py runs the parts; each part is a
+module of its own, with the throwaway campaign they share in campaign.py). Results: bench/README.md."""
