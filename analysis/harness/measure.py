@@ -165,15 +165,11 @@ class Campaign:
         self.runs_dir = Path(runs_dir)
         self.progress = progress
         self.workload_ids = select_workloads(workloads)
-        self.allocs = catalog_mod.select(allocators, extra_allocators)
-        if self.protocol == "lockstep" and mode == "time" and BASELINE not in {a.id for a in self.allocs}:
-            # every lockstep pair is (baseline, allocator): the baseline joins the selection
-            self.allocs = catalog_mod.select(f"{BASELINE},{allocators}", extra_allocators)
-        self.resolved = {a.id: catalog_mod.resolve(a) for a in self.allocs}
-        for r in self.resolved.values():
-            if r.allocator.user_supplied:
-                check_preloadable(r)
-        brought.check_map_count(self.allocs)
+        # every lockstep pair is (baseline, allocator): the baseline joins the selection
+        self.resolved = catalog_mod.for_campaign(
+            allocators, extra_allocators, check=check_preloadable,
+            baseline=BASELINE if self.protocol == "lockstep" and mode == "time" else None)
+        self.allocs = [r.allocator for r in self.resolved.values()]
         self.workloads = {w: WORKLOADS[w] for w in self.workload_ids}
         # A cell is (allocator, workload, scale factor). Allocators run at a reduced scale (slow
         # debugging ones) are compared with the baseline at that same scale, so it runs there too.

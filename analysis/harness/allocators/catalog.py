@@ -275,6 +275,21 @@ def select(names: str | None, extra: str | None = None, *, catalog=None,
     return chosen
 
 
+def for_campaign(names: str | None, extra: str | None, *, baseline: str | None = None, check=None) -> dict:
+    """The allocators a campaign measures, resolved once: those `names` and `extra` select (`select`), with
+    `baseline` joined when given, each resolved here; every brought library passed to `check` (the harness's
+    test that it preloads and serves malloc) and vm.max_map_count held against what they need."""
+    allocs = select(names, extra)
+    if baseline and baseline not in {a.id for a in allocs}:
+        allocs = select(f"{baseline},{names or ''}", extra)
+    resolved = {a.id: resolve(a) for a in allocs}
+    for r in resolved.values():
+        if check is not None and r.allocator.user_supplied:
+            check(r)
+    brought.check_map_count(allocs)
+    return resolved
+
+
 # ---------------------------------------------------------------------------------------- CLI
 def add_arguments(parser):
     parser.add_argument("--extra", default="", help="bring-your-own allocators: name=/path/lib.so,...")
