@@ -105,3 +105,14 @@ def portable_path(path: str) -> str:
 def machine_paths(text: str) -> list[str]:
     """The absolute paths of a measuring machine's folders in `text` (empty: none)."""
     return [m.group(0) for m in MACHINE_PATH.finditer(text)] if isinstance(text, str) else []
+
+
+def file_sha256(path) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks (dataset files, brought libraries)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -13,21 +13,6 @@
 
 extern char **environ;
 
-static uint64_t hash_file(uint64_t h, const char *path)
-{
-    unsigned char buf[65536];
-    size_t n;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        perror(path);
-        exit(1);
-    }
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        h = wl_fnv_bytes(h, buf, n);
-    fclose(f);
-    return h;
-}
-
 /* The names in the scratch directory before the build: the harness keeps its own files there (the trial's
  * stdout and stderr), and only what the build made is removed afterwards. */
 static char *before[64];
@@ -120,7 +105,7 @@ int main(int argc, char **argv)
     uint64_t h = wl_fnv_u64(WL_FNV_INIT, (uint64_t)n);
     for (long i = 0; i < n; i++) {
         h = wl_fnv_bytes(h, argv[o0 + i], strlen(argv[o0 + i]) + 1);
-        h = hash_file(h, argv[o0 + i]);
+        h = wl_fnv_file(h, argv[o0 + i]);
     }
     if (scale >= 1.0)
         for (int i = p0; i < argc; i++)

@@ -13,21 +13,6 @@
 
 extern char **environ;
 
-static uint64_t hash_file(uint64_t h, const char *path)
-{
-    unsigned char buf[65536];
-    size_t n;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        perror(path);
-        exit(1);
-    }
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        h = wl_fnv_bytes(h, buf, n);
-    fclose(f);
-    return h;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 6) {
@@ -96,7 +81,7 @@ int main(int argc, char **argv)
             return 1;
         }
         h = wl_fnv_bytes(h, src, strlen(src) + 1);
-        h = hash_file(h, obj);
+        h = wl_fnv_file(h, obj);
         unlink(obj);
     }
     rmdir(outdir);

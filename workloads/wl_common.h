@@ -72,6 +72,22 @@ static inline uint64_t wl_fnv_u64(uint64_t h, uint64_t v)
     return h;
 }
 
+/* FNV-1a over a file's bytes (the drivers hash the objects a compiler wrote); exits if it cannot be read. */
+static inline uint64_t wl_fnv_file(uint64_t h, const char *path)
+{
+    unsigned char buf[65536];
+    size_t n;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        perror(path);
+        exit(1);
+    }
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        h = wl_fnv_bytes(h, buf, n);
+    fclose(f);
+    return h;
+}
+
 static inline void *wl_malloc(size_t n)
 {
     void *p = malloc(n);

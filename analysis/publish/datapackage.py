@@ -1,25 +1,16 @@
 """data/datapackage.json: every file of the dataset as a resource, tables with their Table Schema and all
 with their sha256. Generated, never hand-edited; `python -m analysis validate data` checks it."""
 import csv
-import hashlib
 import json
 from pathlib import Path
 
 from analysis import __version__
 from analysis.errors import HeapcostError
-from analysis.paths import DATA_DIR
+from analysis.paths import DATA_DIR, file_sha256 as sha256
 from analysis.contract.schema import LITERATURE_SCHEMAS, table_schema
 
 DATASET_NAME = "heapcost-dataset"
 SKIP = {"datapackage.json"}
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def dataset_files(data_dir: Path = DATA_DIR) -> list[Path]:

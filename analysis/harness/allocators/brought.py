@@ -6,23 +6,15 @@ is one: `<library>.json` with the upstream revision and the configuration it was
 
 Some brought allocators reserve many mappings (hardened_malloc: guard regions around every slab); the entry's
 `min_max_map_count` is checked against vm.max_map_count before a campaign instead of letting trials crash."""
-import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
 
 from analysis.errors import HeapcostError
+from analysis.paths import file_sha256
 
 MAP_COUNT_FILE = Path("/proc/sys/vm/max_map_count")
 PROVENANCE_KEYS = ("upstream", "revision", "configuration", "compiler", "source_sha256", "variant")
-
-
-def library_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_provenance(library: Path) -> dict:
@@ -52,7 +44,7 @@ def library_record(name: str, library: Path) -> dict:
     if not library.is_file():
         raise HeapcostError(f"extra allocator {name}: library {library} does not exist")
     library = library.resolve()
-    record = {"path": str(library), "library": library.name, "library_sha256": library_sha256(library)}
+    record = {"path": str(library), "library": library.name, "library_sha256": file_sha256(library)}
     provenance = read_provenance(library)
     return {**record, "provenance": provenance} if provenance else record
 
