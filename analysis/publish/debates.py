@@ -198,7 +198,8 @@ def verdict(claimed: float | None, ratio: float, lo: float, hi: float, margin: f
     return f"supported: the claimed {fmt_ratio(claimed)} lies inside the interval"
 
 
-def _measured(res: Results, d: Debate, with_: str, without: str, workload: str, claimed) -> dict | None:
+def _measured(res: Results, with_: str, without: str, workload: str, claimed) -> dict | None:
+    """One row's measurements of with/without on a workload (None when no run has both), with its verdict."""
     speed = _pair_ratio(res, with_, without, workload)
     if speed is None:
         return None
@@ -209,7 +210,7 @@ def _measured(res: Results, d: Debate, with_: str, without: str, workload: str, 
                 ratio=speed["ratio"], ci_low=speed["ci_low"], ci_high=speed["ci_high"],
                 display=fmt_interval(speed["ratio"], speed["ci_low"], speed["ci_high"]),
                 halfwidth_percent=f"{(speed['ci_high'] / speed['ci_low']) ** 0.5 * 100 - 100:.1f}",
-                memory_display=fmt_interval(mem["ratio"], mem["ci_low"], mem["ci_high"]) if mem else "n/a",
+                memory_display=_shown(mem),
                 user_display=_shown(cpu["user_s"]), sys_display=_shown(cpu["sys_s"]),
                 per_free_ratio=fmt_ratio(pf["ratio"]) if pf else "n/a",
                 added_per_free=f"{pf['added']:+.0f}" if pf else "n/a",
@@ -234,7 +235,7 @@ def answer(res: Results, figures: pd.DataFrame) -> pd.DataFrame:
         found = []
         for workload in d.workloads:
             for with_, without in d.contested:
-                m = _measured(res, d, with_, without, workload, claimed)
+                m = _measured(res, with_, without, workload, claimed)
                 if m:
                     found.append(m)
                     if not d.every_pair:
@@ -242,7 +243,7 @@ def answer(res: Results, figures: pd.DataFrame) -> pd.DataFrame:
         if not found:
             for workload in d.workloads:
                 for with_, without in d.stand_ins:
-                    m = _measured(res, d, with_, without, workload, claimed)
+                    m = _measured(res, with_, without, workload, claimed)
                     if m:
                         # a stand-in answers no debate: its numbers are shown, never a verdict
                         found.append({**m, "not_measured": d.not_measured,
