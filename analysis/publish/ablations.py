@@ -29,6 +29,14 @@ ABLATIONS = [
     # glibc built from the system's source with one check compiled out (seed 004): the check over its absence
     ("tcache double-free key check", "glibc-built", "glibc-no-tcache-key"),
     ("safe-linking", "glibc-built", "glibc-no-safe-linking"),
+    # mozjemalloc from Firefox ESR's source (seed 002): poisoning as shipped (first 256 bytes) and whole blocks
+    ("poison on free, the first 256 bytes (as Firefox ships it)", "mozjemalloc-poison", "mozjemalloc"),
+    ("poison on free, whole blocks (early beta)", "mozjemalloc-poison-full", "mozjemalloc"),
+    # hardened_malloc (brought): what its light configuration turns off
+    ("slot randomization, write-after-free check, slab quarantines, a guard slab every slab (hardened_malloc 72fb357)",
+     "hardened-72fb357", "hardened-light-72fb357"),
+    ("slot randomization, write-after-free check, slab quarantines, a guard slab every slab (hardened_malloc 2026062800)",
+     "hardened-2026062800", "hardened-light-2026062800"),
 ]
 
 
