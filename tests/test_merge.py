@@ -233,3 +233,25 @@ def test_the_debates_carry_exact_counts_per_free_that_transfer(merged):
     assert pf["ratio"] == pytest.approx(2.0, rel=1e-3) and pf["added"] == pytest.approx(80, abs=1)
     assert pf["writes"] == pytest.approx(2.0, rel=1e-2)
     assert debates._per_free(res, "jemalloc-junk-free", "nobody", workload) == {}
+
+
+def test_an_ablation_pools_every_workload_both_sides_ran_trials_and_pairs(tmp_path):
+    """jemalloc's junk:free over jemalloc in one run: two workloads as trials, one as lockstep pairs against
+    glibc. The pooled row covers all three (before, the pairs' workload was dropped once the trials answered
+    the pair), each workload keeps its own row, and the truth (1.10) lies in the pooled interval."""
+    from simulated_dataset import add_time_run
+    from analysis.stats import simulate
+
+    data = make_dataset(tmp_path)
+    run = "20990105T000000Z-time-quick"
+    ratios = {"glibc": 1.0, "jemalloc": 0.9, "jemalloc-junk-free": 0.99}
+    t = add_time_run(data, run, ratios, seed=21, n_blocks=10, profile="quick")
+    pairs = pd.concat([simulate.simulate_pairs(r, 40, 30 + i, workload="dom-churn", baseline="glibc", other=a)
+                       .assign(maxrss_a_kb=50_000, maxrss_b_kb=int(50_000 * r))
+                       for i, (a, r) in enumerate(sorted(ratios.items())) if a != "glibc"], ignore_index=True)
+    pairs.assign(run_id=run, seq=range(len(pairs))).to_csv(t / "pairs.csv", index=False)
+    res = results.compute(data)
+    abl = res.ablation[(res.ablation["allocator"] == "jemalloc-junk-free") & (res.ablation["run_id"] == run)]
+    assert set(abl["workload"]) == {"small-loop", "pow2-churn", "dom-churn", "all"}
+    pooled = abl[abl["workload"] == "all"].iloc[0]
+    assert int(pooled["n"]) == 3 and pooled["ci_low"] < 0.99 / 0.9 < pooled["ci_high"]

@@ -16,6 +16,7 @@ MARGIN = 0.05  # as results.MARGIN: the non-inferiority margin of the comparison
 # Each single defence measured inside one allocator: (defence, allocator, its base). The bases are the
 # family's default configuration; glibc-perturb also runs against glibc-notcache, because perturb needs
 # the tcache off and only that pair isolates the poisoning itself.
+COLUMNS = ["defence", "allocator", "base", "metric", "workload", "ratio", "ci_low", "ci_high", "n", "n_base"]
 ABLATIONS = [
     ("poison on free", "jemalloc-junk-free", "jemalloc"),
     ("poison on free and fill on allocation", "jemalloc-junk", "jemalloc"),
@@ -59,13 +60,12 @@ def ablations(trials: pd.DataFrame, metric: str = "wall_s", plan=ABLATIONS) -> p
         for _, r in comp.results.iterrows():
             rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
                          "workload": r["workload"], "ratio": r["ratio"], "ci_low": r["ci_low"],
-                         "ci_high": r["ci_high"], "n": r["n"], "n_base": r["n_baseline"]})
+                         "ci_high": r["ci_high"], "n": r["n"], "n_base": r["n_baseline"], "df": r["df"]})
         g = comp.geomean.iloc[0]
         rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
                      "workload": "all", "ratio": g["geomean_ratio"], "ci_low": g["ci_low"],
                      "ci_high": g["ci_high"], "n": int(g["workloads"]), "n_base": int(g["workloads"])})
-    return pd.DataFrame(rows, columns=["defence", "allocator", "base", "metric", "workload", "ratio",
-                                       "ci_low", "ci_high", "n", "n_base"])
+    return pd.DataFrame(rows, columns=[*COLUMNS, "df"])
 
 
 def ratio_within_run(rows: pd.DataFrame, with_: str, without: str):
@@ -95,37 +95,46 @@ def ratio_within_run(rows: pd.DataFrame, with_: str, without: str):
     return None
 
 
-def cell_ablations(cells: pd.DataFrame, metric: str, plan=ABLATIONS, done=frozenset()) -> pd.DataFrame:
+def cell_ablations(cells: pd.DataFrame, metric: str, plan=ABLATIONS, skip=None) -> pd.DataFrame:
     """Ablation rows from one run's comparisons with its baseline (a lockstep run pairs every allocator
-    with the baseline, not with its family's base): per workload and pooled, for the plan's pairs that
-    `done` (from the run's trials) lacks."""
+    with the baseline, not with its family's base), per workload, for the workloads `skip` does not list for
+    that pair ({(allocator, base): workloads the run's trials already answer})."""
     rows = []
+    skip = skip or {}
     for defence, alloc, base in plan:
-        if (alloc, base) in done or cells is None or cells.empty:
+        if cells is None or cells.empty:
             continue
-        diffs = {}
         for w, sub in cells.groupby("workload", sort=True):
-            d = ratio_within_run(sub, alloc, base)
+            d = None if w in skip.get((alloc, base), ()) else ratio_within_run(sub, alloc, base)
             if d is not None:
-                diffs[w] = d
-        for w, d in diffs.items():
-            lo, hi = d.interval()
-            rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric, "workload": w,
-                         "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
-                         "n": None, "n_base": None})
-        if diffs:
-            pooled = estimators.pooled_mean_difference(list(diffs.values()))
-            lo, hi = pooled.interval()
-            rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric, "workload": "all",
-                         "ratio": math.exp(pooled.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
-                         "n": len(diffs), "n_base": len(diffs)})
-    return pd.DataFrame(rows, columns=["defence", "allocator", "base", "metric", "workload", "ratio",
-                                       "ci_low", "ci_high", "n", "n_base"])
+                lo, hi = d.interval()
+                rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric, "workload": w,
+                             "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                             "n": None, "n_base": None, "df": d.df})
+    return pd.DataFrame(rows, columns=[*COLUMNS, "df"])
 
 
 def run_ablations(usable_trials: pd.DataFrame, comparisons: dict | None, metric: str) -> pd.DataFrame:
-    """A run's ablations: from its usable trials where both sides ran as trials, else from its comparisons."""
+    """A run's ablations, per workload and pooled over every workload both sides ran: from its usable trials
+    where both ran as trials (a direct comparison), from its comparisons with the baseline on the others
+    (lockstep pairs). A pair measured only as trials keeps compare's geometric mean; one measured both ways is
+    pooled over all its workloads (estimators.pooled_mean_difference)."""
     from_trials = ablations(usable_trials, metric)
-    done = set(zip(from_trials["allocator"], from_trials["base"]))
-    from_cells = cell_ablations(comparisons[metric].results if comparisons else None, metric, done=done)
-    return pd.concat([from_trials, from_cells], ignore_index=True) if len(from_cells) else from_trials
+    per_workload = from_trials[from_trials["workload"] != "all"]
+    answered = {k: set(g["workload"]) for k, g in per_workload.groupby(["allocator", "base"])}
+    from_cells = cell_ablations(comparisons[metric].results if comparisons else None, metric, skip=answered)
+    if from_cells.empty:
+        return from_trials[COLUMNS]
+    out = [from_trials[from_trials["workload"] != "all"], from_cells]
+    for (defence, alloc, base), rows in pd.concat(out).groupby(["defence", "allocator", "base"], sort=False):
+        pooled_by_compare = from_trials[(from_trials["allocator"] == alloc) & (from_trials["base"] == base)
+                                        & (from_trials["workload"] == "all")]
+        if not ((from_cells["allocator"] == alloc) & (from_cells["base"] == base)).any():
+            out.append(pooled_by_compare)
+            continue
+        pooled = estimators.pooled_mean_difference([estimators.Difference.of_row(r) for _, r in rows.iterrows()])
+        lo, hi = pooled.interval()
+        out.append(pd.DataFrame([{"defence": defence, "allocator": alloc, "base": base, "metric": metric,
+                                  "workload": "all", "ratio": math.exp(pooled.estimate), "ci_low": math.exp(lo),
+                                  "ci_high": math.exp(hi), "n": len(rows), "n_base": len(rows)}]))
+    return pd.concat(out, ignore_index=True)[COLUMNS]
