@@ -34,3 +34,23 @@ def test_notebook_runs_under_papermill_with_adjusted_weights(tmp_path):
     assert numbers["scores"]["glibc"] is None
     assert numbers["scores"]["jemalloc"] == pytest.approx(100 * (1 - 0.75 / 4.5), abs=0.1)
     assert (out / "security_outcomes.svg").exists() and (out / "security_scores.svg").exists()
+
+
+def test_the_security_section_reads_every_probe_run_each_allocator_from_its_lead(tmp_path):
+    """A probe run of a few brought allocators added after a run of the whole catalogue: the paper's security
+    section shows both sets (before, it read the newest run alone and lost the catalogue's allocators)."""
+    import csv
+    import shutil
+
+    from analysis.paths import DATA_DIR
+    from analysis.publish import security_writer
+
+    runs = tmp_path / "runs"
+    wide, narrow = "20261130T191258Z-probe-security", "20261201T145950Z-probe-security"
+    for run in (wide, narrow):
+        shutil.copytree(DATA_DIR / "runs" / run, runs / run)
+    of = {run: {r["allocator"] for r in csv.DictReader(open(runs / run / "probes.csv"))} for run in (wide, narrow)}
+    rows = security_writer.reported_probe_rows(runs)
+    assert {r["allocator"] for r in rows} == of[wide] | of[narrow]
+    for alloc in {r["allocator"] for r in rows}:
+        assert len({r["run_id"] for r in rows if r["allocator"] == alloc}) == 1, alloc

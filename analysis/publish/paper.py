@@ -40,9 +40,6 @@ def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) 
     runs = data_dir / "runs"
     wanted = {"data_dir": str(data_dir), "runs_dir": str(runs), "literature_dir": str(data_dir / "literature"),
               "figures_csv": str(data_dir / "literature" / "figures.csv"), "out_dir": str(generated)}
-    probe = pick_run(runs, "probe", "probes.csv")
-    if probe is not None:
-        wanted["probes_csv"] = str(probe.path / "probes.csv")
     timed = pick_run(runs, "time", "trials.csv")
     if timed is not None:
         wanted["trials_csv"] = str(timed.path / "trials.csv")

@@ -49,6 +49,17 @@ def reported_probes_csv(runs_dir=RUNS_DIR) -> Path:
     return run.path / "probes.csv"
 
 
+def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
+    """The probe rows the paper reports: every complete probe run of the reported run's design contributes,
+    each allocator's rows from the run that leads for it (analysis.publish.merge), as the trade-off reads them
+    (a run that probed only some allocators adds them, and hides none of the others)."""
+    from analysis.publish import merge
+
+    reported_probes_csv(runs_dir)  # the one-line error when there is no probe run at all
+    main, runs = merge.contributing_runs(Path(runs_dir), "probe")
+    return merge.merge_probe_rows(runs, merge.leads("probe", runs, main))
+
+
 def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | None = None,
                   prefix: str = "security_") -> dict:
     """The security figures (SVG) and numbers (CSV, JSON) for the paper; returns the numbers."""
