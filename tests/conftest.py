@@ -42,3 +42,12 @@ def cli_here(*args):
         except SystemExit as exc:  # argparse's usage errors
             code = exc.code if isinstance(exc.code, int) else 1
     return subprocess.CompletedProcess(["heapcost", *args], code, out.getvalue(), err.getvalue())
+
+
+def libc_path() -> str:
+    """This process's libc.so.6: brought as a second allocator, the A/A copy of the baseline."""
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            if line.rstrip().endswith("libc.so.6"):
+                return line.split()[-1]
+    pytest.skip("libc.so.6 not found in this process's maps")

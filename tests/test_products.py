@@ -15,13 +15,11 @@ from simulated_dataset import make_dataset
 WRITE_PRODUCTS = """
 import sys
 from pathlib import Path
-from analysis.contract.schema import read_rows
 from analysis.publish import literature_writer, results, results_writer, security_writer
-from analysis.publish.security_writer import reported_probes_csv
 
 data, out = Path(sys.argv[1]), Path(sys.argv[2])
 results_writer.write_outputs(results.compute(data), out)
-security_writer.write_outputs(read_rows(reported_probes_csv(data / "runs")), out)
+security_writer.write_outputs(security_writer.reported_probe_rows(data / "runs"), out)
 literature_writer.write_outputs(out, data / "literature" / "figures.csv")
 """
 

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from analysis.contract import runstore
+from conftest import libc_path
 from analysis.contract.schema import PAIR_COLUMNS, TRIAL_COLUMNS, table_schema
 from analysis.errors import HeapcostError
 from analysis.harness import launcher, lockstep, measure, quiet
@@ -19,12 +20,6 @@ ENV = {"PATH": "/usr/bin:/bin"}
 TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
 
 
-def libc_path() -> str:
-    with open("/proc/self/maps") as fh:
-        for line in fh:
-            if line.rstrip().endswith("libc.so.6"):
-                return line.split()[-1]
-    pytest.skip("libc.so.6 not found in this process's maps")
 
 
 @pytest.mark.parametrize("wid", ["small-loop", "pow2-churn", "dom-churn", "pareto"])

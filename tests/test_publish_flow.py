@@ -10,18 +10,11 @@ import tarfile
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, libc_path
 
 pytestmark = pytest.mark.slow
 
 
-def libc_path() -> str:
-    """This process's libc.so.6: brought as a second allocator, the smallest campaign that has pairs."""
-    with open("/proc/self/maps") as fh:
-        for line in fh:
-            if line.rstrip().endswith("libc.so.6"):
-                return line.split()[-1]
-    pytest.skip("libc.so.6 not found in this process's maps")
 
 
 def copy_checkout(target):

@@ -54,3 +54,9 @@ def test_the_security_section_reads_every_probe_run_each_allocator_from_its_lead
     assert {r["allocator"] for r in rows} == of[wide] | of[narrow]
     for alloc in {r["allocator"] for r in rows}:
         assert len({r["run_id"] for r in rows if r["allocator"] == alloc}) == 1, alloc
+    # no probe run at all: one line that says what to run
+    (tmp_path / "empty").mkdir()
+    import pytest
+    from analysis.errors import HeapcostError
+    with pytest.raises(HeapcostError, match="no probe run with a probes.csv under .*run `make probe` first"):
+        security_writer.reported_probe_rows(tmp_path / "empty")

@@ -5,7 +5,6 @@ import math
 from collections import Counter
 from pathlib import Path
 
-from analysis.contract.runstore import pick_run
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish import figures
@@ -41,22 +40,15 @@ def catalogue_claims() -> dict[str, tuple]:
     return {a.id: a.defences for a in load_catalog().values()}
 
 
-def reported_probes_csv(runs_dir=RUNS_DIR) -> Path:
-    """The probes.csv the paper reports: the probe run chosen by the one run-selection rule."""
-    run = pick_run(Path(runs_dir), "probe", "probes.csv")
-    if run is None:
-        raise HeapcostError(f"no probe run with a probes.csv under {runs_dir}: run `make probe` first")
-    return run.path / "probes.csv"
-
-
 def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
     """The probe rows the paper reports: every complete probe run of the reported run's design contributes,
     each allocator's rows from the run that leads for it (analysis.publish.merge), as the trade-off reads them
     (a run that probed only some allocators adds them, and hides none of the others)."""
     from analysis.publish import merge
 
-    reported_probes_csv(runs_dir)  # the one-line error when there is no probe run at all
     main, runs = merge.contributing_runs(Path(runs_dir), "probe")
+    if main is None or not runs:
+        raise HeapcostError(f"no probe run with a probes.csv under {runs_dir}: run `make probe` first")
     return merge.merge_probe_rows(runs, merge.leads("probe", runs, main))
 
 

@@ -71,10 +71,6 @@ def is_brought(alloc) -> bool:
     return alloc.origin.get("kind") == "brought"
 
 
-def has_library(alloc) -> bool:
-    return bool(alloc.origin.get("path"))
-
-
 def check_map_count(allocators, path: Path = MAP_COUNT_FILE) -> None:
     """Refuse a campaign whose allocators need more memory mappings than vm.max_map_count allows."""
     needed = [(a.id, int(getattr(a, "min_max_map_count", 0) or 0)) for a in allocators]
