@@ -62,3 +62,30 @@ def test_the_published_runs_come_from_three_host_kinds_one_per_kernel():
         by_kernel.setdefault(machine["kernel"], set()).add(host_fingerprint(machine))
     assert all(len(prints) == 1 for prints in by_kernel.values()), by_kernel
     assert len({p for prints in by_kernel.values() for p in prints}) == len(by_kernel) >= 3
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 1
+model name\t: AMD EPYC 7B13
+stepping\t: 1
+cpu MHz\t\t: 2445.422
+flags\t\t: fpu hypervisor constant_tsc
+"""
+
+
+def test_new_runs_record_family_model_and_stepping_and_their_fingerprint(tmp_path):
+    from analysis.harness.machine import cpu_info, with_host
+
+    cpu = cpu_info(CPUINFO, sysfs_root=tmp_path)
+    assert (cpu["model"], cpu["family"], cpu["model_number"], cpu["stepping"]) == ("AMD EPYC 7B13", 25, 1, 1)
+    assert cpu["hypervisor_flag"] and cpu["nominal_mhz"] is None
+    described = with_host({"kernel": "6.1.0", "memory_kb": 24684096, "cpu": cpu})
+    assert described["host"]["identity"]["cpu_family"] == 25
+    assert described["host"]["identity"]["nominal_mhz"] == 2450
+    assert described["host"]["fingerprint"] == host_fingerprint(described)
+    freq = tmp_path / "devices/system/cpu/cpu0/cpufreq"
+    freq.mkdir(parents=True)
+    (freq / "cpuinfo_max_freq").write_text("3500000\n")
+    assert cpu_info(CPUINFO, sysfs_root=tmp_path)["nominal_mhz"] == 3500.0
