@@ -89,3 +89,22 @@ def test_new_runs_record_family_model_and_stepping_and_their_fingerprint(tmp_pat
     freq.mkdir(parents=True)
     (freq / "cpuinfo_max_freq").write_text("3500000\n")
     assert cpu_info(CPUINFO, sysfs_root=tmp_path)["nominal_mhz"] == 3500.0
+
+
+def test_an_older_run_joins_the_one_newer_host_kind_that_agrees_with_what_it_records():
+    from analysis.contract.host import host_groups
+
+    old = vm(model="Intel(R) Xeon(R) Processor", mhz=2599.998, kernel="6.18.44-fc-v1045")
+    new = vm(model="Intel(R) Xeon(R) Processor", mhz=2599.998, kernel="6.18.44-fc-v1045", family=6,
+             model_number=167, stepping=1)
+    elsewhere = vm(kernel="6.18.44-fc-v595")
+    group, kinds = host_groups({"old": old, "new": new, "elsewhere": elsewhere})
+    assert group["old"] == group["new"] == host_fingerprint(new) != group["elsewhere"]
+    assert kinds[group["old"]]["cpu_stepping"] == 1 and len(kinds) == 2
+    # two newer kinds that both agree with the old run (another stepping): it cannot tell, it stays apart
+    other_stepping = vm(model="Intel(R) Xeon(R) Processor", mhz=2599.998, kernel="6.18.44-fc-v1045", family=6,
+                        model_number=167, stepping=2)
+    group, _ = host_groups({"old": old, "new": new, "other": other_stepping})
+    assert group["old"] == host_fingerprint(old) and len(set(group.values())) == 3
+    group, _ = host_groups({"error": {"error": "boom"}, "new": new})
+    assert group["error"] == "unknown"

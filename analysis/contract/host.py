@@ -2,7 +2,8 @@
 
 Runs from the same kind of host share a fingerprint, so the analysis can take the host as a factor. The
 identity is computed from what machine.json records, old files included (the published runs lack the CPU
-family, model number and stepping: those read as None, and only runs of the same vintage group together).
+family, model number and stepping: those read as None). `host_groups` puts such a run with the newer runs of
+the one host kind that agrees with everything it records, so a new run on a published run's host joins it.
 
 The nominal frequency is part of the identity. Under a hypervisor the CPU model string is often masked (the
 published runs say only "AMD EPYC" for two different processors) and the MHz /proc/cpuinfo reports there is
@@ -84,3 +85,25 @@ def host_label(identity: dict) -> str:
     if identity.get("hypervisor"):
         parts.append("VM")
     return ", ".join(parts)
+
+
+def _agrees(partial: dict, full: dict) -> bool:
+    return all(partial.get(k) is None or partial.get(k) == full.get(k) for k in IDENTITY_FIELDS)
+
+
+def host_groups(machines: dict) -> tuple[dict, dict]:
+    """({run: fingerprint of its host kind}, {fingerprint: identity}) for {run: machine.json}. A run whose
+    identity lacks fields joins the one host kind that records more and agrees on all it records; with none
+    or several such kinds it keeps its own fingerprint."""
+    identities = {run: host_identity(m) for run, m in machines.items()}
+    kinds = {fingerprint_of_identity(i): i for i in identities.values()}
+    group, members = {}, {}
+    for run, ident in identities.items():
+        own = fingerprint_of_identity(ident)
+        missing = {k for k in IDENTITY_FIELDS if ident.get(k) is None}
+        fuller = {fp for fp, other in kinds.items() if fp != own and other is not ident
+                  and missing > {k for k in IDENTITY_FIELDS if other.get(k) is None} and _agrees(ident, other)}
+        chosen = fuller.pop() if len(fuller) == 1 and own != UNKNOWN_HOST else own
+        group[run] = chosen
+        members[chosen] = kinds[chosen]
+    return group, members

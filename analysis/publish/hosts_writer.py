@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract.host import host_fingerprint, host_identity, host_label
+from analysis.contract.host import host_groups, host_label
 from analysis.publish.products import write_csv
 from analysis.publish.results import Results, fmt_interval
 from analysis.stats import hosts
@@ -40,13 +40,10 @@ def clock_state(run_dir: Path) -> str:
 
 def run_groups(runs_dir: Path, run_ids) -> tuple[dict, dict, dict]:
     """({run: host fingerprint}, {fingerprint: label}, {run: clock state}) of the given runs."""
-    host_of, labels, clock_of = {}, {}, {}
-    for run_id in sorted(set(run_ids)):
-        machine = _machine(Path(runs_dir) / run_id)
-        fp = host_fingerprint(machine)
-        host_of[run_id] = fp
-        labels[fp] = host_label(host_identity(machine))
-        clock_of[run_id] = clock_state(Path(runs_dir) / run_id)
+    runs = sorted(set(run_ids))
+    host_of, identities = host_groups({run_id: _machine(Path(runs_dir) / run_id) for run_id in runs})
+    labels = {fp: host_label(identity) for fp, identity in identities.items()}
+    clock_of = {run_id: clock_state(Path(runs_dir) / run_id) for run_id in runs}
     return host_of, labels, clock_of
 
 
