@@ -206,3 +206,24 @@ def test_an_interrupted_campaign_leaves_the_tree_as_it_found_it(tree, tmp_path, 
     [session] = described["clock_lock"]
     assert session["locked"] and session["settings"][f"{CPU}/intel_pstate/no_turbo"] == "1"
     assert described["host"]["fingerprint"] and described["cpu"]["nominal_mhz"] == 3500.0
+
+
+def test_an_interruption_while_locking_undoes_what_was_written(tree, tmp_path, monkeypatch):
+    before = fake_sysfs(tree, amd_boost=True, intel_pstate=True)
+    state = tmp_path / "state.json"
+    lock = ClockLock(True, tree, state)
+    real_set = lock._set
+    calls = []
+
+    def interrupted_set(rel, value):
+        calls.append(rel)
+        if len(calls) == 4:
+            raise Terminated(signal.SIGTERM)
+        real_set(rel, value)
+
+    monkeypatch.setattr(lock, "_set", interrupted_set)
+    with pytest.raises(Terminated):
+        with lock:
+            pass
+    assert snapshot(tree) == before and not state.exists()
+    assert signal.getsignal(signal.SIGTERM) != lock._on_signal

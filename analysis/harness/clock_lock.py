@@ -179,6 +179,10 @@ class ClockLock:
             self.outcome = f"could not lock: {exc}"
             self.locked.clear()
             self._restore()
+        except BaseException:
+            # a signal while locking: __exit__ will not run for a failed __enter__, so undo here
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def _restore(self):
