@@ -247,6 +247,7 @@ class Campaign:
             info = self._prepare_run(run_dir, info)
             with machine.ClockLock(self.lock_clock) as lock:
                 info.setdefault("clock_lock", []).append({"utc": runstore.utc_now(), "outcome": lock.outcome})
+                machine.record_clock_lock(run_dir / "machine.json", {"utc": runstore.utc_now(), **lock.record()})
                 runstore.write_json_atomic(run_dir / "run.json", info)
                 if self.mode == "callgrind":
                     from analysis.harness.callgrind import run_counts

@@ -7,7 +7,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import debates, figures
+from analysis.publish import debates, figures, hosts_writer
 from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       interference_counts,
@@ -130,6 +130,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_ablations(res, p))
     numbers.update(_callgrind(res, p, baseline))
     numbers.update(_tradeoff(res, p, baseline))
+    numbers.update(hosts_writer.host_outputs(res, p))
     write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"})),
               p("replication.csv"))
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
