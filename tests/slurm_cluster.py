@@ -14,14 +14,14 @@ DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "srun", "scontro
 FEATURE = "loopback"
 
 
+def _binary(name: str) -> str | None:
+    """The daemons live in /usr/sbin, which a non-login PATH may lack."""
+    return shutil.which(name) or next((f"{d}/{name}" for d in ("/usr/sbin", "/sbin")
+                                       if os.access(f"{d}/{name}", os.X_OK)), None)
+
+
 def missing_daemons() -> list[str]:
-    found = {name: shutil.which(name) or next((f"{d}/{name}" for d in ("/usr/sbin", "/sbin")
-                                                if os.access(f"{d}/{name}", os.X_OK)), None) for name in DAEMONS}
-    return [name for name, path in found.items() if path is None]
-
-
-def _binary(name: str) -> str:
-    return shutil.which(name) or next(f"{d}/{name}" for d in ("/usr/sbin", "/sbin") if os.access(f"{d}/{name}", os.X_OK))
+    return [name for name in DAEMONS if _binary(name) is None]
 
 
 def free_ports(n: int) -> list[int]:

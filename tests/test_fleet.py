@@ -12,11 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_checkout
 from analysis.errors import HeapcostError
 from analysis.publish import fleet, intake
 from slurm_cluster import FEATURE, loopback_cluster, missing_daemons
-from test_publish_flow import copy_checkout
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
