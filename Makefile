@@ -51,6 +51,8 @@ help: ## list the targets
 	@echo "probe parameters (defaults: python -m analysis probe --help): ALLOCATORS=a,b EXTRA_ALLOCATORS=name=/path/lib.so"
 	@echo "  PROBES=x,y RUNS=N (processes per cell) SIZES=16,4000 (block sizes of the misuse probes)"
 	@echo "  JOBS=N (cells run in parallel) ALARM=S (seconds after which a running probe reports itself hung)"
+	@echo "fleet parameters: PROFILE=smoke|quick|debates (workflow/profiles/) HOSTS=a,b (Slurm node features) EXECUTOR=local|slurm"
+	@echo "  contribute: RUN=data/runs/ID (default the newest complete run); merge: ARCHIVE=dist/ID.heapcost-run.tar.gz"
 
 $(VENV_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -97,7 +99,7 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)")
 
 fleet: $(VENV_STAMP) ## a fleet profile's campaigns on every host (HOSTS=a,b PROFILE=smoke|quick|debates EXECUTOR=local|slurm), merged into data/runs/, then the paper
-	$(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \
+	$(if $(filter 1,$(FORCE)),HEAPCOST_FORCE=1) $(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \
 		--config hosts="$(HOSTS)" profile="$(PROFILE)"
 
 contribute: $(VENV_STAMP) ## pack a run (RUN=data/runs/ID; default the newest complete one) with its machine description into dist/
