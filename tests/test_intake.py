@@ -34,6 +34,11 @@ def edit_run_json(run_dir, **changes):
     (run_dir / "run.json").write_text(json.dumps(info, indent=2) + "\n")
 
 
+def test_every_published_run_is_one_merge_can_read():
+    for run in sorted(p for p in PUBLISHED.iterdir() if p.is_dir()):
+        intake.check_readable(run.name, intake.run_files(run))
+
+
 def test_a_run_packed_twice_gives_the_same_bytes_and_unpacks_to_its_files(tmp_path):
     run = copy_run(TWO_RUNS[1], tmp_path)
     first = intake.pack(run, tmp_path / "a").read_bytes()

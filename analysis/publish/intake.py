@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from analysis.contract.runstore import RUN_FORMAT, Run, runs_of_kind
-from analysis.contract.schema import TABLE_SCHEMAS, known_header
+from analysis.contract.schema import TABLE_SCHEMAS, table_schema
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR, REPO, RUNS_DIR
 
@@ -81,10 +81,11 @@ def check_readable(run_id: str, files: dict[str, bytes]) -> dict:
         raise HeapcostError(f"{run_id}: timing protocol {protocol!r} is unknown (known: {', '.join(PROTOCOLS)})")
     if info.get("status") != "complete":
         raise HeapcostError(f"{run_id}: the run is {info.get('status')!r}, not complete; finish it first")
-    for name, fields in TABLE_SCHEMAS.items():
+    for name in TABLE_SCHEMAS:
         if name in files:
             header = files[name].split(b"\n", 1)[0].decode("utf-8", errors="replace").strip().split(",")
-            if not known_header([f["name"] for f in fields], header):
+            # ours, or an older version of it (the columns validate reads without: schema.table_schema)
+            if header != [f["name"] for f in table_schema(name, header)["fields"]]:
                 raise HeapcostError(f"{run_id}: {name} has columns this heapcost does not know ({header[:4]}...)")
     if not any(name in files for name in TABLE_SCHEMAS):
         raise HeapcostError(f"{run_id}: no table ({', '.join(TABLE_SCHEMAS)}); nothing was measured")
