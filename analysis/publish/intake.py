@@ -231,7 +231,11 @@ def merge(sources, data_dir: Path = DATA_DIR, describe: bool = True) -> list[tup
         shutil.rmtree(staging, ignore_errors=True)
         write_files(staging, files)
         (staging / INTAKE_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n")
-        os.rename(staging, runs_dir / run_id)
+        try:
+            os.rename(staging, runs_dir / run_id)
+        except OSError as exc:  # another merge brought the same id in meanwhile
+            shutil.rmtree(staging, ignore_errors=True)
+            raise HeapcostError(f"{run_id}: cannot be added to {runs_dir} ({exc.strerror}); nothing overwritten") from None
         outcome.append((run_id, "added"))
     if incoming and describe and (data_dir / "datapackage.json").is_file():
         from analysis.publish.dataset import refresh_description
