@@ -100,7 +100,7 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 
 fleet: $(VENV_STAMP) ## a fleet profile's campaigns on every host (HOSTS=a,b PROFILE=smoke|quick|debates EXECUTOR=local|slurm), merged into data/runs/, then the paper
 	$(if $(filter 1,$(FORCE)),HEAPCOST_FORCE=1) $(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \
-		--config hosts="$(HOSTS)" profile="$(PROFILE)"
+		--config hosts="$(HOSTS)" profile="$(PROFILE)" executor="$(EXECUTOR)"
 
 contribute: $(VENV_STAMP) ## pack a run (RUN=data/runs/ID; default the newest complete one) with its machine description into dist/
 	$(PY) -m analysis contribute $(RUN)

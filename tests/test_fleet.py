@@ -89,11 +89,18 @@ def test_a_job_packs_the_one_run_its_campaign_made(tmp_path):
         fleet.run_job(c, tmp_path / "z" / "a.tar.gz", runner=fake_campaign(published, runs=2))
 
 
+def test_the_local_executor_refuses_to_pretend_one_machine_is_several(tmp_path):
+    r = subprocess.run([str(SNAKEMAKE), "-n", "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(tmp_path),
+                        "--config", "hosts=a,b", "profile=smoke", "executor=local"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0 and "the local executor runs on this machine only" in r.stdout + r.stderr
+
+
 def run_workflow(clone, executor, hosts, env):
     env = {k: v for k, v in env.items() if k not in ("HEAPCOST_RUNS_DIR",)}
     env.update(PYTHONPATH=str(clone), HEAPCOST_FORCE="1")
     return subprocess.run([str(SNAKEMAKE), "-s", "workflow/Snakefile", "--workflow-profile",
-                           f"workflow/executors/{executor}", "--config", f"hosts={hosts}", "profile=smoke",
+                           f"workflow/executors/{executor}", "--config", f"hosts={hosts}", "profile=smoke", f"executor={executor}",
                            "paper_args=--notebooks="], cwd=clone, env=env, capture_output=True, text=True,
                           timeout=900)
 
@@ -134,9 +141,8 @@ def test_the_smoke_fleet_through_slurm_on_a_loopback_cluster_lands_in_the_datase
     clone = copy_checkout(tmp_path / "clone")
     with loopback_cluster(tmp_path / "slurm") as env:
         result = run_workflow(clone, "slurm", FEATURE, env)
-        jobs = subprocess.run(["squeue", "-h", "--states=all", "-o", "%j %T %N"], env=env, capture_output=True,
-                              text=True).stdout.split("\n")
+        jobs = subprocess.run(["squeue", "-h", "--states=all", "-o", "%T|%N|%f|%h"], env=env, capture_output=True,
+                              text=True).stdout.split()
     check_fleet_landed(clone, FEATURE, result)
-    campaign_jobs = [j for j in jobs if j.strip() and j.split()[2] == "loopback"]
-    assert len(campaign_jobs) == len(fleet.load_profile("smoke")), jobs
-    assert all(j.split()[1] == "COMPLETED" for j in campaign_jobs), jobs
+    # one job per campaign, each on the host it named and alone on it (--exclusive: oversubscribe NO)
+    assert sorted(jobs) == ["COMPLETED|loopback|loopback|NO"] * len(fleet.load_profile("smoke")), jobs
