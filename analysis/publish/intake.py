@@ -23,10 +23,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from analysis.contract.runstore import RUN_FORMAT, Run, runs_of_kind
+from analysis.contract.runstore import RUN_FORMAT, runs_of_kind
 from analysis.contract.schema import TABLE_SCHEMAS, table_schema
 from analysis.errors import HeapcostError
-from analysis.paths import DATA_DIR, REPO, RUNS_DIR
+from analysis.paths import DATA_DIR
 
 CONTRIBUTION_FORMAT = "heapcost-contribution/1"
 READABLE_RUN_FORMATS = (RUN_FORMAT,)
@@ -244,7 +244,7 @@ def merge(sources, data_dir: Path = DATA_DIR, describe: bool = True) -> list[tup
 
 
 def newest_complete_run(runs_dir: Path) -> Path:
-    runs = [r for kind in KINDS for r in runs_of_kind(runs_dir, kind) if isinstance(r, Run) and r.complete]
+    runs = [r for kind in KINDS for r in runs_of_kind(runs_dir, kind) if r.complete]
     if not runs:
         raise HeapcostError(f"no complete run in {runs_dir}; measure first (`make measure` or `make probe`)")
     return max(runs, key=lambda r: r.run_id).path
