@@ -95,7 +95,7 @@ def check_readable(run_id: str, files: dict[str, bytes]) -> dict:
 # ---------------------------------------------------------------------------------------------- contribute
 def manifest(run_id: str, files: dict[str, bytes]) -> dict:
     machine = json.loads(files["machine.json"])
-    return {"format": CONTRIBUTION_FORMAT, "run_id": run_id, "host": machine.get("host"),
+    return {"format": CONTRIBUTION_FORMAT, "run_id": run_id,
             "machine": machine, "files": {name: sha256_bytes(data) for name, data in sorted(files.items())}}
 
 
