@@ -244,7 +244,8 @@ class Campaign:
             for variant in sorted({self.resolved[a].allocator.variant for a, ww, _ in self.pairs if ww == w.id}):
                 w.prepare(variant)
         packages = [a.origin["package"] for a in self.allocs if a.origin.get("package")]
-        packages += ["libc6", "perl", "python3", "sqlite3", "gcc-12", "valgrind", "musl"]
+        packages += ["libc6", "perl", "python3", "sqlite3", "gcc-12", "valgrind", "musl", "redis-server",
+                     "redis-tools", "libjemalloc2"]
         extra = {
             "profile": vars(self.profile),
             "allocators": {aid: self.allocator_record(r) for aid, r in self.resolved.items()},

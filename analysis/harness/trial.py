@@ -163,7 +163,10 @@ class SpeedTrial:
         alloc_env = self.alloc.callgrind_env if self.mode == "callgrind" and self.alloc.callgrind_env else self.alloc.env
         env.update(alloc_env)
         if self.alloc.variant != "musl":
-            env.update(preload_env(self.resolved.preload, workdir / "who"))
+            # a program linked with an allocator of its own (redis-server: jemalloc) gets libc.so.6 preloaded after
+            # the allocator's libraries, so that under glibc glibc's malloc is found before the linked one
+            after = ["libc.so.6"] if getattr(self.workload, "libc_first", False) else []
+            env.update(preload_env([*self.resolved.preload, *after], workdir / "who"))
         return env
 
     def env_size(self, workdir: Path) -> int:
@@ -208,6 +211,28 @@ class SpeedTrial:
         if expected_checksum is not None and got != expected_checksum:
             return "bad-checksum", f"checksum {got} != expected {expected_checksum}", malloc_lib
         return "ok", "", malloc_lib
+
+
+METRIC_PREFIX = "metric "
+METRICS = ("requests_per_s", "p50_ms", "p99_ms")  # trial columns a workload may report on its stdout
+
+
+def reported_metrics(path) -> dict:
+    """The `metric <name>=<number>` lines a workload printed (a server's throughput and latencies), for the
+    trial columns of METRICS; a name not among them, or a value that is not a number, is ignored."""
+    out = {}
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        name, sep, value = line.strip().removeprefix(METRIC_PREFIX).partition("=")
+        if line.startswith(METRIC_PREFIX) and sep and name in METRICS:
+            try:
+                out[name] = f"{float(value):.6g}"
+            except ValueError:
+                continue
+    return out
 
 
 def last_checksum(path) -> str | None:
@@ -266,6 +291,7 @@ def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int,
             "clock_probe_s": _fmt(result.clock_probe_s), "probe_before_s": _fmt(result.probe_before_s),
             "probe_after_s": _fmt(result.probe_after_s), "malloc_lib": malloc_lib, "env_pad": pad,
             "loadavg1": load, "started_utc": started,
+            **(reported_metrics(workdir / "stdout") if status == "ok" else {}),
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -207,11 +207,11 @@ def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str
     """Two forest plots: the allocators within 0.5-2x in percent, the others (debugging allocators) in
     multiples, each with 95% confidence intervals; A/A copies of the baseline are left to their own table, and
     the seeds' own cases (perl's benchmark case by case, pow2-ladder, build) to the debates' tables."""
-    from analysis.harness.workloads import DEFAULT_WORKLOADS, WORKLOADS
+    from analysis.harness.workloads import WORKLOADS
 
-    # the default workloads and those users brought (EXTRA_WORKLOADS: not built in)
-    shown = table[~table["allocator"].isin(aa) & (table["workload"].isin(DEFAULT_WORKLOADS)
-                                                  | ~table["workload"].isin(list(WORKLOADS)))]
+    # every workload but the seeds' own cases: the default ones, redis, and those users brought (EXTRA_WORKLOADS)
+    seed_cases = [w.id for w in WORKLOADS.values() if w.seed and not w.default]
+    shown = table[~table["allocator"].isin(aa) & ~table["workload"].isin(seed_cases)]
     near, far = figures.split_near_one(shown, geomean)
     figures.forest(near, p(f"{name}_forest.svg"), f"{what}: change in percent (95% confidence interval)",
                    percent=True)
