@@ -12,6 +12,7 @@ PROFILE ?= quick
 ALLOCATORS ?=
 WORKLOADS ?=
 EXTRA_ALLOCATORS ?=
+EXTRA_WORKLOADS ?=
 MODE ?= time
 TARGET_CI ?=
 BUDGET_MIN ?=
@@ -46,6 +47,7 @@ help: ## list the targets
 	@echo
 	@echo "measure parameters: PROFILE=smoke|quick|full ALLOCATORS=a,b WORKLOADS=x,y MODE=time|callgrind"
 	@echo "  EXTRA_ALLOCATORS=name=/path/lib.so TARGET_CI=0.01 BUDGET_MIN=60 BLOCKS=N LOCK_CLOCK=1 SEED=N"
+	@echo "  EXTRA_WORKLOADS='name=/path/prog {scale}, other=prog2 ...' (your programs; WORKLOADS empty: these alone)"
 	@echo "  SCALES=1,0.25 (every cell at these multiples of its scale: start-up and per-unit cost)"
 	@echo "  PROTOCOL=lockstep|trials PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
 	@echo "probe parameters (defaults: python -m analysis probe --help): ALLOCATORS=a,b EXTRA_ALLOCATORS=name=/path/lib.so"
@@ -90,7 +92,7 @@ measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.i
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \
 		EXTRA_ALLOCATORS="$(EXTRA_ALLOCATORS)" MODE="$(MODE)" TARGET_CI="$(TARGET_CI)" BUDGET_MIN="$(BUDGET_MIN)" \
 		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)" PROTOCOL="$(PROTOCOL)" PIN="$(PIN)" \
-		FORCE="$(FORCE)" SCALES="$(SCALES)"
+		FORCE="$(FORCE)" SCALES="$(SCALES)" EXTRA_WORKLOADS='$(subst ','"'"',$(EXTRA_WORKLOADS))'
 
 probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into data/runs/
 	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \

@@ -83,6 +83,14 @@ TRIALS = [
     _f("cpu_other_s", "number", "Of other_cpu_s, the part on the trial's own CPU (its line of /proc/stat, "
        "the trial's own time and the launcher's clock probes subtracted); empty for unpinned trials.", "s",
        minimum=0),
+    # added with the request-serving workload (redis, issue 22); empty for the others, and older runs lack them
+    _f("requests_per_s", "number", "A server workload's throughput as its client saw it: every request sent "
+       "over the client's wall time, start to exit (the workload's `metric requests_per_s=` line).",
+       "1/s", minimum=0),
+    _f("p50_ms", "number", "A server workload's median request latency: the geometric mean over the client's "
+       "tests of each test's median.", "ms", minimum=0),
+    _f("p99_ms", "number", "A server workload's 99th-percentile request latency: the geometric mean over the "
+       "client's tests of each test's 99th percentile.", "ms", minimum=0),
 ]
 
 COUNTS = [

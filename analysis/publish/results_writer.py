@@ -7,7 +7,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import debates, figures, hosts_writer
+from analysis.publish import debates, figures, hosts_writer, server_metrics
 from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       interference_counts,
@@ -69,6 +69,30 @@ def clock_facts(run: Run | None, trials: pd.DataFrame | None, speed: cmp.Compari
     return facts
 
 
+def cpu_facts(info: dict, trials: pd.DataFrame) -> dict:
+    """Which workloads' trials ran spread over several CPUs and which on one (run.json trial_cpus; a run from
+    before it pinned every trial to one CPU, or to none)."""
+    cpus = info.get("trial_cpus")
+    if cpus is None:
+        pinned = any((p.get("trial_cpu") is not None) for p in info.get("pinning", []))
+        return {"spread_workloads": [], "single_core_workloads": sorted(set(trials["workload"])) if pinned else []}
+    spread = sorted(w for w, c in cpus.items() if isinstance(c, list) and len(c) > 1)
+    return {"spread_workloads": spread,
+            "single_core_workloads": sorted(w for w, c in cpus.items() if c is not None and w not in spread)}
+
+
+def _server(res: Results, p) -> dict:
+    """The server workloads' throughput and latency ratios to the baseline, with intervals (server_metrics)."""
+    rows = server_metrics.table(res.cells)
+    for metric in server_metrics.METRICS:
+        if f"{metric}_ratio" in rows:
+            rows[f"{metric}_display"] = [fmt_interval(r, lo, hi) for r, lo, hi in
+                                         zip(rows[f"{metric}_ratio"], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"])]
+    rows["run"] = rows["run_id"].map(_labels(res)).fillna("") if len(rows) else ""
+    write_csv(rows, p("server.csv"))
+    return {"server": {"rows": int(len(rows)), "workloads": sorted(set(rows["workload"])) if len(rows) else []}}
+
+
 def lockstep_facts(pairs: pd.DataFrame, info: dict) -> dict:
     """What the method section says of a lockstep run: its pairs, the workloads that took turns, and how
     precise a cell came out (median half-width; per-pair spread of the log ratio)."""
@@ -111,6 +135,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
             "status": info.get("status", ""),
             "protocol": (info.get("params") or {}).get("protocol") or "trials",
             "elapsed_minutes": f"{float(info.get('elapsed_s') or 0) / 60:.0f}",
+            **cpu_facts(info, trials),
         }
         pairs_csv = res.time_run.path / "pairs.csv"
         if pairs_csv.is_file():
@@ -123,6 +148,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         numbers["interference"] = interference_counts(*tables)
 
     numbers.update(_speed_and_memory(res, p, baseline))
+    numbers.update(_server(res, p))
     write_csv(res.left_out.assign(run=res.left_out["run_id"].map(_labels(res)).fillna("")
                                   if "run_id" in res.left_out else ""), p("left_out.csv"))
     numbers["left_out"] = int(len(res.left_out))
@@ -208,9 +234,11 @@ def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str
     """Two forest plots: the allocators within 0.5-2x in percent, the others (debugging allocators) in
     multiples, each with 95% confidence intervals; A/A copies of the baseline are left to their own table, and
     the seeds' own cases (perl's benchmark case by case, pow2-ladder, build) to the debates' tables."""
-    from analysis.harness.workloads import DEFAULT_WORKLOADS
+    from analysis.harness.workloads import WORKLOADS
 
-    shown = table[~table["allocator"].isin(aa) & table["workload"].isin(DEFAULT_WORKLOADS)]
+    # every workload but the seeds' own cases: the default ones, redis, and those users brought (EXTRA_WORKLOADS)
+    seed_cases = [w.id for w in WORKLOADS.values() if w.seed and not w.default]
+    shown = table[~table["allocator"].isin(aa) & ~table["workload"].isin(seed_cases)]
     near, far = figures.split_near_one(shown, geomean)
     figures.forest(near, p(f"{name}_forest.svg"), f"{what}: change in percent (95% confidence interval)",
                    percent=True)
