@@ -7,7 +7,9 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import debates, figures
+from analysis.publish import figures
+from analysis.publish.debate_pool import SUPERSEDED
+from analysis.publish.debates_writer import write_debates
 from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       interference_counts,
@@ -130,14 +132,12 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_ablations(res, p))
     numbers.update(_callgrind(res, p, baseline))
     numbers.update(_tradeoff(res, p, baseline))
-    write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"})),
+    write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"}),
+                                     superseded=res.replication["run_id"].isin(SUPERSEDED)),
               p("replication.csv"))
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
-    answers = debates.answer(res, res.figures)
-    answers["run"] = answers["run_id"].map(_labels(res)).fillna("")
-    write_csv(answers, p("debates.csv"))
-    numbers["debates"] = {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)}
+    numbers.update(write_debates(res, p, _labels(res), baseline))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
     cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
