@@ -57,18 +57,6 @@ def test_tables_name_the_run_each_row_comes_from(merged, tmp_path):
 from analysis.publish import debates  # noqa: E402
 
 
-@pytest.mark.parametrize("claimed, interval, expected", [
-    (1.025, (1.02, 1.01, 1.03), "supported"),    # inside, and no cost is excluded
-    (1.025, (1.30, 1.20, 1.40), "refuted"),      # outside
-    (1.025, (1.01, 0.95, 1.08), "unresolved"),   # holds both the claim and 1
-    (None, (1.01, 0.99, 1.04), "supported"),     # "not slower": upper end within the margin
-    (None, (1.20, 1.10, 1.30), "refuted"),       # lower end past the margin
-    (None, (1.02, 0.95, 1.10), "unresolved"),
-])
-def test_verdict_rules(claimed, interval, expected):
-    assert debates.verdict(claimed, *interval).startswith(expected)
-
-
 def test_a_brought_allocator_answers_its_debate_instead_of_the_stand_in(merged):
     _, res = merged
     table = debates.answer(res, res.figures)
