@@ -232,15 +232,20 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     mgeo = _display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res))
     write_csv(mgeo, p("memory_geomean.csv"))
     _forests(res.memory.results, res.memory.geomean, p, "memory", aa=set(res.aa["allocator"]), what=f"peak RSS against {baseline}")
+    # the A/A copies of the baseline are controls, not comparisons: they count in their own table only
+    aa = set(res.aa["allocator"])
+    counted, mem_counted = speed[~speed["allocator"].isin(aa)], mem[~mem["allocator"].isin(aa)]
+    geo_counted = geo[~geo["allocator"].isin(aa)]
     numbers["speed"] = {
-        "rows": int(len(speed)),
-        "slower": int((speed["ci_low"] > 1).sum()), "faster": int((speed["ci_high"] < 1).sum()),
-        "noninferior": int(speed["noninferior"].sum()),
-        "cheapest": _extreme(geo, "geomean_ratio", min), "dearest": _extreme(geo, "geomean_ratio", max),
+        "rows": int(len(counted)), "aa_rows": int(len(speed) - len(counted)),
+        "slower": int((counted["ci_low"] > 1).sum()), "faster": int((counted["ci_high"] < 1).sum()),
+        "noninferior": int(counted["noninferior"].sum()),
+        "cheapest": _attributed(res, _extreme(geo_counted, "geomean_ratio", min)),
+        "dearest": _attributed(res, _extreme(geo_counted, "geomean_ratio", max)),
         "median_halfwidth_percent": f"{float(np.median(np.expm1(speed['ci_high'].apply(np.log) - speed['ratio'].apply(np.log)))) * 100:.1f}",
     }
-    numbers["memory"] = {"rows": int(len(mem)), "larger": int((mem["ci_low"] > 1).sum()),
-                         "smaller": int((mem["ci_high"] < 1).sum()),
+    numbers["memory"] = {"rows": int(len(mem_counted)), "larger": int((mem_counted["ci_low"] > 1).sum()),
+                         "smaller": int((mem_counted["ci_high"] < 1).sum()),
                          "leanest": _extreme(mgeo, "geomean_ratio", min),
                          "heaviest": _extreme(mgeo, "geomean_ratio", max)}
     return numbers
@@ -316,9 +321,24 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
     return numbers
 
 
+def _attributed(res: Results, extreme: dict) -> dict:
+    """An allocator's row with the run it really comes from: its label, profile and the scale it ran at (the
+    profile's scale times the allocator's own scale factor, which slow allocators have below 1)."""
+    if not extreme or not extreme.get("run_id") or res.time_run is None:
+        return extreme
+    run_json = res.time_run.path.parent / extreme["run_id"] / "run.json"
+    info = json.loads(run_json.read_text()) if run_json.is_file() else {}
+    scale = float((info.get("profile") or {}).get("scale") or 1.0)
+    factor = float(((info.get("allocators") or {}).get(extreme["allocator"]) or {}).get("scale_factor") or 1.0)
+    return {**extreme, "run": _labels(res).get(extreme["run_id"], ""),
+            "profile": (info.get("params") or {}).get("profile", ""), "scale": f"{scale * factor:g}",
+            "reduced_scale": scale * factor < 1}
+
+
 def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
     if geo.empty:
         return {}
     i = pick(range(len(geo)), key=lambda k: geo.iloc[k][col])
     r = geo.iloc[i]
-    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"])}
+    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"]),
+            "run_id": str(r.get("run_id", ""))}
