@@ -27,7 +27,7 @@ from analysis.stats import equivalence, literature
 COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "configuration", "workload", "run_id",
            "ratio", "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "user_display",
            "sys_display", "per_free_ratio", "added_per_free", "writes_per_free_ratio", "added_writes_per_free",
-           "claimed_per_free", "margin", "margin_reason", "rule", "n_runs", "n_builds", "n_hosts", "superseded_runs",
+           "claimed_per_free", "seed_instructions", "margin", "margin_reason", "rule", "n_runs", "n_builds", "n_hosts", "superseded_runs",
            "pooled_ratio", "pooled_low", "pooled_high", "pooled_display", "tau_run", "tau_host", "tau_build",
            "added_ns_display", "claim_comparison", "verdict", "not_measured"]
 
@@ -216,6 +216,20 @@ def _claim_interval(seed: str) -> tuple[float, float, float, float] | None:
 
 
 TIME_METRICS = ("wall", "elapsed", "1/score")
+COUNT_METRICS = ("instructions_per_free", "instructions")
+
+
+def _seed_instructions(seed: str) -> str:
+    """The seed's own ratio of instructions (per free, or in its loop) from the literature re-analysis, with
+    its interval where it had replicates: what callgrind's exact ratio per free is set beside."""
+    table = literature.reanalyse()
+    rows = table[(table["seed"].astype(str).str.zfill(3) == seed) & (table["scenario"] == "as published")
+                 & table["metric"].isin(COUNT_METRICS)]
+    if rows.empty:
+        return ""
+    r = rows.iloc[0]
+    lo, hi = pd.to_numeric(pd.Series([r["ci_low"], r["ci_high"]]), errors="coerce")
+    return fmt_ratio(float(r["ratio"])) + (" (exact)" if pd.isna(lo) else f" [{fmt_ratio(lo)}, {fmt_ratio(hi)}]")
 
 
 def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str, claim) -> tuple[dict, pd.DataFrame]:
@@ -258,6 +272,7 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tu
         head = {"seed": d.seed, "topic": d.topic, "question": q.question, "claim": text, "claim_line": line,
                 "claimed": fmt_ratio(claimed) if claimed else "not slower",
                 "claimed_per_free": fmt_ratio(claimed_pf) if claimed_pf else "", "not_measured": "",
+                "seed_instructions": _seed_instructions(d.seed),
                 "margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule}
         found = []
         for workload in q.workloads:
