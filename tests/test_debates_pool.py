@@ -79,3 +79,22 @@ def test_aa_copies_pool_across_runs_and_a_biased_copy_is_caught(tmp_path):
     assert set(aa["n_runs"]) == {3}
     assert not aa.loc["glibc-copy", "excludes_1"].any()
     assert aa.loc["glibc-bias", "excludes_1"].all()
+
+
+def test_the_row_shows_a_current_run_before_a_superseded_one_with_more_pairs():
+    from types import SimpleNamespace
+
+    from analysis.publish import debates
+
+    def cell(run, alloc, ratio, n):
+        return {"run_id": run, "workload": "small-loop", "allocator": alloc, "baseline": "glibc", "ratio": ratio,
+                "ci_low": ratio * 0.99, "ci_high": ratio * 1.01, "df": n - 1, "n": n}
+
+    old = "20261130T134457Z-time-quick"  # R6: A/A copies loaded after the library, a discarded design
+    cells = pd.DataFrame([cell(old, "glibc-built", 0.99, 80), cell(old, "glibc-no-tcache-key", 0.96, 80),
+                          cell("current", "glibc-built", 0.99, 20), cell("current", "glibc-no-tcache-key", 0.95, 20)])
+    empty = pd.DataFrame(columns=["allocator", "base", "workload", "ratio", "ci_low", "ci_high", "n"])
+    res = SimpleNamespace(ablation=empty, ablation_memory=empty, speed=None, cells={"wall_s": cells})
+    assert debates._pair_ratio(res, "glibc-built", "glibc-no-tcache-key", "small-loop")["run_id"] == "current"
+    only_old = SimpleNamespace(ablation=empty, ablation_memory=empty, speed=None, cells={"wall_s": cells.iloc[:2]})
+    assert debates._pair_ratio(only_old, "glibc-built", "glibc-no-tcache-key", "small-loop")["run_id"] == old

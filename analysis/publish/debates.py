@@ -132,7 +132,9 @@ def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: b
         return None
     geo = res.speed.geomean.set_index("allocator") if res.speed is not None else pd.DataFrame()
     lead = geo["run_id"].get(with_) if "run_id" in geo else None
-    return max(found, key=lambda r: (r["n"], r["run_id"] == lead, r["direct"], -(r["ci_high"] / r["ci_low"])))
+    # a run of a superseded design is shown only when no current run measured the pair
+    return max(found, key=lambda r: (r["run_id"] not in debate_pool.SUPERSEDED, r["n"], r["run_id"] == lead,
+                                     r["direct"], -(r["ci_high"] / r["ci_low"])))
 
 
 def base_of(rows: pd.DataFrame) -> str:
