@@ -5,6 +5,7 @@ stats.random_effects, decided by the pre-registered rule (stats.equivalence, deb
 Runs of a discarded design stay in the table, marked superseded, and never enter a pooled answer: the runs
 whose malloc resolution check was loaded after the brought library (results.CHECK_LOADED_AFTER_LIBRARY, the
 design whose A/A copies read 30% false positives)."""
+import functools
 import json
 import math
 from pathlib import Path
@@ -54,12 +55,17 @@ def _runs(runs_dir: Path, run_ids) -> dict[str, Run]:
             if (runs_dir / rid / "run.json").is_file()}
 
 
+@functools.lru_cache(maxsize=32)
+def _pairs(path: Path) -> pd.DataFrame | None:
+    """A run's pairs.csv, read once for all the debates that ask it (callers never change it)."""
+    return pd.read_csv(path, low_memory=False) if path.is_file() else None
+
+
 def _direct(run: Run, with_: str, without: str, workload: str) -> Difference | None:
     """with/without from the run's lockstep pairs that put the two in turn with each other (largest scale)."""
-    path = run.path / "pairs.csv"
-    if not path.is_file():
+    pairs = _pairs(run.path / "pairs.csv")
+    if pairs is None:
         return None
-    pairs = pd.read_csv(path, low_memory=False)
     two = {with_, without}
     mine = pairs[(pairs["workload"] == workload) & pairs["allocator_a"].isin(two) & pairs["allocator_b"].isin(two)
                  & (pairs["allocator_a"] != pairs["allocator_b"])]
@@ -177,10 +183,9 @@ def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str
 
 def _time_of(run_dir: Path, allocator: str, workload: str) -> tuple[float, float] | None:
     """The median active time of one process of `allocator` on the workload in a lockstep run, and its scale."""
-    path = run_dir / "pairs.csv"
-    if not path.is_file():
+    pairs = _pairs(run_dir / "pairs.csv")
+    if pairs is None:
         return None
-    pairs = pd.read_csv(path, low_memory=False)
     pairs = pairs[(pairs["workload"] == workload) & (pairs["status"] == "ok") & (pairs["warmup"].astype(int) == 0)]
     times = pd.concat([pairs.loc[pairs["allocator_a"] == allocator, ["active_a_s", "scale"]].set_axis(["t", "scale"], axis=1),
                        pairs.loc[pairs["allocator_b"] == allocator, ["active_b_s", "scale"]].set_axis(["t", "scale"], axis=1)])
