@@ -98,3 +98,25 @@ def test_the_row_shows_a_current_run_before_a_superseded_one_with_more_pairs():
     assert debates._pair_ratio(res, "glibc-built", "glibc-no-tcache-key", "small-loop")["run_id"] == "current"
     only_old = SimpleNamespace(ablation=empty, ablation_memory=empty, speed=None, cells={"wall_s": cells.iloc[:2]})
     assert debates._pair_ratio(only_old, "glibc-built", "glibc-no-tcache-key", "small-loop")["run_id"] == old
+
+
+def test_layout_builds_of_a_contested_pair_pool_as_a_second_build(tmp_path):
+    from analysis.publish import debate_pool, results
+    from simulated_dataset import add_lockstep_run, make_dataset
+
+    data = make_dataset(tmp_path)
+    for i in range(2):
+        add_lockstep_run(data, f"2099012{i}T000000Z-time-quick",
+                         {"jemalloc-junk-free": 1.0, "jemalloc": 0.96, "jemalloc-junk-free_l2": 1.02,
+                          "jemalloc_l2": 0.96}, seed=40 + i, n_pairs=40)
+    res = results.compute(data)
+    cells = res.cells["wall_s"]
+    assert debate_pool.layout_pairs(cells, "jemalloc-junk-free", "jemalloc") == [
+        ("jemalloc-junk-free", "jemalloc"), ("jemalloc-junk-free_l2", "jemalloc_l2")]
+    runs = debate_pool.pair_estimates(cells, data / "runs", "002", "jemalloc-junk-free", "jemalloc", "dom-churn")
+    assert sorted(runs["layout"]) == [1, 1, 2, 2]
+    assert set(runs["configuration"]) == {"jemalloc-junk-free / jemalloc"}
+    pooled = debate_pool.pooled(runs, 0.025, "cost_at_most")
+    assert (pooled["n_runs"], pooled["n_builds"]) == (4, 2)
+    # the two builds read 1.042 and 1.063: the pool lies between them, its interval wide enough to hold both
+    assert pooled["pooled_low"] < 1.042 < 1.0625 < pooled["pooled_high"]

@@ -26,7 +26,8 @@ def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, labels: dict, hosts
     for _, a in answers.iterrows():
         mine = runs[(runs["configuration"] == a["configuration"]) & (runs["workload"] == a["workload"])]
         for _, r in mine.iterrows():
-            lines.append((f"  {labels.get(r['run_id'], r['run_id'])} {hosts[r['host']]}"
+            layout = f" layout {int(r['layout'])}" if int(r.get("layout", 1) or 1) > 1 else ""
+            lines.append((f"  {labels.get(r['run_id'], r['run_id'])} {hosts[r['host']]}{layout}"
                           + (" (superseded)" if r["superseded"] else ""),
                           r["ratio"], r["ci_low"], r["ci_high"], "superseded" if r["superseded"] else "run"))
         if a.get("pooled_display", "n/a") != "n/a":

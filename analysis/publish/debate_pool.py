@@ -8,6 +8,7 @@ design whose A/A copies read 30% false positives)."""
 import functools
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +18,13 @@ from analysis.errors import HeapcostError
 from analysis.publish.ablations import ratio_within_run
 from analysis.publish.results import CHECK_LOADED_AFTER_LIBRARY, aa_copies
 from analysis.stats import equivalence, paired
-from analysis.stats import random_effects as re
+from analysis.stats import random_effects
 from analysis.stats.estimators import Difference
 from analysis.contract.runstore import Run, read_json
 
 SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
-RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "build", "ratio", "ci_low", "ci_high",
-               "estimate", "se", "df", "method", "superseded"]
+RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "build", "layout", "ratio", "ci_low",
+               "ci_high", "estimate", "se", "df", "method", "superseded"]
 
 
 def host_of(machine: dict) -> str:
@@ -104,10 +105,31 @@ def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, wi
         rows.append({"seed": seed, "configuration": f"{with_} / {without}", "workload": workload,
                      "run_id": run_id, "host": host_of(json.loads(machine.read_text())) if machine.is_file() else "?",
                      "build": f"{build_of(run.info, with_)} / {build_of(run.info, without)}",
+                     "layout": int(m.group(2)) if (m := _LAYOUT.match(with_)) else 1,
                      "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
                      "estimate": d.estimate, "se": d.se, "df": d.df, "method": method,
                      "superseded": run_id in SUPERSEDED})
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+_LAYOUT = re.compile(r"^(.+)_l([0-9]+)$")  # <id>_l<N>: layout N of <id>, a second build of the same source
+
+
+def layout_pairs(cells: pd.DataFrame, with_: str, without: str) -> list[tuple[str, str]]:
+    """The contested pair and every layout build of it measured on both sides (with_lN, without_lN): each is
+    one more sample of the two libraries' code layout, pooled as another build of the same pair."""
+    names = set(cells["allocator"].astype(str)) if cells is not None and len(cells) else set()
+    layouts = sorted({int(m.group(2)) for n in names if (m := _LAYOUT.match(n)) and m.group(1) == with_})
+    return [(with_, without)] + [(f"{with_}_l{n}", f"{without}_l{n}") for n in layouts
+                                 if f"{without}_l{n}" in names]
+
+
+def pair_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
+                   workload: str) -> pd.DataFrame:
+    """run_estimates of the pair and of its layout builds, in one table (configuration: the pair's name)."""
+    frames = [run_estimates(cells, runs_dir, seed, a, b, workload).assign(configuration=f"{with_} / {without}")
+              for a, b in layout_pairs(cells, with_, without)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RUN_COLUMNS)
 
 
 def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
@@ -115,7 +137,7 @@ def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
     current = runs[~runs["superseded"].astype(bool)]
     if current.empty:
         return {}
-    p = re.pool(current[["estimate", "se", "df", "host", "build"]])
+    p = random_effects.pool(current[["estimate", "se", "df", "host", "build"]])
     lo, hi = p.interval()
     d = equivalence.tost(p.estimate, p.se, p.df, margin, rule)
     return {"pooled_ratio": math.exp(p.estimate), "pooled_low": math.exp(lo), "pooled_high": math.exp(hi),
@@ -143,7 +165,7 @@ def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.Dat
             est = est[~est["superseded"]]
             if est["run_id"].nunique() < 3:
                 continue
-            p = re.pool(est)
+            p = random_effects.pool(est)
             lo, hi = p.interval()
             rows.append({"workload": workload, "allocator": copy, "n_runs": p.runs, "n_hosts": p.hosts,
                          "ratio": math.exp(p.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),

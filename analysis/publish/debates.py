@@ -237,7 +237,7 @@ def _seed_instructions(seed: str) -> str:
 def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str, claim) -> tuple[dict, pd.DataFrame]:
     """The pre-registered answer of one contested pair on one workload: every run's ratio, the pooled one, the
     rule's verdict, the added time per malloc+free pair and the comparison with the claim's own interval."""
-    runs = debate_pool.run_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload) \
+    runs = debate_pool.pair_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload) \
         if runs_dir is not None else pd.DataFrame(columns=debate_pool.RUN_COLUMNS)
     pooled = debate_pool.pooled(runs, q.margin, q.rule)
     out = {"margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule,
