@@ -192,14 +192,14 @@ def verdict(row, base, baseline: str = BASELINE, margin: float = MARGIN) -> str:
     elif hi < 1 - margin:
         cost = "faster than the baseline"
     elif lo >= 1 - margin and hi <= 1 + margin:
-        cost = "no measurable cost"
+        cost = "no measurable cost" if lo <= 1 <= hi else "within the margin"
     elif hi < 1:
         cost = "not slower"
     elif lo > 1 + margin:
         cost = "costs more than the margin"
     else:
         cost = "cost unresolved"
-    if safer and cost in ("faster than the baseline", "no measurable cost", "not slower"):
+    if safer and cost in ("faster than the baseline", "no measurable cost", "within the margin", "not slower"):
         return f"a better default: safer, {cost}"
     if safer:
         return f"buys security: {cost}"

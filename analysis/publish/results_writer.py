@@ -7,7 +7,9 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import debates, figures, hosts_writer, server_metrics
+from analysis.publish import figures, hosts_writer, server_metrics
+from analysis.publish.debate_pool import SUPERSEDED
+from analysis.publish.debates_writer import write_debates
 from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       interference_counts,
@@ -157,14 +159,12 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_callgrind(res, p, baseline))
     numbers.update(_tradeoff(res, p, baseline))
     numbers.update(hosts_writer.host_outputs(res, p))
-    write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"})),
+    write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"}),
+                                     superseded=res.replication["run_id"].isin(SUPERSEDED)),
               p("replication.csv"))
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
-    answers = debates.answer(res, res.figures)
-    answers["run"] = answers["run_id"].map(_labels(res)).fillna("")
-    write_csv(answers, p("debates.csv"))
-    numbers["debates"] = {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)}
+    numbers.update(write_debates(res, p, _labels(res), baseline))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
     cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
@@ -261,15 +261,20 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     mgeo = _display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res))
     write_csv(mgeo, p("memory_geomean.csv"))
     _forests(res.memory.results, res.memory.geomean, p, "memory", aa=set(res.aa["allocator"]), what=f"peak RSS against {baseline}")
+    # the A/A copies of the baseline are controls, not comparisons: they count in their own table only
+    aa = set(res.aa["allocator"])
+    counted, mem_counted = speed[~speed["allocator"].isin(aa)], mem[~mem["allocator"].isin(aa)]
+    geo_counted = geo[~geo["allocator"].isin(aa)]
     numbers["speed"] = {
-        "rows": int(len(speed)),
-        "slower": int((speed["ci_low"] > 1).sum()), "faster": int((speed["ci_high"] < 1).sum()),
-        "noninferior": int(speed["noninferior"].sum()),
-        "cheapest": _extreme(geo, "geomean_ratio", min), "dearest": _extreme(geo, "geomean_ratio", max),
+        "rows": int(len(counted)), "aa_rows": int(len(speed) - len(counted)),
+        "slower": int((counted["ci_low"] > 1).sum()), "faster": int((counted["ci_high"] < 1).sum()),
+        "noninferior": int(counted["noninferior"].sum()),
+        "cheapest": _attributed(res, _extreme(geo_counted, "geomean_ratio", min)),
+        "dearest": _attributed(res, _extreme(geo_counted, "geomean_ratio", max)),
         "median_halfwidth_percent": f"{float(np.median(np.expm1(speed['ci_high'].apply(np.log) - speed['ratio'].apply(np.log)))) * 100:.1f}",
     }
-    numbers["memory"] = {"rows": int(len(mem)), "larger": int((mem["ci_low"] > 1).sum()),
-                         "smaller": int((mem["ci_high"] < 1).sum()),
+    numbers["memory"] = {"rows": int(len(mem_counted)), "larger": int((mem_counted["ci_low"] > 1).sum()),
+                         "smaller": int((mem_counted["ci_high"] < 1).sum()),
                          "leanest": _extreme(mgeo, "geomean_ratio", min),
                          "heaviest": _extreme(mgeo, "geomean_ratio", max)}
     return numbers
@@ -345,9 +350,24 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
     return numbers
 
 
+def _attributed(res: Results, extreme: dict) -> dict:
+    """An allocator's row with the run it really comes from: its label, profile and the scale it ran at (the
+    profile's scale times the allocator's own scale factor, which slow allocators have below 1)."""
+    if not extreme or not extreme.get("run_id") or res.time_run is None:
+        return extreme
+    run_json = res.time_run.path.parent / extreme["run_id"] / "run.json"
+    info = json.loads(run_json.read_text()) if run_json.is_file() else {}
+    scale = float((info.get("profile") or {}).get("scale") or 1.0)
+    factor = float(((info.get("allocators") or {}).get(extreme["allocator"]) or {}).get("scale_factor") or 1.0)
+    return {**extreme, "run": _labels(res).get(extreme["run_id"], ""),
+            "profile": (info.get("params") or {}).get("profile", ""), "scale": f"{scale * factor:g}",
+            "reduced_scale": scale * factor < 1}
+
+
 def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
     if geo.empty:
         return {}
     i = pick(range(len(geo)), key=lambda k: geo.iloc[k][col])
     r = geo.iloc[i]
-    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"])}
+    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"]),
+            "run_id": str(r.get("run_id", ""))}
