@@ -95,3 +95,25 @@ def test_no_field_file_writes_nothing(tmp_path):
     (root / "runs").mkdir(parents=True)
     assert field.write_outputs(root, tmp_path / "out.csv") == {}
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.paper
+def test_the_paper_states_each_figure_beside_ours(tmp_path):
+    """A simulated dataset with a run of brought mimalloc-bench programs: the paper's table and text state
+    every published figure, our ratio with its interval, the verdict, and the program no source covers."""
+    from analysis.publish import paper
+    from paper_checks import generated_csv, pdf_text, squash
+    from simulated_dataset import make_dataset
+
+    data = make_dataset(tmp_path / "set")
+    add_time_run(data, "20990102T000000Z-time-mib", {**TRUE, "tbbmalloc": 1.05}, seed=3, n_blocks=12,
+                 workloads={**WORKLOADS, "mib-barnes": 0.4, "mib-glibc-simple": 0.5})
+    out = tmp_path / "paper"
+    pdf, _ = paper.build(data, out, notebooks=["results"], log=lambda *_: None)
+    text = squash(pdf_text(pdf))
+    rows = generated_csv(out, "results_field.csv")
+    assert len(rows) == len(field.load_field(data / "literature" / field.FIELD_CSV))
+    for r in rows:
+        assert squash(r["theirs_display"] + r["ours_display"] + r["verdict"]) in text, r["pair"]
+    assert squash("for glibc-simple; for them this comparison cannot be made") in text
+    assert "No run of mimalloc-bench" not in text
