@@ -249,6 +249,23 @@ LITERATURE_SCHEMAS = {"figures.csv": {"missingValues": [""], "fields": [
            enum=["measured", "derived", "claim"]),
     _f("slip", "string", "The author's slip on this row, if any (the number is kept as printed)."),
     _f("note", "string", "Context for the re-analysis."),
+]}, "field.csv": {"missingValues": [""], "fields": [
+    _f("source", "string", "The publication: a repository's README at a commit, an issue or pull request.", required=True),
+    _f("url", "string", "Where the figure is printed.", required=True),
+    _f("published", "string", "The date the source was published (YYYY-MM-DD)."),
+    _f("machine", "string", "The source's machine as it describes it.", required=True),
+    _f("versions", "string", "The allocators' versions and the runs per figure, as the source states them."),
+    _f("benchmark", "string", "The mimalloc-bench program.", required=True),
+    _f("workload", "string", "The heapcost workload the program was brought as (EXTRA_WORKLOADS name).", required=True),
+    _f("allocator", "string", "The source's name of the allocator in the numerator.", required=True),
+    _f("reference", "string", "The source's name of the allocator in the denominator.", required=True),
+    _f("our_allocator", "string", "The heapcost allocator id the numerator maps to.", required=True),
+    _f("our_reference", "string", "The heapcost allocator id the denominator maps to.", required=True),
+    _f("metric", "string", "wall: elapsed time.", enum=["wall"]),
+    _f("ratio", "number", "allocator's time over reference's time, from the source's numbers.", required=True),
+    _f("kind", "string", "measured (from printed times), claim (a stated conclusion).", enum=["measured", "claim"]),
+    _f("text", "string", "The printed times or statement the ratio comes from (rows' whitespace condensed)."),
+    _f("note", "string", "How the ratio was read, and what limits it."),
 ]}}
 
 

@@ -139,7 +139,8 @@ def codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> str:
     if lit_files or lit:
         out += ["", "## `literature/`", "",
                 "The seeds' figures, each value with the seed file and line it was read from; `analysis/stats/literature.py` "
-                "re-analyses them."]
+                "re-analyses them. `field.csv`: the field's published ratios for mimalloc-bench programs, each with its "
+                "source, machine and versions; `analysis/publish/field.py` sets ours beside them."]
         for name in sorted(set(lit) | {p.name for p in lit_files if p.suffix == ".csv"}):
             schema = lit.get(name)
             out += ["", f"### `literature/{name}`", ""]

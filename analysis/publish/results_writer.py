@@ -7,7 +7,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import figures, hosts_writer, server_metrics
+from analysis.publish import field, figures, hosts_writer, server_metrics
 from analysis.publish.debate_pool import SUPERSEDED
 from analysis.publish.debates_writer import write_debates
 from analysis.publish.products import json_text, write_csv
@@ -151,6 +151,8 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
 
     numbers.update(_speed_and_memory(res, p, baseline))
     numbers.update(_server(res, p))
+    if res.time_run is not None:  # the dataset the runs came from: data_dir/runs/<run>
+        numbers["field"] = field.write_outputs(res.time_run.path.parents[1], p("field.csv"))
     write_csv(res.left_out.assign(run=res.left_out["run_id"].map(_labels(res)).fillna("")
                                   if "run_id" in res.left_out else ""), p("left_out.csv"))
     numbers["left_out"] = int(len(res.left_out))
