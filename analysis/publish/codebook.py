@@ -36,7 +36,10 @@ RUN_FILES = {
                 "(libraries, environment, claimed defences) and the workloads' expected checksums.",
     "machine.json": "The machine: kernel, OS, CPU model and count, memory, what is known of the clock (whether "
                     "cpufreq is exposed, boost, virtualization, whether perf counters work), glibc, Python and gcc "
-                    "versions, ASLR and transparent-hugepage settings, the load average when the run started.",
+                    "versions, ASLR and transparent-hugepage settings, the load average when the run started. "
+                    "Newer runs add the CPU family, model number and stepping, `host` (the host identity and its "
+                    "fingerprint: analysis/contract/host.py; older runs' are computed from what they record) and "
+                    "`clock_lock` (one entry per session: requested, locked, what it did and the values it held).",
     "*.ipynb": "The executed notebook that ran the measurement (papermill), with its parameters and output.",
 }
 

@@ -6,7 +6,6 @@ Runs of a discarded design stay in the table, marked superseded, and never enter
 whose malloc resolution check was loaded after the brought library (results.CHECK_LOADED_AFTER_LIBRARY, the
 design whose A/A copies read 30% false positives)."""
 import functools
-import json
 import math
 import re
 from pathlib import Path
@@ -16,6 +15,7 @@ import pandas as pd
 
 from analysis.errors import HeapcostError
 from analysis.publish.ablations import ratio_within_run
+from analysis.publish.hosts_writer import run_groups
 from analysis.publish.results import CHECK_LOADED_AFTER_LIBRARY, aa_copies
 from analysis.stats import equivalence, paired
 from analysis.stats import random_effects
@@ -27,14 +27,13 @@ RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "build", "
                "ci_high", "estimate", "se", "df", "method", "superseded"]
 
 
-def host_of(machine: dict) -> str:
-    """The host a run was measured on, from its machine.json: processor model, nominal clock and kernel build.
-    To be replaced by analysis.contract.host.host_fingerprint when that lands."""
-    cpu = machine.get("cpu") or {}
-    mhz = cpu.get("cpuinfo_mhz") or []
-    clock = f"{round(float(mhz[0]))} MHz" if mhz else "? MHz"
-    kernel = str(machine.get("kernel", "")).rsplit("-", 1)[-1]
-    return f"{cpu.get('model', '?')} {clock} {kernel}".strip()
+@functools.lru_cache(maxsize=8)
+def _host_kinds(runs_dir: Path) -> dict[str, str]:
+    """{run: its host kind} over every run of the dataset (analysis.contract.host.host_groups), so that a new
+    run that records more of its machine joins the published runs of the same kind."""
+    runs = [d.name for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
+    group, labels, _ = run_groups(Path(runs_dir), runs)
+    return {run: labels[fp] for run, fp in group.items()}
 
 
 def build_of(run_info: dict, allocator: str) -> str:
@@ -100,10 +99,9 @@ def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, wi
             d, method = ratio_within_run(sub[scale == scale.max()], with_, without), "through the baseline"
         if d is None:
             continue
-        machine = run.path / "machine.json"
         lo, hi = d.interval()
         rows.append({"seed": seed, "configuration": f"{with_} / {without}", "workload": workload,
-                     "run_id": run_id, "host": host_of(json.loads(machine.read_text())) if machine.is_file() else "?",
+                     "run_id": run_id, "host": _host_kinds(Path(runs_dir)).get(run_id, "?"),
                      "build": f"{build_of(run.info, with_)} / {build_of(run.info, without)}",
                      "layout": int(m.group(2)) if (m := _LAYOUT.match(with_)) else 1,
                      "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
