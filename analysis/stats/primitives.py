@@ -31,7 +31,7 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float | None, floa
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if k == 0 else max(0.0, float(centre - half)), 1.0 if k == n else min(1.0, float(centre + half)))
 
 
 def parse_sequences(stdout: str) -> list[dict]:

@@ -1,0 +1,115 @@
+"""Exploitation primitives from random heap-action sequences: the Wilson interval on simulated data with a
+known rate, the parsing and aggregation of the driver's lines, the batching with an injected launcher, and
+the driver itself under glibc (control without false positives; safe-linking undone by the heap leak)."""
+import subprocess
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from analysis.harness import primitive_probe
+from analysis.stats import primitives as PR
+
+
+def test_wilson_matches_the_closed_form_at_zero_and_covers_a_known_rate():
+    lo, hi = PR.wilson(0, 1000)
+    assert lo == 0 and hi == pytest.approx(1.959964 ** 2 / (1000 + 1.959964 ** 2), rel=1e-6)
+    assert PR.wilson(0, 0) == (None, None)
+    rng = np.random.default_rng(21)
+    for p in (0.003, 0.05, 0.4):
+        ks = rng.binomial(1000, p, size=2000)
+        covered = np.mean([lo <= p <= hi for lo, hi in (PR.wilson(int(k), 1000) for k in ks)])
+        assert 0.93 <= covered <= 0.975, (p, covered)
+
+
+STDOUT = """seq=0 end=exit:0 prim=0 attempts=0
+seq=1 end=signal:6:-6:alloc prim=1 attempts=3
+seq=2 end=exit:0 prim=10 attempts=5
+seq=3 end=hang prim=0 attempts=0
+garbage line
+seq=4 end=signal:11:1:misuse prim=4 attempts=0
+result sequences=5 class=overflow capability=none seed=1 flush=256 spray=128
+"""
+
+
+def test_cell_rows_count_each_primitive_and_the_stopped_sequences():
+    seqs = PR.parse_sequences(STDOUT)
+    assert [s["seq"] for s in seqs] == [0, 1, 2, 3, 4]
+    rows = {r["primitive"]: r for r in PR.cell_rows(seqs)}
+    assert rows["overlap"]["count"] == 1 and rows["chosen-address"]["count"] == 1
+    assert rows["metadata-write"]["count"] == 1 and rows["neighbour-write"]["count"] == 1
+    # any: overlap, chosen-address, metadata-write, allocator-write; the neighbour write is the program's data
+    assert rows["any"]["count"] == 2 and rows["any"]["rate"] == pytest.approx(0.4)
+    assert rows["any"]["median_attempts"] == 4
+    assert rows["any"]["detected"] == 2 and rows["any"]["hangs"] == 1
+    assert rows["any"]["signals"] == "11:1:misuse=1 6:-6:alloc=1"
+
+
+def test_batches_cover_every_sequence_once():
+    assert primitive_probe.batches(1000, 250) == [(0, 250), (250, 250), (500, 250), (750, 250)]
+    assert primitive_probe.batches(7, 3) == [(0, 3), (3, 3), (6, 1)]
+
+
+def test_run_cell_keeps_the_sequences_of_a_batch_cut_short():
+    calls = []
+
+    def launch(argv, target, timeout):
+        calls.append(argv[1:])
+        first, count = int(argv[3]), int(argv[4])
+        n = count if first == 0 else 1  # the second batch dies after one sequence
+        out = "".join(f"seq={i} end=exit:0 prim={8 if i % 2 else 0} attempts=0\n" for i in range(first, first + n))
+        return SimpleNamespace(status="exited" if first == 0 else "timeout", error=""), out, "", ""
+
+    rows = primitive_probe.run_cell(SimpleNamespace(id="fake"), "/bin/driver", "overflow", "heap-leak",
+                                    sequences=8, batch=4, seed=7, launch=launch)
+    assert calls == [["overflow", "heap-leak", "0", "4", "7"], ["overflow", "heap-leak", "4", "4", "7"]]
+    anyrow = next(r for r in rows if r["primitive"] == "any")
+    assert anyrow["sequences"] == 5 and anyrow["count"] == 2 and anyrow["allocator"] == "fake"
+
+
+def test_run_cell_reports_a_wrong_malloc_instead_of_counting():
+    def launch(argv, target, timeout):
+        return SimpleNamespace(status="exited", error=""), "seq=0 end=exit:0 prim=0 attempts=0\n", "", "libc.so.6"
+
+    rows = primitive_probe.run_cell(SimpleNamespace(id="x"), "/bin/d", "control", "none", sequences=2, launch=launch)
+    assert rows == [{"allocator": "x", "bug_class": "control", "capability": "none", "seed": 1, "primitive": "any",
+                     "sequences": 0, "count": 0, "detail": "wrong malloc: libc.so.6"}]
+
+
+@pytest.fixture(scope="module")
+def driver():
+    from analysis.harness.probes import probe_binary
+
+    return probe_binary("primitive_sequences.c")
+
+
+def run_driver(driver, *args):
+    proc = subprocess.run([str(driver), *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    return PR.parse_sequences(proc.stdout)
+
+
+def test_driver_control_finds_nothing_under_glibc(driver):
+    seqs = run_driver(driver, "control", "none", "0", "200")
+    assert len(seqs) == 200 and not any(s["prim"] for s in seqs)
+    assert all(s["end"] == "exit:0" for s in seqs)
+
+
+def test_driver_heap_leak_undoes_safe_linking_under_glibc(driver):
+    leak = run_driver(driver, "write-after-free", "heap-leak", "0", "300")
+    blind = run_driver(driver, "write-after-free", "none", "0", "300")
+    chosen = PR.PRIMITIVES["chosen-address"]
+    assert sum(bool(s["prim"] & chosen) for s in leak) >= 10
+    assert not any(s["prim"] & chosen for s in blind)
+
+
+def test_driver_is_reproducible_for_a_deterministic_allocator(driver):
+    a = run_driver(driver, "double-free", "none", "10", "50", "3")
+    b = run_driver(driver, "double-free", "none", "10", "50", "3")
+    assert [s["seq"] for s in a] == list(range(10, 60))
+    assert [(s["end"].split(":")[:2], s["prim"]) for s in a] == [(s["end"].split(":")[:2], s["prim"]) for s in b]
+
+
+def test_driver_rejects_bad_arguments_in_one_line(driver):
+    proc = subprocess.run([str(driver), "overflow", "root", "0", "10"], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "usage" in proc.stderr
