@@ -113,3 +113,30 @@ def test_driver_is_reproducible_for_a_deterministic_allocator(driver):
 def test_driver_rejects_bad_arguments_in_one_line(driver):
     proc = subprocess.run([str(driver), "overflow", "root", "0", "10"], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "usage" in proc.stderr
+
+
+@pytest.mark.allocators
+def test_probe_run_writes_primitives_csv_and_resumes_without_duplicates(tmp_path, monkeypatch, capsys):
+    import argparse
+    import csv
+
+    from analysis.contract.schema import PRIMITIVE_COLUMNS
+    from analysis.harness import probes as P
+
+    monkeypatch.setattr(primitive_probe, "SEQUENCES", 30)
+    monkeypatch.setattr(primitive_probe, "BATCH", 20)
+    parser = argparse.ArgumentParser()
+    P.add_arguments(parser)
+    args = parser.parse_args(["--allocators", "glibc", "--probes", "primitive-sequences", "--jobs", "1",
+                              "--out", str(tmp_path / "run")])
+    assert P.run(args) == 0
+    with open(tmp_path / "run" / "primitives.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == PRIMITIVE_COLUMNS
+    assert len(rows) == len(primitive_probe.CELLS) * (len(PR.PRIMITIVES) + 1)
+    assert {r["sequences"] for r in rows} == {"30"}
+    assert not PR.false_positives(rows)
+    assert not (tmp_path / "run" / "probes.csv").read_text().strip().split("\n")[1:]
+    assert P.run(args) == 0  # everything is there: nothing runs again
+    with open(tmp_path / "run" / "primitives.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == len(rows)

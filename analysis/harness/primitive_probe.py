@@ -20,12 +20,11 @@ def batches(sequences: int, batch: int = BATCH) -> list[tuple[int, int]]:
     return [(first, min(batch, sequences - first)) for first in range(0, sequences, batch)]
 
 
-def run_cell(target, binary, bug_class: str, capability: str, *, sequences: int = SEQUENCES,
-             batch: int = BATCH, seed: int = SEED, timeout: float = 30.0, launch=None) -> list[dict]:
+def run_cell(target, binary, bug_class: str, capability: str, *, sequences: int | None = None,
+             batch: int | None = None, seed: int = SEED, timeout: float = 30.0, launch) -> list[dict]:
     """The primitives.csv rows (without run_id) of one cell. `launch(argv, target, timeout=)` returns
     (LaunchResult, stdout, stderr, wrong-malloc complaint) as probes._launch does (injected in tests)."""
-    if launch is None:
-        from analysis.harness.probes import _launch as launch
+    sequences, batch = sequences or SEQUENCES, batch or BATCH
     base = {"allocator": target.id, "bug_class": bug_class, "capability": capability, "seed": seed}
     found, complaint = [], ""
     for first, count in batches(sequences, batch):
@@ -49,25 +48,25 @@ def unavailable_rows(target, why: str, seed: int = SEED) -> list[dict]:
              "sequences": 0, "count": 0, "detail": why} for c, k in CELLS]
 
 
+
 def cell(job) -> list[dict]:
-    """The rows of one job (probe id, target, (bug class, capability), timeout); run in a worker."""
-    from analysis.harness.probes import PROBES, _skip, probe_binary
-
-    probe_id, target, (bug_class, capability), timeout = job
-    why = _skip(PROBES[probe_id], target)
+    """The rows of one job, run in a worker: (target, driver binary, why not runnable ('' if it is), (bug class,
+    capability), timeout, the runner's launch function)."""
+    target, binary, why, (bug_class, capability), timeout, launch = job
     if why:
-        return [r for r in unavailable_rows(target, why) if (r["bug_class"], r["capability"]) == (bug_class, capability)]
-    binary = probe_binary(PROBES[probe_id].source, target.variant)
-    return run_cell(target, binary, bug_class, capability, timeout=timeout)
+        return [r for r in unavailable_rows(target, why)
+                if (r["bug_class"], r["capability"]) == (bug_class, capability)]
+    return run_cell(target, binary, bug_class, capability, timeout=timeout, launch=launch)
 
 
-def run_cells(args, run_dir, run_id: str, targets, probes) -> None:
+def run_cells(args, run_dir, run_id: str, targets, probes, runner) -> None:
     """The primitive-sequences cells of a probe run into its primitives.csv (cells already there are kept:
-    a resumed run goes on where it stopped)."""
+    a resumed run goes on where it stopped). `runner`: the probe runner's (skip, build, launch, results)
+    functions (analysis/harness/probes.py), passed in so that this module does not import it back."""
     from analysis.contract import runstore
     from analysis.contract.schema import PRIMITIVE_COLUMNS
-    from analysis.harness.probes import _results, _skip, probe_binary
 
+    skip, build, launch, results = runner
     probes = [p for p in probes if p.kind == "primitives"]
     if not probes:
         return
@@ -76,11 +75,11 @@ def run_cells(args, run_dir, run_id: str, targets, probes) -> None:
     jobs = []
     for target in targets:
         for probe in probes:
-            if not _skip(probe, target):
-                probe_binary(probe.source, target.variant)  # built once, before the workers start
-            jobs += [(probe.id, target, c, args.timeout) for c in CELLS if (target.id, *c) not in done]
+            why = skip(probe, target)
+            binary = None if why else build(probe.source, target.variant)  # built before the workers start
+            jobs += [(target, binary, why, c, args.timeout, launch) for c in CELLS if (target.id, *c) not in done]
     try:
-        for rows in _results(jobs, args.jobs, cell=cell):
+        for rows in results(jobs, args.jobs, cell=cell):
             for r in rows:
                 table.append({"run_id": run_id, **{k: round(v, 4) if isinstance(v, float) else v
                                                    for k, v in r.items()}})

@@ -490,7 +490,7 @@ def run(args) -> int:
                   f"{row.get('detail', '')[:80]}", flush=True)
     finally:
         table.close()
-    primitive_probe.run_cells(args, run_dir, info["run_id"], targets, probes)
+    primitive_probe.run_cells(args, run_dir, info["run_id"], targets, probes, (_skip, probe_binary, _launch, _results))
     runstore.finish_run(run_dir)
     print(f"wrote {run_dir / 'probes.csv'}: {len(jobs)} cells in {time.monotonic() - started:.0f} s")
     return 0

@@ -97,7 +97,8 @@ def found_anywhere(rows: list[dict], allocator: str, primitive: str = ANY, *, bu
 
 def false_positives(rows: list[dict]) -> list[dict]:
     """Control rows (no bug injected) with any primitive: the checks themselves are wrong there."""
-    return [r for r in rows if r["bug_class"] == "control" and r["primitive"] == ANY and (_num(r.get("count")) or 0) > 0]
+    return [r for r in rows
+            if r["bug_class"] == "control" and r["primitive"] == ANY and (_num(r.get("count")) or 0) > 0]
 
 
 def capability_gain(rows: list[dict], allocator: str, bug_class: str, primitive: str = ANY) -> float | None:
