@@ -11,8 +11,8 @@
  *                    and the sequence then ran to its end without being stopped;
  *   allocator-write  the allocator itself wrote into the target area (an arbitrary write).
  * Bug classes: overflow (n bytes past the usable end, n in 1, 8, 16, 32, 64), write-after-free (the
- * freed block's first words), double-free (free again after 0-3 other actions), invalid-free (a forged
- * chunk in static memory without a leak; an interior pointer of a live block with a heap leak).
+ * freed block's first words), double-free (free again after 0-3 frees of other blocks), invalid-free (a
+ * forged chunk in static memory without a leak; an interior pointer of a live block with a heap leak).
  * Attacker capability: none (links written as raw addresses) or heap-leak (links written the way glibc
  * 2.32+ protects them, (pos >> 12) ^ target, which only an attacker who knows pos can do).
  *
@@ -257,9 +257,14 @@ static void run_sequence(int klass, int heap_leak, uint64_t seed, unsigned long 
     case DOUBLE_FREE: {
         afree(victim.p);
         live[v].p = NULL;
+        /* Other blocks freed in between (free a, b, a), never an allocation: one could hand the victim out
+         * again, and freeing it then would be the free of a live block, which no allocator can tell apart. */
         int between = (int)(rnd() % 4);
-        for (int k = 0; k < between; k++)
-            random_action();
+        for (int k = 0, i = (int)(rnd() % SLOTS); k < between; k++, i = (i + 1) % SLOTS)
+            if (live[i].p) {
+                afree(live[i].p);
+                live[i].p = NULL;
+            }
         afree(victim.p);
         stale = victim.p;
         break;

@@ -140,3 +140,64 @@ def test_probe_run_writes_primitives_csv_and_resumes_without_duplicates(tmp_path
     assert P.run(args) == 0  # everything is there: nothing runs again
     with open(tmp_path / "run" / "primitives.csv") as fh:
         assert len(list(csv.DictReader(fh))) == len(rows)
+
+
+def planted(allocator, bug_class, capability, counts, sequences=1000):
+    """The rows of one cell with the given primitive counts (any: the sum of the allocator's primitives)."""
+    rows = []
+    anyc = sum(counts.get(p, 0) for p in PR.ALLOCATOR_PRIMITIVES)
+    for p in (*PR.PRIMITIVES, PR.ANY):
+        k = anyc if p == PR.ANY else counts.get(p, 0)
+        rows.append({"allocator": allocator, "bug_class": bug_class, "capability": capability, "primitive": p,
+                     "sequences": str(sequences), "count": str(k), "rate": str(k / sequences), "seed": "1",
+                     "detected": "0", "median_attempts": "", "rate_ci_low": "", "rate_ci_high": ""})
+    return rows
+
+
+def test_knockouts_claims_and_false_positives_on_planted_rows(tmp_path):
+    from analysis.publish import primitives_writer
+
+    rows = (planted("glibc-no-tcache-key", "double-free", "none", {"overlap": 40})
+            + planted("glibc-built", "double-free", "none", {})
+            + planted("secure", "double-free", "heap-leak", {"overlap": 3})
+            + planted("secure", "write-after-free", "heap-leak", {"chosen-address": 9})
+            + planted("secure", "write-after-free", "none", {})
+            + planted("broken", "control", "none", {"overlap": 1}))
+    claims = {"secure": ("double-free-detect", "freelist-protect"), "glibc-built": ("double-free-detect",)}
+    ko = PR.knockout_checks(rows)
+    assert ko == [{"allocator": "glibc-no-tcache-key", "control": "glibc-built", "bug_class": "double-free",
+                   "capability": "none", "primitive": "overlap", "count": 40, "sequences": 1000, "rate": 0.04,
+                   "control_rate": 0.0, "found": True}]
+    found = PR.claim_disagreements(rows, claims)
+    # freelist-protect claims only the blind attacker: the heap leak's chosen address is no disagreement
+    assert [(d["allocator"], d["defence"], d["capability"]) for d in found] == [("secure", "double-free-detect",
+                                                                                 "heap-leak")]
+    assert [r["allocator"] for r in PR.false_positives(rows)] == ["broken"]
+    numbers = primitives_writer.write_outputs(rows, tmp_path, claims=claims)
+    assert numbers["disagreeing_allocators"] == ["secure"] and numbers["none_found"] == ["broken", "glibc-built"]
+    assert (tmp_path / "primitives_matrix.svg").stat().st_size > 1000
+    text = (tmp_path / "primitives_disagreements.csv").read_text()
+    assert "secure,double-free-detect,1,overlap after double-free (heap-leak): 3/1000" in text
+
+
+def test_reported_rows_take_each_allocator_from_its_newest_complete_run(tmp_path):
+    import csv
+    import json
+
+    from analysis.contract.schema import PRIMITIVE_COLUMNS
+    from analysis.errors import HeapcostError
+    from analysis.publish import primitives_writer
+
+    with pytest.raises(HeapcostError, match="no probe run with a primitives.csv"):
+        primitives_writer.reported_primitive_rows(tmp_path)
+    for run, status, alloc, k in (("20260101T000000Z-probe-security", "complete", "a", 1),
+                                  ("20260102T000000Z-probe-security", "complete", "a", 2),
+                                  ("20260103T000000Z-probe-security", "running", "a", 3)):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "run.json").write_text(json.dumps({"status": status}))
+        with open(tmp_path / run / "primitives.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=PRIMITIVE_COLUMNS, extrasaction="ignore")
+            w.writeheader()
+            w.writerows({**r, "run_id": run} for r in planted(alloc, "overflow", "none", {"overlap": k}))
+    rows = primitives_writer.reported_primitive_rows(tmp_path)
+    assert {r["run_id"] for r in rows} == {"20260102T000000Z-probe-security"}

@@ -108,3 +108,70 @@ def capability_gain(rows: list[dict], allocator: str, bug_class: str, primitive:
     if rate.get("heap-leak") is None or rate.get("none") is None:
         return None
     return rate["heap-leak"] - rate["none"]
+
+
+# Knock-out builds (allocators.toml) and what their missing check should give back to an attacker, with the
+# unpatched build of the same source as the control: (bug class, capability, primitive).
+KNOCKOUTS = {
+    "glibc-no-tcache-key": ("glibc-built", "double-free", "none", "overlap"),
+    "glibc-no-safe-linking": ("glibc-built", "write-after-free", "none", "chosen-address"),
+}
+# A claimed defence (allocators.toml `defences`) and the cells in which it should leave no primitive:
+# (bug classes, capabilities, primitives). Safe-linking-style protection claims only the blind attacker.
+CLAIM_STOPS = {
+    "double-free-detect": (("double-free",), CAPABILITIES, ALLOCATOR_PRIMITIVES),
+    "invalid-free-detect": (("invalid-free",), CAPABILITIES, ALLOCATOR_PRIMITIVES),
+    "uaf-write-detect": (("write-after-free",), CAPABILITIES, ALLOCATOR_PRIMITIVES),
+    "overflow-detect": (("overflow",), CAPABILITIES, ("metadata-write",)),
+    "freelist-protect": (("write-after-free", "double-free", "overflow"), ("none",), ("chosen-address",)),
+}
+
+
+def _cell(rows, allocator, bug_class, capability, primitive):
+    return next((r for r in rows if r["allocator"] == allocator and r["bug_class"] == bug_class
+                 and r["capability"] == capability and r["primitive"] == primitive), None)
+
+
+def knockout_checks(rows: list[dict], knockouts: dict | None = None) -> list[dict]:
+    """For each knock-out build with data: the primitive its missing check should allow, under it and under
+    its control build, and whether it was found (count > 0) under the knock-out."""
+    out = []
+    for build, (control, bug_class, capability, primitive) in (knockouts or KNOCKOUTS).items():
+        hit = _cell(rows, build, bug_class, capability, primitive)
+        if hit is None or not (_num(hit.get("sequences")) or 0):
+            continue
+        base = _cell(rows, control, bug_class, capability, primitive)
+        out.append({"allocator": build, "control": control, "bug_class": bug_class, "capability": capability,
+                    "primitive": primitive, "count": int(_num(hit["count"])), "sequences": int(_num(hit["sequences"])),
+                    "rate": _num(hit.get("rate")), "control_rate": _num(base.get("rate")) if base else None,
+                    "found": _num(hit["count"]) > 0})
+    return out
+
+
+def claim_disagreements(rows: list[dict], claims: dict[str, tuple]) -> list[dict]:
+    """Cells where an allocator that claims a defence (claims: allocator -> defences) still gave the
+    primitive that defence should stop: one row per (allocator, defence, bug class, capability, primitive)."""
+    out = []
+    for r in rows:
+        for defence in claims.get(r["allocator"], ()):
+            classes, capabilities, prims = CLAIM_STOPS.get(defence, ((), (), ()))
+            if (r["bug_class"] in classes and r["capability"] in capabilities and r["primitive"] in prims
+                    and (_num(r.get("count")) or 0) > 0):
+                out.append({"allocator": r["allocator"], "defence": defence, "bug_class": r["bug_class"],
+                            "capability": r["capability"], "primitive": r["primitive"],
+                            "count": int(_num(r["count"])), "sequences": int(_num(r["sequences"]))})
+    return out
+
+
+def disagreement_summary(disagreements: list[dict]) -> list[dict]:
+    """claim_disagreements grouped by (allocator, defence): how many cells, and the one with most sequences."""
+    groups: dict[tuple, list[dict]] = {}
+    for d in disagreements:
+        groups.setdefault((d["allocator"], d["defence"]), []).append(d)
+    out = []
+    for (alloc, defence), found in groups.items():
+        worst = max(found, key=lambda d: (d["count"] / d["sequences"] if d["sequences"] else 0, d["primitive"]))
+        out.append({"allocator": alloc, "defence": defence, "cells": len(found),
+                    "worst": f"{worst['primitive']} after {worst['bug_class']} ({worst['capability']}): "
+                             f"{worst['count']}/{worst['sequences']}"})
+    return out
