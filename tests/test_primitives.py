@@ -58,18 +58,21 @@ def test_run_cell_keeps_the_sequences_of_a_batch_cut_short():
         first, count = int(argv[3]), int(argv[4])
         n = count if first == 0 else 1  # the second batch dies after one sequence
         out = "".join(f"seq={i} end=exit:0 prim={8 if i % 2 else 0} attempts=0\n" for i in range(first, first + n))
-        return SimpleNamespace(status="exited" if first == 0 else "timeout", error=""), out, "", ""
+        status = "exited" if first == 0 else "timeout"
+        return SimpleNamespace(status=status, error="", user_s=0.25, sys_s=0.5), out, "", ""
 
     rows = primitive_probe.run_cell(SimpleNamespace(id="fake"), "/bin/driver", "overflow", "heap-leak",
                                     sequences=8, batch=4, seed=7, launch=launch)
     assert calls == [["overflow", "heap-leak", "0", "4", "7"], ["overflow", "heap-leak", "4", "4", "7"]]
     anyrow = next(r for r in rows if r["primitive"] == "any")
     assert anyrow["sequences"] == 5 and anyrow["count"] == 2 and anyrow["allocator"] == "fake"
+    assert anyrow["cpu_s"] == 1.5  # both batches' CPU time
 
 
 def test_run_cell_reports_a_wrong_malloc_instead_of_counting():
     def launch(argv, target, timeout):
-        return SimpleNamespace(status="exited", error=""), "seq=0 end=exit:0 prim=0 attempts=0\n", "", "libc.so.6"
+        return (SimpleNamespace(status="exited", error="", user_s=0.1, sys_s=0.0),
+                "seq=0 end=exit:0 prim=0 attempts=0\n", "", "libc.so.6")
 
     rows = primitive_probe.run_cell(SimpleNamespace(id="x"), "/bin/d", "control", "none", sequences=2, launch=launch)
     assert rows == [{"allocator": "x", "bug_class": "control", "capability": "none", "seed": 1, "primitive": "any",
@@ -135,6 +138,7 @@ def test_probe_run_writes_primitives_csv_and_resumes_without_duplicates(tmp_path
     assert list(rows[0]) == PRIMITIVE_COLUMNS
     assert len(rows) == len(primitive_probe.CELLS) * (len(PR.PRIMITIVES) + 1)
     assert {r["sequences"] for r in rows} == {"30"}
+    assert all(float(r["cpu_s"]) > 0 for r in rows)  # the launcher's rusage covers the forked sequences
     assert not PR.false_positives(rows)
     assert not (tmp_path / "run" / "probes.csv").read_text().strip().split("\n")[1:]
     assert P.run(args) == 0  # everything is there: nothing runs again

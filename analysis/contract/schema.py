@@ -217,6 +217,8 @@ PRIMITIVES = [
     _f("signals", "string", "`signal:si_code:where=count` of the stopped sequences (where: alloc = inside an "
        "allocator call, misuse = at the bug's own access, driver = elsewhere)."),
     _f("seed", "integer", "Seed of the sequence generator: the same sequences under every allocator."),
+    _f("cpu_s", "number", "CPU time of the cell's driver processes and their sequences (user + system).", "s",
+       minimum=0),
     _f("detail", "string", "Why a cell has no sequences (not runnable here), else empty."),
 ]
 
