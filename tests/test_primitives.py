@@ -42,6 +42,7 @@ def test_cell_rows_count_each_primitive_and_the_stopped_sequences():
     assert rows["any"]["count"] == 2 and rows["any"]["rate"] == pytest.approx(0.4)
     assert rows["any"]["median_attempts"] == 4
     assert rows["any"]["detected"] == 2 and rows["any"]["hangs"] == 1
+    assert rows["strong"]["count"] == 2  # sequences 1 and 2: overlap, chosen-address
     assert rows["any"]["signals"] == "11:1:misuse=1 6:-6:alloc=1"
 
 
@@ -136,7 +137,7 @@ def test_probe_run_writes_primitives_csv_and_resumes_without_duplicates(tmp_path
     with open(tmp_path / "run" / "primitives.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == PRIMITIVE_COLUMNS
-    assert len(rows) == len(primitive_probe.CELLS) * (len(PR.PRIMITIVES) + 1)
+    assert len(rows) == len(primitive_probe.CELLS) * (len(PR.PRIMITIVES) + 2)  # and any, strong
     assert {r["sequences"] for r in rows} == {"30"}
     assert all(float(r["cpu_s"]) > 0 for r in rows)  # the launcher's rusage covers the forked sequences
     assert not PR.false_positives(rows)

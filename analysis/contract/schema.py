@@ -202,8 +202,9 @@ PRIMITIVES = [
     _f("capability", "string", "What the attacker knows: none (links written as raw addresses) or heap-leak "
        "(links encoded as glibc's safe-linking stores them, (pos >> 12) ^ target).", required=True,
        enum=["none", "heap-leak"]),
-    _f("primitive", "string", "overlap, chosen-address, neighbour-write, metadata-write, allocator-write, or "
-       "any (any of overlap, chosen-address, metadata-write, allocator-write).", required=True),
+    _f("primitive", "string", "overlap, chosen-address, neighbour-write, metadata-write, allocator-write, "
+       "any (any of overlap, chosen-address, metadata-write, allocator-write), or strong (overlap, "
+       "chosen-address or allocator-write: the allocator itself steered by the attacker).", required=True),
     _f("sequences", "integer", "Sequences run (each in its own process).", minimum=0),
     _f("count", "integer", "Sequences in which the primitive appeared.", minimum=0),
     _f("rate", "number", "count / sequences.", minimum=0, maximum=1),

@@ -50,22 +50,24 @@ def table(rows: list[dict]) -> list[dict]:
         cell[r["primitive"]] = r
     out = []
     for (alloc, bug, cap), prims in sorted(by_cell.items()):
-        anyrow = prims.get(PR.ANY, {})
+        anyrow, strong = prims.get(PR.ANY, {}), prims.get(PR.STRONG, {})
         out.append({"allocator": alloc, "bug_class": bug, "capability": cap,
                     "sequences": int(_f(anyrow.get("sequences")) or 0),
                     "any_rate": _f(anyrow.get("rate")), "any_ci_low": _f(anyrow.get("rate_ci_low")),
                     "any_ci_high": _f(anyrow.get("rate_ci_high")),
+                    "strong_rate": _f(strong.get("rate")), "strong_ci_low": _f(strong.get("rate_ci_low")),
+                    "strong_ci_high": _f(strong.get("rate_ci_high")),
                     **{p: int(_f(prims[p].get("count")) or 0) if p in prims else None for p in PR.PRIMITIVES},
                     "detected": int(_f(anyrow.get("detected")) or 0),
                     "median_attempts": _f(anyrow.get("median_attempts")), "detail": anyrow.get("detail", "")})
     return out
 
 
-def matrix_figure(cells: list[dict], path: Path) -> None:
-    """P(any primitive) per allocator (rows) and bug class / capability (columns); blank: not run."""
+def matrix_figure(cells: list[dict], path: Path, key: str = "strong_rate", label: str = "P(strong primitive)") -> None:
+    """A primitive's probability per allocator (rows) and bug class / capability (columns); blank: not run."""
     plt = pyplot()
     order = sorted({c["allocator"] for c in cells})
-    rate = {(c["allocator"], f"{c['bug_class']}/{c['capability']}"): c["any_rate"] for c in cells if c["sequences"]}
+    rate = {(c["allocator"], f"{c['bug_class']}/{c['capability']}"): c[key] for c in cells if c["sequences"]}
     grid = np.array([[rate.get((a, col), np.nan) for col in COLUMNS] for a in order], dtype=float)
     fig, ax = plt.subplots(figsize=(1.5 + 0.45 * len(COLUMNS), 1.2 + 0.26 * len(order)))
     im = ax.imshow(grid, cmap="rocket_r", vmin=0, vmax=1, aspect="auto")
@@ -77,13 +79,13 @@ def matrix_figure(cells: list[dict], path: Path) -> None:
     ax.set_xticks(range(len(COLUMNS)), COLUMNS, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(len(order)), order, fontsize=7)
     ax.grid(False)
-    fig.colorbar(im, ax=ax, label="P(any primitive)", shrink=0.6)
+    fig.colorbar(im, ax=ax, label=label, shrink=0.6)
     save(fig, path)
 
 
 def write_outputs(rows: list[dict], out_dir, *, claims: dict | None = None, prefix: str = "primitives_") -> dict:
-    """primitives_table.csv, primitives_disagreements.csv, primitives_numbers.json and primitives_matrix.svg;
-    returns the numbers."""
+    """primitives_table.csv, primitives_disagreements.csv, primitives_numbers.json, primitives_matrix.svg (the
+    strong primitives) and primitives_any_matrix.svg; returns the numbers."""
     import csv
 
     out_dir = Path(out_dir)
@@ -110,6 +112,8 @@ def write_outputs(rows: list[dict], out_dir, *, claims: dict | None = None, pref
                             for r in PR.false_positives(rows)],
         "none_found": sorted(a for a in {c["allocator"] for c in ran}
                              if not PR.found_anywhere(rows, a)),
+        "no_strong_found": sorted(a for a in {c["allocator"] for c in ran}
+                                  if not PR.found_anywhere(rows, a, PR.STRONG)),
     }
     summary = PR.disagreement_summary(numbers["disagreements"])
     numbers["disagreeing_allocators"] = sorted({d["allocator"] for d in summary})
@@ -120,4 +124,5 @@ def write_outputs(rows: list[dict], out_dir, *, claims: dict | None = None, pref
     (out_dir / f"{prefix}numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
     if ran:
         matrix_figure(ran, out_dir / f"{prefix}matrix.svg")
+        matrix_figure(ran, out_dir / f"{prefix}any_matrix.svg", key="any_rate", label="P(any primitive)")
     return numbers

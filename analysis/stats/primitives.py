@@ -19,6 +19,11 @@ CAPABILITIES = ("none", "heap-leak")
 PRIMITIVES = {"overlap": 1, "chosen-address": 2, "neighbour-write": 4, "metadata-write": 8, "allocator-write": 16}
 ANY = "any"  # any primitive of the four an allocator could stop (neighbour-write is the program's own data)
 ALLOCATOR_PRIMITIVES = ("overlap", "chosen-address", "metadata-write", "allocator-write")
+# The allocator itself steered by the attacker: it handed out memory twice or at a chosen address, or wrote
+# into chosen memory. A stray write into metadata or free memory is not in it: it is where such steering
+# starts, and allocators without inline metadata let it land in free memory.
+STRONG = "strong"
+STRONG_PRIMITIVES = ("overlap", "chosen-address", "allocator-write")
 
 _LINE = re.compile(r"^seq=(\d+) end=(\S+) prim=(\d+) attempts=(\d+)$")
 
@@ -61,15 +66,16 @@ def signal_summary(sequences: list[dict]) -> str:
 
 
 def cell_rows(sequences: list[dict]) -> list[dict]:
-    """One row per primitive (and `any`) of one cell: sequences, count, rate and its Wilson interval, the
+    """One row per primitive (and `any`, `strong`) of one cell: sequences, count, rate and its Wilson interval, the
     median attempts of the sequences that found it, how many were stopped and how many hung."""
     n = len(sequences)
     detected = sum(stopped(s["end"]) for s in sequences)
     hangs = sum(s["end"] == "hang" for s in sequences)
     signals = signal_summary(sequences)
     any_mask = sum(PRIMITIVES[p] for p in ALLOCATOR_PRIMITIVES)
+    strong_mask = sum(PRIMITIVES[p] for p in STRONG_PRIMITIVES)
     rows = []
-    for name, mask in (*PRIMITIVES.items(), (ANY, any_mask)):
+    for name, mask in (*PRIMITIVES.items(), (ANY, any_mask), (STRONG, strong_mask)):
         found = [s for s in sequences if s["prim"] & mask]
         lo, hi = wilson(len(found), n)
         attempts = [s["attempts"] for s in found if s["attempts"] > 0]
