@@ -127,8 +127,10 @@ KNOCKOUTS = {
 CLAIM_STOPS = {
     "double-free-detect": (("double-free",), CAPABILITIES, ALLOCATOR_PRIMITIVES),
     "invalid-free-detect": (("invalid-free",), CAPABILITIES, ALLOCATOR_PRIMITIVES),
-    "uaf-write-detect": (("write-after-free",), CAPABILITIES, ALLOCATOR_PRIMITIVES),
-    "overflow-detect": (("overflow",), CAPABILITIES, ("metadata-write",)),
+    # a write-after-free check runs when the slot is handed out again: a write into a block that is never
+    # reused within the sequence (metadata-write) is outside what it claims
+    "uaf-write-detect": (("write-after-free",), CAPABILITIES, STRONG_PRIMITIVES),
+    "overflow-detect": (("overflow",), CAPABILITIES, ALLOCATOR_PRIMITIVES),
     "freelist-protect": (("write-after-free", "double-free", "overflow"), ("none",), ("chosen-address",)),
 }
 
