@@ -85,13 +85,19 @@ static void afree(void *p)
 }
 
 static int usable_own = 1; /* malloc_usable_size belongs to the allocator (see probes/README.md) */
+/* The usable size, so that an overflow starts past the slot's slack: size classes are up to a quarter
+ * apart in jemalloc, scudo and hardened_malloc, so a value up to half the request above it is believed. */
 static size_t usable(void *p, size_t req)
 {
     if (!usable_own)
         return req;
     size_t u = malloc_usable_size(p);
-    return u >= req && u <= req + 64 ? u : req;
+    return u >= req && u <= req + req / 2 + 64 ? u : req;
 }
+
+/* Did the bug's write change a byte? Rewriting a byte with its own value (a NUL over a canary's leading
+ * zero byte) corrupts nothing, so it is no stray write. Set by write_word. */
+static int changed;
 
 struct block { unsigned char *p; size_t req, use; };
 static struct block live[SLOTS];
@@ -176,8 +182,11 @@ static uintptr_t link_at(const void *pos, int heap_leak)
 static void write_word(unsigned char *at, uintptr_t w, size_t n)
 {
     volatile unsigned char *b = at;
-    for (size_t i = 0; i < n && i < sizeof w; i++)
-        b[i] = (unsigned char)(w >> (8 * i));
+    for (size_t i = 0; i < n && i < sizeof w; i++) {
+        unsigned char v = (unsigned char)(w >> (8 * i));
+        changed |= b[i] != v;
+        b[i] = v;
+    }
 }
 
 /* glibc's chunk size for a request (the forged headers' size word: in range, PREV_INUSE set). */
@@ -223,6 +232,7 @@ static void run_sequence(int klass, int heap_leak, uint64_t seed, unsigned long 
     }
     for (int k = 0; k < before && k < ngroom; k++)
         afree(groomed[k]);
+    changed = 0;                        /* forge_target and grooming wrote nothing of the bug's */
     const unsigned char *wrote = NULL;  /* the bug's write: [wrote, wrote + wrote_n) */
     size_t wrote_n = 0;
     int wrote_in_live = 0;
@@ -322,7 +332,7 @@ static void run_sequence(int klass, int heap_leak, uint64_t seed, unsigned long 
             afree(live[i].p);
             live[i].p = NULL;
         }
-    if (wrote && !wrote_in_live)
+    if (wrote && changed && !wrote_in_live)
         rep->prim |= P_METADATA;
 }
 

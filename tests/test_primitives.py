@@ -206,3 +206,13 @@ def test_reported_rows_take_each_allocator_from_its_newest_complete_run(tmp_path
             w.writerows({**r, "run_id": run} for r in planted(alloc, "overflow", "none", {"overlap": k}))
     rows = primitives_writer.reported_primitive_rows(tmp_path)
     assert {r["run_id"] for r in rows} == {"20260102T000000Z-probe-security"}
+
+
+def test_a_dataset_without_primitives_leaves_a_note_not_numbers(tmp_path):
+    import json
+
+    from analysis.publish import primitives_writer
+
+    primitives_writer.write_absent(tmp_path, "no probe run with a primitives.csv")
+    assert json.loads((tmp_path / "primitives_numbers.json").read_text()) == {
+        "absent": "no probe run with a primitives.csv"}

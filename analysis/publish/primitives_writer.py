@@ -126,3 +126,10 @@ def write_outputs(rows: list[dict], out_dir, *, claims: dict | None = None, pref
         matrix_figure(ran, out_dir / f"{prefix}matrix.svg")
         matrix_figure(ran, out_dir / f"{prefix}any_matrix.svg", key="any_rate", label="P(any primitive)")
     return numbers
+
+
+def write_absent(out_dir, why: str, *, prefix: str = "primitives_") -> None:
+    """A dataset without primitives: primitives_numbers.json says why, and the paper says the part is absent."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{prefix}numbers.json").write_text(json.dumps({"absent": why}, indent=2) + "\n")
