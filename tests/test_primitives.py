@@ -178,6 +178,12 @@ def test_knockouts_claims_and_false_positives_on_planted_rows(tmp_path):
     assert [(d["allocator"], d["defence"], d["capability"]) for d in found] == [("secure", "double-free-detect",
                                                                                  "heap-leak")]
     assert [r["allocator"] for r in PR.false_positives(rows)] == ["broken"]
+    for r in rows:  # intervals and the strong primitives, as the driver's rows have them
+        r["rate_ci_low"], r["rate_ci_high"] = map(str, PR.wilson(int(r["count"]), int(r["sequences"])))
+    rows += [{**r, "primitive": "strong"} for r in rows if r["primitive"] == "chosen-address"]
+    gains = PR.leak_gains(rows)
+    assert [(g["allocator"], g["bug_class"], g["rate_heap_leak"]) for g in gains] == [("secure", "write-after-free",
+                                                                                       0.009)]
     numbers = primitives_writer.write_outputs(rows, tmp_path, claims=claims)
     assert numbers["disagreeing_allocators"] == ["secure"] and numbers["none_found"] == ["broken", "glibc-built"]
     assert (tmp_path / "primitives_matrix.svg").stat().st_size > 1000

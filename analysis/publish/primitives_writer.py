@@ -107,6 +107,7 @@ def write_outputs(rows: list[dict], out_dir, *, claims: dict | None = None, pref
         "cells": len(ran),
         "seed": sorted({int(_f(r.get("seed")) or 0) for r in rows}),
         "knockouts": PR.knockout_checks(rows),
+        "leak_gains": PR.leak_gains(rows),
         "disagreements": PR.claim_disagreements(rows, claims),
         "false_positives": [{"allocator": r["allocator"], "count": int(_f(r["count"]))}
                             for r in PR.false_positives(rows)],

@@ -183,3 +183,21 @@ def disagreement_summary(disagreements: list[dict]) -> list[dict]:
                     "worst": f"{worst['primitive']} after {worst['bug_class']} ({worst['capability']}): "
                              f"{worst['count']}/{worst['sequences']}"})
     return out
+
+
+def leak_gains(rows: list[dict], primitive: str = STRONG) -> list[dict]:
+    """Cells where the heap leak clearly helps: the primitive's interval with the leak lies above the one
+    without it (same allocator and bug class). What an attacker who undoes pointer mangling gains."""
+    cells = {(r["allocator"], r["bug_class"], r["capability"]): r for r in rows if r["primitive"] == primitive}
+    out = []
+    for (alloc, bug, cap), leak in sorted(cells.items()):
+        blind = cells.get((alloc, bug, "none"))
+        if cap != "heap-leak" or blind is None:
+            continue
+        lo, hi = _num(leak.get("rate_ci_low")), _num(blind.get("rate_ci_high"))
+        if lo is not None and hi is not None and lo > hi:
+            out.append({"allocator": alloc, "bug_class": bug, "primitive": primitive,
+                        "rate_none": _num(blind.get("rate")), "rate_heap_leak": _num(leak.get("rate")),
+                        "ci_heap_leak": [lo, _num(leak.get("rate_ci_high"))],
+                        "ci_none": [_num(blind.get("rate_ci_low")), hi]})
+    return out
