@@ -222,3 +222,13 @@ def test_a_dataset_without_primitives_leaves_a_note_not_numbers(tmp_path):
     primitives_writer.write_absent(tmp_path, "no probe run with a primitives.csv")
     assert json.loads((tmp_path / "primitives_numbers.json").read_text()) == {
         "absent": "no probe run with a primitives.csv"}
+
+
+def test_the_overflow_sizes_the_paper_states_are_the_drivers():
+    import re
+
+    from analysis.paths import PROBES_DIR
+
+    source = (PROBES_DIR / "primitive_sequences.c").read_text()
+    sizes = re.search(r"static const size_t ns\[\] = \{([^}]*)\}", source).group(1)
+    assert tuple(int(x) for x in sizes.split(",")) == PR.OVERFLOW_BYTES

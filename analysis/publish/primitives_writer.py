@@ -106,6 +106,8 @@ def write_outputs(rows: list[dict], out_dir, *, claims: dict | None = None, pref
         "sequences_per_cell_min": min((c["sequences"] for c in ran), default=0),
         "cells": len(ran),
         "seed": sorted({int(_f(r.get("seed")) or 0) for r in rows}),
+        "overflow_bytes": list(PR.OVERFLOW_BYTES),
+        "confidence_percent": round(100 * PR.CONFIDENCE),
         "knockouts": PR.knockout_checks(rows),
         "leak_gains": PR.leak_gains(rows),
         "disagreements": PR.claim_disagreements(rows, claims),

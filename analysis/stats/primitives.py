@@ -25,10 +25,13 @@ ALLOCATOR_PRIMITIVES = ("overlap", "chosen-address", "metadata-write", "allocato
 STRONG = "strong"
 STRONG_PRIMITIVES = ("overlap", "chosen-address", "allocator-write")
 
+OVERFLOW_BYTES = (1, 8, 16, 32, 64)  # the overflow class's sizes past the usable end (primitive_sequences.c)
+CONFIDENCE = 0.95
+
 _LINE = re.compile(r"^seq=(\d+) end=(\S+) prim=(\d+) attempts=(\d+)$")
 
 
-def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float | None, float | None]:
+def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
     """Wilson score interval of a binomial proportion k/n; (None, None) without trials."""
     if n <= 0:
         return None, None
