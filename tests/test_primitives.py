@@ -123,6 +123,7 @@ def test_driver_rejects_bad_arguments_in_one_line(driver):
 def test_probe_run_writes_primitives_csv_and_resumes_without_duplicates(tmp_path, monkeypatch, capsys):
     import argparse
     import csv
+    import json
 
     from analysis.contract.schema import PRIMITIVE_COLUMNS
     from analysis.harness import probes as P
@@ -141,7 +142,9 @@ def test_probe_run_writes_primitives_csv_and_resumes_without_duplicates(tmp_path
     assert {r["sequences"] for r in rows} == {"30"}
     assert all(float(r["cpu_s"]) > 0 for r in rows)  # the launcher's rusage covers the forked sequences
     assert not PR.false_positives(rows)
-    assert not (tmp_path / "run" / "probes.csv").read_text().strip().split("\n")[1:]
+    assert not (tmp_path / "run" / "probes.csv").exists()  # no probe rows: no table to be taken as the probe run
+    params = json.loads((tmp_path / "run" / "run.json").read_text())["params"]
+    assert params["probes"] == []  # the probe design merge compares runs by leaves the primitives out
     assert P.run(args) == 0  # everything is there: nothing runs again
     with open(tmp_path / "run" / "primitives.csv") as fh:
         assert len(list(csv.DictReader(fh))) == len(rows)

@@ -465,8 +465,8 @@ def run(args) -> int:
 
     allocators = select(args.allocators, args.extra, require_available=False)
     targets = [_with_alarm(target_for(a), args.alarm) for a in allocators]
-    params = {"allocators": [t.id for t in targets], "probes": [p.id for p in probes], "runs": args.runs,
-              "sizes": list(sizes or SIZES), "timeout": args.timeout, "alarm": args.alarm, "seed": args.seed}
+    params = {"allocators": [t.id for t in targets], "probes": [p.id for p in probes if p.kind != "primitives"],
+              "runs": args.runs, "sizes": list(sizes or SIZES), "timeout": args.timeout, "alarm": args.alarm, "seed": args.seed}
     if library_records(allocators):
         params["brought_libraries"] = library_records(allocators)
     run_dir, info = _open_run(args, params)
