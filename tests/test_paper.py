@@ -325,7 +325,7 @@ def test_cli_errors_are_one_line(tmp_path):
     r = run_cli("paper", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs/" in r.stderr
     r = run_cli("paper", "--notebooks", "results,bogus", "--out", str(tmp_path / "out"))
-    assert r.returncode == 2 and "valid: noise, literature, security, results" in r.stderr
+    assert r.returncode == 2 and "valid: noise, literature, security, primitives, results" in r.stderr
 
 
 def test_readme_lists_every_figure_and_table_of_the_paper():

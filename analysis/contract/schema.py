@@ -201,11 +201,43 @@ PAIRS = [
        minimum=0),
 ]
 
-TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES, "pairs.csv": PAIRS}
+PRIMITIVES = [
+    _f("run_id", "string", "The probe run (directory name).", required=True),
+    _f("allocator", "string", "Allocator id.", required=True),
+    _f("bug_class", "string", "The bug injected once in every sequence (probes/primitive_sequences.c); "
+       "control: none, so any primitive there is a false positive of the checks.", required=True,
+       enum=["overflow", "write-after-free", "double-free", "invalid-free", "control"]),
+    _f("capability", "string", "What the attacker knows: none (links written as raw addresses) or heap-leak "
+       "(links encoded as glibc's safe-linking stores them, (pos >> 12) ^ target).", required=True,
+       enum=["none", "heap-leak"]),
+    _f("primitive", "string", "overlap, chosen-address, neighbour-write, metadata-write, allocator-write, "
+       "any (any of overlap, chosen-address, metadata-write, allocator-write), or strong (overlap, "
+       "chosen-address or allocator-write: the allocator itself steered by the attacker).", required=True),
+    _f("sequences", "integer", "Sequences run (each in its own process).", minimum=0),
+    _f("count", "integer", "Sequences in which the primitive appeared.", minimum=0),
+    _f("rate", "number", "count / sequences.", minimum=0, maximum=1),
+    _f("rate_ci_low", "number", "Wilson 95% interval, low end.", minimum=0, maximum=1),
+    _f("rate_ci_high", "number", "Wilson 95% interval, high end.", minimum=0, maximum=1),
+    _f("median_attempts", "number", "Median spray allocations before the primitive, over the sequences that "
+       "found it during the spray.", minimum=0),
+    _f("detected", "integer", "Sequences the allocator stopped (a signal, an abort or an exit of its own).",
+       minimum=0),
+    _f("hangs", "integer", "Sequences that hung (the driver's per-sequence alarm).", minimum=0),
+    _f("signals", "string", "`signal:si_code:where=count` of the stopped sequences (where: alloc = inside an "
+       "allocator call, misuse = at the bug's own access, driver = elsewhere)."),
+    _f("seed", "integer", "Seed of the sequence generator: the same sequences under every allocator."),
+    _f("cpu_s", "number", "CPU time of the cell's driver processes and their sequences (user + system).", "s",
+       minimum=0),
+    _f("detail", "string", "Why a cell has no sequences (not runnable here), else empty."),
+]
+
+TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES, "pairs.csv": PAIRS,
+                 "primitives.csv": PRIMITIVES}
 TRIAL_COLUMNS = [f["name"] for f in TRIALS]
 PAIR_COLUMNS = [f["name"] for f in PAIRS]
 COUNT_COLUMNS = [f["name"] for f in COUNTS]
 PROBE_COLUMNS = [f["name"] for f in PROBES]
+PRIMITIVE_COLUMNS = [f["name"] for f in PRIMITIVES]
 
 
 def table_schema(filename: str, header: list[str] | None = None) -> dict | None:

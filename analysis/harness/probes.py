@@ -10,8 +10,7 @@ fresh processes by default; a probe is random where its outcomes differ, never b
 The processes are sandboxed by the launcher (no shell, no core, CPU and file-size limits, a
 timeout, a private temporary directory); memory is capped by the probe itself with RLIMIT_DATA
 (probes/probe.h), never with RLIMIT_AS, so hardened allocators may reserve what address space they
-like. Cells run in a small pool of worker processes (one per CPU by default), each with its own
-launcher server.
+like. Cells run in a small pool of worker processes (one per CPU by default), each with its own launcher server.
 """
 import os
 import shutil
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from analysis.contract import runstore
 from analysis.contract.schema import PROBE_COLUMNS
-from analysis.harness import launcher
+from analysis.harness import launcher, primitive_probe
 from analysis.harness.probe_verdict import normalize, parse_result, parse_stderr, verdict
 from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
 from analysis.stats import security
@@ -56,7 +55,7 @@ class Probe:
     source: str  # file in probes/
     what: str  # the misuse and the primitive an attacker wants, in one line
     extra: tuple = ()  # arguments after the size (overflow: N)
-    kind: str = "misuse"  # misuse | address-entropy | placement-entropy | reuse-entropy
+    kind: str = "misuse"  # misuse | address-entropy | placement-entropy | reuse-entropy | primitives
 
     @property
     def cxx(self) -> bool:
@@ -122,6 +121,7 @@ PROBES = {p.id: p for p in (
           kind="placement-entropy"),
     Probe("reuse-entropy", "reuse_entropy.c",
           "which of many freed blocks the next malloc of their size returns is guessable", kind="reuse-entropy"),
+    Probe("primitive-sequences", "primitive_sequences.c", "random heap-action sequences, one bug each", kind="primitives"),
 )}
 
 
@@ -430,10 +430,10 @@ def _fresh_launcher():
     launcher._server = launcher._Server()
 
 
-def _results(jobs: list, workers: int):
+def _results(jobs: list, workers: int, cell=_cell):
     """Rows of the cells, in the order they finish; cells run in `workers` processes (1: here)."""
     if workers <= 1 or len(jobs) <= 1:
-        yield from map(_cell, jobs)
+        yield from map(cell, jobs)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -442,7 +442,7 @@ def _results(jobs: list, workers: int):
     launcher.launcher_path(), launcher.mallocwho_path()
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                              initializer=_fresh_launcher) as pool:
-        futures = [pool.submit(_cell, job) for job in jobs]
+        futures = [pool.submit(cell, job) for job in jobs]
         for fut in as_completed(futures):
             yield fut.result()
 
@@ -465,8 +465,8 @@ def run(args) -> int:
 
     allocators = select(args.allocators, args.extra, require_available=False)
     targets = [_with_alarm(target_for(a), args.alarm) for a in allocators]
-    params = {"allocators": [t.id for t in targets], "probes": [p.id for p in probes], "runs": args.runs,
-              "sizes": list(sizes or SIZES), "timeout": args.timeout, "alarm": args.alarm, "seed": args.seed}
+    params = {"allocators": [t.id for t in targets], "probes": [p.id for p in probes if p.kind != "primitives"],
+              "runs": args.runs, "sizes": list(sizes or SIZES), "timeout": args.timeout, "alarm": args.alarm, "seed": args.seed}
     if library_records(allocators):
         params["brought_libraries"] = library_records(allocators)
     run_dir, info = _open_run(args, params)
@@ -474,7 +474,7 @@ def run(args) -> int:
     done = {(r["allocator"], r["probe"], r.get("size") or "") for r in table.rows()}
     jobs = []
     for target in targets:
-        for probe in probes:
+        for probe in (p for p in probes if p.kind != "primitives"):  # primitive_probe.run_cells runs those
             for size in (probe.sizes if probe.kind != "misuse" or sizes is None else sizes):
                 if (target.id, probe.id, "" if size is None else str(size)) in done:
                     continue
@@ -490,6 +490,7 @@ def run(args) -> int:
                   f"{row.get('detail', '')[:80]}", flush=True)
     finally:
         table.close()
+    primitive_probe.run_cells(args, run_dir, info["run_id"], targets, probes, (_skip, probe_binary, _launch, _results))
     runstore.finish_run(run_dir)
     print(f"wrote {run_dir / 'probes.csv'}: {len(jobs)} cells in {time.monotonic() - started:.0f} s")
     return 0

@@ -23,7 +23,7 @@ from analysis.contract.runstore import pick_run
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO
 
 PAPER_DIR = REPO / "paper"
-NOTEBOOKS = ["noise", "literature", "security", "results"]
+NOTEBOOKS = ["noise", "literature", "security", "primitives", "results"]
 BACKGROUND = {"noise"}
 # Notebooks that read nothing of the dataset (the simulation study): their products are kept while the
 # notebook, the code it runs, the pinned packages and its parameters are unchanged (a sha256 of them all
