@@ -105,7 +105,7 @@ PROBES = {p.id: p for p in (
     Probe("freelist-poison", "freelist_poison.c",
           "a freed block's link overwritten with a raw static address: a later block lands there"),
     Probe("tcache-poison-safelink", "tcache_poison_safelink.c",
-          "a freed block's link overwritten with a safe-linking-encoded target (heap leak known): a block lands there"),
+          "a freed block's link overwritten with a target stored as the links are (heap leak known): a block lands there"),
     Probe("fresh-contents", "fresh_contents.c", "free secret-filled blocks, allocate again: a new block shows the secret"),
     Probe("size-mismatch", "size_mismatch.cc",
           "new[] of a destructor type released with scalar delete: a later block lands inside the live array"),
