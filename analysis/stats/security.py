@@ -53,7 +53,8 @@ DEFAULT_WEIGHTS = {
     "reuse-immediate": 5,  # no CWE: an exploitation aid          reliable use-after-free (heap feng shui)
     "size-mismatch": 5,  # CWE-762 mismatched memory routines     C++ only; the overlap of interior-free
     "sized-delete": 5,  # CWE-762
-    "uaf-read": 4,  # CWE-416 + CWE-200                           information leak (pointers, secrets)
+    "uaf-read": 4,  # CWE-416 + CWE-200                           information leak: stale secrets and pointers
+    "uaf-read-reused": 3,  # CWE-416 + CWE-200                    the next owner's data, read through a stale pointer
     "fresh-contents": 4,  # CWE-226 information not removed       information leak through reused memory
     "placement-entropy": 4,  # CWE-330 insufficiently random       predictable neighbours make overflows aim
     "reuse-entropy": 4,  # CWE-330                                a use-after-free reclaims the freed block it aims at
@@ -80,7 +81,8 @@ EXPLOITATION_WEIGHTS = {
     "uaf-write": 5, "overflow-16": 5, "overflow-1": 5, "underflow-1": 5, "off-by-one-nul": 5, "large-overflow": 5,
     "realloc-reuse": 5, "realloc-shrink": 5, "malloc-zero": 5, "calloc-overflow": 5, "huge-request": 5,
     # reliability: leaks and predictable placement
-    "reuse-immediate": 2, "uaf-read": 2, "fresh-contents": 2, "placement-entropy": 2, "address-entropy": 2,
+    "reuse-immediate": 2, "uaf-read": 2, "uaf-read-reused": 2, "fresh-contents": 2, "placement-entropy": 2,
+    "address-entropy": 2,
     "reuse-entropy": 2,
 }
 # How a probe's sizes are averaged into its loss: each size class present counts equally (small: up to
