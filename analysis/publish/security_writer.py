@@ -9,7 +9,7 @@ from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish import figures
 from analysis.publish.products import json_text
-from analysis.stats.security import DEFAULT_WEIGHTS, disagreements, scores, size_of
+from analysis.stats.security import DEFAULT_WEIGHTS, defence_pairs, disagreements, monotonicity, scores, size_of
 
 # The matrix shows one cell per (allocator, probe): the worst outcome over the sizes it ran at, worst
 # for the defender first; the outcomes that say nothing about the misuse come last. The per-size
@@ -38,6 +38,28 @@ def catalogue_claims() -> dict[str, tuple]:
     from analysis.harness.allocators.catalog import load_catalog
 
     return {a.id: a.defences for a in load_catalog().values()}
+
+
+def catalogue_pairs() -> list[tuple[str, str, tuple]]:
+    """The catalogue's knock-out pairs (security.defence_pairs over allocators.toml's families and claims)."""
+    from analysis.harness.allocators.catalog import load_catalog
+
+    catalog = load_catalog().values()
+    return defence_pairs({a.id: a.defences for a in catalog}, {a.id: a.family for a in catalog})
+
+
+def monotonicity_problems(rows, pairs=None) -> list[str]:
+    """What breaks monotonicity in the rows, one line each: a pair whose removal raised the score, and a
+    pair differing by one defence whose probes ran on both sides and do not tell the two apart."""
+    found = []
+    for m in monotonicity(rows, catalogue_pairs() if pairs is None else pairs):
+        name = f"{m['with']} vs {m['without']} (without {m['removed']})"
+        if m["raised"]:
+            found.append(f"{name}: removal raises the score, {m['score_with']:.1f} -> {m['score_without']:.1f} "
+                         f"(difference [{m['difference_low']:.1f}, {m['difference_high']:.1f}])")
+        if m["blind"] and " " not in m["removed"]:
+            found.append(f"{name}: no probe of {m['blind']} tells them apart")
+    return found
 
 
 def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
