@@ -10,7 +10,7 @@ import pytest
 
 from analysis.paths import RUNS_DIR
 from analysis.publish import security_writer as W
-from analysis.stats import security as S
+from analysis.stats import monotonicity as S
 
 PUBLISHED = sorted(RUNS_DIR.glob("*probe-security"))
 

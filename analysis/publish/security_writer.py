@@ -9,7 +9,8 @@ from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish import figures
 from analysis.publish.products import json_text
-from analysis.stats.security import DEFAULT_WEIGHTS, defence_pairs, disagreements, monotonicity, scores, size_of
+from analysis.stats.monotonicity import defence_pairs, monotonicity
+from analysis.stats.security import DEFAULT_WEIGHTS, disagreements, scores, size_of
 
 # The matrix shows one cell per (allocator, probe): the worst outcome over the sizes it ran at, worst
 # for the defender first; the outcomes that say nothing about the misuse come last. The per-size

@@ -262,26 +262,39 @@ def _draw_loss(row: dict, loss: float, rng, draws: int) -> np.ndarray:
     return rng.dirichlet(counts + JEFFREYS, size=draws) @ LOSS_LEVELS
 
 
-def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
-    """The one estimator: per allocator, score = 100 * (1 - sum_p w_p L_p / sum_p w_p) over the probes
-    with data, L_p the size-weighted mean loss of probe p (size_weights). `losses[i]` is row i's loss,
-    a float or an array of draws (then every result is an array of draws)."""
+def _probe_loss_cells(rows, losses: list) -> dict[str, dict[str, object]]:
+    """{allocator: {probe: L_p}} over the probes with a usable row, L_p the size-weighted mean loss of the
+    probe's rows (size_weights; duplicated sizes, from merged runs, share their size's weight); a probe with
+    rows but none usable maps to None. `losses[i]` is row i's loss, a float or an array of draws."""
     cells: dict[str, dict[str, list]] = {}
     for row, loss in zip(rows, losses):
         cells.setdefault(row["allocator"], {}).setdefault(row["probe"], []).append((size_of(row), loss))
-    total = float(sum(weights.values())) or 1.0
-    out = {}
+    out: dict[str, dict[str, object]] = {}
     for alloc, probes in cells.items():
-        lost, weight, not_applicable = 0.0, 0.0, []
+        out[alloc] = {}
         for probe, entries in probes.items():
             usable = [(size, loss) for size, loss in entries if loss is not None]
             if not usable:
-                not_applicable.append(probe)
+                out[alloc][probe] = None
                 continue
             ws = size_weights(size for size, _ in usable)
-            # duplicated sizes (merged runs) share their size's weight
             dup = {s: sum(1 for t, _ in usable if t == s) for s, _ in usable}
-            probe_loss_ = sum(ws[size] / dup[size] * loss for size, loss in usable)
+            out[alloc][probe] = sum(ws[size] / dup[size] * loss for size, loss in usable)
+    return out
+
+
+def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
+    """The one estimator: per allocator, score = 100 * (1 - sum_p w_p L_p / sum_p w_p) over the probes
+    with data, L_p the size-weighted mean loss of probe p (_probe_loss_cells). `losses[i]` is row i's loss,
+    a float or an array of draws (then every result is an array of draws)."""
+    total = float(sum(weights.values())) or 1.0
+    out = {}
+    for alloc, probes in _probe_loss_cells(rows, losses).items():
+        lost, weight, not_applicable = 0.0, 0.0, []
+        for probe, probe_loss_ in probes.items():
+            if probe_loss_ is None:
+                not_applicable.append(probe)
+                continue
             w = float(weights.get(probe, 0.0))
             lost = lost + w * probe_loss_
             weight += w
@@ -371,71 +384,47 @@ def disagreements(rows, claims: dict[str, tuple]) -> list[dict]:
     return found
 
 
-# ------------------------------------------------------------------------------------------ monotonicity
-TOLD_APART = 0.1  # a probe tells a pair apart when its loss with the defence is lower by at least this share
+# ------------------------------------------------------------------------------------------ weights
+# The weights are a judgement. To show what it carries, scores are also drawn under weights from a Dirichlet
+# whose mean is the published weights' shares: concentration c gives a probe of share m a standard deviation
+# of sqrt(m (1 - m) / (c + 1)). c is set so that a probe of the average share 1/P has a standard deviation of
+# WEIGHT_CV times its weight (33 probes: c = 127; in 95% of draws a weight of 10 then lies in [3.8, 18.9], one of
+# 4 in [0.6, 10.2]): wide enough to hold the exploitation weights' reordering of the same probes.
+WEIGHT_CV = 0.5
 
 
-def defence_pairs(claims: dict[str, tuple], families: dict[str, str]) -> list[tuple[str, str, tuple]]:
-    """Knock-out pairs from the catalogue: (with, without, removed defences) for every two configurations of
-    one family whose claimed defences differ only by what `with` adds (glibc-built and glibc-no-tcache-key,
-    scudo-quarantine and scudo, hardened_malloc and its light configuration)."""
-    pairs = []
-    for a in sorted(claims):
-        for b in sorted(claims):
-            if a != b and families.get(a) is not None and families.get(a) == families.get(b) \
-                    and set(claims[b]) < set(claims[a]):
-                pairs.append((a, b, tuple(d for d in claims[a] if d not in set(claims[b]))))
-    return pairs
+def weight_concentration(n_probes: int, cv: float = WEIGHT_CV) -> float:
+    """The Dirichlet concentration giving a probe of the average share 1/n the coefficient of variation cv."""
+    m = 1 / n_probes
+    return (1 - m) / (m * cv * cv) - 1
 
 
-def _probe_losses(rows) -> dict:
-    """{(allocator, probe): {size: posterior loss}} over the usable rows."""
-    out: dict = {}
-    for row in rows:
-        loss = posterior_loss(row)
-        if loss is not None:
-            out.setdefault((row["allocator"], row["probe"]), {})[size_of(row)] = loss
-    return out
+def weight_draws(weights: dict, draws: int, seed: int = 0, cv: float = WEIGHT_CV) -> tuple[list, np.ndarray]:
+    """(probes, draws x probes weights) from the Dirichlet around `weights` (positive ones only), each draw
+    scaled to the published total so the draws read on the weights' own scale."""
+    probes = [p for p, w in weights.items() if w > 0]
+    mean = np.array([float(weights[p]) for p in probes])
+    alpha = mean / mean.sum() * weight_concentration(len(probes), cv)
+    return probes, np.random.default_rng(seed).dirichlet(alpha, size=draws) * mean.sum()
 
 
-def told_apart(losses: dict, with_: str, without: str, defence: str) -> tuple[list[str], bool]:
-    """(the probes of a defence, DEFENCE_PROBES, whose loss at a size both ran is lower by TOLD_APART at least
-    with the defence than without it, as "probe@size"; whether any probe of it ran on both sides)."""
-    found, measured = [], False
-    for probe in DEFENCE_PROBES.get(defence, ((), None))[0]:
-        a, b = losses.get((with_, probe), {}), losses.get((without, probe), {})
-        both = sorted(set(a) & set(b), key=lambda s: s or 0)
-        measured = measured or bool(both)
-        found += [f"{probe}{'' if s is None else f'@{s}'}" for s in both if b[s] - a[s] >= TOLD_APART]
-    return found, measured
-
-
-def monotonicity(rows, pairs, weights: dict | None = None, *, draws: int = 2000, seed: int = 0) -> list[dict]:
-    """Per knock-out pair (defence_pairs) with a score on both sides: the scores, their difference (with -
-    without) and its 95% interval from the two posteriors (as score_intervals draws them); `raised` when the
-    interval lies wholly below 0 (removing the defences raised the score beyond what sampling explains); per
-    removed defence, the probes that tell the pair apart (`apart`), `blind`: the removed defences whose probes
-    ran on both sides and none tells them apart, `unmeasured`: those whose probes did not run on both."""
+def weighted_score_draws(rows, weights: dict | None = None, *, draws: int = 2000, seed: int = 0,
+                         cv: float = WEIGHT_CV) -> dict[str, np.ndarray]:
+    """Per allocator, `draws` scores, each under one weight draw (weight_draws) and one posterior draw of every
+    row's loss (score_intervals): the spread is the weights' and the probes' sampling together."""
     weights = DEFAULT_WEIGHTS if weights is None else weights
     rows = list(rows)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed + 1)
     point = [posterior_loss(r) for r in rows]
-    drawn = _score_arrays(rows, weights, [None if x is None else _draw_loss(r, x, rng, draws)
-                                          for r, x in zip(rows, point)])
-    mean = _score_arrays(rows, weights, point)
-    losses = _probe_losses(rows)
-    out = []
-    for with_, without, removed in pairs:
-        if any(a not in mean or math.isnan(mean[a]["score"]) for a in (with_, without)):
+    cells = _probe_loss_cells(rows, [None if x is None else _draw_loss(r, x, rng, draws)
+                                     for r, x in zip(rows, point)])
+    probes, w = weight_draws(weights, draws, seed, cv)
+    out = {}
+    for alloc, losses in cells.items():
+        cols = [i for i, p in enumerate(probes) if losses.get(p) is not None]
+        if not cols:
+            out[alloc] = np.full(draws, np.nan)
             continue
-        diff = np.asarray(drawn[with_]["score"]) - np.asarray(drawn[without]["score"])
-        low, high = (float(x) for x in np.quantile(diff, [0.025, 0.975]))
-        apart = {d: told_apart(losses, with_, without, d) for d in removed}
-        out.append({"with": with_, "without": without, "removed": " ".join(removed),
-                    "score_with": mean[with_]["score"], "score_without": mean[without]["score"],
-                    "difference": mean[with_]["score"] - mean[without]["score"], "difference_low": low,
-                    "difference_high": high, "raised": high < 0,
-                    "apart": "; ".join(f"{d}: {', '.join(p)}" for d, (p, _) in apart.items() if p),
-                    "blind": " ".join(d for d, (p, ran) in apart.items() if ran and not p),
-                    "unmeasured": " ".join(d for d, (_, ran) in apart.items() if not ran)})
+        lost = sum(w[:, i] * np.broadcast_to(losses[probes[i]], draws) for i in cols)
+        out[alloc] = 100 * (1 - lost / w[:, cols].sum(axis=1))
     return out
