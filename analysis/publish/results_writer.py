@@ -7,7 +7,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import debates, figures
+from analysis.publish import debates, figures, security_front
 from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       interference_counts,
@@ -313,6 +313,9 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
         figures.tradeoff_figure(res.trade, p("tradeoff.svg"), baseline)
         numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
                                "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()}}
+        weight_front = security_front.write_weight_front(res, p("weight_front.csv"), baseline)
+        if weight_front:
+            numbers["weight_front"] = weight_front
     return numbers
 
 
