@@ -104,6 +104,13 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
         w = csv.DictWriter(fh, fieldnames=["allocator", "defence", "kind", "probes"])
         w.writeheader()
         w.writerows(found)
+    checked = monotonicity(rows, catalogue_pairs())
+    with open(out_dir / f"{prefix}monotonicity.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["with", "without", "removed", "score_with", "score_without", "difference",
+                                           "difference_low", "difference_high", "raised", "apart", "blind",
+                                           "unmeasured"])
+        w.writeheader()
+        w.writerows({k: round(v, 2) if isinstance(v, float) else v for k, v in m.items()} for m in checked)
     counts = Counter(r["outcome"] for r in rows)
     numbers = {
         "allocators": len(order), "probes": len(probes), "rows": len(rows),
@@ -114,6 +121,9 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
         "disagreements": {"claimed-not-seen": sum(d["kind"] == "claimed-not-seen" for d in found),
                           "detected-silently": sum(d["kind"] == "detected-silently" for d in found),
                           "seen-not-claimed": sum(d["kind"] == "seen-not-claimed" for d in found)},
+        "monotonicity": {"pairs": len(checked),
+                         "raised": [f"{m['with']} > {m['without']}" for m in checked if m["raised"]],
+                         "blind": [f"{m['with']} > {m['without']}: {m['blind']}" for m in checked if m["blind"]]},
     }
     (out_dir / f"{prefix}numbers.json").write_text(json_text(numbers, indent=2) + "\n")
     return numbers
