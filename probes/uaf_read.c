@@ -3,8 +3,8 @@
  *   stale (default): read the block right after the free. Primitive: its old contents are still there
  *     (bytes past the first 16, where free lists keep their links; all of a block under 32 bytes), an
  *     information leak of freed secrets and pointers. Poisoning or zeroing on free stops it.
- *   reused: let the allocator hand the memory out again (within 100,000 allocations: step), the new
- *     owner writes its data, then read through the stale pointer. Primitive: the next owner's data read
+ *   reused: let the allocator hand the memory out again (within 100,000 allocations, fewer at large sizes:
+ *     step), the new owner writes its data, then read through the stale pointer. Primitive: the next owner's data read
  *     (or two live blocks overlapping). Only memory that is never handed out again while a stale pointer
  *     may read it (freed pages made inaccessible) stops it; poisoning does not. */
 #include "probe.h"
@@ -12,7 +12,9 @@
 static size_t read_new_owner(unsigned char *p, size_t size, struct probe_hunt *h)
 {
     h->size = size;
-    h->window = PROBE_WINDOW;
+    /* 100,000 allocations, 4,096 at 256 KiB (bounded as sized_delete's hunt of 4 x the size: at 100,000 duma
+     * took over 20 s, the probe's deadline) */
+    h->window = probe_window_for(4 * size);
     h->watch = p;
     h->watch_len = size;
     h->stop_on_watch = 1;
