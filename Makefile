@@ -12,6 +12,7 @@ PROFILE ?= quick
 ALLOCATORS ?=
 WORKLOADS ?=
 EXTRA_ALLOCATORS ?=
+EXTRA_WORKLOADS ?=
 MODE ?= time
 TARGET_CI ?=
 BUDGET_MIN ?=
@@ -22,6 +23,11 @@ SCALES ?=
 PROTOCOL ?= lockstep
 PIN ?= auto
 FORCE ?=
+# Fleet parameters (workflow/Snakefile): PROFILE names a fleet profile (workflow/profiles/) there.
+HOSTS ?= local
+EXECUTOR ?= local
+RUN ?=
+ARCHIVE ?=
 # Probe parameters (`python -m analysis probe --help`).
 PROBES ?=
 RUNS ?=
@@ -32,7 +38,7 @@ ALARM ?=
 PAPER_INPUTS := $(shell find data notebooks analysis paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
-.PHONY: help venv git-filter test test-fast measure probe allocators system-deps lab paper bench dataset validate clean
+.PHONY: help venv git-filter test test-fast measure probe fleet contribute merge allocators system-deps lab paper bench dataset validate clean
 
 help: ## list the targets
 	@echo "heapcost: what allocator hardening costs and what it buys"
@@ -41,11 +47,14 @@ help: ## list the targets
 	@echo
 	@echo "measure parameters: PROFILE=smoke|quick|full ALLOCATORS=a,b WORKLOADS=x,y MODE=time|callgrind"
 	@echo "  EXTRA_ALLOCATORS=name=/path/lib.so TARGET_CI=0.01 BUDGET_MIN=60 BLOCKS=N LOCK_CLOCK=1 SEED=N"
+	@echo "  EXTRA_WORKLOADS='name=/path/prog {scale}, other=prog2 ...' (your programs; WORKLOADS empty: these alone)"
 	@echo "  SCALES=1,0.25 (every cell at these multiples of its scale: start-up and per-unit cost)"
 	@echo "  PROTOCOL=lockstep|trials PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
 	@echo "probe parameters (defaults: python -m analysis probe --help): ALLOCATORS=a,b EXTRA_ALLOCATORS=name=/path/lib.so"
 	@echo "  PROBES=x,y RUNS=N (processes per cell) SIZES=16,4000 (block sizes of the misuse probes)"
 	@echo "  JOBS=N (cells run in parallel) ALARM=S (seconds after which a running probe reports itself hung)"
+	@echo "fleet parameters: PROFILE=smoke|quick|debates (workflow/profiles/) HOSTS=a,b (Slurm node features) EXECUTOR=local|slurm"
+	@echo "  contribute: RUN=data/runs/ID (default the newest complete run); merge: ARCHIVE=dist/ID.heapcost-run.tar.gz"
 
 $(VENV_STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -83,13 +92,24 @@ measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.i
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \
 		EXTRA_ALLOCATORS="$(EXTRA_ALLOCATORS)" MODE="$(MODE)" TARGET_CI="$(TARGET_CI)" BUDGET_MIN="$(BUDGET_MIN)" \
 		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)" PROTOCOL="$(PROTOCOL)" PIN="$(PIN)" \
-		FORCE="$(FORCE)" SCALES="$(SCALES)"
+		FORCE="$(FORCE)" SCALES="$(SCALES)" EXTRA_WORKLOADS='$(subst ','"'"',$(EXTRA_WORKLOADS))'
 
 probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into data/runs/
 	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \
 		$(if $(EXTRA_ALLOCATORS),--extra-allocators "$(EXTRA_ALLOCATORS)") \
 		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)") \
 		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)")
+
+fleet: $(VENV_STAMP) ## a fleet profile's campaigns on every host (HOSTS=a,b PROFILE=smoke|quick|debates EXECUTOR=local|slurm), merged into data/runs/, then the paper
+	$(if $(filter 1,$(FORCE)),HEAPCOST_FORCE=1) $(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \
+		--config hosts="$(HOSTS)" profile="$(PROFILE)" executor="$(EXECUTOR)"
+
+contribute: $(VENV_STAMP) ## pack a run (RUN=data/runs/ID; default the newest complete one) with its machine description into dist/
+	$(PY) -m analysis contribute $(RUN)
+
+merge: $(VENV_STAMP) ## add contributed runs (ARCHIVE=file.tar.gz ...) to data/runs/: validated, never overwriting
+	@test -n "$(ARCHIVE)" || { echo "make merge: ARCHIVE=path/to/RUN.heapcost-run.tar.gz is required" >&2; exit 2; }
+	$(PY) -m analysis merge $(ARCHIVE)
 
 allocators: $(VENV_STAMP) ## install and build every allocator here, into a cache outside the clone (each glibc build: ~10 min)
 	$(PY) -m analysis provision

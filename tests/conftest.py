@@ -1,5 +1,6 @@
 import io
 import os
+import shutil
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -51,3 +52,14 @@ def libc_path() -> str:
             if line.rstrip().endswith("libc.so.6"):
                 return line.split()[-1]
     pytest.skip("libc.so.6 not found in this process's maps")
+
+
+def copy_checkout(target):
+    """The files git knows of (as they are in the work tree), the way a clone has them."""
+    names = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
+    for name in filter(None, names.decode().split("\0")):
+        src = REPO / name
+        if src.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target / name)
+    return target

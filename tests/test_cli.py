@@ -139,7 +139,7 @@ def _makefile_parameters(target: str) -> set:
     return set(re.findall(r"\$\(([A-Z_]+)\)", recipe)) - own
 
 
-@pytest.mark.parametrize("target", ["measure", "probe"])
+@pytest.mark.parametrize("target", ["measure", "probe", "fleet", "contribute", "merge"])
 def test_make_help_and_the_readme_name_every_parameter_of(target):
     text = (REPO / "Makefile").read_text()
     help_lines = "\n".join(re.findall(r'^\t@echo "(.*)"$', re.search(r"^help:.*\n((?:\t.*\n)+)", text, re.M)

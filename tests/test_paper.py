@@ -98,6 +98,9 @@ def test_pareto_front_and_domination():
 @pytest.mark.parametrize("overhead, score, want", [
     ((0.90, 0.85, 0.93), (80, 70, 90), "a better default: safer, faster than the baseline"),
     ((1.00, 0.97, 1.03), (80, 70, 90), "a better default: safer, no measurable cost"),
+    # an interval inside the margin that excludes 1 resolved a cost: "within the margin", not "no measurable cost"
+    ((1.02, 1.01, 1.03), (80, 70, 90), "a better default: safer, within the margin"),
+    ((1.02, 1.01, 1.03), (30, 20, 40), "less safe than the baseline; within the margin"),
     ((1.30, 1.20, 1.40), (80, 70, 90), "buys security: costs more than the margin"),
     ((1.30, 0.90, 1.40), (50, 45, 62), "security like the baseline's; cost unresolved"),
     ((1.00, 0.97, 1.03), (30, 20, 40), "less safe than the baseline; no measurable cost"),

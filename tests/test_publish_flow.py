@@ -3,29 +3,17 @@ datapackage.json when the paper is rendered, the paper cites the checksum of the
 writes, and that archive unpacks into a dataset that validates, the new run included."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
 
 import pytest
 
-from conftest import REPO, libc_path
+from conftest import REPO, copy_checkout, libc_path
 
 pytestmark = pytest.mark.slow
 
 
-
-
-def copy_checkout(target):
-    """The files git knows of (as they are in the work tree), the way a clone has them."""
-    names = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
-    for name in filter(None, names.decode().split("\0")):
-        src = REPO / name
-        if src.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target / name)
-    return target
 
 
 def heapcost(clone, *args):

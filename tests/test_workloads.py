@@ -67,7 +67,8 @@ def prepared():
 def test_registry_has_the_designed_workloads():
     assert set(wl.DEFAULT_WORKLOADS) == {"perl-strcat", "compile", "dom-churn", "pow2-churn", "small-loop",
                                          "server", "pareto", "sqlite", "python"}
-    assert set(wl.WORKLOADS) == {*wl.DEFAULT_WORKLOADS, "pow2-ladder", "build", *(f"perl-{c}" for c in wl.PERL_CASES)}
+    assert set(wl.WORKLOADS) == {*wl.DEFAULT_WORKLOADS, "pow2-ladder", "build", "redis",
+                                 *(f"perl-{c}" for c in wl.PERL_CASES)}
     for wid, w in wl.WORKLOADS.items():
         assert w.id == wid
         assert w.kind in ("c", "perl", "python", "program")
@@ -89,8 +90,9 @@ def test_groups_cover_every_workload_once():
     assert wl.WORKLOAD_GROUPS["perl-cases"] == [f"perl-{c}" for c in wl.PERL_CASES]
     assert wl.WORKLOAD_GROUPS["seed-003"] == ["pow2-churn", "pow2-ladder"]
     assert wl.WORKLOAD_GROUPS["seed-001"] == ["compile", "build"]
+    assert wl.WORKLOAD_GROUPS["servers"] == ["server", "redis"]
     rest = {w for w in wl.WORKLOADS if w not in wl.DEFAULT_WORKLOADS}
-    assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder", "build"}
+    assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder", "build", "redis"}
     assert wl.expand(["*"]) == wl.DEFAULT_WORKLOADS
     for gid in kinds:
         assert all(wl.WORKLOADS[i].kind == gid for i in wl.WORKLOAD_GROUPS[gid])

@@ -83,6 +83,14 @@ TRIALS = [
     _f("cpu_other_s", "number", "Of other_cpu_s, the part on the trial's own CPU (its line of /proc/stat, "
        "the trial's own time and the launcher's clock probes subtracted); empty for unpinned trials.", "s",
        minimum=0),
+    # added with the request-serving workload (redis, issue 22); empty for the others, and older runs lack them
+    _f("requests_per_s", "number", "A server workload's throughput as its client saw it: every request sent "
+       "over the client's wall time, start to exit (the workload's `metric requests_per_s=` line).",
+       "1/s", minimum=0),
+    _f("p50_ms", "number", "A server workload's median request latency: the geometric mean over the client's "
+       "tests of each test's median.", "ms", minimum=0),
+    _f("p99_ms", "number", "A server workload's 99th-percentile request latency: the geometric mean over the "
+       "client's tests of each test's 99th percentile.", "ms", minimum=0),
 ]
 
 COUNTS = [
@@ -241,6 +249,23 @@ LITERATURE_SCHEMAS = {"figures.csv": {"missingValues": [""], "fields": [
            enum=["measured", "derived", "claim"]),
     _f("slip", "string", "The author's slip on this row, if any (the number is kept as printed)."),
     _f("note", "string", "Context for the re-analysis."),
+]}, "field.csv": {"missingValues": [""], "fields": [
+    _f("source", "string", "The publication: a repository's README at a commit, an issue or pull request.", required=True),
+    _f("url", "string", "Where the figure is printed.", required=True),
+    _f("published", "string", "The date the source was published (YYYY-MM-DD)."),
+    _f("machine", "string", "The source's machine as it describes it.", required=True),
+    _f("versions", "string", "The allocators' versions and the runs per figure, as the source states them."),
+    _f("benchmark", "string", "The mimalloc-bench program.", required=True),
+    _f("workload", "string", "The heapcost workload the program was brought as (EXTRA_WORKLOADS name).", required=True),
+    _f("allocator", "string", "The source's name of the allocator in the numerator.", required=True),
+    _f("reference", "string", "The source's name of the allocator in the denominator.", required=True),
+    _f("our_allocator", "string", "The heapcost allocator id the numerator maps to.", required=True),
+    _f("our_reference", "string", "The heapcost allocator id the denominator maps to.", required=True),
+    _f("metric", "string", "wall: elapsed time.", enum=["wall"]),
+    _f("ratio", "number", "allocator's time over reference's time, from the source's numbers.", required=True),
+    _f("kind", "string", "measured (from printed times), claim (a stated conclusion).", enum=["measured", "claim"]),
+    _f("text", "string", "The printed times or statement the ratio comes from (rows' whitespace condensed)."),
+    _f("note", "string", "How the ratio was read, and what limits it."),
 ]}}
 
 

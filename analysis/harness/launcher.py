@@ -89,8 +89,11 @@ def run(argv, *, env, stdout=None, stderr=None, stdin=None, timeout=None, probe_
     launcher itself runs with PATH only, so nothing is preloaded into it).
 
     `wrapper` is prepended inside the child (e.g. valgrind), so its cost is part of the trial.
-    `cpu` pins the child to that CPU (sched_setaffinity before exec; see pin_harness for the rest).
+    `cpu` pins the child to that CPU, or to those CPUs when a list (sched_setaffinity before exec; see pinned for
+    the rest).
     """
+    if isinstance(cpu, (list, tuple)):
+        cpu = ",".join(str(int(c)) for c in cpu)
     cmd = [str(launcher_path())]
     for flag, value in (("--stdout", stdout), ("--stderr", stderr), ("--stdin", stdin), ("--cwd", cwd),
                         ("--timeout", timeout), ("--cpu-limit", cpu_limit), ("--as-limit", as_limit),

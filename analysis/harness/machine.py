@@ -1,5 +1,5 @@
 """What is known of the machine and its clock (machine.json), and locking the clock where it can be."""
-import glob
+import json
 import os
 import platform
 import re
@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-CPUFREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq")
+from analysis.contract import runstore
+from analysis.contract.host import fingerprint_of_identity, host_identity
+from analysis.harness.clock_lock import ClockLock  # noqa: F401  (the harness's name for it)
+
+CPU_SYSFS = Path("devices/system/cpu")
 
 
 def _read(path, default=None):
@@ -26,14 +30,26 @@ def _run(cmd, timeout=20):
         return None, str(exc)
 
 
-def cpu_info() -> dict:
-    text = _read("/proc/cpuinfo", "")
+def _cpuinfo_int(text, key):
+    found = re.search(rf"^{key}\s*:\s*(\d+)\s*$", text, re.M)
+    return int(found.group(1)) if found else None
+
+
+def cpu_info(cpuinfo_text=None, sysfs_root="/sys") -> dict:
+    """The processor as /proc/cpuinfo and cpufreq describe it (family/model number/stepping where x86 says)."""
+    text = _read("/proc/cpuinfo", "") if cpuinfo_text is None else cpuinfo_text
     model = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
     flags = re.search(r"^flags\s*:\s*(.+)$", text, re.M)
     mhz = re.findall(r"^cpu MHz\s*:\s*([\d.]+)$", text, re.M)
     flag_set = set(flags.group(1).split()) if flags else set()
+    max_khz = _read(Path(sysfs_root) / CPU_SYSFS / "cpu0/cpufreq/cpuinfo_max_freq")
     return {
         "model": model.group(1) if model else platform.processor(),
+        "family": _cpuinfo_int(text, "cpu family"),
+        "model_number": _cpuinfo_int(text, "model"),
+        "stepping": _cpuinfo_int(text, "stepping"),
+        # the nominal frequency where cpufreq tells it (cpuinfo MHz is the current one on bare metal)
+        "nominal_mhz": int(max_khz) / 1000 if max_khz and max_khz.isdigit() else None,
         "logical_cpus": os.cpu_count(),
         "cpuinfo_mhz": [float(m) for m in mhz],
         "hypervisor_flag": "hypervisor" in flag_set,
@@ -41,15 +57,19 @@ def cpu_info() -> dict:
     }
 
 
-def clock_info() -> dict:
+def clock_info(sysfs_root="/sys") -> dict:
     """Governor, frequencies and boost where cpufreq exposes them; says so where it does not."""
-    info = {"cpufreq_exposed": CPUFREQ.is_dir()}
-    if CPUFREQ.is_dir():
+    cpu_dir = Path(sysfs_root) / CPU_SYSFS
+    cpufreq = cpu_dir / "cpu0/cpufreq"
+    info = {"cpufreq_exposed": cpufreq.is_dir()}
+    if cpufreq.is_dir():
         for key in ("scaling_governor", "scaling_driver", "scaling_min_freq", "scaling_max_freq",
                     "scaling_cur_freq", "cpuinfo_min_freq", "cpuinfo_max_freq"):
-            info[key] = _read(CPUFREQ / key)
-    info["boost"] = _read("/sys/devices/system/cpu/cpufreq/boost")
-    info["intel_no_turbo"] = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+            info[key] = _read(cpufreq / key)
+    info["boost"] = _read(cpu_dir / "cpufreq/boost")
+    info["intel_no_turbo"] = _read(cpu_dir / "intel_pstate/no_turbo")
+    info["intel_min_perf_pct"] = _read(cpu_dir / "intel_pstate/min_perf_pct")
+    info["intel_max_perf_pct"] = _read(cpu_dir / "intel_pstate/max_perf_pct")
     code, out = _run(["systemd-detect-virt"]) if shutil.which("systemd-detect-virt") else (None, "")
     info["virtualization"] = out if code == 0 else ("hypervisor flag set" if cpu_info()["hypervisor_flag"] else "none detected")
     info["perf_counters"] = perf_counters()
@@ -73,15 +93,22 @@ def package_versions(packages) -> dict:
     return versions
 
 
+def with_host(machine: dict) -> dict:
+    """machine.json's description with the host identity and its fingerprint (analysis/contract/host.py)."""
+    identity = host_identity(machine)
+    return {**machine, "host": {"identity": identity, "fingerprint": fingerprint_of_identity(identity)}}
+
+
 def describe_machine(packages=()) -> dict:
     mem = re.search(r"MemTotal:\s*(\d+)", _read("/proc/meminfo", "") or "")
-    return {
+    sysfs_root = os.environ.get("HEAPCOST_SYSFS_ROOT") or "/sys"
+    return with_host({
         "kernel": platform.release(),
         "os": _read("/etc/debian_version") and f"Debian {_read('/etc/debian_version')}",
         "arch": platform.machine(),
-        "cpu": cpu_info(),
+        "cpu": cpu_info(sysfs_root=sysfs_root),
         "memory_kb": int(mem.group(1)) if mem else None,
-        "clock": clock_info(),
+        "clock": clock_info(sysfs_root),
         "glibc": platform.libc_ver()[1],
         "python": sys.version.split()[0],
         "gcc": (_run(["gcc", "-dumpfullversion"])[1] or None),
@@ -90,58 +117,16 @@ def describe_machine(packages=()) -> dict:
         "vm_max_map_count": _read("/proc/sys/vm/max_map_count"),
         "loadavg_at_start": _read("/proc/loadavg"),
         "packages": package_versions(packages),
-    }
+    })
+
+
+def record_clock_lock(machine_json: Path, record: dict):
+    """Append one session's clock lock (ClockLock.record()) to machine.json's `clock_lock` list."""
+    described = json.loads(Path(machine_json).read_text())
+    described.setdefault("clock_lock", []).append(record)
+    runstore.write_json_atomic(Path(machine_json), described)
 
 
 def loadavg1() -> float | None:
     text = _read("/proc/loadavg")
     return float(text.split()[0]) if text else None
-
-
-class ClockLock:
-    """LOCK_CLOCK=1: pin every CPU's governor to performance and min=max frequency, restore on exit.
-
-    Where cpufreq is absent (most VMs) or not writable, it records why it could not and does nothing.
-    """
-
-    def __init__(self, wanted: bool):
-        self.wanted = wanted
-        self.saved: dict[str, str] = {}
-        self.outcome = "not requested"
-
-    def __enter__(self):
-        if not self.wanted:
-            return self
-        cpus = sorted(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq"))
-        if not cpus:
-            self.outcome = "could not lock: cpufreq is not exposed on this machine (e.g. a VM)"
-            return self
-        try:
-            for cpu in cpus:
-                maxf = _read(f"{cpu}/cpuinfo_max_freq")
-                for key, value in (("scaling_governor", "performance"), ("scaling_max_freq", maxf),
-                                   ("scaling_min_freq", maxf)):
-                    path = f"{cpu}/{key}"
-                    self.saved[path] = _read(path)
-                    Path(path).write_text(str(value))
-            boost = "/sys/devices/system/cpu/cpufreq/boost"
-            if os.path.exists(boost):
-                self.saved[boost] = _read(boost)
-                Path(boost).write_text("0")
-            self.outcome = f"locked {len(cpus)} CPUs to performance at cpuinfo_max_freq, boost off"
-        except OSError as exc:
-            self.outcome = f"could not lock: {exc}"
-            self._restore()
-        return self
-
-    def _restore(self):
-        for path, value in reversed(list(self.saved.items())):
-            try:
-                if value is not None:
-                    Path(path).write_text(value)
-            except OSError:
-                pass
-        self.saved.clear()
-
-    def __exit__(self, *exc):
-        self._restore()

@@ -5,6 +5,7 @@ every allocator sees the same environment size (padded) plus a random offset per
 allocators are interleaved in randomized blocks so slow drifts of the machine fall on all of them.
 """
 import math
+import os
 import random
 import tempfile
 import time
@@ -139,8 +140,10 @@ def library_identity(allocator: str, path) -> dict:
 class Campaign:
     def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
-                 runs_dir=RUNS_DIR, progress=True, protocol="lockstep", pin="auto", force=None, scales=None):
-        from analysis.harness.workloads import WORKLOADS
+                 runs_dir=RUNS_DIR, progress=True, protocol="lockstep", pin="auto", force=None, scales=None,
+                 extra_workloads=None):
+        from analysis.harness.brought_workloads import parse_extra_workloads
+        from analysis.harness.workloads import WORKLOAD_GROUPS, WORKLOADS
 
         self.profile = get_profile(profile)
         if mode not in MODES:
@@ -151,6 +154,7 @@ class Campaign:
             raise HeapcostError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
         self.pin = str(pin if pin not in (None, "") else "auto")
         self.cpu = parse_pin(self.pin)
+        self.all_cpus = sorted(os.sched_getaffinity(0))
         self.force = force
         self.target_ci = parse_positive(target_ci, "TARGET_CI")
         self.budget_min = parse_positive(budget_min, "BUDGET_MIN")
@@ -164,13 +168,17 @@ class Campaign:
         self.seed = None if seed in (None, "") else parse_seed(seed)
         self.runs_dir = Path(runs_dir)
         self.progress = progress
-        self.workload_ids = select_workloads(workloads)
+        self.extra_workloads = parse_extra_workloads(extra_workloads, {*WORKLOADS, *WORKLOAD_GROUPS})
+        # only extras named: those alone (empty WORKLOADS means every built-in one otherwise)
+        self.workload_ids = ([] if self.extra_workloads and not _split(workloads) else select_workloads(workloads))
+        self.workload_ids += [w.id for w in self.extra_workloads]
         # every lockstep pair is (baseline, allocator): the baseline joins the selection
         self.resolved = catalog_mod.for_campaign(
             allocators, extra_allocators, check=check_preloadable,
             baseline=BASELINE if self.protocol == "lockstep" and mode == "time" else None)
         self.allocs = [r.allocator for r in self.resolved.values()]
-        self.workloads = {w: WORKLOADS[w] for w in self.workload_ids}
+        known = {**WORKLOADS, **{w.id: w for w in self.extra_workloads}}
+        self.workloads = {w: known[w] for w in self.workload_ids}
         # A cell is (allocator, workload, scale factor). Allocators run at a reduced scale (slow
         # debugging ones) are compared with the baseline at that same scale, so it runs there too.
         # SCALES runs every cell at several multiples of its scale, so that time = start-up + per-unit cost
@@ -195,6 +203,7 @@ class Campaign:
         """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
         p = {"profile": self.profile.name, "mode": self.mode, "allocators": [a.id for a in self.allocs],
              "workloads": self.workload_ids, "extra_allocators": portable_text(self.extra), "blocks": self.blocks,
+             **({"extra_workloads": {w.id: w.record() for w in self.extra_workloads}} if self.extra_workloads else {}),
              **({"pair_blocks": self.pair_blocks} if self.pair_blocks != self.blocks else {}),
              "target_ci": self.target_ci, "budget_min": self.budget_min,
              "protocol": self.protocol, "pin": self.pin, "sources_sha256": sources_sha256()}
@@ -205,6 +214,16 @@ class Campaign:
         if self.scales != [1.0]:
             p["scales"] = self.scales
         return p
+
+    def trial_cpus(self, wid: str):
+        """Where a trial of `wid` runs: over every CPU this process may use when its threads or processes run in
+        parallel (server, redis, brought programs: pinned to one CPU they would take turns), else on the trial
+        CPU; None when trials are not pinned."""
+        if self.cpu is None:
+            return None
+        if getattr(self.workloads[wid], "threads", False) and len(self.all_cpus) > 1:
+            return list(self.all_cpus)
+        return self.cpu
 
     def scale_of(self, factor: float) -> float:
         base = self.profile.callgrind_scale if self.mode == "callgrind" else self.profile.scale
@@ -225,12 +244,16 @@ class Campaign:
             for variant in sorted({self.resolved[a].allocator.variant for a, ww, _ in self.pairs if ww == w.id}):
                 w.prepare(variant)
         packages = [a.origin["package"] for a in self.allocs if a.origin.get("package")]
-        packages += ["libc6", "perl", "python3", "sqlite3", "gcc-12", "valgrind", "musl"]
+        packages += ["libc6", "perl", "python3", "sqlite3", "gcc-12", "valgrind", "musl", "redis-server",
+                     "redis-tools", "libjemalloc2"]
         extra = {
             "profile": vars(self.profile),
             "allocators": {aid: self.allocator_record(r) for aid, r in self.resolved.items()},
             "workloads": {w.id: {"kind": w.kind, "description": w.description, "seed": w.seed,
-                                 "scale_note": w.base_scale_note} for w in self.workloads.values()},
+                                 "scale_note": w.base_scale_note, **(w.record() if hasattr(w, "record") else {})}
+                          for w in self.workloads.values()},
+            # which CPUs each workload's trials ran on: the paper says which ran single-core
+            "trial_cpus": {w: self.trial_cpus(w) for w in self.workload_ids},
         }
         with quiet.CampaignLock(self.runs_dir, self.force) as lock:  # refuses on a busy machine
             run_dir, info = runstore.start_run(self.mode, self.profile.name, self.params(), extra, self.runs_dir)
@@ -247,6 +270,7 @@ class Campaign:
             info = self._prepare_run(run_dir, info)
             with machine.ClockLock(self.lock_clock) as lock:
                 info.setdefault("clock_lock", []).append({"utc": runstore.utc_now(), "outcome": lock.outcome})
+                machine.record_clock_lock(run_dir / "machine.json", {"utc": runstore.utc_now(), **lock.record()})
                 runstore.write_json_atomic(run_dir / "run.json", info)
                 if self.mode == "callgrind":
                     from analysis.harness.callgrind import run_counts
@@ -330,7 +354,7 @@ class Campaign:
                 row = skipped_row(t, f"timed out in the warm-up block (seq {hopeless})")
             else:
                 row = run_one(t, expected.get(f"{wid}|{t.alloc.variant}|{t.scale:.6g}"), info["probe_iters"], pad,
-                              cpu=self.cpu)
+                              cpu=self.trial_cpus(wid))
             return {**row, "run_id": run_dir.name}
 
         def wider(rows, target):
@@ -407,6 +431,9 @@ def add_arguments(parser):
     parser.add_argument("--allocators", default="", help="comma-separated ids (default: all available here)")
     parser.add_argument("--workloads", default="", help="comma-separated ids (default: all)")
     parser.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... (bring your own)")
+    parser.add_argument("--extra-workloads", action="append", default=[], help="name=\"command {scale}\" (bring "
+                        "your own program; repeatable, or several separated by commas); with --workloads empty, "
+                        "these alone")
     parser.add_argument("--mode", default="time", help="time (default) or callgrind")
     parser.add_argument("--target-ci", default=None, help="adaptive: more blocks until every ratio is within ±X")
     parser.add_argument("--budget-min", default=None, help="stop after this many minutes")
@@ -429,6 +456,7 @@ def run(args) -> int:
                            extra_allocators=args.extra_allocators, mode=args.mode, target_ci=args.target_ci,
                            budget_min=args.budget_min, blocks=args.blocks, lock_clock=args.lock_clock,
                            seed=args.seed, progress=not args.no_progress, protocol=args.protocol,
-                           pin=args.pin, force="1" if args.force else None, scales=args.scales)
+                           pin=args.pin, force="1" if args.force else None, scales=args.scales,
+                           extra_workloads=args.extra_workloads)
     print(run_dir)
     return 0

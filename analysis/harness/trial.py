@@ -163,7 +163,10 @@ class SpeedTrial:
         alloc_env = self.alloc.callgrind_env if self.mode == "callgrind" and self.alloc.callgrind_env else self.alloc.env
         env.update(alloc_env)
         if self.alloc.variant != "musl":
-            env.update(preload_env(self.resolved.preload, workdir / "who"))
+            # a program linked with an allocator of its own (redis-server: jemalloc) gets libc.so.6 preloaded after
+            # the allocator's libraries, so that under glibc glibc's malloc is found before the linked one
+            after = ["libc.so.6"] if getattr(self.workload, "libc_first", False) else []
+            env.update(preload_env([*self.resolved.preload, *after], workdir / "who"))
         return env
 
     def env_size(self, workdir: Path) -> int:
@@ -201,11 +204,35 @@ class SpeedTrial:
         if result.exit_code != 0:
             return "failed", f"exit {result.exit_code}" + (f": {err}" if err else ""), malloc_lib
         got = last_checksum(workdir / "stdout")
+        if got is None and expected_checksum is None and not getattr(self.workload, "checksum_required", True):
+            return "ok", "", malloc_lib  # a brought program that prints no checksum, under glibc either
         if got is None:
             return "bad-checksum", "no checksum line in the output", malloc_lib
         if expected_checksum is not None and got != expected_checksum:
             return "bad-checksum", f"checksum {got} != expected {expected_checksum}", malloc_lib
         return "ok", "", malloc_lib
+
+
+METRIC_PREFIX = "metric "
+METRICS = ("requests_per_s", "p50_ms", "p99_ms")  # trial columns a workload may report on its stdout
+
+
+def reported_metrics(path) -> dict:
+    """The `metric <name>=<number>` lines a workload printed (a server's throughput and latencies), for the
+    trial columns of METRICS; a name not among them, or a value that is not a number, is ignored."""
+    out = {}
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        name, sep, value = line.strip().removeprefix(METRIC_PREFIX).partition("=")
+        if line.startswith(METRIC_PREFIX) and sep and name in METRICS:
+            try:
+                out[name] = f"{float(value):.6g}"
+            except ValueError:
+                continue
+    return out
 
 
 def last_checksum(path) -> str | None:
@@ -218,15 +245,16 @@ def last_checksum(path) -> str | None:
     return None
 
 
-def reference_checksum(workload, scale, variant, timeout) -> str:
-    """The checksum a workload prints at this scale under plain glibc (musl: its own static build)."""
+def reference_checksum(workload, scale, variant, timeout) -> str | None:
+    """The checksum a workload prints at this scale under plain glibc (musl: its own static build); None for a
+    brought program that prints none."""
     with tempfile.TemporaryDirectory(prefix="heapcost-ref-") as tmp:
         tmp = Path(tmp)
         env = {**clean_env(tmp), **workload.env(scale)}
         argv = workload.argv(scale, variant, {})
         result = launcher.run(argv, env=env, stdout=tmp / "stdout", stderr=tmp / "stderr", cwd=tmp, timeout=timeout)
         got = last_checksum(tmp / "stdout")
-        if result.status != "exited" or result.exit_code != 0 or got is None:
+        if result.status != "exited" or result.exit_code != 0 or (got is None and getattr(workload, "checksum_required", True)):
             raise HeapcostError(f"workload {workload.id} fails under plain glibc at scale {scale:g}: "
                                 f"{result.status} {result.exit_code} {first_line(tmp / 'stderr')}")
         return got
@@ -238,7 +266,8 @@ def skipped_row(trial: "SpeedTrial", why: str) -> dict:
 
 
 def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int, wrapper=(), cpu=None) -> dict:
-    """One trial (pinned to `cpu` when given), with what the rest of the machine did meanwhile."""
+    """One trial (pinned to `cpu` when given: one CPU, or a list of CPUs its threads spread over), with what the
+    rest of the machine did meanwhile."""
     workdir = Path(tempfile.mkdtemp(prefix="heapcost-trial-", dir=tempfile.gettempdir()))
     try:
         env = trial.env(workdir, pad)
@@ -252,7 +281,8 @@ def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int,
         status, reason, malloc_lib = trial.judge(result, workdir, expected)
         # the launcher's clock probes spin on the trial's CPU too: its own work, not interference
         own = result.user_s + result.sys_s + (result.probe_before_s or 0.0) + (result.probe_after_s or 0.0)
-        return {**quiet.interference(before, after, own, result.wall_s, cpu),
+        # a trial spread over several CPUs shares them with the harness: judged as an unpinned one
+        return {**quiet.interference(before, after, own, result.wall_s, cpu if isinstance(cpu, int) else None),
             "workload": trial.workload.id, "allocator": trial.alloc.id, "scale": f"{trial.scale:.6g}",
             "status": status, "reason": reason, "exit_code": result.exit_code, "signal": result.signal,
             "wall_s": f"{result.wall_s:.6f}", "user_s": f"{result.user_s:.6f}", "sys_s": f"{result.sys_s:.6f}",
@@ -261,6 +291,7 @@ def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int,
             "clock_probe_s": _fmt(result.clock_probe_s), "probe_before_s": _fmt(result.probe_before_s),
             "probe_after_s": _fmt(result.probe_after_s), "malloc_lib": malloc_lib, "env_pad": pad,
             "loadavg1": load, "started_utc": started,
+            **(reported_metrics(workdir / "stdout") if status == "ok" else {}),
         }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -327,6 +327,29 @@ class BuildWorkload(CompileWorkload):
                 f"EXTRA_CFLAGS=-I{self._include_dir()}", *self.make_args, "--",
                 *self.objects(tree), "--", *self.products]
 
+@dataclass(frozen=True)
+class RedisWorkload(Workload):
+    """Debian's redis-server under load from redis-benchmark over the loopback (workloads/redis_driver.c)."""
+    threads = True     # server and client run at once: spread over the trial CPUs
+    libc_first = True  # redis-server links jemalloc: libc.so.6 is preloaded after the allocator (trial.py)
+    loader_refused = "redis-server starts through its own ELF interpreter (the system's glibc)"
+
+    def driver(self) -> Path:
+        return native.build_c("wl-redis-driver", [WORKLOADS_DIR / "redis_driver.c", WORKLOADS_DIR / "wl_common.h"],
+                              ldflags=["-lm"])
+
+    def prepare(self, variant="glibc") -> None:
+        super().prepare(variant)
+        _program("redis-server", "redis-server")
+        _program("redis-benchmark", "redis-tools")
+        self.driver()
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        _check_variant(variant, self.variants)
+        return [str(self.driver()), scale_arg(scale), _program("redis-server", "redis-server"),
+                _program("redis-benchmark", "redis-tools")]
+
+
 WORKLOADS = {w.id: w for w in [
     PerlWorkload(
         "perl-strcat", "perl",
@@ -390,6 +413,15 @@ WORKLOADS = {w.id: w for w in [
         "aggregates from a generated SQL script",
         None,
         f"{SQLITE_FULL_CUSTOMERS} customers and {8 * SQLITE_FULL_CUSTOMERS} orders"),
+    RedisWorkload(
+        "redis", "program",
+        "Debian's redis-server on a loopback port of its own, no persistence, driven by redis-benchmark (50 clients, "
+        "4 pipelined, 128-byte values, random keys; the client under plain glibc): set, get, incr, lpush, rpop, "
+        "sadd, hset, lrange_100, mset; throughput and p50/p99 latency beside time. Debian's build links jemalloc: "
+        "malloc, free and malloc_usable_size come from the preloaded allocator (mallocwho checks every process), "
+        "its statistics calls (mallctl) still reach the linked jemalloc",
+        None,
+        "10,000 requests per test (9 tests)", default=False),
     PythonWorkload(
         "python", "python",
         "Debian's python3 with PYTHONMALLOC=malloc on an object-heavy script: dicts of records, "
@@ -422,6 +454,7 @@ WORKLOAD_GROUPS = {
     "perl-cases": [f"perl-{c}" for c in PERL_CASES],
     "seed-003": ["pow2-churn", "pow2-ladder"],
     "seed-001": ["compile", "build"],
+    "servers": ["server", "redis"],
 }
 
 

@@ -36,7 +36,10 @@ RUN_FILES = {
                 "(libraries, environment, claimed defences) and the workloads' expected checksums.",
     "machine.json": "The machine: kernel, OS, CPU model and count, memory, what is known of the clock (whether "
                     "cpufreq is exposed, boost, virtualization, whether perf counters work), glibc, Python and gcc "
-                    "versions, ASLR and transparent-hugepage settings, the load average when the run started.",
+                    "versions, ASLR and transparent-hugepage settings, the load average when the run started. "
+                    "Newer runs add the CPU family, model number and stepping, `host` (the host identity and its "
+                    "fingerprint: analysis/contract/host.py; older runs' are computed from what they record) and "
+                    "`clock_lock` (one entry per session: requested, locked, what it did and the values it held).",
     "*.ipynb": "The executed notebook that ran the measurement (papermill), with its parameters and output.",
 }
 
@@ -139,7 +142,8 @@ def codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> str:
     if lit_files or lit:
         out += ["", "## `literature/`", "",
                 "The seeds' figures, each value with the seed file and line it was read from; `analysis/stats/literature.py` "
-                "re-analyses them."]
+                "re-analyses them. `field.csv`: the field's published ratios for mimalloc-bench programs, each with its "
+                "source, machine and versions; `analysis/publish/field.py` sets ours beside them."]
         for name in sorted(set(lit) | {p.name for p in lit_files if p.suffix == ".csv"}):
             schema = lit.get(name)
             out += ["", f"### `literature/{name}`", ""]

@@ -1,79 +1,70 @@
-"""The five debates, answered: for each seed, its claim (from data/literature/figures.csv, never typed), what
-heapcost measured for the contested configuration on the workload that re-creates the seed's benchmark, and
-a verdict by fixed rules on the 95% confidence interval.
+"""The five debates, answered by their pre-registered questions (debates.toml, analysis.contract.debates_spec):
+for each seed, its claim (from data/literature/figures.csv, never typed), what heapcost measured for the
+contested configuration pair on the workloads that re-create the seed's benchmark, and the verdict the
+pre-registered rule gives.
 
-Verdict rules (a claim is either a ratio, "costs about x", or a bound, "not noticeably slower"):
-- a claimed ratio is *supported* when it lies inside the interval and the interval excludes 1 (a cost was
-  resolved and it is the claimed one), *refuted* when it lies outside the interval, and *unresolved* when the
-  interval holds both the claim and 1 (the precision reached, its half-width, is stated);
-- "not slower" is *supported* when the interval's upper end is at most 1 + MARGIN, *refuted* when its lower end
-  is above 1 + MARGIN, *unresolved* otherwise;
+- Every run that measured both sides gives a log ratio; they are pooled with run, build and host as random
+  effects (debate_pool, stats.random_effects), runs of a superseded design left out of the pool;
+- the verdict is the equivalence test (TOST, stats.equivalence) of the pooled ratio against the margin: "no
+  larger than m", "larger than m", or "not decided at this precision";
+- a claimed ratio is compared together with its own interval from the literature re-analysis, never as a point;
 - a configuration this machine cannot run is *not measured here*, with why; a stand-in measured in its place is
-  named with its numbers but gets no verdict (a brought allocator of the debated system's name, from any run,
-  takes its place in the table and gets the verdict).
-Instruction counts per free (callgrind) are exact: they are reported beside the seed's, without a verdict.
+  named with its numbers but gets no verdict.
+Beside each ratio, the quantities that carry to another program: the added nanoseconds per malloc+free pair and
+callgrind's exact added instructions and data writes per free (reported beside the seed's, without a verdict).
 """
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from analysis.harness.workloads import PERL_CASES
+from analysis.contract import debates_spec
+from analysis.publish import debate_pool
 from analysis.publish.ablations import ratio_within_run
-from analysis.publish.results import BASELINE, MARGIN, Results, fmt_interval, fmt_ratio
+from analysis.publish.results import BASELINE, Results, fmt_interval, fmt_ratio
+from analysis.stats import equivalence, literature
 
-COLUMNS = ["seed", "topic", "claim", "claim_line", "claimed", "configuration", "workload", "run_id", "ratio",
-           "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "user_display", "sys_display",
-           "per_free_ratio", "added_per_free", "writes_per_free_ratio", "claimed_per_free", "verdict", "not_measured"]
+COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "configuration", "workload", "run_id",
+           "ratio", "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "user_display",
+           "sys_display", "per_free_ratio", "added_per_free", "writes_per_free_ratio", "added_writes_per_free",
+           "claimed_per_free", "seed_instructions", "margin", "margin_reason", "rule", "n_runs", "n_builds", "n_hosts", "superseded_runs",
+           "pooled_ratio", "pooled_low", "pooled_high", "pooled_display", "tau_run", "tau_host", "tau_build",
+           "added_ns_display", "claim_comparison", "verdict", "not_measured"]
 
 
 @dataclass(frozen=True)
 class Debate:
+    """What the paper says of a debate beside its pre-registered question (debates.toml: contested pairs,
+    workloads, margin, rule)."""
     seed: str
     topic: str
-    workload: str  # the workload that re-creates the seed's benchmark
-    contested: tuple  # (configuration with the defence, the same without it): the first one present is answered
     stand_ins: tuple  # measured in its place when no contested pair is in the dataset
     claim_metric: str  # the metric of the claim row in figures.csv; "" for a bound ("not slower")
     per_free_metric: str = ""  # the seed's own per-free figure, when it has one
     not_measured: str = ""  # why the contested configuration itself cannot be measured here
-    cases: tuple = ()  # more workloads answered row by row (the seed's benchmark case by case)
-    every_pair: bool = False  # a row for each contested pair present (builds and variants of one system)
-
-    @property
-    def workloads(self) -> tuple:
-        return (self.workload, *self.cases)
 
 
-HARDENED = ("hardened-72fb357", "hardened-light-72fb357", "hardened-2026062800", "hardened-light-2026062800")
 DEBATES = [
-    Debate("000", "perl on OpenBSD: the system malloc instead of perl's own", "perl-strcat",
-           (("perl-omalloc", "perl-mymalloc"),), (("perl-sysmalloc", "perl-mymalloc"),), "",
+    Debate("000", "perl on OpenBSD: the system malloc instead of perl's own",
+           (("perl-sysmalloc", "perl-mymalloc"),), "",
            not_measured="OpenBSD's malloc is in no package registry here: bring it as a library "
                         "(EXTRA_ALLOCATORS=perl-omalloc=...); measured in its place: perl on the system malloc "
-                        "(glibc) against perl's own malloc, one perl source built both ways",
-           cases=tuple(f"perl-{c}" for c in PERL_CASES)),
-    Debate("001", "hardened_malloc in Fedora: the kernel build", "compile",
-           tuple((h, BASELINE) for h in HARDENED), (("scudo", BASELINE), ("mimalloc-secure", BASELINE)),
-           "wall_ratio", every_pair=True, cases=("build",),
+                        "(glibc) against perl's own malloc, one perl source built both ways"),
+    Debate("001", "hardened_malloc in Fedora: the kernel build",
+           (("scudo", BASELINE), ("mimalloc-secure", BASELINE)), "wall_ratio",
            not_measured="hardened_malloc is in no package registry here: bring it as a library "
                         "(EXTRA_ALLOCATORS=hardened-72fb357=...); measured in its place: the first of scudo and "
                         "mimalloc-secure present"),
-    Debate("002", "poisoning freed memory in mozjemalloc", "dom-churn",
-           (("mozjemalloc-poison", "mozjemalloc"),), (("jemalloc-junk-free", "jemalloc"),), "claim_slowdown",
-           "claim_instructions_per_free_increase",
+    Debate("002", "poisoning freed memory in mozjemalloc",
+           (("jemalloc-junk-free", "jemalloc"),), "claim_slowdown", "claim_instructions_per_free_increase",
            not_measured="mozjemalloc (Firefox's fork) is not built here (`make allocators` builds it from "
                         "Debian's firefox-esr source): jemalloc's own poison on free (junk:free) is measured in "
                         "its place"),
-    Debate("003", "saving random bits in OpenBSD's malloc", "pow2-churn",
-           (("omalloc-1.128", "omalloc-1.128-getrbyte"), ("omalloc-1.128-getpid", "omalloc-1.128-getrbyte-getpid")),
-           (), "", every_pair=True,
+    Debate("003", "saving random bits in OpenBSD's malloc", (), "",
            not_measured="the patch changes OpenBSD's malloc, which is in no package registry here: bring "
                         "revision 1.128 and the same with the seed's diff reversed (EXTRA_ALLOCATORS="
-                        "omalloc-1.128=...,omalloc-1.128-getrbyte=...); nothing stands in for it",
-           cases=("pow2-ladder",)),
-    Debate("004", "glibc's tcache double-free check", "small-loop",
-           (("glibc-built", "glibc-no-tcache-key"),), (("glibc", "glibc-notcache"),), "",
+                        "omalloc-1.128=...,omalloc-1.128-getrbyte=...); nothing stands in for it"),
+    Debate("004", "glibc's tcache double-free check", (("glibc", "glibc-notcache"),), "",
            not_measured="the key check cannot be switched off by a tunable; until a build of glibc without it "
                         "is measured (glibc-no-tcache-key), the whole tcache (glibc against glibc-notcache) "
                         "stands in, which is not the question"),
@@ -141,7 +132,9 @@ def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: b
         return None
     geo = res.speed.geomean.set_index("allocator") if res.speed is not None else pd.DataFrame()
     lead = geo["run_id"].get(with_) if "run_id" in geo else None
-    return max(found, key=lambda r: (r["n"], r["run_id"] == lead, r["direct"], -(r["ci_high"] / r["ci_low"])))
+    # a run of a superseded design is shown only when no current run measured the pair
+    return max(found, key=lambda r: (r["run_id"] not in debate_pool.SUPERSEDED, r["n"], r["run_id"] == lead,
+                                     r["direct"], -(r["ci_high"] / r["ci_low"])))
 
 
 def base_of(rows: pd.DataFrame) -> str:
@@ -162,8 +155,11 @@ def _per_free(res: Results, with_: str, without: str, workload: str) -> dict:
     a, b = a.loc[common[-1]], b.loc[common[-1]]
     writes = (float(a["data_writes"]) / float(a["free_calls"])) / (float(b["data_writes"]) / float(b["free_calls"])) \
         if "data_writes" in a and float(b["data_writes"]) > 0 else None
+    added_writes = float(a["data_writes"]) / float(a["free_calls"]) - float(b["data_writes"]) / float(b["free_calls"]) \
+        if "data_writes" in a else None
     return {"ratio": float(a["instructions_per_free"] / b["instructions_per_free"]),
-            "added": float(a["instructions_per_free"] - b["instructions_per_free"]), "writes": writes}
+            "added": float(a["instructions_per_free"] - b["instructions_per_free"]), "writes": writes,
+            "added_writes": added_writes}
 
 
 def _claim(figures: pd.DataFrame, seed: str, metric: str) -> tuple[str, str, float | None]:
@@ -183,23 +179,9 @@ def _claim(figures: pd.DataFrame, seed: str, metric: str) -> tuple[str, str, flo
     return text or str(r["text"]), str(r["line"]), ratio
 
 
-def verdict(claimed: float | None, ratio: float, lo: float, hi: float, margin: float = MARGIN) -> str:
-    half = f"±{(hi / lo) ** 0.5 * 100 - 100:.1f}%"
-    if claimed is None:
-        if hi <= 1 + margin:
-            return f"supported: not slower by more than {margin * 100:.0f}% (upper end {fmt_ratio(hi)})"
-        if lo > 1 + margin:
-            return f"refuted: slower by more than {margin * 100:.0f}% (lower end {fmt_ratio(lo)})"
-        return f"unresolved at {half}: the interval reaches past {fmt_ratio(1 + margin)}"
-    if not lo <= claimed <= hi:
-        return f"refuted: the claimed {fmt_ratio(claimed)} lies outside the interval"
-    if lo <= 1 <= hi:
-        return f"unresolved at {half}: the interval holds both the claim and no cost"
-    return f"supported: the claimed {fmt_ratio(claimed)} lies inside the interval"
-
-
-def _measured(res: Results, with_: str, without: str, workload: str, claimed) -> dict | None:
-    """One row's measurements of with/without on a workload (None when no run has both), with its verdict."""
+def _measured(res: Results, with_: str, without: str, workload: str) -> dict | None:
+    """One row's measurements of with/without on a workload (None when no run has both): the measurement with
+    most pairs behind it, its memory and CPU split, and callgrind's exact counts per free."""
     speed = _pair_ratio(res, with_, without, workload)
     if speed is None:
         return None
@@ -215,44 +197,112 @@ def _measured(res: Results, with_: str, without: str, workload: str, claimed) ->
                 per_free_ratio=fmt_ratio(pf["ratio"]) if pf else "n/a",
                 added_per_free=f"{pf['added']:+.0f}" if pf else "n/a",
                 writes_per_free_ratio=fmt_ratio(pf["writes"]) if pf.get("writes") else "n/a",
-                verdict=verdict(claimed, speed["ratio"], speed["ci_low"], speed["ci_high"]))
+                added_writes_per_free=f"{pf['added_writes']:+.1f}" if pf.get("added_writes") is not None else "n/a")
 
 
 def _shown(r: dict | None) -> str:
     return fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) if r else "n/a"
 
 
-def answer(res: Results, figures: pd.DataFrame) -> pd.DataFrame:
-    """A row per debate and workload (the seed's case), and per contested pair present where the debate
-    asks for every build of its system; stand-ins only where no contested pair was measured at all."""
-    rows = []
+def _claim_interval(seed: str) -> tuple[float, float, float, float] | None:
+    """The claim's own time ratio with its 95% interval and degrees of freedom from the literature re-analysis
+    (the first as-published time comparison of the seed that has replicates); None when it has none. The
+    degrees of freedom are the smaller arm's runs minus one: Welch's are never fewer."""
+    table = literature.reanalyse()
+    rows = table[(table["seed"].astype(str).str.zfill(3) == seed) & (table["scenario"] == "as published")
+                 & table["metric"].isin(TIME_METRICS) & pd.to_numeric(table["ci_low"], errors="coerce").notna()]
+    if rows.empty:
+        return None
+    r = rows.iloc[0]
+    return float(r["ratio"]), float(r["ci_low"]), float(r["ci_high"]), max(min(int(r["n"]), int(r["n_baseline"])) - 1, 1)
+
+
+TIME_METRICS = ("wall", "elapsed", "1/score")
+COUNT_METRICS = ("instructions_per_free", "instructions")
+
+
+def _seed_instructions(seed: str) -> str:
+    """The seed's own ratio of instructions (per free, or in its loop) from the literature re-analysis, with
+    its interval where it had replicates: what callgrind's exact ratio per free is set beside."""
+    table = literature.reanalyse()
+    rows = table[(table["seed"].astype(str).str.zfill(3) == seed) & (table["scenario"] == "as published")
+                 & table["metric"].isin(COUNT_METRICS)]
+    if rows.empty:
+        return ""
+    r = rows.iloc[0]
+    lo, hi = pd.to_numeric(pd.Series([r["ci_low"], r["ci_high"]]), errors="coerce")
+    return fmt_ratio(float(r["ratio"])) + (" (exact)" if pd.isna(lo) else f" [{fmt_ratio(lo)}, {fmt_ratio(hi)}]")
+
+
+def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str, claim) -> tuple[dict, pd.DataFrame]:
+    """The pre-registered answer of one contested pair on one workload: every run's ratio, the pooled one, the
+    rule's verdict, the added time per malloc+free pair and the comparison with the claim's own interval."""
+    runs = debate_pool.pair_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload) \
+        if runs_dir is not None else pd.DataFrame(columns=debate_pool.RUN_COLUMNS)
+    pooled = debate_pool.pooled(runs, q.margin, q.rule)
+    out = {"margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule,
+           "superseded_runs": int(runs["superseded"].sum()) if len(runs) else 0}
+    if not pooled:
+        return {**out, "verdict": "no verdict: no run of the current design measured both", "n_runs": 0,
+                "n_builds": 0, "n_hosts": 0, "pooled_display": "n/a", "added_ns_display": "n/a",
+                "claim_comparison": ""}, runs
+    moved = debate_pool.transfer(res, runs, pooled, with_, without, workload)
+    out.update({k: pooled[k] for k in ("pooled_ratio", "pooled_low", "pooled_high", "n_runs", "n_builds",
+                                       "n_hosts", "tau_run", "tau_host", "tau_build")})
+    out["pooled_display"] = fmt_interval(pooled["pooled_ratio"], pooled["pooled_low"], pooled["pooled_high"])
+    out["verdict"] = pooled["decision_words"]
+    out["added_ns_display"] = (f"{moved['added_ns_per_pair']:+.1f} [{moved['added_ns_low']:+.1f}, "
+                               f"{moved['added_ns_high']:+.1f}]") if moved else "n/a"
+    out["claim_comparison"] = "" if claim is None else equivalence.against_claim(
+        pooled["pooled_estimate"], pooled["pooled_se"], pooled["pooled_df"], claim[0], claim[1], claim[2],
+        claim[3], q.margin)
+    return out, runs
+
+
+def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(a row per debate, workload and contested pair present, the pre-registered verdict in it; every run
+    behind those rows, superseded ones marked). Stand-ins only where no contested pair was measured at all:
+    their numbers are shown, never a verdict."""
+    spec = debates_spec.load() if spec is None else spec
+    runs_dir = debate_pool.runs_dir_of(res)
+    rows, run_rows = [], []
     for d in DEBATES:
+        q = spec[d.seed]
         text, line, claimed = _claim(figures, d.seed, d.claim_metric)
         _, _, claimed_pf = _claim(figures, d.seed, d.per_free_metric) if d.per_free_metric else ("", "", None)
-        head = {"seed": d.seed, "topic": d.topic, "claim": text, "claim_line": line,
-                "claimed": fmt_ratio(claimed) if claimed else ("not slower" if d.contested else ""),
-                "claimed_per_free": fmt_ratio(claimed_pf) if claimed_pf else "", "not_measured": ""}
+        claim = _claim_interval(d.seed) if claimed else None
+        head = {"seed": d.seed, "topic": d.topic, "question": q.question, "claim": text, "claim_line": line,
+                "claimed": fmt_ratio(claimed) if claimed else "not slower",
+                "claimed_per_free": fmt_ratio(claimed_pf) if claimed_pf else "", "not_measured": "",
+                "seed_instructions": _seed_instructions(d.seed),
+                "margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule}
         found = []
-        for workload in d.workloads:
-            for with_, without in d.contested:
-                m = _measured(res, with_, without, workload, claimed)
+        for workload in q.workloads:
+            for with_, without in q.contested:
+                m = _measured(res, with_, without, workload)
                 if m:
-                    found.append(m)
-                    if not d.every_pair:
+                    decided, runs = _decided(res, q, runs_dir, with_, without, workload, claim)
+                    found.append({**m, **decided})
+                    run_rows.append(runs)
+                    if not q.every_pair:
                         break
         if not found:
-            for workload in d.workloads:
+            for workload in q.workloads:
                 for with_, without in d.stand_ins:
-                    m = _measured(res, with_, without, workload, claimed)
+                    m = _measured(res, with_, without, workload)
                     if m:
-                        # a stand-in answers no debate: its numbers are shown, never a verdict
                         found.append({**m, "not_measured": d.not_measured,
                                       "verdict": f"no verdict: {m['configuration']} stands in for the debated system"})
                         break
         rows += [{**head, **m} for m in found] or [
-            {**head, "workload": d.workload, "configuration": "", "display": "n/a", "memory_display": "n/a",
+            {**head, "workload": q.workloads[0], "configuration": "", "display": "n/a", "memory_display": "n/a",
              "user_display": "n/a", "sys_display": "n/a", "per_free_ratio": "n/a", "added_per_free": "n/a",
-             "writes_per_free_ratio": "n/a",
-             "verdict": "not measured here", "not_measured": d.not_measured}]
-    out = pd.DataFrame(rows, columns=COLUMNS)
-    return out.replace({np.nan: ""})
+             "writes_per_free_ratio": "n/a", "added_writes_per_free": "n/a", "pooled_display": "n/a",
+             "added_ns_display": "n/a", "verdict": "not measured here", "not_measured": d.not_measured}]
+    out = pd.DataFrame(rows, columns=COLUMNS).replace({np.nan: ""})
+    runs = pd.concat(run_rows, ignore_index=True) if run_rows else pd.DataFrame(columns=debate_pool.RUN_COLUMNS)
+    return out, runs
+
+
+def answer(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> pd.DataFrame:
+    return answers(res, figures, spec)[0]

@@ -16,7 +16,7 @@ from analysis.stats import security
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
 from analysis.publish import ablations as ablation
-from analysis.publish import cpu_split, merge, provenance
+from analysis.publish import cpu_split, merge, provenance, server_metrics
 from analysis.publish.ablations import ABLATIONS  # noqa: F401  (re-exported for the writer)
 from analysis.errors import HeapcostError, warn
 from analysis.paths import repo_relative
@@ -192,14 +192,14 @@ def verdict(row, base, baseline: str = BASELINE, margin: float = MARGIN) -> str:
     elif hi < 1 - margin:
         cost = "faster than the baseline"
     elif lo >= 1 - margin and hi <= 1 + margin:
-        cost = "no measurable cost"
+        cost = "no measurable cost" if lo <= 1 <= hi else "within the margin"
     elif hi < 1:
         cost = "not slower"
     elif lo > 1 + margin:
         cost = "costs more than the margin"
     else:
         cost = "cost unresolved"
-    if safer and cost in ("faster than the baseline", "no measurable cost", "not slower"):
+    if safer and cost in ("faster than the baseline", "no measurable cost", "within the margin", "not slower"):
         return f"a better default: safer, {cost}"
     if safer:
         return f"buys security: {cost}"
@@ -341,7 +341,7 @@ class Results:
     replication: pd.DataFrame
     runs: pd.DataFrame  # every contributing run: label, kind, profile, the allocators it leads
     figures: pd.DataFrame  # the seeds' transcribed figures (data/literature/figures.csv)
-    cells: dict  # metric -> each run's comparisons with its baseline (user_s, sys_s: cpu_split.WORKLOADS)
+    cells: dict  # metric -> each run's comparisons with its baseline (user_s, sys_s: cpu_split; server_metrics)
     aa: pd.DataFrame  # A/A cells: the baseline against a brought copy of its own library
     cost: pd.DataFrame  # per-unit cost ratios and start-up costs, from runs with cells at several scales
     roles: pd.DataFrame  # lockstep role effects (time in role b over role a) of runs whose roles alternate
@@ -390,8 +390,7 @@ def _speed(time_runs, main, baseline: str):
 
 
 def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = None) -> Results:
-    """Every result of the paper from one dataset directory (with runs/ inside): every complete run
-    contributes (analysis.publish.merge)."""
+    """Every result of the paper from a dataset directory (runs/ inside): every complete run contributes (merge)."""
     runs_dir = Path(data_dir) / "runs"
     if not runs_dir.is_dir():
         raise HeapcostError(f"{runs_dir} does not exist; give a dataset directory holding runs/ (e.g. data)")
@@ -433,7 +432,8 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
                    replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead), figures,
                    cells := {**{m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()],
                                              ignore_index=True) if per_run else pd.DataFrame()
-                                for m in ("wall_s", "maxrss_kb")}, **cpu_split.cells(time_runs, baseline, against)},
+                                for m in ("wall_s", "maxrss_kb")}, **cpu_split.cells(time_runs, baseline, against),
+                            **server_metrics.cells(time_runs, baseline, against)},
                    aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}),
                    pd.concat([scaling.per_unit_ratios(scaling.cost_model(rt.table), baseline).assign(run_id=rt.run_id)
                               for rt in time_runs] or [pd.DataFrame(columns=scaling.RATIO_COLUMNS)], ignore_index=True),

@@ -7,7 +7,9 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import debates, figures, security_front
+from analysis.publish import field, figures, hosts_writer, security_front, server_metrics
+from analysis.publish.debate_pool import SUPERSEDED
+from analysis.publish.debates_writer import write_debates
 from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       interference_counts,
@@ -69,6 +71,30 @@ def clock_facts(run: Run | None, trials: pd.DataFrame | None, speed: cmp.Compari
     return facts
 
 
+def cpu_facts(info: dict, trials: pd.DataFrame) -> dict:
+    """Which workloads' trials ran spread over several CPUs and which on one (run.json trial_cpus; a run from
+    before it pinned every trial to one CPU, or to none)."""
+    cpus = info.get("trial_cpus")
+    if cpus is None:
+        pinned = any((p.get("trial_cpu") is not None) for p in info.get("pinning", []))
+        return {"spread_workloads": [], "single_core_workloads": sorted(set(trials["workload"])) if pinned else []}
+    spread = sorted(w for w, c in cpus.items() if isinstance(c, list) and len(c) > 1)
+    return {"spread_workloads": spread,
+            "single_core_workloads": sorted(w for w, c in cpus.items() if c is not None and w not in spread)}
+
+
+def _server(res: Results, p) -> dict:
+    """The server workloads' throughput and latency ratios to the baseline, with intervals (server_metrics)."""
+    rows = server_metrics.table(res.cells)
+    for metric in server_metrics.METRICS:
+        if f"{metric}_ratio" in rows:
+            rows[f"{metric}_display"] = [fmt_interval(r, lo, hi) for r, lo, hi in
+                                         zip(rows[f"{metric}_ratio"], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"])]
+    rows["run"] = rows["run_id"].map(_labels(res)).fillna("") if len(rows) else ""
+    write_csv(rows, p("server.csv"))
+    return {"server": {"rows": int(len(rows)), "workloads": sorted(set(rows["workload"])) if len(rows) else []}}
+
+
 def lockstep_facts(pairs: pd.DataFrame, info: dict) -> dict:
     """What the method section says of a lockstep run: its pairs, the workloads that took turns, and how
     precise a cell came out (median half-width; per-pair spread of the log ratio)."""
@@ -111,6 +137,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
             "status": info.get("status", ""),
             "protocol": (info.get("params") or {}).get("protocol") or "trials",
             "elapsed_minutes": f"{float(info.get('elapsed_s') or 0) / 60:.0f}",
+            **cpu_facts(info, trials),
         }
         pairs_csv = res.time_run.path / "pairs.csv"
         if pairs_csv.is_file():
@@ -123,6 +150,9 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
         numbers["interference"] = interference_counts(*tables)
 
     numbers.update(_speed_and_memory(res, p, baseline))
+    numbers.update(_server(res, p))
+    if res.time_run is not None:  # the dataset the runs came from: data_dir/runs/<run>
+        numbers["field"] = field.write_outputs(res.time_run.path.parents[1], p("field.csv"))
     write_csv(res.left_out.assign(run=res.left_out["run_id"].map(_labels(res)).fillna("")
                                   if "run_id" in res.left_out else ""), p("left_out.csv"))
     numbers["left_out"] = int(len(res.left_out))
@@ -130,14 +160,13 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_ablations(res, p))
     numbers.update(_callgrind(res, p, baseline))
     numbers.update(_tradeoff(res, p, baseline))
-    write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"})),
+    numbers.update(hosts_writer.host_outputs(res, p))
+    write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"}),
+                                     superseded=res.replication["run_id"].isin(SUPERSEDED)),
               p("replication.csv"))
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
-    answers = debates.answer(res, res.figures)
-    answers["run"] = answers["run_id"].map(_labels(res)).fillna("")
-    write_csv(answers, p("debates.csv"))
-    numbers["debates"] = {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)}
+    numbers.update(write_debates(res, p, _labels(res), baseline))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
     cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
@@ -207,9 +236,11 @@ def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str
     """Two forest plots: the allocators within 0.5-2x in percent, the others (debugging allocators) in
     multiples, each with 95% confidence intervals; A/A copies of the baseline are left to their own table, and
     the seeds' own cases (perl's benchmark case by case, pow2-ladder, build) to the debates' tables."""
-    from analysis.harness.workloads import DEFAULT_WORKLOADS
+    from analysis.harness.workloads import WORKLOADS
 
-    shown = table[~table["allocator"].isin(aa) & table["workload"].isin(DEFAULT_WORKLOADS)]
+    # every workload but the seeds' own cases: the default ones, redis, and those users brought (EXTRA_WORKLOADS)
+    seed_cases = [w.id for w in WORKLOADS.values() if w.seed and not w.default]
+    shown = table[~table["allocator"].isin(aa) & ~table["workload"].isin(seed_cases)]
     near, far = figures.split_near_one(shown, geomean)
     figures.forest(near, p(f"{name}_forest.svg"), f"{what}: change in percent (95% confidence interval)",
                    percent=True)
@@ -232,15 +263,20 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     mgeo = _display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res))
     write_csv(mgeo, p("memory_geomean.csv"))
     _forests(res.memory.results, res.memory.geomean, p, "memory", aa=set(res.aa["allocator"]), what=f"peak RSS against {baseline}")
+    # the A/A copies of the baseline are controls, not comparisons: they count in their own table only
+    aa = set(res.aa["allocator"])
+    counted, mem_counted = speed[~speed["allocator"].isin(aa)], mem[~mem["allocator"].isin(aa)]
+    geo_counted = geo[~geo["allocator"].isin(aa)]
     numbers["speed"] = {
-        "rows": int(len(speed)),
-        "slower": int((speed["ci_low"] > 1).sum()), "faster": int((speed["ci_high"] < 1).sum()),
-        "noninferior": int(speed["noninferior"].sum()),
-        "cheapest": _extreme(geo, "geomean_ratio", min), "dearest": _extreme(geo, "geomean_ratio", max),
+        "rows": int(len(counted)), "aa_rows": int(len(speed) - len(counted)),
+        "slower": int((counted["ci_low"] > 1).sum()), "faster": int((counted["ci_high"] < 1).sum()),
+        "noninferior": int(counted["noninferior"].sum()),
+        "cheapest": _attributed(res, _extreme(geo_counted, "geomean_ratio", min)),
+        "dearest": _attributed(res, _extreme(geo_counted, "geomean_ratio", max)),
         "median_halfwidth_percent": f"{float(np.median(np.expm1(speed['ci_high'].apply(np.log) - speed['ratio'].apply(np.log)))) * 100:.1f}",
     }
-    numbers["memory"] = {"rows": int(len(mem)), "larger": int((mem["ci_low"] > 1).sum()),
-                         "smaller": int((mem["ci_high"] < 1).sum()),
+    numbers["memory"] = {"rows": int(len(mem_counted)), "larger": int((mem_counted["ci_low"] > 1).sum()),
+                         "smaller": int((mem_counted["ci_high"] < 1).sum()),
                          "leanest": _extreme(mgeo, "geomean_ratio", min),
                          "heaviest": _extreme(mgeo, "geomean_ratio", max)}
     return numbers
@@ -319,9 +355,24 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
     return numbers
 
 
+def _attributed(res: Results, extreme: dict) -> dict:
+    """An allocator's row with the run it really comes from: its label, profile and the scale it ran at (the
+    profile's scale times the allocator's own scale factor, which slow allocators have below 1)."""
+    if not extreme or not extreme.get("run_id") or res.time_run is None:
+        return extreme
+    run_json = res.time_run.path.parent / extreme["run_id"] / "run.json"
+    info = json.loads(run_json.read_text()) if run_json.is_file() else {}
+    scale = float((info.get("profile") or {}).get("scale") or 1.0)
+    factor = float(((info.get("allocators") or {}).get(extreme["allocator"]) or {}).get("scale_factor") or 1.0)
+    return {**extreme, "run": _labels(res).get(extreme["run_id"], ""),
+            "profile": (info.get("params") or {}).get("profile", ""), "scale": f"{scale * factor:g}",
+            "reduced_scale": scale * factor < 1}
+
+
 def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
     if geo.empty:
         return {}
     i = pick(range(len(geo)), key=lambda k: geo.iloc[k][col])
     r = geo.iloc[i]
-    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"])}
+    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"]),
+            "run_id": str(r.get("run_id", ""))}

@@ -130,7 +130,7 @@ def simulate_trials(scenario: Scenario, seed: int) -> pd.DataFrame:
         "interfered": 0,
         "cpu_other_s": 0.0,
     })
-    return df[TRIAL_COLUMNS]
+    return df.reindex(columns=TRIAL_COLUMNS)  # columns no simulated trial has (a server's metrics) stay empty
 
 
 def true_ratios(scenario: Scenario, baseline: str) -> dict:

@@ -36,7 +36,7 @@ PERL_EXTENSION_LIBS = ("libdb-dev", "libgdbm-dev", "libgdbm-compat-dev", "zlib1g
 MUSL_PACKAGE = "musl-tools"
 # what the workloads, the probes, callgrind mode, debsrc and `make bench` run besides the allocators
 TOOL_PACKAGES = ("gcc", "g++", "make", "dpkg-dev", "perl", "python3", "sqlite3", "valgrind", "hyperfine",
-                 "chromium")  # chromium: tests/test_browser.py opens paper.html headless
+                 "redis-server", "redis-tools", "chromium")  # chromium: tests/test_browser.py opens paper.html headless
 PYPI_LIB_GLOB = "lib/python3*/site-packages/cmeel.prefix/lib/libmimalloc.so*"
 
 

@@ -63,7 +63,7 @@ static void usage(void)
         longjmp(bad_request, 1);
     fprintf(stderr,
             "usage: heapcost-run [--stdout F] [--stderr F] [--stdin F] [--timeout S] [--probe-iters N]\n"
-            "                    [--cpu-limit S] [--as-limit B] [--fsize-limit B] [--cwd D] [--cpu N]\n"
+            "                    [--cpu-limit S] [--as-limit B] [--fsize-limit B] [--cwd D] [--cpu N[,M...]]\n"
             "                    [--clear-env] [--env K=V ...] -- PROG ARGS...\n"
             "       heapcost-run --calibrate SECONDS\n");
     exit(64);
@@ -108,7 +108,10 @@ static int run_request(int argc, char **argv)
     double timeout = 0, calibrate = 0;
     uint64_t probe_iters = 0;
     long long cpu_limit = 0, as_limit = 0, fsize_limit = 0;
-    int cpu = -1; /* --cpu N: the child runs pinned to CPU N (sched_setaffinity before exec) */
+    /* --cpu N or --cpu N,M,...: the child runs pinned to those CPUs (sched_setaffinity before exec) */
+    cpu_set_t cpus;
+    int cpu = -1;
+    CPU_ZERO(&cpus);
     /* The child's environment comes as --env flags, so the launcher itself runs without the
      * allocator preloaded and its own footprint stays the same for every allocator. */
     char **child_env = calloc((size_t)argc + 1, sizeof *child_env);
@@ -136,7 +139,21 @@ static int run_request(int argc, char **argv)
         else if (!strcmp(a, "--cpu-limit")) cpu_limit = atoll(v);
         else if (!strcmp(a, "--as-limit")) as_limit = atoll(v);
         else if (!strcmp(a, "--fsize-limit")) fsize_limit = atoll(v);
-        else if (!strcmp(a, "--cpu")) cpu = atoi(v);
+        else if (!strcmp(a, "--cpu")) {
+            for (const char *p = v; *p; p++) {
+                char *end;
+                long n = strtol(p, &end, 10);
+                if (end == p || n < 0 || n >= CPU_SETSIZE)
+                    usage();
+                CPU_SET((int)n, &cpus);
+                cpu = (int)n;
+                p = end;
+                if (!*p)
+                    break;
+                if (*p != ',')
+                    usage();
+            }
+        }
         else usage();
     }
     if (calibrate > 0) {
@@ -172,12 +189,8 @@ static int run_request(int argc, char **argv)
      * CPU the trial runs on (the launcher only sleeps in wait4 meanwhile); restored at the end. */
     cpu_set_t saved_cpus;
     int restore_cpus = cpu >= 0 && sched_getaffinity(0, sizeof saved_cpus, &saved_cpus) == 0;
-    if (restore_cpus) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        sched_setaffinity(0, sizeof set, &set);
-    }
+    if (restore_cpus)
+        sched_setaffinity(0, sizeof cpus, &cpus);
     double probe_before = probe_iters ? time_spin(probe_iters) : -1;
 
     struct sigaction sa;
@@ -199,12 +212,8 @@ static int run_request(int argc, char **argv)
         setpgid(0, 0);
         close(errpipe[0]);
         int e = 0;
-        if (cpu >= 0) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            if (sched_setaffinity(0, sizeof set, &set) != 0) e = errno;
-        }
+        if (cpu >= 0 && sched_setaffinity(0, sizeof cpus, &cpus) != 0)
+            e = errno;
         if (!e && cwd && chdir(cwd) != 0) e = errno;
         if (!e && redirect(in, 0, O_RDONLY) != 0) e = errno;
         if (!e && redirect(out, 1, O_WRONLY | O_CREAT | O_TRUNC) != 0) e = errno;

@@ -1,0 +1,81 @@
+"""The pre-registered questions of the debates (debates.toml at the repository's root): what each debate
+compares, on which workloads, with which margin and decision rule. A malformed file is a one-line error."""
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.errors import HeapcostError
+from analysis.paths import REPO
+
+DEBATES_TOML = REPO / "debates.toml"
+RULES = ("cost_at_most", "equivalent")
+QUANTITIES = ("wall_s",)
+REQUIRED = ("seed", "question", "contested", "workloads", "quantity", "margin", "margin_reason", "rule")
+
+
+@dataclass(frozen=True)
+class Question:
+    seed: str
+    question: str
+    contested: tuple  # ((with the defence, without it), ...)
+    workloads: tuple
+    quantity: str
+    margin: float  # a fraction: 0.025 is 2.5%
+    margin_reason: str
+    rule: str
+    every_pair: bool = False
+
+
+def _question(entry, where: str) -> Question:
+    if not isinstance(entry, dict):
+        raise HeapcostError(f"{where}: a [[debate]] table expected")
+    missing = [k for k in REQUIRED if k not in entry]
+    if missing:
+        raise HeapcostError(f"{where}: missing {', '.join(missing)}")
+    unknown = sorted(set(entry) - set(REQUIRED) - {"every_pair"})
+    if unknown:
+        raise HeapcostError(f"{where}: unknown key {', '.join(unknown)}")
+    pairs = entry["contested"]
+    if (not isinstance(pairs, list) or not pairs
+            or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) and x for x in p)
+                       and p[0] != p[1] for p in pairs)):
+        raise HeapcostError(f"{where}: contested must be a list of [with, without] pairs of two different names")
+    workloads = entry["workloads"]
+    if not isinstance(workloads, list) or not workloads or not all(isinstance(w, str) and w for w in workloads):
+        raise HeapcostError(f"{where}: workloads must be a non-empty list of names")
+    margin = entry["margin"]
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < 1:
+        raise HeapcostError(f"{where}: margin must be a fraction between 0 and 1 (0.025 for 2.5%), not {margin!r}")
+    if entry["rule"] not in RULES:
+        raise HeapcostError(f"{where}: rule {entry['rule']!r} is none of {', '.join(RULES)}")
+    if entry["quantity"] not in QUANTITIES:
+        raise HeapcostError(f"{where}: quantity {entry['quantity']!r} is none of {', '.join(QUANTITIES)}")
+    for key in ("seed", "question", "margin_reason"):
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            raise HeapcostError(f"{where}: {key} must be a non-empty string")
+    if not isinstance(entry.get("every_pair", False), bool):
+        raise HeapcostError(f"{where}: every_pair must be true or false")
+    return Question(entry["seed"], entry["question"], tuple(tuple(p) for p in pairs), tuple(workloads),
+                    entry["quantity"], float(margin), entry["margin_reason"], entry["rule"],
+                    bool(entry.get("every_pair", False)))
+
+
+def load(path: Path = DEBATES_TOML) -> dict[str, Question]:
+    """seed -> its pre-registered question."""
+    path = Path(path)
+    if not path.is_file():
+        raise HeapcostError(f"{path.name}: not found (the debates' pre-registered questions)")
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise HeapcostError(f"{path.name}: not valid TOML ({e})") from None
+    entries = doc.get("debate")
+    if not isinstance(entries, list) or not entries:
+        raise HeapcostError(f"{path.name}: no [[debate]] tables")
+    out = {}
+    for i, entry in enumerate(entries):
+        q = _question(entry, f"{path.name}: debate {i + 1}")
+        if q.seed in out:
+            raise HeapcostError(f"{path.name}: seed {q.seed} is registered twice")
+        out[q.seed] = q
+    return out

@@ -1,0 +1,215 @@
+"""Each debate's answer across runs, builds and hosts: one log ratio with/without per run (from the run's
+direct lockstep pairs of the contested pair when it has them, else through the run's baseline), pooled by
+stats.random_effects, decided by the pre-registered rule (stats.equivalence, debates.toml).
+
+Runs of a discarded design stay in the table, marked superseded, and never enter a pooled answer: the runs
+whose malloc resolution check was loaded after the brought library (results.CHECK_LOADED_AFTER_LIBRARY, the
+design whose A/A copies read 30% false positives)."""
+import functools
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.errors import HeapcostError
+from analysis.publish.ablations import ratio_within_run
+from analysis.publish.hosts_writer import run_groups
+from analysis.publish.results import CHECK_LOADED_AFTER_LIBRARY, aa_copies
+from analysis.stats import equivalence, paired
+from analysis.stats import random_effects
+from analysis.stats.estimators import Difference
+from analysis.contract.runstore import Run, read_json
+
+SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
+RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "build", "layout", "ratio", "ci_low",
+               "ci_high", "estimate", "se", "df", "method", "superseded"]
+
+
+@functools.lru_cache(maxsize=8)
+def _host_kinds(runs_dir: Path) -> dict[str, str]:
+    """{run: its host kind} over every run of the dataset (analysis.contract.host.host_groups), so that a new
+    run that records more of its machine joins the published runs of the same kind."""
+    runs = [d.name for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
+    group, labels, _ = run_groups(Path(runs_dir), runs)
+    return {run: labels[fp] for run, fp in group.items()}
+
+
+def build_of(run_info: dict, allocator: str) -> str:
+    """The build of an allocator's library in a run: its files' sha256 when the run recorded them, else where
+    it came from (a system package is one build)."""
+    rec = (run_info.get("allocators") or {}).get(allocator) or {}
+    shas = [lib.get("sha256", "") for lib in rec.get("libraries") or [] if lib.get("sha256")]
+    brought = ((run_info.get("params") or {}).get("brought_libraries") or {}).get(allocator) or {}
+    if brought.get("library_sha256"):
+        shas.append(brought["library_sha256"])
+    if shas:
+        return "+".join(sorted(set(s[:12] for s in shas)))
+    origin = rec.get("origin") or {}
+    return str(rec.get("expect_malloc") or origin.get("version") or origin.get("package") or allocator)
+
+
+def _runs(runs_dir: Path, run_ids) -> dict[str, Run]:
+    return {rid: Run(runs_dir / rid, read_json(runs_dir / rid / "run.json")) for rid in sorted(set(run_ids))
+            if (runs_dir / rid / "run.json").is_file()}
+
+
+@functools.lru_cache(maxsize=32)
+def _pairs(path: Path) -> pd.DataFrame | None:
+    """A run's pairs.csv, read once for all the debates that ask it (callers never change it)."""
+    return pd.read_csv(path, low_memory=False) if path.is_file() else None
+
+
+def _direct(run: Run, with_: str, without: str, workload: str) -> Difference | None:
+    """with/without from the run's lockstep pairs that put the two in turn with each other (largest scale)."""
+    pairs = _pairs(run.path / "pairs.csv")
+    if pairs is None:
+        return None
+    two = {with_, without}
+    mine = pairs[(pairs["workload"] == workload) & pairs["allocator_a"].isin(two) & pairs["allocator_b"].isin(two)
+                 & (pairs["allocator_a"] != pairs["allocator_b"])]
+    if mine.empty:
+        return None
+    try:
+        rows = paired.as_comparison(mine, without).results
+    except HeapcostError:
+        return None
+    rows = rows[rows["allocator"] == with_]
+    if rows.empty:
+        return None
+    return rows.sort_values("scale").iloc[-1]["_diff"]
+
+
+def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
+                  workload: str) -> pd.DataFrame:
+    """One row per run that measured both sides on the workload: its log ratio with/without and SE."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=RUN_COLUMNS)
+    cells = cells[cells["workload"] == workload]
+    runs = _runs(runs_dir, cells["run_id"])
+    rows = []
+    for run_id, sub in cells.groupby("run_id", sort=True):
+        run = runs.get(run_id)
+        if run is None:
+            continue
+        d, method = _direct(run, with_, without, workload), "direct pairs"
+        if d is None:
+            scale = pd.to_numeric(sub["scale"], errors="coerce").fillna(-1)
+            d, method = ratio_within_run(sub[scale == scale.max()], with_, without), "through the baseline"
+        if d is None:
+            continue
+        lo, hi = d.interval()
+        rows.append({"seed": seed, "configuration": f"{with_} / {without}", "workload": workload,
+                     "run_id": run_id, "host": _host_kinds(Path(runs_dir)).get(run_id, "?"),
+                     "build": f"{build_of(run.info, with_)} / {build_of(run.info, without)}",
+                     "layout": int(m.group(2)) if (m := _LAYOUT.match(with_)) else 1,
+                     "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                     "estimate": d.estimate, "se": d.se, "df": d.df, "method": method,
+                     "superseded": run_id in SUPERSEDED})
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+_LAYOUT = re.compile(r"^(.+)_l([0-9]+)$")  # <id>_l<N>: layout N of <id>, a second build of the same source
+
+
+def layout_pairs(cells: pd.DataFrame, with_: str, without: str) -> list[tuple[str, str]]:
+    """The contested pair and every layout build of it measured on both sides (with_lN, without_lN): each is
+    one more sample of the two libraries' code layout, pooled as another build of the same pair."""
+    names = set(cells["allocator"].astype(str)) if cells is not None and len(cells) else set()
+    layouts = sorted({int(m.group(2)) for n in names if (m := _LAYOUT.match(n)) and m.group(1) == with_})
+    return [(with_, without)] + [(f"{with_}_l{n}", f"{without}_l{n}") for n in layouts
+                                 if f"{without}_l{n}" in names]
+
+
+def pair_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
+                   workload: str) -> pd.DataFrame:
+    """run_estimates of the pair and of its layout builds, in one table (configuration: the pair's name)."""
+    frames = [run_estimates(cells, runs_dir, seed, a, b, workload).assign(configuration=f"{with_} / {without}")
+              for a, b in layout_pairs(cells, with_, without)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RUN_COLUMNS)
+
+
+def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
+    """The pooled answer of the current-design runs: estimate, interval, variance components, decision."""
+    current = runs[~runs["superseded"].astype(bool)]
+    if current.empty:
+        return {}
+    p = random_effects.pool(current[["estimate", "se", "df", "host", "build"]])
+    lo, hi = p.interval()
+    d = equivalence.tost(p.estimate, p.se, p.df, margin, rule)
+    return {"pooled_ratio": math.exp(p.estimate), "pooled_low": math.exp(lo), "pooled_high": math.exp(hi),
+            "pooled_estimate": p.estimate, "pooled_se": p.se, "pooled_df": p.df,
+            "n_runs": p.runs, "n_builds": p.builds, "n_hosts": p.hosts,
+            "tau_run": math.sqrt(p.tau2["run"]), "tau_host": math.sqrt(p.tau2["host"]),
+            "tau_build": math.sqrt(p.tau2["build"]), "decision": d.outcome, "decision_words": d.words(),
+            "decision_low": d.low, "decision_high": d.high}
+
+
+AA_POOLED_COLUMNS = ["workload", "allocator", "n_runs", "n_hosts", "ratio", "ci_low", "ci_high", "excludes_1"]
+
+
+def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """A/A across runs: each copy of the baseline's library pooled over the current-design runs that measured it
+    on a workload, like a debate's pair (a pooled 95% interval should exclude 1 in at most 5% of them)."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=AA_POOLED_COLUMNS)
+    runs = _runs(runs_dir, cells["run_id"])
+    copies = sorted({a for r in runs.values() for a in aa_copies(r)})
+    rows = []
+    for copy in copies:
+        for workload in sorted(set(cells.loc[cells["allocator"] == copy, "workload"])):
+            est = run_estimates(cells, runs_dir, "A/A", copy, baseline, workload)
+            est = est[~est["superseded"]]
+            if est["run_id"].nunique() < 3:
+                continue
+            p = random_effects.pool(est)
+            lo, hi = p.interval()
+            rows.append({"workload": workload, "allocator": copy, "n_runs": p.runs, "n_hosts": p.hosts,
+                         "ratio": math.exp(p.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                         "excludes_1": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(rows, columns=AA_POOLED_COLUMNS)
+
+
+def runs_dir_of(res) -> Path | None:
+    run = res.time_run or res.callgrind_run
+    return run.path.parent if run is not None else None
+
+
+def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str, workload: str) -> dict:
+    """The added nanoseconds per malloc+free pair the pooled ratio implies, where callgrind counted the
+    workload's frees: (ratio - 1) x the time of `without` per process / its frees at the run's scale (frees
+    grow with the scale; callgrind counts them at its own scale)."""
+    if not pooled_row or res.per_free is None or res.per_free.empty:
+        return {}
+    pf = res.per_free[res.per_free["workload"] == workload]
+    if pf.empty:
+        return {}
+    top = pf.sort_values("scale").iloc[-1]
+    frees_per_scale = float(top["free_calls"]) / float(top["scale"])
+    times = []
+    for run_id in runs.loc[~runs["superseded"].astype(bool), "run_id"]:
+        t = _time_of(Path(runs_dir_of(res)) / run_id, without, workload)
+        if t:
+            times.append(t)
+    if not times:
+        return {}
+    seconds, scale = np.median([t[0] for t in times]), np.median([t[1] for t in times])
+    per_pair = seconds / (frees_per_scale * scale)
+    ns = (pooled_row["pooled_ratio"] - 1) * per_pair * 1e9
+    lo, hi = ((pooled_row[k] - 1) * per_pair * 1e9 for k in ("pooled_low", "pooled_high"))
+    return {"added_ns_per_pair": ns, "added_ns_low": lo, "added_ns_high": hi}
+
+
+def _time_of(run_dir: Path, allocator: str, workload: str) -> tuple[float, float] | None:
+    """The median active time of one process of `allocator` on the workload in a lockstep run, and its scale."""
+    pairs = _pairs(run_dir / "pairs.csv")
+    if pairs is None:
+        return None
+    pairs = pairs[(pairs["workload"] == workload) & (pairs["status"] == "ok") & (pairs["warmup"].astype(int) == 0)]
+    times = pd.concat([pairs.loc[pairs["allocator_a"] == allocator, ["active_a_s", "scale"]].set_axis(["t", "scale"], axis=1),
+                       pairs.loc[pairs["allocator_b"] == allocator, ["active_b_s", "scale"]].set_axis(["t", "scale"], axis=1)])
+    if times.empty:
+        return None
+    top = times[times["scale"] == times["scale"].max()]
+    return float(top["t"].median()), float(top["scale"].iloc[0])

@@ -1,0 +1,123 @@
+"""Issue 20: each debate's runs (direct pairs of the contested pair where a run has them, superseded runs shown
+but never pooled), their hosts and builds, and A/A across runs."""
+import json
+
+import pandas as pd
+
+from analysis.paths import REPO
+from analysis.stats.simulate import simulate_pairs
+
+# ------------------------------------------------------------------------------ runs, hosts and builds
+
+
+def test_the_three_published_host_kinds_are_three_hosts():
+    from analysis.publish.debate_pool import _host_kinds
+
+    runs = REPO / "data" / "runs"
+    kinds = _host_kinds(runs)
+    assert len({kinds[p.parent.name] for p in runs.glob("*time*/machine.json")}) == 3, kinds
+
+
+def test_a_build_is_named_by_its_library_not_by_its_allocator():
+    from analysis.publish.debate_pool import build_of
+
+    info = {"allocators": {"x": {"libraries": [{"sha256": "ab" * 32}]}, "sys": {"origin": {"package": "libc6"}}},
+            "params": {"brought_libraries": {"y": {"library_sha256": "cd" * 32}}}}
+    assert build_of(info, "x") == "ab" * 6 and build_of(info, "y") == "cd" * 6 and build_of(info, "sys") == "libc6"
+
+
+def _lockstep(data, run_id, truth_with, truth_without, direct=None, seed=1):
+    """A lockstep run: both sides paired with glibc, and (direct) with each other."""
+    from simulated_dataset import add_lockstep_run
+
+    run = add_lockstep_run(data, run_id, {"jemalloc-junk-free": truth_with, "jemalloc": truth_without},
+                           seed=seed, n_pairs=40)
+    if direct is not None:
+        pairs = pd.read_csv(run / "pairs.csv")
+        more = simulate_pairs(direct, 40, seed + 50, workload="dom-churn", baseline="jemalloc",
+                              other="jemalloc-junk-free").assign(run_id=run_id)
+        more["maxrss_a_kb"] = more["maxrss_b_kb"] = 50_000
+        pd.concat([pairs, more], ignore_index=True).to_csv(run / "pairs.csv", index=False)
+    return run
+
+
+def test_direct_pairs_answer_a_run_that_has_them_and_superseded_runs_are_never_pooled(tmp_path):
+    from analysis.publish import debate_pool, results
+    from simulated_dataset import make_dataset
+
+    data = make_dataset(tmp_path)
+    # through the baseline the pair reads 1.10; its direct pairs say 1.02: the direct ones must answer
+    _lockstep(data, "20990106T000000Z-time-quick", 0.99, 0.90, direct=1.02, seed=2)
+    _lockstep(data, "20990107T000000Z-time-quick", 0.99, 0.90, seed=3)
+    _lockstep(data, "20261130T134138Z-time-quick", 1.50, 0.90, seed=4)  # a discarded design's run
+    res = results.compute(data)
+    runs = debate_pool.run_estimates(res.cells["wall_s"], data / "runs", "002", "jemalloc-junk-free", "jemalloc",
+                                     "dom-churn").set_index("run_id")
+    assert runs.loc["20990106T000000Z-time-quick", "method"] == "direct pairs"
+    assert runs.loc["20990106T000000Z-time-quick", "ci_low"] < 1.02 < runs.loc["20990106T000000Z-time-quick", "ci_high"]
+    assert runs.loc["20990107T000000Z-time-quick", "method"] == "through the baseline"
+    assert runs.loc["20990107T000000Z-time-quick", "ci_low"] < 1.1 < runs.loc["20990107T000000Z-time-quick", "ci_high"]
+    assert runs.loc["20261130T134138Z-time-quick", "superseded"]
+    pooled = debate_pool.pooled(runs.reset_index(), 0.025, "cost_at_most")
+    assert pooled["n_runs"] == 2  # the superseded run is shown, not pooled
+    assert 1.01 < pooled["pooled_ratio"] < 1.11  # between the two current runs, untouched by the 1.67
+
+
+def test_aa_copies_pool_across_runs_and_a_biased_copy_is_caught(tmp_path):
+    from analysis.publish import debate_pool, results
+    from simulated_dataset import add_time_run, make_dataset
+
+    data = make_dataset(tmp_path)
+    for i in range(3):
+        run = add_time_run(data, f"2099011{i}T000000Z-time-quick", {"glibc": 1.0, "glibc-copy": 1.0, "glibc-bias": 1.08},
+                           seed=30 + i, n_blocks=10)
+        info = json.loads((run / "run.json").read_text())
+        for copy in ("glibc-copy", "glibc-bias"):
+            info["allocators"][copy]["origin"] = {"kind": "path", "path": "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+        (run / "run.json").write_text(json.dumps(info))
+    res = results.compute(data)
+    aa = debate_pool.aa_across_runs(res.cells["wall_s"], data / "runs", "glibc").set_index(["allocator", "workload"])
+    assert set(aa["n_runs"]) == {3}
+    assert not aa.loc["glibc-copy", "excludes_1"].any()
+    assert aa.loc["glibc-bias", "excludes_1"].all()
+
+
+def test_the_row_shows_a_current_run_before_a_superseded_one_with_more_pairs():
+    from types import SimpleNamespace
+
+    from analysis.publish import debates
+
+    def cell(run, alloc, ratio, n):
+        return {"run_id": run, "workload": "small-loop", "allocator": alloc, "baseline": "glibc", "ratio": ratio,
+                "ci_low": ratio * 0.99, "ci_high": ratio * 1.01, "df": n - 1, "n": n}
+
+    old = "20261130T134457Z-time-quick"  # R6: A/A copies loaded after the library, a discarded design
+    cells = pd.DataFrame([cell(old, "glibc-built", 0.99, 80), cell(old, "glibc-no-tcache-key", 0.96, 80),
+                          cell("current", "glibc-built", 0.99, 20), cell("current", "glibc-no-tcache-key", 0.95, 20)])
+    empty = pd.DataFrame(columns=["allocator", "base", "workload", "ratio", "ci_low", "ci_high", "n"])
+    res = SimpleNamespace(ablation=empty, ablation_memory=empty, speed=None, cells={"wall_s": cells})
+    assert debates._pair_ratio(res, "glibc-built", "glibc-no-tcache-key", "small-loop")["run_id"] == "current"
+    only_old = SimpleNamespace(ablation=empty, ablation_memory=empty, speed=None, cells={"wall_s": cells.iloc[:2]})
+    assert debates._pair_ratio(only_old, "glibc-built", "glibc-no-tcache-key", "small-loop")["run_id"] == old
+
+
+def test_layout_builds_of_a_contested_pair_pool_as_a_second_build(tmp_path):
+    from analysis.publish import debate_pool, results
+    from simulated_dataset import add_lockstep_run, make_dataset
+
+    data = make_dataset(tmp_path)
+    for i in range(2):
+        add_lockstep_run(data, f"2099012{i}T000000Z-time-quick",
+                         {"jemalloc-junk-free": 1.0, "jemalloc": 0.96, "jemalloc-junk-free_l2": 1.02,
+                          "jemalloc_l2": 0.96}, seed=40 + i, n_pairs=40)
+    res = results.compute(data)
+    cells = res.cells["wall_s"]
+    assert debate_pool.layout_pairs(cells, "jemalloc-junk-free", "jemalloc") == [
+        ("jemalloc-junk-free", "jemalloc"), ("jemalloc-junk-free_l2", "jemalloc_l2")]
+    runs = debate_pool.pair_estimates(cells, data / "runs", "002", "jemalloc-junk-free", "jemalloc", "dom-churn")
+    assert sorted(runs["layout"]) == [1, 1, 2, 2]
+    assert set(runs["configuration"]) == {"jemalloc-junk-free / jemalloc"}
+    pooled = debate_pool.pooled(runs, 0.025, "cost_at_most")
+    assert (pooled["n_runs"], pooled["n_builds"]) == (4, 2)
+    # the two builds read 1.042 and 1.063: the pool lies between them, its interval wide enough to hold both
+    assert pooled["pooled_low"] < 1.042 < 1.0625 < pooled["pooled_high"]

@@ -1,0 +1,148 @@
+"""The fleet (workflow/Snakefile, analysis/publish/fleet.py): profiles, the job a campaign becomes, and the
+whole workflow for real, through Snakemake's local executor and through its Slurm executor on a one-node
+cluster on the loopback interface (tests/slurm_cluster.py), each in a copy of the checkout."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import REPO, copy_checkout
+from analysis.errors import HeapcostError
+from analysis.publish import fleet, intake
+from slurm_cluster import FEATURE, loopback_cluster, missing_daemons
+
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+
+
+def write_profile(folder, text):
+    folder.mkdir(exist_ok=True)
+    (folder / "p.toml").write_text(text)
+    return folder
+
+
+def test_every_shipped_profile_loads_and_names_only_known_commands():
+    names = fleet.profile_names()
+    assert {"smoke", "quick", "debates"} <= set(names)
+    for name in names:
+        for c in fleet.load_profile(name):
+            assert c.command in fleet.COMMANDS and c.minutes > 0
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[campaign]]\nname = "t"\ncommand = "bench"\n', "command 'bench' is not one of"),
+    ('[[campaign]]\nname = "t"\ncommand = "probe"\nparams = { WORKLOADS = "x" }\n', "unknown parameter"),
+    ('[[campaign]]\nname = "T t"\ncommand = "probe"\n', "campaign name"),
+    ('[[campaign]]\nname = "t"\ncommand = "probe"\n[[campaign]]\nname = "t"\ncommand = "measure"\n', "share a name"),
+    ('title = "nothing"\n', "no \\[\\[campaign\\]\\]"),
+    ('[[campaign\n', "not valid TOML"),
+])
+def test_a_bad_profile_is_one_error_naming_the_problem(tmp_path, text, message):
+    with pytest.raises(HeapcostError, match=message):
+        fleet.load_profile("p", write_profile(tmp_path, text))
+
+
+def test_a_campaign_becomes_the_command_make_would_run_with_the_nodes_variables():
+    env = {"HM": "hardened-x=/opt/hm.so"}
+    measure = fleet.Campaign("t", "callgrind", {"PROFILE": "quick", "EXTRA_ALLOCATORS": "${HM},c=/l.so"})
+    assert fleet.command_line(measure, "py", env) == [
+        "py", "-m", "analysis", "notebook", "measure", "PROFILE=quick", "EXTRA_ALLOCATORS=hardened-x=/opt/hm.so,c=/l.so",
+        "MODE=callgrind"]
+    probe = fleet.Campaign("p", "probe", {"ALLOCATORS": "glibc", "RUNS": "2", "EXTRA_ALLOCATORS": "$HM"})
+    assert fleet.command_line(probe, "py", env) == [
+        "py", "-m", "analysis", "probe", "--allocators", "glibc", "--runs", "2", "--extra-allocators", "hardened-x=/opt/hm.so"]
+    with pytest.raises(HeapcostError, match=r"\$OM, which is not set on this node"):
+        fleet.command_line(fleet.Campaign("t", "measure", {"EXTRA_ALLOCATORS": "$OM"}), "py", env)
+
+
+def fake_campaign(published_run, status="complete", returncode=0, runs=1):
+    """A runner standing in for the campaign: copies a published run into HEAPCOST_RUNS_DIR."""
+    def runner(argv, env, cwd):
+        for n in range(runs):
+            target = Path(env["HEAPCOST_RUNS_DIR"]) / (published_run.name + ("" if n == 0 else f"-{n}"))
+            shutil.copytree(published_run, target)
+            info = json.loads((target / "run.json").read_text())
+            info.update(status=status, run_id=target.name)
+            (target / "run.json").write_text(json.dumps(info))
+        return SimpleNamespace(returncode=returncode)
+    return runner
+
+
+def test_a_job_packs_the_one_run_its_campaign_made(tmp_path):
+    published = REPO / "data" / "runs" / "20261130T135001Z-time-quick"
+    archive = tmp_path / "h" / "time.heapcost-run.tar.gz"
+    c = fleet.Campaign("time", "measure", {"PROFILE": "smoke"})
+    assert fleet.run_job(c, archive, runner=fake_campaign(published)) == archive
+    run_id, files, _ = intake.unpack(archive)
+    made = tmp_path / "h" / "time.heapcost-run.tar.gz.d" / "runs" / published.name
+    assert run_id == published.name and files == intake.run_files(made)
+    with pytest.raises(HeapcostError, match="failed \\(exit 3\\)"):
+        fleet.run_job(c, tmp_path / "x" / "a.tar.gz", runner=fake_campaign(published, returncode=3))
+    with pytest.raises(HeapcostError, match="left 0 new complete runs"):
+        fleet.run_job(c, tmp_path / "y" / "a.tar.gz", runner=fake_campaign(published, status="running"))
+    with pytest.raises(HeapcostError, match="left 2 new complete runs"):
+        fleet.run_job(c, tmp_path / "z" / "a.tar.gz", runner=fake_campaign(published, runs=2))
+
+
+def test_the_local_executor_refuses_to_pretend_one_machine_is_several(tmp_path):
+    r = subprocess.run([str(SNAKEMAKE), "-n", "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(tmp_path),
+                        "--config", "hosts=a,b", "profile=smoke", "executor=local"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0 and "the local executor runs on this machine only" in r.stdout + r.stderr
+
+
+def run_workflow(clone, executor, hosts, env):
+    env = {k: v for k, v in env.items() if k not in ("HEAPCOST_RUNS_DIR",)}
+    env.update(PYTHONPATH=str(clone), HEAPCOST_FORCE="1")
+    return subprocess.run([str(SNAKEMAKE), "-s", "workflow/Snakefile", "--workflow-profile",
+                           f"workflow/executors/{executor}", "--config", f"hosts={hosts}", "profile=smoke", f"executor={executor}",
+                           "paper_args=--notebooks="], cwd=clone, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def check_fleet_landed(clone, host, result):
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    merged = (clone / "build" / "fleet" / "smoke" / "merged.txt").read_text().splitlines()
+    campaigns = [c.name for c in fleet.load_profile("smoke")]
+    assert len(merged) == len(campaigns) and all(line.endswith(": added") for line in merged)
+    described = {r["path"] for r in json.loads((clone / "data" / "datapackage.json").read_text())["resources"]}
+    for line in merged:
+        run_id = line.split(":")[0]
+        run = clone / "data" / "runs" / run_id
+        assert json.loads((run / "run.json").read_text())["status"] == "complete"
+        archive = clone / "build" / "fleet" / "smoke" / host / f"{run_id.split('-')[1].replace('security', 'probe')}.heapcost-run.tar.gz"
+        with tarfile.open(archive) as tar:
+            manifest = json.loads(tar.extractfile(intake.MANIFEST).read())
+        assert manifest["machine"] == json.loads((run / "machine.json").read_text())  # its host, as measured
+        assert f"runs/{run_id}/machine.json" in described
+    numbers = json.loads((clone / "paper" / "generated" / "paper_numbers.json").read_text())
+    assert (clone / "paper" / "paper.pdf").stat().st_size > 0 and numbers["dataset"]["sha256"]
+
+
+@pytest.mark.slow
+@pytest.mark.allocators
+@pytest.mark.paper
+def test_the_smoke_fleet_through_the_local_executor_lands_in_the_dataset(tmp_path):
+    clone = copy_checkout(tmp_path / "clone")
+    check_fleet_landed(clone, "local", run_workflow(clone, "local", "local", os.environ))
+
+
+@pytest.mark.slow
+@pytest.mark.allocators
+@pytest.mark.paper
+def test_the_smoke_fleet_through_slurm_on_a_loopback_cluster_lands_in_the_dataset(tmp_path):
+    missing = missing_daemons()
+    assert not missing, f"Slurm and munge are needed (.ci/run installs them): {', '.join(missing)} missing"
+    clone = copy_checkout(tmp_path / "clone")
+    with loopback_cluster(tmp_path / "slurm") as env:
+        result = run_workflow(clone, "slurm", FEATURE, env)
+        jobs = subprocess.run(["squeue", "-h", "--states=all", "-o", "%T|%N|%f|%h"], env=env, capture_output=True,
+                              text=True).stdout.split()
+    check_fleet_landed(clone, FEATURE, result)
+    # one job per campaign, each on the host it named and alone on it (--exclusive: oversubscribe NO)
+    assert sorted(jobs) == ["COMPLETED|loopback|loopback|NO"] * len(fleet.load_profile("smoke")), jobs

@@ -1,0 +1,110 @@
+"""Host identity and fingerprint (analysis/contract/host.py), on made-up machines and the published runs."""
+import json
+
+from conftest import REPO
+
+from analysis.contract.host import (UNKNOWN_HOST, host_fingerprint, host_identity, host_label,
+                                    nominal_mhz)
+
+
+def vm(model="AMD EPYC", mhz=2445.422, memory_kb=24684096, kernel="6.18.44-fc-v595", **cpu_extra):
+    return {"kernel": kernel, "memory_kb": memory_kb,
+            "cpu": {"model": model, "logical_cpus": 2, "cpuinfo_mhz": [mhz, mhz], "hypervisor_flag": True,
+                    "constant_tsc": True, **cpu_extra}}
+
+
+def test_reboot_noise_in_mhz_and_memory_keeps_the_fingerprint():
+    assert host_fingerprint(vm()) == host_fingerprint(vm(mhz=2445.406, memory_kb=24684092))
+
+
+def test_each_recorded_part_of_the_identity_changes_the_fingerprint():
+    base = host_fingerprint(vm())
+    assert host_fingerprint(vm(mhz=2596.118)) != base
+    assert host_fingerprint(vm(kernel="6.18.44-fc-v657")) != base
+    assert host_fingerprint(vm(model="Intel(R) Xeon(R) Processor")) != base
+    assert host_fingerprint(vm(memory_kb=2 * 24684096)) != base
+    assert host_fingerprint(vm(family=25)) != base
+    assert host_fingerprint(vm(family=25, model_number=1, stepping=1)) != host_fingerprint(
+        vm(family=25, model_number=1, stepping=0))
+    more_cpus = vm()
+    more_cpus["cpu"]["logical_cpus"] = 4
+    assert host_fingerprint(more_cpus) != base
+    bare = vm()
+    bare["cpu"]["hypervisor_flag"] = False
+    assert host_fingerprint(bare) != base
+
+
+def test_bare_metal_takes_the_recorded_nominal_frequency_never_the_current_one():
+    busy = {"model": "Intel Core i5-6500", "cpuinfo_mhz": [3591.2, 800.1], "hypervisor_flag": False}
+    assert nominal_mhz(busy) is None
+    assert nominal_mhz({**busy, "nominal_mhz": 3600.0}) == 3600
+    assert nominal_mhz({**busy, "cpuinfo_mhz": [3200.0, 900.0], "nominal_mhz": 3600.0}) == 3600
+
+
+def test_a_machine_json_without_cpu_or_memory_is_an_unknown_host():
+    assert host_fingerprint({"error": "describe_machine failed: boom"}) == UNKNOWN_HOST
+    assert host_fingerprint({}) == UNKNOWN_HOST
+    ident = host_identity({"kernel": "6.1"})
+    assert ident["kernel"] == "6.1" and ident["cpu_model"] is None
+    assert host_fingerprint({"kernel": "6.1"}) != UNKNOWN_HOST
+
+
+def test_the_label_says_what_the_host_is():
+    assert host_label(host_identity(vm())) == "AMD EPYC 2450 MHz, 2 CPUs, 24 GiB, kernel 6.18.44-fc-v595, VM"
+
+
+def test_the_published_runs_come_from_three_host_kinds_one_per_kernel():
+    machines = sorted((REPO / "data" / "runs").glob("*/machine.json"))
+    assert machines
+    by_kernel = {}
+    for path in machines:
+        machine = json.loads(path.read_text())
+        by_kernel.setdefault(machine["kernel"], set()).add(host_fingerprint(machine))
+    assert all(len(prints) == 1 for prints in by_kernel.values()), by_kernel
+    assert len({p for prints in by_kernel.values() for p in prints}) == len(by_kernel) >= 3
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 1
+model name\t: AMD EPYC 7B13
+stepping\t: 1
+cpu MHz\t\t: 2445.422
+flags\t\t: fpu hypervisor constant_tsc
+"""
+
+
+def test_new_runs_record_family_model_and_stepping_and_their_fingerprint(tmp_path):
+    from analysis.harness.machine import cpu_info, with_host
+
+    cpu = cpu_info(CPUINFO, sysfs_root=tmp_path)
+    assert (cpu["model"], cpu["family"], cpu["model_number"], cpu["stepping"]) == ("AMD EPYC 7B13", 25, 1, 1)
+    assert cpu["hypervisor_flag"] and cpu["nominal_mhz"] is None
+    described = with_host({"kernel": "6.1.0", "memory_kb": 24684096, "cpu": cpu})
+    assert described["host"]["identity"]["cpu_family"] == 25
+    assert described["host"]["identity"]["nominal_mhz"] == 2450
+    assert described["host"]["fingerprint"] == host_fingerprint(described)
+    freq = tmp_path / "devices/system/cpu/cpu0/cpufreq"
+    freq.mkdir(parents=True)
+    (freq / "cpuinfo_max_freq").write_text("3500000\n")
+    assert cpu_info(CPUINFO, sysfs_root=tmp_path)["nominal_mhz"] == 3500.0
+
+
+def test_an_older_run_joins_the_one_newer_host_kind_that_agrees_with_what_it_records():
+    from analysis.contract.host import host_groups
+
+    old = vm(model="Intel(R) Xeon(R) Processor", mhz=2599.998, kernel="6.18.44-fc-v1045")
+    new = vm(model="Intel(R) Xeon(R) Processor", mhz=2599.998, kernel="6.18.44-fc-v1045", family=6,
+             model_number=167, stepping=1)
+    elsewhere = vm(kernel="6.18.44-fc-v595")
+    group, kinds = host_groups({"old": old, "new": new, "elsewhere": elsewhere})
+    assert group["old"] == group["new"] == host_fingerprint(new) != group["elsewhere"]
+    assert kinds[group["old"]]["cpu_stepping"] == 1 and len(kinds) == 2
+    # two newer kinds that both agree with the old run (another stepping): it cannot tell, it stays apart
+    other_stepping = vm(model="Intel(R) Xeon(R) Processor", mhz=2599.998, kernel="6.18.44-fc-v1045", family=6,
+                        model_number=167, stepping=2)
+    group, _ = host_groups({"old": old, "new": new, "other": other_stepping})
+    assert group["old"] == host_fingerprint(old) and len(set(group.values())) == 3
+    group, _ = host_groups({"error": {"error": "boom"}, "new": new})
+    assert group["error"] == "unknown"
