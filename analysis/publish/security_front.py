@@ -11,6 +11,7 @@ from analysis.stats import estimators
 from analysis.stats.security import DEFAULT_WEIGHTS, WEIGHT_CV, scores, weight_concentration, weighted_score_draws
 
 PANELS = ("deployable", "debugging")
+ALWAYS, SOMETIMES = 0.95, 0.05  # on the front in this share of draws or more: always; from SOMETIMES: weights decide
 COLUMNS = ["panel", "allocator", "workloads", "overhead", "overhead_low", "overhead_high", "score", "score_low",
            "score_high", "front_share"]
 
@@ -97,13 +98,15 @@ def weight_numbers(front: pd.DataFrame, weights: dict | None = None) -> dict:
     """What the paper states about the weights' interval: the Dirichlet, the panels' workloads and fronts."""
     weights = DEFAULT_WEIGHTS if weights is None else weights
     n = sum(1 for w in weights.values() if w > 0)
-    numbers = {"cv": WEIGHT_CV, "concentration": round(weight_concentration(n), 1), "probes": n, "panels": {}}
+    numbers = {"cv": WEIGHT_CV, "concentration": round(weight_concentration(n), 1), "probes": n, "panels": {},
+               "always_percent": round(100 * ALWAYS), "sometimes_percent": round(100 * SOMETIMES)}
     for panel, sub in front.groupby("panel", sort=False):
         top = sub.sort_values(["front_share", "allocator"], ascending=[False, True])
         numbers["panels"][panel] = {
             "workloads": str(sub["workloads"].iloc[0]), "allocators": int(len(sub)),
-            "always": [str(a) for a in top[top["front_share"] >= 0.95]["allocator"]],
-            "sometimes": [str(a) for a in top[(top["front_share"] >= 0.05) & (top["front_share"] < 0.95)]["allocator"]],
+            "always": [str(a) for a in top[top["front_share"] >= ALWAYS]["allocator"]],
+            "sometimes": [str(a) for a in top[(top["front_share"] >= SOMETIMES) & (top["front_share"] < ALWAYS)]
+                          ["allocator"]],
             "widest": float((sub["score_high"] - sub["score_low"]).max())}
     return numbers
 
