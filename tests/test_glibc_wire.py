@@ -191,7 +191,7 @@ def test_each_process_of_a_lockstep_pair_runs_through_its_own_loader(fake_builds
     assert any(c.startswith("LD_PRELOAD=") and "mallocwho" in c for c in cmd)
 
 
-def test_a_probe_runs_as_loader_probe_size_with_the_resolution_check(fake_builds, monkeypatch, tmp_path):
+def test_a_probe_runs_as_its_own_program_with_the_resolution_check(fake_builds, monkeypatch, tmp_path):
     folder = fake_builds("glibc-no-safe-linking")
     target = probes.target_for(catalog.load_catalog()["glibc-no-safe-linking"])
     assert not target.unavailable and target.loader == resolved("glibc-no-safe-linking").loader
@@ -207,7 +207,8 @@ def test_a_probe_runs_as_loader_probe_size_with_the_resolution_check(fake_builds
     monkeypatch.setattr(probes.launcher, "run", fake_run)
     probe = probes.PROBES["overflow-16"]
     res = probes.run_once(probe, target, tmp_path / "probe-bin", 41)
-    assert seen["argv"] == [*target.loader, str(tmp_path / "probe-bin"), *probe.argv(41)]
+    # the build's ld.so is the probe's interpreter (probe_build.binary_for), not a program in front of it
+    assert seen["argv"] == [str(tmp_path / "probe-bin"), *probe.argv(41)]
     assert "mallocwho" in seen["env"]["LD_PRELOAD"]
     assert res.outcome == "n/a" and "wrong malloc" in res.detail  # the system libc is not the build's
 
@@ -347,14 +348,14 @@ def test_the_tcache_double_free_is_caught_only_with_the_key_check():
     need(*VARIANTS)
     cat = catalog.load_catalog()
     probe = probes.PROBES["double-free"]
-    binary = probes.probe_binary(probe.source, "glibc")
-    outcome = {v: probes.run_once(probe, probes.target_for(cat[v]), binary) for v in VARIANTS}
+    targets = {v: probes.target_for(cat[v]) for v in VARIANTS}
+    outcome = {v: probes.run_once(probe, t, probes.binary_for(probe.source, t)) for v, t in targets.items()}
     built = outcome["glibc-built"]
     assert built.outcome == "caught" and "double free detected in tcache" in built.detail
     assert outcome["glibc-no-safe-linking"].outcome == "caught"
     assert outcome["glibc-no-tcache-key"].outcome == "missed"
     assert outcome["glibc-no-tcache-key"].values.get("worked") == "1"
     poison = probes.PROBES["freelist-poison"]
-    binary = probes.probe_binary(poison.source, "glibc")
-    assert probes.run_once(poison, probes.target_for(cat["glibc-no-safe-linking"]), binary).values.get("worked") == "1"
-    assert probes.run_once(poison, probes.target_for(cat["glibc-built"]), binary).outcome == "caught"
+    nsl, built = targets["glibc-no-safe-linking"], targets["glibc-built"]
+    assert probes.run_once(poison, nsl, probes.binary_for(poison.source, nsl)).values.get("worked") == "1"
+    assert probes.run_once(poison, built, probes.binary_for(poison.source, built)).outcome == "caught"

@@ -80,7 +80,7 @@ def run_cells(args, run_dir, run_id: str, targets, probes, runner) -> None:
     for target in targets:
         for probe in probes:
             why = skip(probe, target)
-            binary = None if why else build(probe.source, target.variant)  # built before the workers start
+            binary = None if why else build(probe.source, target)  # built before the workers start (binary_for)
             jobs += [(target, binary, why, c, args.timeout, launch) for c in CELLS if (target.id, *c) not in done]
     try:
         for rows in results(jobs, args.jobs, cell=cell):

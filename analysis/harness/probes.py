@@ -13,27 +13,24 @@ timeout, a private temporary directory); memory is capped by the probe itself wi
 like. Cells run in a small pool of worker processes (one per CPU by default), each with its own launcher server.
 """
 import os
-import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from analysis.contract import runstore
 from analysis.contract.schema import PROBE_COLUMNS
 from analysis.harness import launcher, primitive_probe
+from analysis.harness.probe_build import (  # noqa: F401 (PROBE_*FLAGS, probe_binary: callers import them here)
+    PROBE_CFLAGS, PROBE_LDFLAGS, binary_for, probe_binary,
+)
 from analysis.harness.probe_verdict import normalize, parse_result, parse_stderr, verdict
 from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
 from analysis.stats import security
 from analysis.errors import HeapcostError
-from analysis.paths import PROBES_DIR, RUNS_DIR
+from analysis.paths import RUNS_DIR
 
 OUTCOMES = ("caught", "mitigated", "missed", "late-crash", "allocator-failed-to-start", "n/a")
-# Only the misuse may be undefined behaviour: no optimisation may fold, move or drop it.
-PROBE_CFLAGS = ("-O0", "-fno-builtin", "-U_FORTIFY_SOURCE", "-pthread", "-Wno-use-after-free",
-                "-Wno-free-nonheap-object", "-Wno-alloc-size-larger-than", "-Wno-unused-function")
-PROBE_LDFLAGS = ("-pthread", "-ldl")
 # Block sizes every misuse probe runs at: small (odd 41 included: 4-byte alignment matters to efence),
 # medium (about a page, on both sides of glibc's tcache/smallbin limits) and large (>= 256 KiB: mmapped
 # by most allocators).
@@ -97,7 +94,9 @@ PROBES = {p.id: p for p in (
           "a NUL byte past the end into the next chunk's header: a neighbour changes or a block overlaps live a"),
     Probe("large-overflow", "large_overflow.c", "1 byte past the end of a lone block lands (no guard page)"),
     Probe("malloc-zero", "malloc_zero.c", "read and write <size> bytes of malloc(0): a neighbour is read or changed"),
-    Probe("uaf-read", "uaf_read.c", "read a freed block: old contents, or the next owner's data"),
+    Probe("uaf-read", "uaf_read.c", "read a freed block right after the free: its old contents (stale data)"),
+    Probe("uaf-read-reused", "uaf_read.c", "read a freed block once it is handed out again: the next owner's data",
+          extra=("reused",)),
     Probe("uaf-write", "uaf_write.c", "write a freed block: the next owner receives the attacker's bytes"),
     Probe("realloc-reuse", "realloc_reuse.c",
           "keep using the old pointer after realloc grew the block: a write changes the new owner's data"),
@@ -107,7 +106,7 @@ PROBES = {p.id: p for p in (
     Probe("freelist-poison", "freelist_poison.c",
           "a freed block's link overwritten with a raw static address: a later block lands there"),
     Probe("tcache-poison-safelink", "tcache_poison_safelink.c",
-          "a freed block's link overwritten with a safe-linking-encoded target (heap leak known): a block lands there"),
+          "a freed block's link overwritten with a target stored as the links are (heap leak known): a block lands there"),
     Probe("fresh-contents", "fresh_contents.c", "free secret-filled blocks, allocate again: a new block shows the secret"),
     Probe("size-mismatch", "size_mismatch.cc",
           "new[] of a destructor type released with scalar delete: a later block lands inside the live array"),
@@ -126,23 +125,6 @@ PROBES = {p.id: p for p in (
 
 
 # ------------------------------------------------------------------------------------------ building
-@lru_cache(maxsize=None)
-def probe_binary(source: str, variant: str = "glibc") -> Path:
-    """The built probe program for a source in probes/ and a variant (glibc, or musl: static)."""
-    from analysis.harness.build import build_c
-
-    src = PROBES_DIR / source
-    header = PROBES_DIR / "probe.h"
-    name = "probe-" + src.stem.replace("_", "-")
-    if src.suffix == ".cc":
-        if variant != "glibc":
-            raise HeapcostError(f"{source} is C++: no C++ runtime for the {variant} variant")
-        if shutil.which("g++") is None:
-            raise HeapcostError("compiler 'g++' not found: apt-get install g++")
-        return build_c(name, [src, header], cflags=PROBE_CFLAGS, ldflags=PROBE_LDFLAGS, cc="g++")
-    return build_c(name, [src, header], variant=variant, cflags=PROBE_CFLAGS, ldflags=PROBE_LDFLAGS)
-
-
 # ------------------------------------------------------------------------------------------ sandbox
 @dataclass(frozen=True)
 class Target:
@@ -153,7 +135,7 @@ class Target:
     env: dict = field(default_factory=dict)
     expect_malloc: str = ""  # substring of the library malloc must resolve to ("" = do not check)
     unavailable: str = ""  # why probes cannot run under it ("" = they can)
-    loader: tuple = ()  # a built glibc's loader argv, put in front of the probe binary
+    loader: tuple = ()  # a built glibc's loader argv: the probe binary is linked to that ld.so (binary_for)
     alarm: int = DEFAULT_ALARM  # the probe's own deadline, seconds
 
     @property
@@ -195,8 +177,8 @@ class Trial:
 
 
 def _launch(argv: list[str], target: Target, *, timeout: float):
-    """Run argv in a fresh sandbox (behind a built glibc's loader for those targets); (LaunchResult, stdout,
-    stderr, the malloc check's complaint or '')."""
+    """Run argv in a fresh sandbox (a built glibc's programs carry its ld.so as their interpreter:
+    binary_for); (LaunchResult, stdout, stderr, the malloc check's complaint or '')."""
     with tempfile.TemporaryDirectory(prefix="heapcost-probe-") as tmp:
         tmp = Path(tmp)
         work = tmp / "work"
@@ -204,7 +186,7 @@ def _launch(argv: list[str], target: Target, *, timeout: float):
         out, err, who = tmp / "stdout", tmp / "stderr", tmp / "who"
         # No RLIMIT_AS: hardened allocators reserve huge inaccessible regions at start (hardened_malloc,
         # scudo); the probe caps its writable memory with RLIMIT_DATA itself (probes/probe.h).
-        res = launcher.run([*target.loader, *argv], env=_trial_env(target, work, who), stdout=out, stderr=err,
+        res = launcher.run(list(argv), env=_trial_env(target, work, who), stdout=out, stderr=err,
                            timeout=timeout, cwd=work, cpu_limit=max(1, int(timeout)), fsize_limit=16 << 20)
         stdout = out.read_text(errors="replace") if out.exists() else ""
         stderr = err.read_text(errors="replace") if err.exists() else ""
@@ -237,7 +219,7 @@ def learn_chatter(target: Target, *, timeout: float = DEFAULT_TIMEOUT) -> frozen
     A run that does not end normally teaches nothing (its message may be a failure to start)."""
     if target.id in _CHATTER:
         return _CHATTER[target.id]
-    binary = probe_binary(PROBES["address-entropy"].source, target.variant)
+    binary = binary_for(PROBES["address-entropy"].source, target)
     res, _, stderr, _ = _launch([str(binary)], target, timeout=timeout)
     learned = frozenset()
     if res.status == "exited" and res.exit_code == 0:
@@ -358,7 +340,7 @@ def probe_target(probe: Probe, target: Target, runs: int, size: int | None = Non
     why = _skip(probe, target)
     if why:
         return {**base, "probe": probe.id, "outcome": "n/a", "trials": 0, "detail": why}
-    binary = probe_binary(probe.source, target.variant)
+    binary = binary_for(probe.source, target)
     chatter = learn_chatter(target, timeout=timeout)
     trials = [run_once(probe, target, binary, size, timeout=timeout, chatter=chatter) for _ in range(runs)]
     return {**base, **summarize(probe, trials, seed=seed)}
@@ -479,7 +461,7 @@ def run(args) -> int:
                 if (target.id, probe.id, "" if size is None else str(size)) in done:
                     continue
                 if not _skip(probe, target):
-                    probe_binary(probe.source, target.variant)  # built once, before the workers start
+                    binary_for(probe.source, target)  # built once, before the workers start
                 jobs.append((probe.id, target, args.runs, size, args.timeout, args.seed))
     started = time.monotonic()
     try:
@@ -490,7 +472,7 @@ def run(args) -> int:
                   f"{row.get('detail', '')[:80]}", flush=True)
     finally:
         table.close()
-    primitive_probe.run_cells(args, run_dir, info["run_id"], targets, probes, (_skip, probe_binary, _launch, _results))
+    primitive_probe.run_cells(args, run_dir, info["run_id"], targets, probes, (_skip, binary_for, _launch, _results))
     runstore.finish_run(run_dir)
     print(f"wrote {run_dir / 'probes.csv'}: {len(jobs)} cells in {time.monotonic() - started:.0f} s")
     return 0

@@ -7,7 +7,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import field, figures, hosts_writer, server_metrics
+from analysis.publish import field, figures, hosts_writer, security_front, server_metrics
 from analysis.publish.debate_pool import SUPERSEDED
 from analysis.publish.debates_writer import write_debates
 from analysis.publish.products import json_text, write_csv
@@ -349,6 +349,9 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
         figures.tradeoff_figure(res.trade, p("tradeoff.svg"), baseline)
         numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
                                "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()}}
+        weight_front = security_front.write_weight_front(res, p("weight_front.csv"), baseline)
+        if weight_front:
+            numbers["weight_front"] = weight_front
     return numbers
 
 

@@ -9,6 +9,7 @@ from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish import figures
 from analysis.publish.products import json_text
+from analysis.stats.monotonicity import defence_pairs, monotonicity
 from analysis.stats.security import DEFAULT_WEIGHTS, disagreements, scores, size_of
 
 # The matrix shows one cell per (allocator, probe): the worst outcome over the sizes it ran at, worst
@@ -38,6 +39,28 @@ def catalogue_claims() -> dict[str, tuple]:
     from analysis.harness.allocators.catalog import load_catalog
 
     return {a.id: a.defences for a in load_catalog().values()}
+
+
+def catalogue_pairs() -> list[tuple[str, str, tuple]]:
+    """The catalogue's knock-out pairs (security.defence_pairs over allocators.toml's families and claims)."""
+    from analysis.harness.allocators.catalog import load_catalog
+
+    catalog = load_catalog().values()
+    return defence_pairs({a.id: a.defences for a in catalog}, {a.id: a.family for a in catalog})
+
+
+def monotonicity_problems(rows, pairs=None) -> list[str]:
+    """What breaks monotonicity in the rows, one line each: a pair whose removal raised the score, and a
+    pair differing by one defence whose probes ran on both sides and do not tell the two apart."""
+    found = []
+    for m in monotonicity(rows, catalogue_pairs() if pairs is None else pairs):
+        name = f"{m['with']} vs {m['without']} (without {m['removed']})"
+        if m["raised"]:
+            found.append(f"{name}: removal raises the score, {m['score_with']:.1f} -> {m['score_without']:.1f} "
+                         f"(difference [{m['difference_low']:.1f}, {m['difference_high']:.1f}])")
+        if m["blind"] and " " not in m["removed"]:
+            found.append(f"{name}: no probe of {m['blind']} tells them apart")
+    return found
 
 
 def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
@@ -81,6 +104,13 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
         w = csv.DictWriter(fh, fieldnames=["allocator", "defence", "kind", "probes"])
         w.writeheader()
         w.writerows(found)
+    checked = monotonicity(rows, catalogue_pairs())
+    with open(out_dir / f"{prefix}monotonicity.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["with", "without", "removed", "score_with", "score_without", "difference",
+                                           "difference_low", "difference_high", "raised", "apart", "blind",
+                                           "unmeasured"])
+        w.writeheader()
+        w.writerows({k: round(v, 2) if isinstance(v, float) else v for k, v in m.items()} for m in checked)
     counts = Counter(r["outcome"] for r in rows)
     numbers = {
         "allocators": len(order), "probes": len(probes), "rows": len(rows),
@@ -91,6 +121,9 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
         "disagreements": {"claimed-not-seen": sum(d["kind"] == "claimed-not-seen" for d in found),
                           "detected-silently": sum(d["kind"] == "detected-silently" for d in found),
                           "seen-not-claimed": sum(d["kind"] == "seen-not-claimed" for d in found)},
+        "monotonicity": {"pairs": len(checked),
+                         "raised": [f"{m['with']} > {m['without']}" for m in checked if m["raised"]],
+                         "blind": [f"{m['with']} > {m['without']}: {m['blind']}" for m in checked if m["blind"]]},
     }
     (out_dir / f"{prefix}numbers.json").write_text(json_text(numbers, indent=2) + "\n")
     return numbers

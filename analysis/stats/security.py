@@ -53,7 +53,8 @@ DEFAULT_WEIGHTS = {
     "reuse-immediate": 5,  # no CWE: an exploitation aid          reliable use-after-free (heap feng shui)
     "size-mismatch": 5,  # CWE-762 mismatched memory routines     C++ only; the overlap of interior-free
     "sized-delete": 5,  # CWE-762
-    "uaf-read": 4,  # CWE-416 + CWE-200                           information leak (pointers, secrets)
+    "uaf-read": 4,  # CWE-416 + CWE-200                           information leak: stale secrets and pointers
+    "uaf-read-reused": 3,  # CWE-416 + CWE-200                    the next owner's data, read through a stale pointer
     "fresh-contents": 4,  # CWE-226 information not removed       information leak through reused memory
     "placement-entropy": 4,  # CWE-330 insufficiently random       predictable neighbours make overflows aim
     "reuse-entropy": 4,  # CWE-330                                a use-after-free reclaims the freed block it aims at
@@ -80,7 +81,8 @@ EXPLOITATION_WEIGHTS = {
     "uaf-write": 5, "overflow-16": 5, "overflow-1": 5, "underflow-1": 5, "off-by-one-nul": 5, "large-overflow": 5,
     "realloc-reuse": 5, "realloc-shrink": 5, "malloc-zero": 5, "calloc-overflow": 5, "huge-request": 5,
     # reliability: leaks and predictable placement
-    "reuse-immediate": 2, "uaf-read": 2, "fresh-contents": 2, "placement-entropy": 2, "address-entropy": 2,
+    "reuse-immediate": 2, "uaf-read": 2, "uaf-read-reused": 2, "fresh-contents": 2, "placement-entropy": 2,
+    "address-entropy": 2,
     "reuse-entropy": 2,
 }
 # How a probe's sizes are averaged into its loss: each size class present counts equally (small: up to
@@ -260,26 +262,39 @@ def _draw_loss(row: dict, loss: float, rng, draws: int) -> np.ndarray:
     return rng.dirichlet(counts + JEFFREYS, size=draws) @ LOSS_LEVELS
 
 
-def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
-    """The one estimator: per allocator, score = 100 * (1 - sum_p w_p L_p / sum_p w_p) over the probes
-    with data, L_p the size-weighted mean loss of probe p (size_weights). `losses[i]` is row i's loss,
-    a float or an array of draws (then every result is an array of draws)."""
+def _probe_loss_cells(rows, losses: list) -> dict[str, dict[str, object]]:
+    """{allocator: {probe: L_p}} over the probes with a usable row, L_p the size-weighted mean loss of the
+    probe's rows (size_weights; duplicated sizes, from merged runs, share their size's weight); a probe with
+    rows but none usable maps to None. `losses[i]` is row i's loss, a float or an array of draws."""
     cells: dict[str, dict[str, list]] = {}
     for row, loss in zip(rows, losses):
         cells.setdefault(row["allocator"], {}).setdefault(row["probe"], []).append((size_of(row), loss))
-    total = float(sum(weights.values())) or 1.0
-    out = {}
+    out: dict[str, dict[str, object]] = {}
     for alloc, probes in cells.items():
-        lost, weight, not_applicable = 0.0, 0.0, []
+        out[alloc] = {}
         for probe, entries in probes.items():
             usable = [(size, loss) for size, loss in entries if loss is not None]
             if not usable:
-                not_applicable.append(probe)
+                out[alloc][probe] = None
                 continue
             ws = size_weights(size for size, _ in usable)
-            # duplicated sizes (merged runs) share their size's weight
             dup = {s: sum(1 for t, _ in usable if t == s) for s, _ in usable}
-            probe_loss_ = sum(ws[size] / dup[size] * loss for size, loss in usable)
+            out[alloc][probe] = sum(ws[size] / dup[size] * loss for size, loss in usable)
+    return out
+
+
+def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
+    """The one estimator: per allocator, score = 100 * (1 - sum_p w_p L_p / sum_p w_p) over the probes
+    with data, L_p the size-weighted mean loss of probe p (_probe_loss_cells). `losses[i]` is row i's loss,
+    a float or an array of draws (then every result is an array of draws)."""
+    total = float(sum(weights.values())) or 1.0
+    out = {}
+    for alloc, probes in _probe_loss_cells(rows, losses).items():
+        lost, weight, not_applicable = 0.0, 0.0, []
+        for probe, probe_loss_ in probes.items():
+            if probe_loss_ is None:
+                not_applicable.append(probe)
+                continue
             w = float(weights.get(probe, 0.0))
             lost = lost + w * probe_loss_
             weight += w
@@ -367,3 +382,49 @@ def disagreements(rows, claims: dict[str, tuple]) -> list[dict]:
                 found.append({"allocator": alloc, "defence": defence, "kind": "seen-not-claimed",
                               "probes": ", ".join(label(r) for r in ran)})
     return found
+
+
+# ------------------------------------------------------------------------------------------ weights
+# The weights are a judgement. To show what it carries, scores are also drawn under weights from a Dirichlet
+# whose mean is the published weights' shares: concentration c gives a probe of share m a standard deviation
+# of sqrt(m (1 - m) / (c + 1)). c is set so that a probe of the average share 1/P has a standard deviation of
+# WEIGHT_CV times its weight (33 probes: c = 127; in 95% of draws a weight of 10 then lies in [3.8, 18.9], one of
+# 4 in [0.6, 10.2]): wide enough to hold the exploitation weights' reordering of the same probes.
+WEIGHT_CV = 0.5
+
+
+def weight_concentration(n_probes: int, cv: float = WEIGHT_CV) -> float:
+    """The Dirichlet concentration giving a probe of the average share 1/n the coefficient of variation cv."""
+    m = 1 / n_probes
+    return (1 - m) / (m * cv * cv) - 1
+
+
+def weight_draws(weights: dict, draws: int, seed: int = 0, cv: float = WEIGHT_CV) -> tuple[list, np.ndarray]:
+    """(probes, draws x probes weights) from the Dirichlet around `weights` (positive ones only), each draw
+    scaled to the published total so the draws read on the weights' own scale."""
+    probes = [p for p, w in weights.items() if w > 0]
+    mean = np.array([float(weights[p]) for p in probes])
+    alpha = mean / mean.sum() * weight_concentration(len(probes), cv)
+    return probes, np.random.default_rng(seed).dirichlet(alpha, size=draws) * mean.sum()
+
+
+def weighted_score_draws(rows, weights: dict | None = None, *, draws: int = 2000, seed: int = 0,
+                         cv: float = WEIGHT_CV) -> dict[str, np.ndarray]:
+    """Per allocator, `draws` scores, each under one weight draw (weight_draws) and one posterior draw of every
+    row's loss (score_intervals): the spread is the weights' and the probes' sampling together."""
+    weights = DEFAULT_WEIGHTS if weights is None else weights
+    rows = list(rows)
+    rng = np.random.default_rng(seed + 1)
+    point = [posterior_loss(r) for r in rows]
+    cells = _probe_loss_cells(rows, [None if x is None else _draw_loss(r, x, rng, draws)
+                                     for r, x in zip(rows, point)])
+    probes, w = weight_draws(weights, draws, seed, cv)
+    out = {}
+    for alloc, losses in cells.items():
+        cols = [i for i, p in enumerate(probes) if losses.get(p) is not None]
+        if not cols:
+            out[alloc] = np.full(draws, np.nan)
+            continue
+        lost = sum(w[:, i] * np.broadcast_to(losses[probes[i]], draws) for i in cols)
+        out[alloc] = 100 * (1 - lost / w[:, cols].sum(axis=1))
+    return out
