@@ -16,8 +16,8 @@ from conftest import cli, libc_path
 CATALOGUE = {"glibc": None, "jemalloc": None, "jemalloc-junk-free": None, "mimalloc2": None}
 
 
-def parse(value, selected=("glibc", "jemalloc", "jemalloc-junk-free")):
-    return lockstep.parse_pairs(value, {s: None for s in selected}, CATALOGUE, "glibc")
+def parse(value, selected=("glibc", "jemalloc", "jemalloc-junk-free"), debates=None):
+    return lockstep.parse_pairs(value, {s: None for s in selected}, CATALOGUE, "glibc", debates)
 
 
 def test_pairs_are_parsed_in_order():
@@ -41,13 +41,20 @@ def test_bad_pairs_are_refused_with_one_line(value, message):
     assert "\n" not in str(exc.value)
 
 
-def test_pairs_debates_reads_the_contested_pairs_of_debates_toml(tmp_path):
+def test_pairs_debates_reads_the_contested_pairs_of_debates_toml(tmp_path, capsys):
     path = tmp_path / "debates.toml"
-    path.write_text('[[debate]]\nid = "002"\npair = ["jemalloc", "jemalloc-junk-free"]\n'
-                    '[[debate]]\nid = "002b"\npair = ["jemalloc", "jemalloc-junk-free"]\n')
-    assert lockstep.debate_pairs(path) == [("jemalloc", "jemalloc-junk-free")]
-    path.write_text('[[debate]]\nid = "004"\npair = "glibc-built"\n')
-    with pytest.raises(HeapcostError, match="needs pair"):
+    path.write_text('[[debate]]\nseed = "002"\ncontested = [["jemalloc-junk-free", "jemalloc"]]\n'
+                    '[[debate]]\nseed = "001"\ncontested = [["mimalloc2", "glibc"], ["mimalloc2", "jemalloc"]]\n')
+    # with the defence first in the file; the direct pair's ratio b/a is with/without
+    assert lockstep.debate_pairs(path) == [("jemalloc", "jemalloc-junk-free"), ("glibc", "mimalloc2"),
+                                           ("jemalloc", "mimalloc2")]
+    # pairs with the baseline already run; those not both selected are named and left out
+    assert parse("debates", debates=path) == [("jemalloc", "jemalloc-junk-free")]
+    assert "jemalloc:mimalloc2 left out" in capsys.readouterr().err
+    with pytest.raises(HeapcostError, match="no contested pair"):
+        parse("debates", selected=("glibc", "jemalloc"), debates=path)
+    path.write_text('[[debate]]\nseed = "004"\ncontested = ["glibc-built"]\n')
+    with pytest.raises(HeapcostError, match="debate 004 needs contested"):
         lockstep.debate_pairs(path)
     with pytest.raises(HeapcostError, match="does not exist"):
         lockstep.debate_pairs(tmp_path / "none.toml")
@@ -70,7 +77,10 @@ def test_a_direct_pair_adds_one_cell_per_workload_both_run_at_one_scale(monkeypa
     assert ("jemalloc", "small-loop", 1.0, "glibc") in paired and ("jemalloc-junk-free", "small-loop", 1.0, "glibc") in paired
     assert [c for c in paired if c[3] == "jemalloc"] == [("jemalloc-junk-free", "small-loop", 1.0, "jemalloc")]
     assert {c[1] for c in trials} == {"sqlite"}
-    with pytest.raises(HeapcostError, match="no workload that takes turns"):
+    only_trials = fake_campaign([("glibc", "sqlite", 1.0), ("jemalloc", "sqlite", 1.0),
+                                 ("jemalloc-junk-free", "sqlite", 1.0)])
+    assert lockstep.split_cells(only_trials, "glibc", [("jemalloc", "jemalloc-junk-free")], strict=False)[0] == []
+    with pytest.raises(HeapcostError, match="no selected workload that takes turns"):
         lockstep.split_cells(fake_campaign([("glibc", "sqlite", 1.0), ("jemalloc", "sqlite", 1.0),
                                             ("jemalloc-junk-free", "sqlite", 1.0)]), "glibc",
                              [("jemalloc", "jemalloc-junk-free")])

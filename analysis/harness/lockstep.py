@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from analysis.contract import runstore
-from analysis.errors import HeapcostError
+from analysis.errors import HeapcostError, warn
 from analysis.harness import machine, quiet
 from analysis.harness.build import build_c
 from analysis.harness.launcher import _DEFAULTS, LaunchResult
@@ -132,14 +132,23 @@ DEBATES_FILE = "debates.toml"
 
 def parse_pairs(value, selected, catalogue, baseline: str, debates=None) -> list[tuple[str, str]]:
     """PAIRS=a:b,c:d: configurations that take turns with each other directly (besides each with the
-    baseline), so that their ratio carries one interval rather than two (issue 20: jemalloc-junk-free and
+    baseline), so that their ratio b/a carries one interval rather than two (issue 20: jemalloc-junk-free and
     jemalloc through glibc reached ±1.2-1.6% where direct pairs reach ±0.5-0.8% in the same campaign).
-    PAIRS=debates: the contested pairs of debates.toml. Every id must be a known allocator in the selection."""
+    Every id must be a known allocator in the selection. PAIRS=debates: the contested pairs of debates.toml
+    whose two configurations are both selected (the others are named and left out)."""
     text = str(value or "").strip()
     if not text:
         return []
     if text == "debates":
-        text = ",".join(f"{a}:{b}" for a, b in debate_pairs(debates))
+        contested = [p for p in debate_pairs(debates) if baseline not in p]
+        chosen = [p for p in contested if all(x in selected for x in p)]
+        left = [f"{a}:{b}" for a, b in contested if (a, b) not in chosen]
+        if not chosen:
+            raise HeapcostError(f"PAIRS=debates: no contested pair of {DEBATES_FILE} has both configurations "
+                                f"in ALLOCATORS ({', '.join(left) or 'none but with the baseline'})")
+        if left:
+            warn(f"PAIRS=debates: {', '.join(left)} left out (not both in ALLOCATORS)")
+        return chosen
     pairs = []
     for item in (t.strip() for t in text.split(",")):
         if not item:
@@ -165,7 +174,8 @@ def parse_pairs(value, selected, catalogue, baseline: str, debates=None) -> list
 
 
 def debate_pairs(path=None) -> list[tuple[str, str]]:
-    """The contested configuration pairs of debates.toml (each debate's `pair = [a, b]`)."""
+    """The contested pairs of debates.toml as (without, with): each debate's `contested = [[with, without],
+    ...]` lists the configuration with the defence first, and the direct pair's ratio is b/a = with/without."""
     import tomllib
 
     from analysis.paths import REPO
@@ -180,23 +190,24 @@ def debate_pairs(path=None) -> list[tuple[str, str]]:
     debates = data.get("debate", [])
     out = []
     for d in debates if isinstance(debates, list) else []:
-        pair = d.get("pair") if isinstance(d, dict) else None
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-            raise HeapcostError(f"{DEBATES_FILE}: debate {d.get('id', '?') if isinstance(d, dict) else d!r} "
-                                "needs pair = [\"a\", \"b\"]")
-        if tuple(pair) not in out:
-            out.append(tuple(pair))
+        contested = d.get("contested") if isinstance(d, dict) else None
+        if not (isinstance(contested, list) and contested and all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in contested)):
+            name = d.get("seed", d.get("id", "?")) if isinstance(d, dict) else d
+            raise HeapcostError(f"{DEBATES_FILE}: debate {name} needs contested = [[\"with\", \"without\"], ...]")
+        out += [(without, with_) for with_, without in contested if (without, with_) not in out]
     if not out:
-        raise HeapcostError(f"{DEBATES_FILE} names no contested pair ([[debate]] with pair = [a, b])")
+        raise HeapcostError(f"{DEBATES_FILE} names no contested pair ([[debate]] with contested = [[a, b]])")
     return out
 
 
-def split_cells(camp, baseline: str, direct=()) -> tuple[list, list]:
+def split_cells(camp, baseline: str, direct=(), strict: bool = True) -> tuple[list, list]:
     """(lockstep cells, trial cells) of a campaign. A lockstep cell is (allocator, workload, scale factor,
     reference): every (allocator != baseline, workload that takes turns) cell runs as pairs with the
     baseline as reference, and each direct pair (a, b) of PAIRS adds (b, workload, factor, a) wherever both
-    run that workload at that factor; the workloads that cannot take turns (perl, python, sqlite, compile,
-    server) keep ordinary pinned trials, baseline included."""
+    run that workload at that factor (a pair with none is an error, or with strict=False, as PAIRS=debates
+    passes it, left out with a warning); the workloads that cannot take turns (perl, python, sqlite,
+    compile, server) keep ordinary pinned trials, baseline included."""
     if baseline not in camp.resolved:
         raise HeapcostError(f"the lockstep protocol compares every allocator with the baseline {baseline}: "
                             "include it in ALLOCATORS")
@@ -206,7 +217,10 @@ def split_cells(camp, baseline: str, direct=()) -> tuple[list, list]:
     for a, b in direct:
         both = [(b, w, f, a) for bb, w, f in camp.pairs if bb == b and w in turns and (a, w, f) in cells]
         if not both:
-            raise HeapcostError(f"PAIRS {a}:{b}: the two run no workload that takes turns at the same scale")
+            why = f"PAIRS {a}:{b}: the two run no selected workload that takes turns at the same scale"
+            if strict:
+                raise HeapcostError(why)
+            warn(why + ": left out")
         paired += both
     trials = [c for c in camp.pairs if c[1] not in turns]
     return paired, trials

@@ -194,7 +194,8 @@ class Campaign:
         if self.protocol == "lockstep" and mode == "time":
             from analysis.harness.lockstep import parse_pairs, split_cells
             self.direct_pairs = parse_pairs(pairs, self.resolved, catalog_mod.load_catalog(), BASELINE)
-            self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE, self.direct_pairs)
+            self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE, self.direct_pairs,
+                                                                strict=str(pairs).strip() != "debates")
 
     def params(self) -> dict:
         """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
