@@ -226,6 +226,7 @@ class Campaign:
                 "libraries": [library_identity(a.id, p) for p in [*r.preload, *r.interpreters.values()]],
                 "env": a.env, "callgrind_env": a.callgrind_env,
                 "expect_malloc": portable_path(r.expect_malloc), "scale_factor": a.scale, "defences": list(a.defences),
+                **dict(zip(("build_of", "layout"), catalog_mod.layout_of(a.id))),
                 "defences_ref": a.defences_ref}
 
     def run(self) -> Path:
