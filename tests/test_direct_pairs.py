@@ -199,6 +199,9 @@ def test_a_campaign_with_pairs_runs_the_two_against_each_other(runs_dir):
     info = json.loads((run_dir / "run.json").read_text())
     assert info["params"]["pairs"] == [["copy-one", "copy-two"]]
     assert info["lockstep_roles"]["direct_pairs"] == [["copy-one", "copy-two"]]
+    # every allocator's record names the build it is and its layout beside the library's sha256
+    one = info["allocators"]["copy-one"]
+    assert (one["build_of"], one["layout"]) == ("copy-one", 1) and len(one["libraries"][0]["sha256"]) == 64
     rows = list(csv.DictReader(open(run_dir / "pairs.csv")))
     direct = [r for r in rows if {r["allocator_a"], r["allocator_b"]} == {"copy-one", "copy-two"}]
     # 2 measured blocks and a warm-up, the roles alternating between blocks
