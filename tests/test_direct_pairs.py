@@ -51,6 +51,10 @@ def test_pairs_debates_reads_the_contested_pairs_of_debates_toml(tmp_path, capsy
     # pairs with the baseline already run; those not both selected are named and left out
     assert parse("debates", debates=path) == [("jemalloc", "jemalloc-junk-free")]
     assert "jemalloc:mimalloc2 left out" in capsys.readouterr().err
+    # the layout builds selected on both sides are paired as well; one side alone is not
+    assert parse("debates", selected=("glibc", "jemalloc", "jemalloc-junk-free", "jemalloc_l2",
+                                      "jemalloc-junk-free_l2", "mimalloc2_l3", "jemalloc-junk-free_l3"), debates=path) == [
+        ("jemalloc", "jemalloc-junk-free"), ("jemalloc_l2", "jemalloc-junk-free_l2")]
     with pytest.raises(HeapcostError, match="no contested pair"):
         parse("debates", selected=("glibc", "jemalloc"), debates=path)
     path.write_text('[[debate]]\nseed = "004"\ncontested = ["glibc-built"]\n')

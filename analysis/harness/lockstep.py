@@ -11,6 +11,7 @@ The environment, the resolution check and the verdict are trial.py's (SpeedTrial
 to each process of the pair.
 """
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -135,13 +136,18 @@ def parse_pairs(value, selected, catalogue, baseline: str, debates=None) -> list
     baseline), so that their ratio b/a carries one interval rather than two (issue 20: jemalloc-junk-free and
     jemalloc through glibc reached ±1.2-1.6% where direct pairs reach ±0.5-0.8% in the same campaign).
     Every id must be a known allocator in the selection. PAIRS=debates: the contested pairs of debates.toml
-    whose two configurations are both selected (the others are named and left out)."""
+    whose two configurations are both selected (the others are named and left out), and the same pair of
+    each layout build selected on both sides (a_l2:b_l2)."""
     text = str(value or "").strip()
     if not text:
         return []
     if text == "debates":
         contested = [p for p in debate_pairs(debates) if baseline not in p]
         chosen = [p for p in contested if all(x in selected for x in p)]
+        # each layout build N selected on both sides (`<id>_l<N>`) is paired as well
+        layouts = sorted({int(m.group(1)) for x in selected if (m := re.search(r"_l([0-9]+)$", str(x)))})
+        chosen += [(f"{a}_l{n}", f"{b}_l{n}") for a, b in contested for n in layouts
+                   if f"{a}_l{n}" in selected and f"{b}_l{n}" in selected]
         left = [f"{a}:{b}" for a, b in contested if (a, b) not in chosen]
         if not chosen:
             raise HeapcostError(f"PAIRS=debates: no contested pair of {DEBATES_FILE} has both configurations "
