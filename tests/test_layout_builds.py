@@ -160,3 +160,24 @@ def test_a_brought_layout_build_takes_its_entry_claims_and_records_its_layout(tm
     # a layout of a name the catalogue does not know stays an anonymous library
     [anon] = catalog.parse_extra(f"mine_l2={lib}", cat)
     assert anon.origin["kind"] == "path" and anon.defences == ()
+
+
+# ---------------------------------------------------------------------------------- the real builds
+def _malloc_address(lib: Path) -> int:
+    out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    return next(int(f[0], 16) for f in (ln.split() for ln in out.splitlines())
+                if len(f) == 3 and f[2].split("@")[0] == "malloc")
+
+
+@pytest.mark.allocators
+@pytest.mark.parametrize("first, second", [("mozjemalloc-poison", "mozjemalloc-poison_l2"),
+                                           ("glibc-built", "glibc-built_l2")])
+def test_the_second_build_puts_malloc_elsewhere(first, second):
+    libs = []
+    for name in (first, second):
+        r = catalog.resolve(catalog.load_catalog()[name])
+        if not r.available:
+            pytest.skip(f"{name}: {r.reason}")
+        libs.append(Path(r.preload[0]) if r.preload else Path(r.loader[0]).parent.parent / "libc.so.6")
+    a, b = (_malloc_address(lib) for lib in libs)
+    assert a % 64 != b % 64  # another alignment within a cache line, not only another address
