@@ -20,6 +20,7 @@ BLOCKS ?=
 LOCK_CLOCK ?= 0
 SEED ?=
 SCALES ?=
+PAIRS ?=
 PROTOCOL ?= lockstep
 PIN ?= auto
 FORCE ?=
@@ -50,6 +51,7 @@ help: ## list the targets
 	@echo "  EXTRA_WORKLOADS='name=/path/prog {scale}, other=prog2 ...' (your programs; WORKLOADS empty: these alone)"
 	@echo "  SCALES=1,0.25 (every cell at these multiples of its scale: start-up and per-unit cost)"
 	@echo "  PROTOCOL=lockstep|trials PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
+	@echo "  PAIRS=a:b,c:d (lockstep: a and b also take turns with each other, not only with the baseline)"
 	@echo "probe parameters (defaults: python -m analysis probe --help): ALLOCATORS=a,b EXTRA_ALLOCATORS=name=/path/lib.so"
 	@echo "  PROBES=x,y RUNS=N (processes per cell) SIZES=16,4000 (block sizes of the misuse probes)"
 	@echo "  JOBS=N (cells run in parallel) ALARM=S (seconds after which a running probe reports itself hung)"
@@ -92,7 +94,7 @@ measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.i
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \
 		EXTRA_ALLOCATORS="$(EXTRA_ALLOCATORS)" MODE="$(MODE)" TARGET_CI="$(TARGET_CI)" BUDGET_MIN="$(BUDGET_MIN)" \
 		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)" PROTOCOL="$(PROTOCOL)" PIN="$(PIN)" \
-		FORCE="$(FORCE)" SCALES="$(SCALES)" EXTRA_WORKLOADS='$(subst ','"'"',$(EXTRA_WORKLOADS))'
+		FORCE="$(FORCE)" SCALES="$(SCALES)" PAIRS="$(PAIRS)" EXTRA_WORKLOADS='$(subst ','"'"',$(EXTRA_WORKLOADS))'
 
 probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into data/runs/
 	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \

@@ -315,13 +315,15 @@ def _side_columns(columns) -> list[tuple[str, str]]:
     return out
 
 
-def oriented_pairs(pairs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+def oriented_pairs(pairs: pd.DataFrame, baseline: str | None = None, order=()) -> pd.DataFrame:
     """Lockstep pairs with the baseline's process as side a in every row. Campaigns alternate the roles
     (the baseline runs as a in half the blocks and as b in the other half: a process's role moved a ratio by
     about 1% on small-loop), so a row whose allocator_b is the baseline has its a and b columns swapped (and
     `first` flipped). Without a baseline, each pair of allocators takes the orientation in which side a is the
     allocator found in more rows of the table (a campaign's baseline is in every pair), or else that of its
-    first row."""
+    first row; a pair of allocators found in one orientation only keeps it (a table turned once stays as it
+    is). `order` lists (a, b) pairs whose a is side a whatever the counts (declared_orientation: what a run
+    declares, since with direct pairs the baseline is no longer in more rows than the others)."""
     if pairs.empty or not {"allocator_a", "allocator_b"} <= set(pairs.columns):
         return pairs
     a, b = pairs["allocator_a"].astype(str).to_numpy(), pairs["allocator_b"].astype(str).to_numpy()
@@ -331,7 +333,14 @@ def oriented_pairs(pairs: pd.DataFrame, baseline: str | None = None) -> pd.DataF
         for x, y in zip(a, b):
             first.setdefault(frozenset((x, y)), x)
 
+        declared = {frozenset(p): p[0] for p in order}
+        present = set(zip(a, b))
+
         def side_a(x, y):
+            if frozenset((x, y)) in declared:
+                return declared[frozenset((x, y))]
+            if (y, x) not in present:
+                return x
             return first[frozenset((x, y))] if counts[x] == counts[y] else (x if counts[x] > counts[y] else y)
         swap = [x != y and side_a(x, y) == y for x, y in zip(a, b)]
     else:
@@ -346,6 +355,17 @@ def oriented_pairs(pairs: pd.DataFrame, baseline: str | None = None) -> pd.DataF
     if "first" in out.columns:
         out["first"] = pairs["first"].where(~swap, pairs["first"].map({"a": "b", "b": "a"}))
     return out
+
+
+def declared_orientation(info: dict, pairs: pd.DataFrame) -> pd.DataFrame:
+    """A run's pairs turned as its run.json declares them (lockstep_roles): the baseline as side a, and in
+    each direct pair (PAIRS=a:b) its a; oriented_pairs' count rule decides only what the run leaves open."""
+    roles = (info or {}).get("lockstep_roles") or {}
+    order = [tuple(p) for p in roles.get("direct_pairs") or ()]
+    if roles.get("baseline") and {"allocator_a", "allocator_b"} <= set(pairs.columns):
+        others = set(pairs["allocator_a"].astype(str)) | set(pairs["allocator_b"].astype(str))
+        order += [(roles["baseline"], x) for x in sorted(others - {roles["baseline"]})]
+    return oriented_pairs(pairs, order=order)
 
 
 def read_table(path) -> pd.DataFrame:

@@ -11,6 +11,7 @@ The environment, the resolution check and the verdict are trial.py's (SpeedTrial
 to each process of the pair.
 """
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from analysis.contract import runstore
-from analysis.errors import HeapcostError
+from analysis.errors import HeapcostError, warn
 from analysis.harness import machine, quiet
 from analysis.harness.build import build_c
 from analysis.harness.launcher import _DEFAULTS, LaunchResult
@@ -127,15 +128,106 @@ def _fmt(x):
 
 
 # ------------------------------------------------------------------------ a campaign of lockstep pairs
-def split_cells(camp, baseline: str) -> tuple[list, list]:
-    """(lockstep cells, trial cells) of a campaign: every (allocator != baseline, workload that takes
-    turns) cell runs as pairs with the baseline; the workloads that cannot (perl, python, sqlite,
+DEBATES_FILE = "debates.toml"
+
+
+def parse_pairs(value, selected, catalogue, baseline: str, debates=None) -> list[tuple[str, str]]:
+    """PAIRS=a:b,c:d: configurations that take turns with each other directly (besides each with the
+    baseline), so that their ratio b/a carries one interval rather than two (issue 20: jemalloc-junk-free and
+    jemalloc through glibc reached ±1.2-1.6% where direct pairs reach ±0.5-0.8% in the same campaign).
+    Every id must be a known allocator in the selection. PAIRS=debates: the contested pairs of debates.toml
+    whose two configurations are both selected (the others are named and left out), and the same pair of
+    each layout build selected on both sides (a_l2:b_l2)."""
+    text = str(value or "").strip()
+    if not text:
+        return []
+    if text == "debates":
+        contested = [p for p in debate_pairs(debates) if baseline not in p]
+        chosen = [p for p in contested if all(x in selected for x in p)]
+        # each layout build N selected on both sides (`<id>_l<N>`) is paired as well
+        layouts = sorted({int(m.group(1)) for x in selected if (m := re.search(r"_l([0-9]+)$", str(x)))})
+        chosen += [(f"{a}_l{n}", f"{b}_l{n}") for a, b in contested for n in layouts
+                   if f"{a}_l{n}" in selected and f"{b}_l{n}" in selected]
+        left = [f"{a}:{b}" for a, b in contested if (a, b) not in chosen]
+        if not chosen:
+            raise HeapcostError(f"PAIRS=debates: no contested pair of {DEBATES_FILE} has both configurations "
+                                f"in ALLOCATORS ({', '.join(left) or 'none but with the baseline'})")
+        if left:
+            warn(f"PAIRS=debates: {', '.join(left)} left out (not both in ALLOCATORS)")
+        return chosen
+    pairs = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        sides = [s.strip() for s in item.split(":")]
+        if len(sides) != 2 or not all(sides):
+            raise HeapcostError(f"PAIRS takes a:b items separated by commas, not {item!r}")
+        a, b = sides
+        for x in (a, b):
+            if x not in catalogue and x not in selected:
+                raise HeapcostError(f"PAIRS names an unknown allocator {x!r} (in {item!r})")
+            if x not in selected:
+                raise HeapcostError(f"PAIRS names {x!r}, which is not in ALLOCATORS: add it there")
+        if a == b:
+            raise HeapcostError(f"PAIRS pairs {a!r} with itself: an A/A pair is the baseline with a copy "
+                                "(EXTRA_ALLOCATORS=copy=/path/libc.so.6)")
+        if baseline in (a, b):
+            raise HeapcostError(f"PAIRS {item!r}: every allocator already takes turns with the baseline {baseline}")
+        if frozenset((a, b)) in {frozenset(p) for p in pairs}:
+            raise HeapcostError(f"PAIRS names the pair {a}:{b} twice")
+        pairs.append((a, b))
+    return pairs
+
+
+def debate_pairs(path=None) -> list[tuple[str, str]]:
+    """The contested pairs of debates.toml as (without, with): each debate's `contested = [[with, without],
+    ...]` lists the configuration with the defence first, and the direct pair's ratio is b/a = with/without."""
+    import tomllib
+
+    from analysis.paths import REPO
+
+    path = Path(path) if path else REPO / DEBATES_FILE
+    if not path.is_file():
+        raise HeapcostError(f"PAIRS=debates reads the contested pairs from {DEBATES_FILE}, which does not exist")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise HeapcostError(f"{DEBATES_FILE} is not readable TOML: {str(exc).splitlines()[0]}") from None
+    debates = data.get("debate", [])
+    out = []
+    for d in debates if isinstance(debates, list) else []:
+        contested = d.get("contested") if isinstance(d, dict) else None
+        if not (isinstance(contested, list) and contested and all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in contested)):
+            name = d.get("seed", d.get("id", "?")) if isinstance(d, dict) else d
+            raise HeapcostError(f"{DEBATES_FILE}: debate {name} needs contested = [[\"with\", \"without\"], ...]")
+        out += [(without, with_) for with_, without in contested if (without, with_) not in out]
+    if not out:
+        raise HeapcostError(f"{DEBATES_FILE} names no contested pair ([[debate]] with contested = [[a, b]])")
+    return out
+
+
+def split_cells(camp, baseline: str, direct=(), strict: bool = True) -> tuple[list, list]:
+    """(lockstep cells, trial cells) of a campaign. A lockstep cell is (allocator, workload, scale factor,
+    reference): every (allocator != baseline, workload that takes turns) cell runs as pairs with the
+    baseline as reference, and each direct pair (a, b) of PAIRS adds (b, workload, factor, a) wherever both
+    run that workload at that factor (a pair with none is an error, or with strict=False, as PAIRS=debates
+    passes it, left out with a warning); the workloads that cannot take turns (perl, python, sqlite,
     compile, server) keep ordinary pinned trials, baseline included."""
     if baseline not in camp.resolved:
         raise HeapcostError(f"the lockstep protocol compares every allocator with the baseline {baseline}: "
                             "include it in ALLOCATORS")
     turns = {w for w, wl in camp.workloads.items() if supports_lockstep(wl)}
-    paired = [c for c in camp.pairs if c[1] in turns and c[0] != baseline]
+    paired = [(*c, baseline) for c in camp.pairs if c[1] in turns and c[0] != baseline]
+    cells = set(camp.pairs)
+    for a, b in direct:
+        both = [(b, w, f, a) for bb, w, f in camp.pairs if bb == b and w in turns and (a, w, f) in cells]
+        if not both:
+            why = f"PAIRS {a}:{b}: the two run no selected workload that takes turns at the same scale"
+            if strict:
+                raise HeapcostError(why)
+            warn(why + ": left out")
+        paired += both
     trials = [c for c in camp.pairs if c[1] not in turns]
     return paired, trials
 
@@ -150,9 +242,12 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     from analysis.harness.blocks import run_blocks
     from analysis.harness.trial import progress_bar
 
-    info["protocol_cells"] = {"lockstep": sorted({w for _, w, _ in camp.lockstep_cells}),
+    info["protocol_cells"] = {"lockstep": sorted({c[1] for c in camp.lockstep_cells}),
                               "trials": sorted({w for _, w, _ in camp.trial_cells})}
     info["lockstep_roles"] = {"baseline": baseline, "roles": "alternating"}
+    direct = sorted({(ref, aid) for aid, _, _, ref in camp.lockstep_cells if ref != baseline})
+    if direct:
+        info["lockstep_roles"]["direct_pairs"] = [list(p) for p in direct]
     runstore.write_json_atomic(run_dir / "run.json", info)
     table = runstore.AppendTable(run_dir / "pairs.csv", PAIR_COLUMNS)
     done = table.rows()
@@ -164,8 +259,8 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     bar = progress_bar(len(cells) * (blocks + camp.profile.warmups), len(done), camp.progress)
 
     def measure(block, warm, cell, pads, _done):
-        aid, wid, factor = cell
-        ta, tb = camp.trial(baseline, wid, factor), camp.trial(aid, wid, factor)
+        aid, wid, factor, ref = cell
+        ta, tb = camp.trial(ref, wid, factor), camp.trial(aid, wid, factor)
         if swapped_roles(block, index[cell]):
             ta, tb = tb, ta
         key = lambda t: f"{wid}|{t.alloc.variant}|{t.scale:.6g}"  # noqa: E731
@@ -179,7 +274,7 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
                           salt=0x9A125, done=done, bar=bar, record=table.append, measure=measure,
                           draw=lambda rng: (rng.randrange(pad_spread), rng.randrange(pad_spread)),
                           target=camp.target_ci, budget_min=camp.budget_min,
-                          wider=lambda rows, target: _wider_cells(rows, cells, target, camp.scale_of, baseline),
+                          wider=lambda rows, target: _wider_cells(rows, cells, target, camp.scale_of),
                           elapsed_s=float(info.get("elapsed_s", 0)))
     finally:
         bar.close()
@@ -208,29 +303,29 @@ def first_side(block: int, cell_index: int) -> str:
     return "ab"[(block // 2 + cell_index) % 2]
 
 
-def _wider_cells(rows, cells, target: float, scale_of, baseline: str) -> list:
-    """Cells whose paired interval (stats/paired.py) is wider than ±target, or that have too few pairs."""
+def _wider_cells(rows, cells, target: float, scale_of) -> list:
+    """Cells whose paired interval (stats/paired.py) is wider than ±target, or that have too few pairs; a
+    cell's pairs are its two allocators' rows turned so that its reference is side a."""
     import math
 
     import pandas as pd
 
+    from analysis.contract.schema import is_usable, oriented_pairs
     from analysis.stats import paired
 
-    from analysis.contract.schema import is_usable
-
-    from analysis.contract.schema import oriented_pairs
-
-    usable = oriented_pairs(pd.DataFrame([r for r in rows if is_usable(r)]), baseline)
+    usable = pd.DataFrame([r for r in rows if is_usable(r)])
     wide = []
-    for aid, wid, factor in cells:
+    for aid, wid, factor, ref in cells:
         scale = f"{scale_of(factor):.6g}"
-        sub = usable[(usable["allocator_b"] == aid) & (usable["workload"] == wid)
-                     & (usable["scale"] == scale)] if len(usable) else usable
+        sub = usable[(usable["workload"] == wid) & (usable["scale"] == scale)
+                     & (((usable["allocator_a"] == ref) & (usable["allocator_b"] == aid))
+                        | ((usable["allocator_a"] == aid) & (usable["allocator_b"] == ref)))] if len(usable) else usable
         if len(sub) < MIN_PAIRS_TO_STOP:
-            wide.append((aid, wid, factor))
+            wide.append((aid, wid, factor, ref))
             continue
-        d, _ = paired.paired_difference(paired.log_ratios(sub.reset_index(drop=True)).to_numpy())
+        sub = oriented_pairs(sub.reset_index(drop=True), ref)
+        d, _ = paired.paired_difference(paired.log_ratios(sub).to_numpy())
         lo, hi = d.interval()
         if math.expm1((hi - lo) / 2) > target:
-            wide.append((aid, wid, factor))
+            wide.append((aid, wid, factor, ref))
     return wide

@@ -141,7 +141,7 @@ class Campaign:
     def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
                  runs_dir=RUNS_DIR, progress=True, protocol="lockstep", pin="auto", force=None, scales=None,
-                 extra_workloads=None):
+                 extra_workloads=None, pairs=None):
         from analysis.harness.brought_workloads import parse_extra_workloads
         from analysis.harness.workloads import WORKLOAD_GROUPS, WORKLOADS
 
@@ -195,9 +195,14 @@ class Campaign:
             self.pairs += sorted(extra_cells - set(self.pairs))
         self.extra = extra_allocators or ""
         self.lockstep_cells, self.trial_cells = [], list(self.pairs)
+        self.direct_pairs = []
+        if str(pairs or "").strip() and (self.protocol != "lockstep" or mode != "time"):
+            raise HeapcostError("PAIRS pairs allocators in lockstep: it needs PROTOCOL=lockstep and MODE=time")
         if self.protocol == "lockstep" and mode == "time":
-            from analysis.harness.lockstep import split_cells
-            self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE)
+            from analysis.harness.lockstep import parse_pairs, split_cells
+            self.direct_pairs = parse_pairs(pairs, self.resolved, catalog_mod.load_catalog(), BASELINE)
+            self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE, self.direct_pairs,
+                                                                strict=str(pairs).strip() != "debates")
 
     def params(self) -> dict:
         """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
@@ -213,6 +218,8 @@ class Campaign:
             p["brought_libraries"] = brought.library_records(self.allocs)
         if self.scales != [1.0]:
             p["scales"] = self.scales
+        if self.direct_pairs:
+            p["pairs"] = [list(pair) for pair in self.direct_pairs]
         return p
 
     def trial_cpus(self, wid: str):
@@ -237,6 +244,7 @@ class Campaign:
                 "libraries": [library_identity(a.id, p) for p in [*r.preload, *r.interpreters.values()]],
                 "env": a.env, "callgrind_env": a.callgrind_env,
                 "expect_malloc": portable_path(r.expect_malloc), "scale_factor": a.scale, "defences": list(a.defences),
+                **dict(zip(("build_of", "layout"), catalog_mod.layout_of(a.id))),
                 "defences_ref": a.defences_ref}
 
     def run(self) -> Path:
@@ -448,6 +456,8 @@ def add_arguments(parser):
                         "harness on the others), none, or a number")
     parser.add_argument("--force", action="store_true", help="measure even on a busy machine or beside "
                         "another campaign (recorded in run.json)")
+    parser.add_argument("--pairs", default="", help="a:b,c:d: in lockstep, a and b also take turns with each "
+                        "other (besides each with the baseline); debates: the contested pairs of debates.toml")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -457,6 +467,6 @@ def run(args) -> int:
                            budget_min=args.budget_min, blocks=args.blocks, lock_clock=args.lock_clock,
                            seed=args.seed, progress=not args.no_progress, protocol=args.protocol,
                            pin=args.pin, force="1" if args.force else None, scales=args.scales,
-                           extra_workloads=args.extra_workloads)
+                           extra_workloads=args.extra_workloads, pairs=args.pairs)
     print(run_dir)
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.contract.runstore import Run, pick_run, runs_of_kind
-from analysis.contract.schema import oriented_pairs, read_rows, read_table, usable_trials
+from analysis.contract.schema import declared_orientation, read_rows, read_table, usable_trials
 from analysis.errors import warn
 from analysis.stats.compare import MIN_RUNS
 from analysis.stats.paired import MIN_PAIRS
@@ -59,7 +59,7 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
     for r in chosen:
         table = reader(r.path / TABLES[kind]) if (r.path / TABLES[kind]).is_file() else pd.DataFrame(
             columns=["workload", "allocator", "status", "warmup"])
-        pairs = (oriented_pairs(read_table(r.path / "pairs.csv"))
+        pairs = (declared_orientation(r.info, read_table(r.path / "pairs.csv"))
                  if kind == "time" and (r.path / "pairs.csv").is_file() else None)
         rt = RunTable(r, table, pairs)
         if kind == "time" and not has_usable_cell(rt):

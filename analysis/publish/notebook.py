@@ -93,7 +93,8 @@ def run_measure_notebook(params: dict) -> Path:
              budget_min=params.get("BUDGET_MIN") or None, blocks=params.get("BLOCKS") or None,
              seed=params.get("SEED") if params.get("SEED") not in (None, "") else None, progress=False,
              protocol=params.get("PROTOCOL", "trials"), pin=params.get("PIN", "auto"), force=params.get("FORCE"),
-             scales=params.get("SCALES"), extra_workloads=params.get("EXTRA_WORKLOADS"))
+             scales=params.get("SCALES"), extra_workloads=params.get("EXTRA_WORKLOADS"),
+             pairs=params.get("PAIRS"))
     with tempfile.TemporaryDirectory(prefix="heapcost-nb-") as tmp:
         record = Path(tmp) / "run_dir.txt"
         output = Path(tmp) / "measure.ipynb"

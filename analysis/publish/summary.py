@@ -3,7 +3,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract.schema import OK, measured_trials, oriented_pairs, read_table
+from analysis.contract.schema import OK, declared_orientation, measured_trials, read_table
+
+
+def _run_info(run_dir) -> dict:
+    import json
+
+    try:
+        return json.loads((Path(run_dir) / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def read_trials(run_dir) -> pd.DataFrame:
@@ -17,7 +26,7 @@ def run_summary(run_dir) -> pd.DataFrame:
     if (run_dir / "counts.csv").exists():
         counts = read_table(run_dir / "counts.csv")
         return counts[["workload", "allocator", "scale", "status", "instructions", "free_calls", "reason"]]
-    parts = ([pairs_summary(oriented_pairs(read_table(run_dir / "pairs.csv")))]
+    parts = ([pairs_summary(declared_orientation(_run_info(run_dir), read_table(run_dir / "pairs.csv")))]
              if (run_dir / "pairs.csv").exists() else [])
     if not (run_dir / "trials.csv").exists():
         return parts[0] if parts else pd.DataFrame()
@@ -25,14 +34,14 @@ def run_summary(run_dir) -> pd.DataFrame:
 
 
 def pairs_summary(pairs: pd.DataFrame) -> pd.DataFrame:
-    """A lockstep run: per workload and allocator (B, against A), pairs by status and the median ratio of
-    the processes' active times."""
+    """A lockstep run: per workload and allocator (B, against A: the baseline, or the other side of a direct
+    pair), pairs by status and the median ratio of the processes' active times."""
     measured = measured_trials(pairs)
     ok = measured[measured["status"] == OK]
-    keys = ["workload", "allocator_b"]
+    keys = ["workload", "allocator_b", "allocator_a"]
     table = measured.pivot_table(index=keys, columns="status", values="seq", aggfunc="count", fill_value=0)
     table["median_active_ratio"] = (ok["active_b_s"] / ok["active_a_s"]).groupby([ok[k] for k in keys]).median()
-    return table.reset_index().rename(columns={"allocator_b": "allocator"})
+    return table.reset_index().rename(columns={"allocator_b": "allocator", "allocator_a": "baseline"})
 
 
 def trials_summary(df: pd.DataFrame) -> pd.DataFrame:

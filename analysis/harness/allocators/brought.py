@@ -14,7 +14,7 @@ from analysis.errors import HeapcostError
 from analysis.paths import file_sha256
 
 MAP_COUNT_FILE = Path("/proc/sys/vm/max_map_count")
-PROVENANCE_KEYS = ("upstream", "revision", "configuration", "compiler", "source_sha256", "variant")
+PROVENANCE_KEYS = ("upstream", "revision", "configuration", "compiler", "source_sha256", "variant", "layout")
 
 
 def read_provenance(library: Path) -> dict:
@@ -57,7 +57,7 @@ def adopt(entry, name: str, record: dict):
     if said and claimed and not _revision_matches(claimed, said):
         raise HeapcostError(f"extra allocator {name}: {record['library']}.json says revision {said!r}, the "
                             f"catalogue's {name} is {claimed!r}")
-    return replace(entry, origin={**entry.origin, **record}, preload=(record["path"],))
+    return replace(entry, id=name, origin={**entry.origin, **record}, preload=(record["path"],))
 
 
 def unavailable_reason(entry) -> str:

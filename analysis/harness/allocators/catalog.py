@@ -99,12 +99,13 @@ def _allocator_from_table(entry: dict, where: str) -> Allocator:
 def _check_glibc_build(entry: dict, where: str) -> None:
     """A glibc-build entry names one of glibc_build.VARIANTS by its id and that variant's patch."""
     ident = entry.get("id")
-    if ident not in glibc_build.VARIANTS:
+    known = [*glibc_build.VARIANTS, *glibc_build.LAYOUT_BUILDS]
+    if ident not in known:
         raise HeapcostError(f"{where}: glibc-build allocator {ident!r} is not a glibc variant; known: "
-                            f"{', '.join(glibc_build.VARIANTS)}")
+                            f"{', '.join(known)}")
     patch = entry["origin"].get("patch", "")
-    if (patch or None) != glibc_build.VARIANTS[ident]:
-        raise HeapcostError(f"{where}: {ident} is built with patch {glibc_build.VARIANTS[ident]!r}, "
+    if (patch or None) != glibc_build.patch_name(ident):
+        raise HeapcostError(f"{where}: {ident} is built with patch {glibc_build.patch_name(ident)!r}, "
                             f"the catalogue says {patch!r}")
     if entry.get("preload"):
         raise HeapcostError(f"{where}: {ident} runs through its build's loader: it preloads nothing")
@@ -138,6 +139,9 @@ def parse_extra(spec: str | None, catalog: dict | None = None) -> list[Allocator
         entry = (catalog or {}).get(name)
         if entry is not None and not brought.is_brought(entry):
             raise HeapcostError(f"extra allocator name {name!r} is already a catalogue id; choose another")
+        base, layout = layout_of(name)
+        if entry is None and layout > 1 and base in (catalog or {}) and brought.is_brought(catalog[base]):
+            entry = (catalog or {})[base]  # <id>_l<N>: another build of that entry, layout N
         record = brought.library_record(name, Path(lib))
         if entry is not None:
             extras.append(brought.adopt(entry, name, record))
@@ -147,6 +151,16 @@ def parse_extra(spec: str | None, catalog: dict | None = None) -> list[Allocator
             origin={"kind": "path", **record}, preload=(record["path"],), expect_malloc=record["path"],
             defences=(), defences_ref="user-supplied: no claims recorded"))
     return extras
+
+
+_LAYOUT = re.compile(r"^(.+)_l([0-9]+)$")
+
+
+def layout_of(allocator_id: str) -> tuple[str, int]:
+    """(the allocator it is a build of, its code layout): `<id>_l<N>` is layout N of `<id>` (a second build
+    of the same source differing only in where the code lies: issue 20 item 4); any other id is layout 1."""
+    m = _LAYOUT.match(allocator_id)
+    return (m.group(1), int(m.group(2))) if m and int(m.group(2)) > 1 else (allocator_id, 1)
 
 
 _BUILT = re.compile(r"\{cache\}/allocators/([\w.+-]+?)-\*")

@@ -4,6 +4,12 @@ Each variant is the Debian source of the installed glibc, optionally with one of
 patches/glibc/, configured and built in its own cache folder
 <cache>/allocators/<variant>-<source version>-<patch sha256 prefix>/ (src/, build/, build.log, stamp.json).
 Programs run against a build through that build's dynamic loader with --library-path (see loader_argv).
+
+Layout builds (issue 20: one build of a library is one sample of its code layout): `<variant>_l<N>` is the
+variant built again with every function aligned to 16 << (N - 1) bytes (configure CFLAGS "-g -O2
+-falign-functions=..."; layout 1, the plain variant, keeps configure's default "-g -O2"). glibc links libc.so
+from hundreds of objects through its own makefiles, so the knob is the alignment, not the link order: it moves
+every function but changes no instruction.
 """
 import fcntl
 import hashlib
@@ -29,6 +35,9 @@ VARIANTS = {
     "glibc-no-safe-linking": "no-safe-linking.patch",
 }
 
+# layout builds: id -> (variant, layout); built like the variant with layout_cflags(layout)
+LAYOUT_BUILDS = {"glibc-built_l2": ("glibc-built", 2), "glibc-no-tcache-key_l2": ("glibc-no-tcache-key", 2)}
+
 CONFIGURE_OPTIONS = ("--prefix=/usr", "--disable-werror", "--enable-stack-protector=strong", "--disable-profile",
                      "--disable-nscd", "--without-selinux")
 MAKE_JOBS = 2
@@ -53,13 +62,36 @@ BUILD_LIBRARY_DIRS = ("", "math", "mathvec", "elf", "dlfcn", "nptl", "rt", "logi
 # ---- keying (pure) ------------------------------------------------------------------------------
 
 def check_variant(variant: str) -> str:
-    if variant not in VARIANTS:
-        raise HeapcostError(f"unknown glibc variant {variant!r}; known: {', '.join(VARIANTS)}")
+    if variant not in VARIANTS and variant not in LAYOUT_BUILDS:
+        raise HeapcostError(f"unknown glibc variant {variant!r}; known: {', '.join([*VARIANTS, *LAYOUT_BUILDS])}")
     return variant
 
 
+def base_variant(variant: str) -> str:
+    """The patch variant a build is of (itself, or the variant of a layout build)."""
+    return LAYOUT_BUILDS[variant][0] if variant in LAYOUT_BUILDS else check_variant(variant)
+
+
+def layout(variant: str) -> int:
+    return LAYOUT_BUILDS[variant][1] if variant in LAYOUT_BUILDS else (check_variant(variant) and 1)
+
+
+def layout_cflags(n: int) -> str | None:
+    """CFLAGS of code layout n: None (configure's default) for 1, else functions aligned to 16 << (n - 1)."""
+    return None if n <= 1 else f"-g -O2 -falign-functions={16 << (n - 1)}"
+
+
+def configure_options(variant: str) -> tuple:
+    cflags = layout_cflags(layout(variant))
+    return CONFIGURE_OPTIONS + ((f"CFLAGS={cflags}",) if cflags else ())
+
+
+def patch_name(variant: str):
+    return VARIANTS[base_variant(variant)]
+
+
 def patch_path(variant: str):
-    name = VARIANTS[check_variant(variant)]
+    name = VARIANTS[base_variant(variant)]
     return PATCHES_DIR / name if name else None
 
 
@@ -128,7 +160,7 @@ def read_stamp(folder: Path):
 def stamp_matches(stamp, variant: str, source_version: str, patch: bytes) -> bool:
     return bool(stamp) and stamp.get("variant") == variant and stamp.get("source_version") == source_version \
         and stamp.get("patch_sha256") == hashlib.sha256(patch).hexdigest() \
-        and stamp.get("configure_options") == list(CONFIGURE_OPTIONS)
+        and stamp.get("configure_options") == list(configure_options(variant))
 
 
 def missing_tools() -> list:
@@ -213,7 +245,7 @@ def build(variant: str, source_version: str = None, jobs: int = MAKE_JOBS) -> Pa
                 _run_logged(["patch", "-p1", "--forward", "--batch", "-i", str(patch_path(variant))], src, log,
                             f"patch {patch_path(variant).name}", log_path)
             tree.mkdir()
-            _run_logged([str(src / "configure"), *CONFIGURE_OPTIONS], tree, log, "configure", log_path)
+            _run_logged([str(src / "configure"), *configure_options(variant)], tree, log, "configure", log_path)
             _run_logged(["make", f"-j{jobs}"], tree, log, "make", log_path)
             seconds = time.monotonic() - started
         if not (tree / "elf" / "ld.so").is_file() or not (tree / "libc.so.6").exists():
@@ -222,9 +254,10 @@ def build(variant: str, source_version: str = None, jobs: int = MAKE_JOBS) -> Pa
             "variant": variant,
             "source_package": SOURCE_PACKAGE,
             "source_version": version,
-            "patch": VARIANTS[variant],
+            "patch": patch_name(variant),
             "patch_sha256": hashlib.sha256(patch).hexdigest(),
-            "configure_options": list(CONFIGURE_OPTIONS),
+            "layout": layout(variant),
+            "configure_options": list(configure_options(variant)),
             "make_jobs": jobs,
             "build_seconds": round(seconds, 1),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -20,12 +20,18 @@ The three builds:
   mozjemalloc              poisoning compiled out: the source has no define for it, so the one line
                            `MALLOC_RUNTIME_VAR PoisonType opt_poison = SOME;` is changed to NONE by sed, and
                            a grep step fails the build if that line was not there to change
+Layout builds (issue 20: one build of a library is one sample of its code layout): `<id>_l<N>` is the
+build of `<id>` with layout N >= 2: the same objects, compiled with the same flags, linked in an order
+permuted by the seed N and behind a pad of 16 x (N mod 256) bytes of .text (a separate object linked
+first), so every function lands at another address and alignment while no instruction changes. Layout 1 is
+the plain `<id>`, the link order of SOURCES with no pad.
 Debian's patches for firefox-esr 140.12.0esr-1~deb12u1 touch none of the extracted paths. Debian builds
 that package for bookworm with g++-11 (debian/rules); here the system's g++. Both inline SOME's bounded
 memset (at most 256 bytes) as `rep stos`, while ALL's unbounded one calls libc's memset: on small blocks
 the shipped poisoning can cost more than the full one.
 """
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analysis.paths import NATIVE_DIR
@@ -57,6 +63,7 @@ class Config:
     poison_off: bool      # change opt_poison's initializer to NONE
     expected: str         # what the check prints for a freed 1024-byte block, before the malloc's object
     notes: str
+    layout: int = 1       # 1: SOURCES' link order, no pad; N >= 2: order permuted by seed N, a pad object first
 
 
 CONFIGS = {
@@ -73,7 +80,30 @@ CONFIGS = {
 def options(config_id: str) -> tuple:
     """What distinguishes the build, for BUILD.json and the catalogue's `build` claim."""
     c = CONFIGS[config_id]
-    return COMMON_FLAGS + c.defines + (("opt_poison=NONE",) if c.poison_off else ())
+    layout = (f"layout={c.layout}", "link-order=" + ",".join(_object_name(s) for s in link_order(c.layout)),
+              f"text-pad={pad_bytes(c.layout)}") if c.layout > 1 else ()
+    return COMMON_FLAGS + c.defines + (("opt_poison=NONE",) if c.poison_off else ()) + layout
+
+
+def link_order(layout: int) -> tuple:
+    """SOURCES in the order their objects are linked: as listed for layout 1, else shuffled by the seed
+    `layout` (a shuffle that happens to leave the order as it was is rotated by one)."""
+    order = list(SOURCES)
+    if layout > 1:
+        random.Random(layout).shuffle(order)
+        if order == list(SOURCES):
+            order = order[1:] + order[:1]
+    return tuple(order)
+
+
+def pad_bytes(layout: int) -> int:
+    return 0 if layout <= 1 else 16 * (layout % 256 or 1)
+
+
+LAYOUT_BUILDS = {"mozjemalloc_l2": ("mozjemalloc", 2), "mozjemalloc-poison_l2": ("mozjemalloc-poison", 2)}
+CONFIGS.update({lid: replace(CONFIGS[base], layout=n, notes=f"{CONFIGS[base].notes}; code layout {n} (link "
+                             f"order permuted by seed {n}, {pad_bytes(n)} bytes of .text first)")
+                for lid, (base, n) in LAYOUT_BUILDS.items()})
 
 
 def _staged(prefix: Path, destdir: Path) -> Path:
@@ -110,7 +140,12 @@ def steps(config_id: str):
                  "-I", str(src / "memory" / "build"), "-I", str(src / "third_party" / "fmt" / "include"),
                  "-I", str(src / "mfbt" / "double-conversion")]
         objects = []
-        for source in SOURCES:
+        if pad_bytes(c.layout):
+            pad = build / "layout_pad.o"
+            objects.append(str(pad))
+            commands.append((["sh", "-c", 'printf "%s\\n" "$1" | gcc -c -x assembler - -o "$0"', str(pad),
+                              f".text\n.skip {pad_bytes(c.layout)}, 0x90"], src, {}))
+        for source in link_order(c.layout):
             obj = build / _object_name(source)
             objects.append(str(obj))
             commands.append((["g++", *flags, "-c", str(src / source), "-o", str(obj)], src, {}))

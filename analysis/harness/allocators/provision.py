@@ -370,7 +370,7 @@ def provision_one(alloc, apt: Apt, log: Log, dry_run=False, force=False, no_buil
             return False, f"catalogue says source package {origin['package']}, the recipe builds {recipe.package}"
         if origin.get("version", recipe.version) != recipe.version:
             return False, f"catalogue says source version {origin['version']}, the recipe builds {recipe.version}"
-        claimed = [w for w in str(origin.get("build", "")).split() if w.startswith(("-D", "-U"))]
+        claimed = [w for w in str(origin.get("build", "")).split() if w.startswith(("-D", "-U", "layout="))]
         if any(w not in recipe.options for w in claimed):
             return False, f"catalogue says build {origin['build']!r}, the recipe uses {' '.join(recipe.options)}"
         existing = built_prefix(alloc.id)

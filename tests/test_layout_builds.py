@@ -1,0 +1,183 @@
+"""Layout builds (issue 20 item 4): `<id>_l<N>` is a second build of the same source that differs only in
+where its code lies, so that a debate's interval can sample the build as well as the run."""
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from analysis.errors import HeapcostError
+from analysis.harness.allocators import catalog, glibc_build, mozjemalloc_build as moz, provision
+
+VERSION = "2.36-9+deb12u14"
+
+
+def test_layout_of_names_the_build_and_its_layout():
+    assert catalog.layout_of("mozjemalloc-poison_l2") == ("mozjemalloc-poison", 2)
+    assert catalog.layout_of("glibc-built_l12") == ("glibc-built", 12)
+    assert catalog.layout_of("glibc-built") == ("glibc-built", 1)
+    assert catalog.layout_of("x_l1") == ("x_l1", 1) and catalog.layout_of("x_lz") == ("x_lz", 1)
+
+
+def test_every_layout_build_in_the_catalogue_claims_what_its_first_build_claims():
+    cat = catalog.load_catalog()
+    layouts = {i: catalog.layout_of(i) for i in cat if catalog.layout_of(i)[1] > 1}
+    assert set(layouts) >= {"mozjemalloc_l2", "mozjemalloc-poison_l2", "glibc-built_l2", "glibc-no-tcache-key_l2"}
+    for lid, (base, n) in layouts.items():
+        a, b = cat[lid], cat[base]
+        assert (a.family, a.defences, a.workloads, a.callgrind) == (b.family, b.defences, b.workloads, b.callgrind)
+        assert {k: v for k, v in a.origin.items() if k != "build"} == {k: v for k, v in b.origin.items() if k != "build"}
+        assert a.description.startswith(f"code layout {n}")
+
+
+# ---------------------------------------------------------------------------------- mozjemalloc
+def test_a_mozjemalloc_layout_build_changes_only_its_link_order_and_pad():
+    base, other = moz.CONFIGS["mozjemalloc-poison"], moz.CONFIGS["mozjemalloc-poison_l2"]
+    assert (other.library, other.defines, other.poison_off, other.expected) == (
+        base.library, base.defines, base.poison_off, base.expected)
+    assert moz.link_order(1) == moz.SOURCES and moz.pad_bytes(1) == 0
+    order = moz.link_order(2)
+    assert sorted(order) == sorted(moz.SOURCES) and order != moz.SOURCES and moz.link_order(2) == order
+    assert moz.link_order(3) != order and moz.pad_bytes(2) == 32
+    opts = moz.options("mozjemalloc-poison_l2")
+    assert opts[:len(moz.options("mozjemalloc-poison"))] == moz.options("mozjemalloc-poison")
+    assert "layout=2" in opts and "text-pad=32" in opts
+    # the catalogue's claim of the layout is checked against the recipe
+    assert "layout=2" in provision.RECIPES["mozjemalloc-poison_l2"].options
+    assert "layout=2" not in provision.RECIPES["mozjemalloc-poison"].options
+
+
+def tiny_mozilla_tree(root: Path) -> Path:
+    """SOURCES as tiny C++ files, one function each, with the folders the recipe copies headers from."""
+    src = root / "src"
+    for d in ("mfbt", "mozglue/misc", "memory/build", "third_party/fmt/include", "mfbt/double-conversion"):
+        (src / d).mkdir(parents=True, exist_ok=True)
+    (src / "mfbt" / "Tiny.h").write_text("#pragma once\n")
+    (src / "mozglue" / "misc" / "TinyGlue.h").write_text("#pragma once\n")
+    for i, source in enumerate(moz.SOURCES):
+        path = src / source
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'#include "mozilla/Tiny.h"\nextern "C" int tiny_{i}(int x) {{ return x * {i + 3} + {i}; }}\n')
+    return src
+
+
+def build_tiny(config_id: str, root: Path) -> Path:
+    src = tiny_mozilla_tree(root / config_id)
+    build, prefix, stage = root / config_id / "build", root / config_id / "prefix", root / config_id / "stage"
+    for argv, cwd, extra in moz.steps(config_id)(src, build, prefix, stage):
+        if argv[0] == "gcc" and "free-poison-check" in " ".join(argv):
+            continue  # the recipe's check program, not part of the library
+        subprocess.run(argv, cwd=cwd, check=True, capture_output=True)
+    return stage / prefix.relative_to(prefix.anchor) / "lib" / moz.CONFIGS[config_id].library
+
+
+def symbols(lib: Path) -> dict:
+    out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    return {f[2]: int(f[0], 16) for f in (ln.split() for ln in out.splitlines()) if len(f) == 3 and f[2].startswith("tiny_")}
+
+
+def function_bytes(lib: Path, name: str) -> list[str]:
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True,
+                         check=True).stdout
+    body = out.split(f"<{name}>:\n", 1)[1].split("\n\n", 1)[0]
+    code = [ln.split("\t", 1)[1].strip() for ln in body.splitlines() if "\t" in ln]
+    return code[:code.index("ret") + 1]  # what follows is the fill up to the next function's alignment
+
+
+@pytest.mark.skipif(not (shutil.which("g++") and shutil.which("nm") and shutil.which("objdump")),
+                    reason="needs g++, nm and objdump")
+def test_the_layout_knob_moves_every_function_and_changes_no_instruction(tmp_path):
+    first = build_tiny("mozjemalloc-poison", tmp_path)
+    second = build_tiny("mozjemalloc-poison_l2", tmp_path)
+    a, b = symbols(first), symbols(second)
+    assert set(a) == set(b) == {f"tiny_{i}" for i in range(len(moz.SOURCES))}
+    # the pad comes first: the code starts that many bytes later
+    assert min(b.values()) == min(a.values()) + moz.pad_bytes(2)
+    # the link order is the recipe's: in the second build the functions lie in link_order's order
+    order = [f"tiny_{moz.SOURCES.index(s)}" for s in moz.link_order(2)]
+    assert sorted(b, key=b.get) == order and sorted(a, key=a.get) == [f"tiny_{i}" for i in range(len(moz.SOURCES))]
+    for name in a:
+        assert function_bytes(first, name) == function_bytes(second, name)
+
+
+# ---------------------------------------------------------------------------------- glibc
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_a_glibc_layout_build_is_its_variant_with_aligned_functions(cache):
+    assert glibc_build.base_variant("glibc-no-tcache-key_l2") == "glibc-no-tcache-key"
+    assert glibc_build.patch_bytes("glibc-no-tcache-key_l2") == glibc_build.patch_bytes("glibc-no-tcache-key")
+    assert glibc_build.configure_options("glibc-built") == glibc_build.CONFIGURE_OPTIONS
+    assert glibc_build.configure_options("glibc-built_l2") == (
+        *glibc_build.CONFIGURE_OPTIONS, "CFLAGS=-g -O2 -falign-functions=32")
+    assert glibc_build.layout_cflags(3) == "-g -O2 -falign-functions=64"
+    assert glibc_build.variant_dir("glibc-built_l2", VERSION) != glibc_build.variant_dir("glibc-built", VERSION)
+    assert glibc_build.variant_dir("glibc-built_l2", VERSION).name.startswith("glibc-built_l2-")
+    with pytest.raises(HeapcostError, match="unknown glibc variant"):
+        glibc_build.layout("glibc-built_l9")
+
+
+def test_a_glibc_layout_build_configures_with_its_cflags_and_stamps_its_layout(cache, tmp_path, monkeypatch):
+    tree = tmp_path / "fake-src"
+    tree.mkdir()
+    (tree / "configure").write_text('#!/bin/sh\nfor a; do echo "$a"; done > configured\n'
+                                    "printf 'all:\\n\\tmkdir -p elf && touch elf/ld.so libc.so.6\\n' > Makefile\n")
+    (tree / "configure").chmod(0o755)
+    monkeypatch.setattr(glibc_build, "fetch_pristine_source", lambda version: tree)
+    monkeypatch.setattr(glibc_build, "missing_tools", lambda: [])
+    built = glibc_build.build("glibc-built_l2", VERSION)
+    assert (built / "configured").read_text().splitlines()[-1] == "CFLAGS=-g -O2 -falign-functions=32"
+    stamp = json.loads((built.parent / glibc_build.STAMP_NAME).read_text())
+    assert stamp["layout"] == 2 and stamp["patch"] is None and stamp["variant"] == "glibc-built_l2"
+    assert glibc_build.availability("glibc-built_l2", VERSION) == (True, "")
+    # a stamp of layout 1's options does not count as the layout build
+    stamp["configure_options"] = list(glibc_build.CONFIGURE_OPTIONS)
+    (built.parent / glibc_build.STAMP_NAME).write_text(json.dumps(stamp))
+    assert glibc_build.availability("glibc-built_l2", VERSION)[0] is False
+    base = glibc_build.build("glibc-built", VERSION)
+    assert "CFLAGS=-g -O2 -falign-functions=32" not in (base / "configured").read_text()
+
+
+# ---------------------------------------------------------------------------------- brought libraries
+def test_a_brought_layout_build_takes_its_entry_claims_and_records_its_layout(tmp_path):
+    lib = tmp_path / "libomalloc-nibble-L2.so"
+    lib.write_bytes(b"not really a library")
+    (tmp_path / "libomalloc-nibble-L2.so.json").write_text(json.dumps(
+        {"upstream": "OpenBSD lib/libc/stdlib/malloc.c", "revision": "1.128 (2011/04/30)",
+         "layout": "2 (link order: compat/arc4random.c compat/omc_runtime.c compat/glue-1.128.c)"}))
+    cat = catalog.load_catalog()
+    [a] = catalog.parse_extra(f"omalloc-1.128_l2={lib}", cat)
+    base = cat["omalloc-1.128"]
+    assert a.id == "omalloc-1.128_l2" and (a.family, a.defences) == (base.family, base.defences)
+    assert a.origin["kind"] == "brought" and a.origin["provenance"]["layout"].startswith("2 (link order")
+    from analysis.harness.allocators import brought
+
+    assert brought.library_records([a])["omalloc-1.128_l2"]["provenance"]["layout"].startswith("2 ")
+    # a layout of a name the catalogue does not know stays an anonymous library
+    [anon] = catalog.parse_extra(f"mine_l2={lib}", cat)
+    assert anon.origin["kind"] == "path" and anon.defences == ()
+
+
+# ---------------------------------------------------------------------------------- the real builds
+def _malloc_address(lib: Path) -> int:
+    out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    return next(int(f[0], 16) for f in (ln.split() for ln in out.splitlines())
+                if len(f) == 3 and f[2].split("@")[0] == "malloc")
+
+
+@pytest.mark.allocators
+@pytest.mark.parametrize("first, second", [("mozjemalloc-poison", "mozjemalloc-poison_l2"),
+                                           ("glibc-built", "glibc-built_l2")])
+def test_the_second_build_puts_malloc_elsewhere(first, second):
+    libs = []
+    for name in (first, second):
+        r = catalog.resolve(catalog.load_catalog()[name])
+        if not r.available:
+            pytest.skip(f"{name}: {r.reason}")
+        libs.append(Path(r.preload[0]) if r.preload else Path(r.loader[0]).parent.parent / "libc.so.6")
+    a, b = (_malloc_address(lib) for lib in libs)
+    assert a % 64 != b % 64  # another alignment within a cache line, not only another address
