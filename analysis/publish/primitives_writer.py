@@ -30,7 +30,7 @@ def reported_primitive_rows(runs_dir=RUNS_DIR) -> list[dict]:
             by_alloc.setdefault(r["allocator"], []).append(r)
         latest.update(by_alloc)
     if not latest:
-        raise HeapcostError(f"no probe run with a primitives.csv under {runs_dir}: run `make probe` first")
+        raise HeapcostError("no probe run of the dataset has a primitives.csv: run `make probe` first")
     return [r for rows in latest.values() for r in rows]
 
 
