@@ -83,5 +83,7 @@ def test_explore_shows_its_view_once_and_never_a_traceback(tmp_path):
                         cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
     outputs = [o for c in json.loads(output.read_text())["cells"] for o in c.get("outputs", [])]
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
-    assert len(html) == 1 and "none of the chosen allocators has usable wall time runs on python" in "".join(html[0])
+    # the primitives cells after the view add their own tables; the view itself is shown once
+    views = [h for h in html if "none of the chosen allocators has usable wall time runs on python" in "".join(h)]
+    assert len(views) == 1 and html[0] is views[0]
     assert not any(o["output_type"] == "error" for o in outputs)

@@ -202,7 +202,7 @@ def test_reported_rows_take_each_allocator_from_its_newest_complete_run(tmp_path
     from analysis.errors import HeapcostError
     from analysis.publish import primitives_writer
 
-    with pytest.raises(HeapcostError, match="no probe run with a primitives.csv"):
+    with pytest.raises(HeapcostError, match="no probe run of the dataset has a primitives.csv"):
         primitives_writer.reported_primitive_rows(tmp_path)
     for run, status, alloc, k in (("20260101T000000Z-probe-security", "complete", "a", 1),
                                   ("20260102T000000Z-probe-security", "complete", "a", 2),

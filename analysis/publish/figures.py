@@ -219,7 +219,7 @@ def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
     ax.set_yticks(range(0, 101, 20))
     if texts:
         ax.figure.tight_layout()  # labels are placed in display space: settle the axes' size first
-        adjust_text(texts, ax=ax, expand=(1.3, 1.8), force_text=(0.6, 1.0), force_static=(0.3, 0.6),
+        adjust_text(texts, ax=ax, expand=(1.5, 2.2), force_text=(0.6, 1.0), force_static=(0.3, 0.6),
                     iter_lim=2000, arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.4})
 
 
