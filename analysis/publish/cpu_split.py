@@ -8,15 +8,15 @@ WORKLOADS = ("compile", "build")
 METRICS = ("user_s", "sys_s")
 
 
-def cells(time_runs, baseline: str, against) -> dict:
-    """metric -> every run's comparisons with its own baseline on WORKLOADS (rows with run_id), each made by
-    `against` (results.against: compare over the workloads the baseline has usable trials of)."""
+def comparisons_by_run(time_runs, baseline: str, against, metrics, rows_of) -> dict:
+    """metric -> every run's comparisons with its own baseline (rows with run_id), each made by `against`
+    (results.against) over the trials `rows_of(run_table, metric)` keeps (None or empty: the run has none)."""
     out = {}
-    for metric in METRICS:
+    for metric in metrics:
         parts = []
         for rt in time_runs:
-            table = rt.table[rt.table["workload"].isin(WORKLOADS)]
-            if baseline not in set(table["allocator"].astype(str)):
+            table = rows_of(rt, metric)
+            if table is None or table.empty or baseline not in set(table["allocator"].astype(str)):
                 continue
             try:
                 parts.append(against(table, baseline, metric).results.assign(run_id=rt.run_id))
@@ -24,3 +24,9 @@ def cells(time_runs, baseline: str, against) -> dict:
                 continue
         out[metric] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     return out
+
+
+def cells(time_runs, baseline: str, against) -> dict:
+    """metric -> every run's comparisons with its own baseline on WORKLOADS (rows with run_id)."""
+    return comparisons_by_run(time_runs, baseline, against, METRICS,
+                              lambda rt, metric: rt.table[rt.table["workload"].isin(WORKLOADS)])

@@ -3,30 +3,22 @@
 same run, with intervals, as wall time is. A throughput ratio above 1 is faster; a latency ratio above 1 slower."""
 import pandas as pd
 
-from analysis.errors import HeapcostError
+from analysis.publish.cpu_split import comparisons_by_run
 
 METRICS = ("requests_per_s", "p50_ms", "p99_ms")
+
+
+def _reported(rt, metric):
+    if metric not in rt.table.columns:
+        return None  # a run from before the server metrics
+    reported = rt.table.loc[pd.to_numeric(rt.table[metric], errors="coerce") > 0, "workload"]
+    return rt.table[rt.table["workload"].isin(set(reported))]
 
 
 def cells(time_runs, baseline: str, against) -> dict:
     """metric -> every run's comparisons with its own baseline on the workloads that reported the metric (rows
     with run_id), each made by `against` (results.against)."""
-    out = {}
-    for metric in METRICS:
-        parts = []
-        for rt in time_runs:
-            if metric not in rt.table.columns:
-                continue  # a run from before the server metrics
-            reported = rt.table.loc[pd.to_numeric(rt.table[metric], errors="coerce") > 0, "workload"]
-            table = rt.table[rt.table["workload"].isin(set(reported))]
-            if table.empty or baseline not in set(table["allocator"].astype(str)):
-                continue
-            try:
-                parts.append(against(table, baseline, metric).results.assign(run_id=rt.run_id))
-            except HeapcostError:
-                continue
-        out[metric] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    return out
+    return comparisons_by_run(time_runs, baseline, against, METRICS, _reported)
 
 
 def table(cells_by_metric: dict) -> pd.DataFrame:
