@@ -7,3 +7,15 @@ def warn(message: str) -> None:
     import sys
 
     print(f"heapcost: warning: {message}", file=sys.stderr)
+
+
+def read_toml(path) -> dict:
+    """A TOML file of the repository's, or a one-line error naming the file and what is wrong with it."""
+    import tomllib
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise HeapcostError(f"{path.name}: not valid TOML ({exc})") from None

@@ -1,10 +1,9 @@
 """The pre-registered questions of the debates (debates.toml at the repository's root): what each debate
 compares, on which workloads, with which margin and decision rule. A malformed file is a one-line error."""
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.errors import HeapcostError
+from analysis.errors import HeapcostError, read_toml
 from analysis.paths import REPO
 
 DEBATES_TOML = REPO / "debates.toml"
@@ -65,10 +64,7 @@ def load(path: Path = DEBATES_TOML) -> dict[str, Question]:
     path = Path(path)
     if not path.is_file():
         raise HeapcostError(f"{path.name}: not found (the debates' pre-registered questions)")
-    try:
-        doc = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise HeapcostError(f"{path.name}: not valid TOML ({e})") from None
+    doc = read_toml(path)
     entries = doc.get("debate")
     if not isinstance(entries, list) or not entries:
         raise HeapcostError(f"{path.name}: no [[debate]] tables")

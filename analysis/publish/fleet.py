@@ -12,12 +12,11 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.contract.runstore import runs_of_kind
-from analysis.errors import HeapcostError
+from analysis.errors import HeapcostError, read_toml
 from analysis.paths import REPO
 from analysis.publish.intake import KINDS, pack
 
@@ -46,10 +45,7 @@ def load_profile(name: str, profiles_dir: Path = PROFILES_DIR) -> list[Campaign]
     path = Path(profiles_dir) / f"{name}.toml"
     if not path.is_file():
         raise HeapcostError(f"no fleet profile {name!r}; known: {', '.join(profile_names(profiles_dir)) or 'none'}")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise HeapcostError(f"{path.name}: not valid TOML ({exc})") from None
+    data = read_toml(path)
     campaigns = []
     for entry in data.get("campaign", []):
         name, command = str(entry.get("name", "")), str(entry.get("command", ""))
