@@ -59,4 +59,7 @@ def test_callgrind_counts_are_exact_and_scudo_is_recorded_missing(tmp_path):
         assert first[aid]["status"] == "ok", first[aid]
         assert int(first[aid]["instructions"]) > 0
         assert first[aid]["instructions"] == second[aid]["instructions"]  # deterministic
+        # small-loop is ten malloc and ten free in a loop: most of its instructions are the allocator's
+        assert 0.5 * int(first[aid]["instructions"]) < int(first[aid]["alloc_instructions"]) < int(first[aid]["instructions"])
+        assert first[aid]["alloc_instructions"] == second[aid]["alloc_instructions"]
     assert first["scudo"]["status"] == "missing" and "under valgrind" in first["scudo"]["reason"]

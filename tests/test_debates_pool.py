@@ -114,6 +114,11 @@ def test_layout_builds_of_a_contested_pair_pool_as_a_second_build(tmp_path):
     cells = res.cells["wall_s"]
     assert debate_pool.layout_pairs(cells, "jemalloc-junk-free", "jemalloc") == [
         ("jemalloc-junk-free", "jemalloc"), ("jemalloc-junk-free_l2", "jemalloc_l2")]
+    # a side without layout builds (the system's library) stands against each layout of the other
+    assert debate_pool.layout_pairs(cells, "jemalloc-junk-free", "glibc") == [
+        ("jemalloc-junk-free", "glibc"), ("jemalloc-junk-free_l2", "glibc")]
+    assert debate_pool.layout_pairs(cells, "glibc", "jemalloc") == [("glibc", "jemalloc"), ("glibc", "jemalloc_l2")]
+    assert debate_pool.layout_pairs(cells, "tcmalloc", "glibc") == [("tcmalloc", "glibc")]
     runs = debate_pool.pair_estimates(cells, data / "runs", "002", "jemalloc-junk-free", "jemalloc", "dom-churn")
     assert sorted(runs["layout"]) == [1, 1, 2, 2]
     assert set(runs["configuration"]) == {"jemalloc-junk-free / jemalloc"}

@@ -113,6 +113,11 @@ COUNTS = [
     _f("calloc_calls", "integer", "calloc calls (same counting).", minimum=0),
     _f("realloc_calls", "integer", "realloc calls (same counting).", minimum=0),
     _f("malloc_lib", "string", "The shared object malloc resolved to under valgrind. " + PORTABLE_PATHS),
+    _f("alloc_instructions", "integer", "Instructions executed inside the allocator: the inclusive Ir of every "
+       "call into an allocator entry point (malloc, free, calloc, realloc, the aligned ones, operator new and "
+       "delete, and their aliases) from a function that is not one, from callgrind's call graph. Empty in runs "
+       "published before it existed.", minimum=0),
+    _f("alloc_data_writes", "integer", "Data writes (Dw) inside the allocator, counted the same way.", minimum=0),
 ]
 
 PROBES = [

@@ -4,6 +4,10 @@ Instruction counts under callgrind repeat exactly for the same binary, input and
 run per pair is the measurement (jemalloc needs its decay timers off for that: its callgrind_env).
 Allocation demand (malloc/free calls) is a property of the workload, counted once per workload and
 scale with the malloccount shim under glibc, so costs can be given per free as seed 002 did.
+
+The allocator's own share: the inclusive cost of every call into an allocator entry point (malloc, free,
+operator new, ...) made from outside one, read from the call graph callgrind writes. A call from one entry
+point into another (realloc into malloc, operator new into malloc) is inside the first and counted once.
 """
 import re
 import shutil
@@ -21,6 +25,17 @@ from analysis.paths import NATIVE_DIR
 CALLGRIND_TIMEOUT_S = 1800
 EVENT_NAMES = {"Ir": "instructions", "Dr": "data_reads", "Dw": "data_writes", "D1mr": "d1_read_misses",
                "D1mw": "d1_write_misses"}
+ALLOCATOR_EVENTS = {"Ir": "alloc_instructions", "Dw": "alloc_data_writes"}
+# The public entry points of an allocator under the names the libraries here give them: glibc's aliases
+# (__libc_malloc, cfree), hardened_malloc's h_, jemalloc's je_ and its *allocx, tcmalloc's tc_, mimalloc's mi_,
+# oneTBB's scalable_, perl's own malloc (Perl_malloc, Perl_mfree); callgrind marks a recursion with 'N.
+ALLOCATOR_ENTRY = re.compile(
+    r"^(?:__GI_)?(?:__libc_|__|h_|je_|tc_|mi_|scalable_|Perl_)?"
+    r"(?:malloc|free|calloc|realloc|reallocarray|reallocf|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|"
+    r"cfree|mfree|malloc_usable_size|free_sized|free_aligned_sized|mallocx|rallocx|xallocx|sallocx|dallocx|"
+    r"sdallocx|nallocx)(?:'\d+)?$"
+    r"|^operator (?:new|delete)(?:\[\])?\("
+    r"|^_Z(?:nw|na|dl|da)[mjPv]")
 
 
 def valgrind_wrapper(out_dir: Path) -> list[str]:
@@ -41,13 +56,61 @@ def parse_totals(text: str) -> dict:
     return {EVENT_NAMES[n]: v for n, v in zip(names, values) if n in EVENT_NAMES}
 
 
+def is_allocator_entry(name: str) -> bool:
+    return ALLOCATOR_ENTRY.match(name) is not None
+
+
+def _compressed(value: str, table: dict) -> str:
+    """A name of callgrind's compressed form: `(id) name` defines id, `(id)` refers to it."""
+    value = value.strip()
+    if not value.startswith("("):
+        return value
+    ident, _, name = value.partition(")")
+    if name.strip():
+        table[ident] = name.strip()
+        return name.strip()
+    return table.get(ident, ident + ")")
+
+
+def parse_allocator_calls(text: str) -> dict:
+    """The inclusive cost of the calls into allocator entry points from functions that are not entry points,
+    in one callgrind output file: {alloc_instructions, alloc_data_writes} (0 when it made no such call)."""
+    events = re.search(r"^events:\s*(.+)$", text, re.M)
+    if not events:
+        raise ValueError("no events in callgrind output")
+    names = events.group(1).split()
+    positions = re.search(r"^positions:\s*(.+)$", text, re.M)
+    n_positions = len(positions.group(1).split()) if positions else 1
+    wanted = {i: ALLOCATOR_EVENTS[n] for i, n in enumerate(names) if n in ALLOCATOR_EVENTS}
+    sums = {v: 0 for v in ALLOCATOR_EVENTS.values()}
+    functions: dict = {}
+    caller_is_entry, callee_is_entry, call_cost_next = False, False, False
+    for line in text.splitlines():
+        if call_cost_next:
+            call_cost_next = False
+            if callee_is_entry and not caller_is_entry:
+                values = line.split()[n_positions:]
+                for i, column in wanted.items():
+                    if i < len(values):
+                        sums[column] += int(values[i])
+        elif line.startswith("fn="):
+            caller_is_entry = is_allocator_entry(_compressed(line[3:], functions))
+        elif line.startswith("cfn="):
+            callee_is_entry = is_allocator_entry(_compressed(line[4:], functions))
+        elif line.startswith("calls="):
+            call_cost_next = True
+    return sums
+
+
 def sum_outputs(out_dir: Path) -> dict:
+    """Event totals and the allocator's inclusive share, summed over every process's output file."""
     total: dict = {}
     files = sorted(out_dir.glob("callgrind.out.*"))
     if not files:
         raise ValueError("callgrind wrote no output")
     for f in files:
-        for k, v in parse_totals(f.read_text(errors="replace")).items():
+        text = f.read_text(errors="replace")
+        for k, v in {**parse_totals(text), **parse_allocator_calls(text)}.items():
             total[k] = total.get(k, 0) + v
     return total
 

@@ -103,7 +103,7 @@ def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, wi
         rows.append({"seed": seed, "configuration": f"{with_} / {without}", "workload": workload,
                      "run_id": run_id, "host": _host_kinds(Path(runs_dir)).get(run_id, "?"),
                      "build": f"{build_of(run.info, with_)} / {build_of(run.info, without)}",
-                     "layout": int(m.group(2)) if (m := _LAYOUT.match(with_)) else 1,
+                     "layout": _layout_of(with_, without),
                      "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
                      "estimate": d.estimate, "se": d.se, "df": d.df, "method": method,
                      "superseded": run_id in SUPERSEDED})
@@ -113,13 +113,31 @@ def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, wi
 _LAYOUT = re.compile(r"^(.+)_l([0-9]+)$")  # <id>_l<N>: layout N of <id>, a second build of the same source
 
 
+def _layout_of(*names: str) -> int:
+    """The layout number of a pair: the first side that is a layout build, else 1 (the first build)."""
+    for name in names:
+        if m := _LAYOUT.match(name):
+            return int(m.group(2))
+    return 1
+
+
 def layout_pairs(cells: pd.DataFrame, with_: str, without: str) -> list[tuple[str, str]]:
-    """The contested pair and every layout build of it measured on both sides (with_lN, without_lN): each is
-    one more sample of the two libraries' code layout, pooled as another build of the same pair."""
+    """The contested pair and every layout build of it (with_lN, without_lN): each is one more sample of the
+    libraries' code layout, pooled as another build of the same pair. A side that has no layout builds at all
+    (a system library: one build) stands against each layout of the other side."""
     names = set(cells["allocator"].astype(str)) if cells is not None and len(cells) else set()
-    layouts = sorted({int(m.group(2)) for n in names if (m := _LAYOUT.match(n)) and m.group(1) == with_})
-    return [(with_, without)] + [(f"{with_}_l{n}", f"{without}_l{n}") for n in layouts
-                                 if f"{without}_l{n}" in names]
+
+    def layouts(x: str) -> set[int]:
+        return {int(m.group(2)) for n in names if (m := _LAYOUT.match(n)) and m.group(1) == x}
+
+    mine, theirs = layouts(with_), layouts(without)
+    out = [(with_, without)]
+    for n in sorted(mine | theirs):
+        a = f"{with_}_l{n}" if n in mine else (with_ if not mine else None)
+        b = f"{without}_l{n}" if n in theirs else (without if not theirs else None)
+        if a and b:
+            out.append((a, b))
+    return out
 
 
 def pair_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,

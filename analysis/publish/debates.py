@@ -10,8 +10,10 @@ pre-registered rule gives.
 - a claimed ratio is compared together with its own interval from the literature re-analysis, never as a point;
 - a configuration this machine cannot run is *not measured here*, with why; a stand-in measured in its place is
   named with its numbers but gets no verdict.
-Beside each ratio, the quantities that carry to another program: the added nanoseconds per malloc+free pair and
-callgrind's exact added instructions and data writes per free (reported beside the seed's, without a verdict).
+Beside each ratio, the quantities that carry to another program: the added nanoseconds per malloc+free pair,
+callgrind's exact added instructions and data writes per free (reported beside the seed's, without a verdict),
+and the allocator's share of the workload's instructions with the ratio k of its own instructions: a program whose
+allocator takes a share s pays about 1 + s (k - 1), and claim_share is the s at which k gives the seed's figure.
 """
 from dataclasses import dataclass
 
@@ -27,7 +29,8 @@ from analysis.stats import equivalence, literature
 COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "configuration", "workload", "run_id",
            "ratio", "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "user_display",
            "sys_display", "per_free_ratio", "added_per_free", "writes_per_free_ratio", "added_writes_per_free",
-           "claimed_per_free", "seed_instructions", "margin", "margin_reason", "rule", "n_runs", "n_builds", "n_hosts", "superseded_runs",
+           "claimed_per_free", "seed_instructions", "alloc_share_without", "alloc_share_with",
+           "alloc_instructions_ratio", "claim_share", "margin", "margin_reason", "rule", "n_runs", "n_builds", "n_hosts", "superseded_runs",
            "pooled_ratio", "pooled_low", "pooled_high", "pooled_display", "tau_run", "tau_host", "tau_build",
            "added_ns_display", "claim_comparison", "verdict", "not_measured"]
 
@@ -157,9 +160,27 @@ def _per_free(res: Results, with_: str, without: str, workload: str) -> dict:
         if "data_writes" in a and float(b["data_writes"]) > 0 else None
     added_writes = float(a["data_writes"]) / float(a["free_calls"]) - float(b["data_writes"]) / float(b["free_calls"]) \
         if "data_writes" in a else None
+    share = {}
+    if "alloc_instructions" in a and pd.notna(a["alloc_instructions"]) and pd.notna(b["alloc_instructions"]) \
+            and float(b["alloc_instructions"]) > 0:
+        share = {"share_with": float(a["alloc_share"]), "share_without": float(b["alloc_share"]),
+                 "alloc_ratio": float(a["alloc_instructions"]) / float(b["alloc_instructions"])}
     return {"ratio": float(a["instructions_per_free"] / b["instructions_per_free"]),
             "added": float(a["instructions_per_free"] - b["instructions_per_free"]), "writes": writes,
-            "added_writes": added_writes}
+            "added_writes": added_writes, **share}
+
+
+def fmt_share(x) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x * 100:.1f}%"
+
+
+def claim_share(claimed: float | None, alloc_ratio: float | None) -> str:
+    """The allocator's share of a program's instructions at which the allocator's own instructions, grown by
+    alloc_ratio (with/without, exact), make the program's ratio the claimed one: 1 + s (k - 1) = claimed.
+    It carries the claim to its program's allocation rate; "" when the claim is no number or k is not above 1."""
+    if not claimed or alloc_ratio is None or not np.isfinite(alloc_ratio) or alloc_ratio <= 1:
+        return ""
+    return fmt_share((claimed - 1) / (alloc_ratio - 1))
 
 
 def _claim(figures: pd.DataFrame, seed: str, metric: str) -> tuple[str, str, float | None]:
@@ -197,7 +218,9 @@ def _measured(res: Results, with_: str, without: str, workload: str) -> dict | N
                 per_free_ratio=fmt_ratio(pf["ratio"]) if pf else "n/a",
                 added_per_free=f"{pf['added']:+.0f}" if pf else "n/a",
                 writes_per_free_ratio=fmt_ratio(pf["writes"]) if pf.get("writes") else "n/a",
-                added_writes_per_free=f"{pf['added_writes']:+.1f}" if pf.get("added_writes") is not None else "n/a")
+                added_writes_per_free=f"{pf['added_writes']:+.1f}" if pf.get("added_writes") is not None else "n/a",
+                alloc_share_without=fmt_share(pf.get("share_without")), alloc_share_with=fmt_share(pf.get("share_with")),
+                alloc_instructions_ratio=fmt_ratio(pf.get("alloc_ratio")), _alloc_ratio=pf.get("alloc_ratio"))
 
 
 def _shown(r: dict | None) -> str:
@@ -282,7 +305,7 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tu
                 m = _measured(res, with_, without, workload)
                 if m:
                     decided, runs = _decided(res, q, runs_dir, with_, without, workload, claim)
-                    found.append({**m, **decided})
+                    found.append({**m, **decided, "claim_share": claim_share(claimed, m.get("_alloc_ratio"))})
                     run_rows.append(runs)
                     if not q.every_pair:
                         break

@@ -89,7 +89,8 @@ def against(trials: pd.DataFrame, baseline: str, metric: str, margin: float = MA
 def per_free(counts: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     """Instructions, data accesses and simulated D1 misses per free (seed 002's unit of useful work:
     the workload's own count of frees, the same under every allocator), with the ratio to the baseline
-    on the same workload. Callgrind counts are exact for one deterministic run: no interval."""
+    on the same workload, and the allocator's share of the instructions (alloc_share: inside its entry
+    points). Callgrind counts are exact for one deterministic run: no interval."""
     ok = counts[counts["status"] == "ok"].copy()
     for c in ("instructions", "data_reads", "data_writes", "d1_read_misses", "d1_write_misses", "free_calls"):
         ok[c] = pd.to_numeric(ok[c], errors="coerce")
@@ -105,8 +106,14 @@ def per_free(counts: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
         ok[col.replace("_per_free", "_ratio")] = [
             r[col] / base.loc[(r["workload"], r["scale"]), col] if (r["workload"], r["scale"]) in base.index
             else np.nan for _, r in ok.iterrows()]
+    # the allocator's own share (runs published before it was counted leave it empty)
+    for c in ("alloc_instructions", "alloc_data_writes"):
+        ok[c] = pd.to_numeric(ok[c], errors="coerce") if c in ok else np.nan
+    ok["alloc_share"] = ok["alloc_instructions"] / ok["instructions"]
+    ok["alloc_instructions_per_free"] = ok["alloc_instructions"] / ok["free_calls"]
     cols = ["workload", "allocator", "scale", "instructions", "data_writes", "free_calls", "instructions_per_free",
-            "accesses_per_free", "d1_misses_per_free", "instructions_ratio", "accesses_ratio", "d1_misses_ratio"]
+            "accesses_per_free", "d1_misses_per_free", "instructions_ratio", "accesses_ratio", "d1_misses_ratio",
+            "alloc_instructions", "alloc_data_writes", "alloc_share", "alloc_instructions_per_free"]
     return ok[cols].sort_values(["workload", "allocator", "scale"]).reset_index(drop=True)
 
 

@@ -310,6 +310,22 @@ def _ablations(res: Results, p) -> dict:
     return numbers
 
 
+def alloc_shares(per_free: pd.DataFrame) -> pd.DataFrame:
+    """The allocator's share of each workload's instructions (inside its entry points), an allocator a row and
+    a workload a column, as percentages at the workload's largest scale; only the counts that measured it."""
+    if "alloc_share" not in per_free:
+        return pd.DataFrame(columns=["allocator", "run_id"])
+    top = main_scale(per_free)
+    top = top[pd.to_numeric(top["alloc_share"], errors="coerce").notna()]
+    if top.empty:
+        return pd.DataFrame(columns=["allocator", "run_id"])
+    table = top.pivot(index="allocator", columns="workload", values="alloc_share").map(
+        lambda x: "" if pd.isna(x) else f"{x * 100:.1f}%")
+    runs = top.groupby("allocator")["run_id"].agg(lambda r: " ".join(sorted(set(map(str, r))))) \
+        if "run_id" in top else pd.Series("", index=table.index)
+    return table.assign(run_id=runs).reset_index()
+
+
 def _callgrind(res: Results, p, baseline: str) -> dict:
     numbers = {}
     if len(res.per_free):
@@ -321,6 +337,8 @@ def _callgrind(res: Results, p, baseline: str) -> dict:
         write_csv(res.per_free_geomean.assign(display=res.per_free_geomean["instructions_ratio"].map(fmt_ratio)),
                   p("per_free_geomean.csv"))
         write_csv(res.callgrind_missing, p("callgrind_missing.csv"))
+        shares = alloc_shares(res.per_free)
+        write_csv(shares, p("alloc_share.csv"))
         figures.per_free_figure(main_scale(res.per_free), p("per_free.svg"), baseline)
         numbers["callgrind"] = {"run_id": res.callgrind_run.run_id, "rows": int(len(pf)),
                                 "status": str(res.callgrind_run.info.get("status", "")),
@@ -331,6 +349,9 @@ def _callgrind(res: Results, p, baseline: str) -> dict:
                                                         - {baseline})}
         numbers["per_free"] = {r["allocator"]: fmt_ratio(r["instructions_ratio"])
                                for _, r in res.per_free_geomean.iterrows()}
+        if len(shares):
+            numbers["alloc_share"] = {"run_ids": sorted(set(shares["run_id"])), "allocators": int(len(shares)),
+                                      "workloads": [c for c in shares.columns if c not in ("allocator", "run_id")]}
     return numbers
 
 
