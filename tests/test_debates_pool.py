@@ -123,6 +123,7 @@ def test_layout_builds_of_a_contested_pair_pool_as_a_second_build(tmp_path):
     assert sorted(runs["layout"]) == [1, 1, 2, 2]
     assert set(runs["configuration"]) == {"jemalloc-junk-free / jemalloc"}
     pooled = debate_pool.pooled(runs, 0.025, "cost_at_most")
-    assert (pooled["n_runs"], pooled["n_builds"]) == (4, 2)
+    # two runs, each with both builds: four estimates
+    assert (pooled["n_runs"], pooled["n_estimates"], pooled["n_builds"]) == (2, 4, 2)
     # the two builds read 1.042 and 1.063: the pool lies between them, its interval wide enough to hold both
     assert pooled["pooled_low"] < 1.042 < 1.0625 < pooled["pooled_high"]

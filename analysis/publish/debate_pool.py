@@ -158,7 +158,7 @@ def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
     d = equivalence.tost(p.estimate, p.se, p.df, margin, rule)
     return {"pooled_ratio": math.exp(p.estimate), "pooled_low": math.exp(lo), "pooled_high": math.exp(hi),
             "pooled_estimate": p.estimate, "pooled_se": p.se, "pooled_df": p.df,
-            "n_runs": p.runs, "n_builds": p.builds, "n_hosts": p.hosts,
+            "n_runs": int(current["run_id"].nunique()), "n_estimates": p.runs, "n_builds": p.builds, "n_hosts": p.hosts,
             "tau_run": math.sqrt(p.tau2["run"]), "tau_host": math.sqrt(p.tau2["host"]),
             "tau_build": math.sqrt(p.tau2["build"]), "decision": d.outcome, "decision_words": d.words(),
             "decision_low": d.low, "decision_high": d.high}

@@ -30,7 +30,7 @@ COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "confi
            "ratio", "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "user_display",
            "sys_display", "per_free_ratio", "added_per_free", "writes_per_free_ratio", "added_writes_per_free",
            "claimed_per_free", "seed_instructions", "alloc_share_without", "alloc_share_with",
-           "alloc_instructions_ratio", "claim_share", "margin", "margin_reason", "rule", "n_runs", "n_builds", "n_hosts", "superseded_runs",
+           "alloc_instructions_ratio", "claim_share", "margin", "margin_reason", "rule", "n_runs", "n_estimates", "n_builds", "n_hosts", "superseded_runs",
            "pooled_ratio", "pooled_low", "pooled_high", "pooled_display", "tau_run", "tau_host", "tau_build",
            "added_ns_display", "claim_comparison", "verdict", "not_measured"]
 
@@ -266,11 +266,11 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
     out = {"margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule,
            "superseded_runs": int(runs["superseded"].sum()) if len(runs) else 0}
     if not pooled:
-        return {**out, "verdict": "no verdict: no run of the current design measured both", "n_runs": 0,
+        return {**out, "verdict": "no verdict: no run of the current design measured both", "n_runs": 0, "n_estimates": 0,
                 "n_builds": 0, "n_hosts": 0, "pooled_display": "n/a", "added_ns_display": "n/a",
                 "claim_comparison": ""}, runs
     moved = debate_pool.transfer(res, runs, pooled, with_, without, workload)
-    out.update({k: pooled[k] for k in ("pooled_ratio", "pooled_low", "pooled_high", "n_runs", "n_builds",
+    out.update({k: pooled[k] for k in ("pooled_ratio", "pooled_low", "pooled_high", "n_runs", "n_estimates", "n_builds",
                                        "n_hosts", "tau_run", "tau_host", "tau_build")})
     out["pooled_display"] = fmt_interval(pooled["pooled_ratio"], pooled["pooled_low"], pooled["pooled_high"])
     out["verdict"] = pooled["decision_words"]
