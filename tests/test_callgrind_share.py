@@ -109,3 +109,15 @@ def test_share_at_which_the_allocator_cost_gives_the_claim():
     assert claim_share(1.025, 1.1) == "25.0%"  # 1 + s (k - 1) = 1.025
     assert claim_share(1.31, 3.0) == "15.5%"
     assert claim_share(1.025, 0.98) == "" and claim_share(None, 1.2) == "" and claim_share(1.1, float("nan")) == ""
+
+
+def test_glibc_debug_entry_points_are_recognised():
+    assert callgrind.is_allocator_entry("__debug_malloc") and callgrind.is_allocator_entry("__debug_free")
+
+
+def test_an_allocator_with_no_instruction_inside_its_entry_points_is_unrecognised_not_zero():
+    counts = pd.concat([_counts(alloc_instructions=250, alloc_data_writes=3),
+                        _counts(alloc_instructions=0, alloc_data_writes=0).assign(allocator="glibc-debug").iloc[:1]])
+    pf = per_free(counts).set_index("allocator")
+    assert pd.isna(pf.loc["glibc-debug", "alloc_share"]) and bool(pf.loc["glibc-debug", "alloc_unrecognised"])
+    assert pf.loc["x", "alloc_share"] == 0.25 and not bool(pf.loc["x", "alloc_unrecognised"])

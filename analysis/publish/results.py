@@ -106,14 +106,19 @@ def per_free(counts: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
         ok[col.replace("_per_free", "_ratio")] = [
             r[col] / base.loc[(r["workload"], r["scale"]), col] if (r["workload"], r["scale"]) in base.index
             else np.nan for _, r in ok.iterrows()]
-    # the allocator's own share (runs published before it was counted leave it empty)
+    # the allocator's own share (runs published before it was counted leave it empty); an allocator with no
+    # instruction inside its entry points on a workload that frees memory had entry points the run did not
+    # recognise by name (glibc's libc_malloc_debug.so names them __debug_*): its shares in that run are left empty
     for c in ("alloc_instructions", "alloc_data_writes"):
         ok[c] = pd.to_numeric(ok[c], errors="coerce") if c in ok else np.nan
+    unrecognised = set(ok.loc[(ok["alloc_instructions"] == 0) & (ok["free_calls"] > 0), "allocator"])
+    ok["alloc_unrecognised"] = ok["allocator"].isin(unrecognised)
+    ok.loc[ok["alloc_unrecognised"], ["alloc_instructions", "alloc_data_writes"]] = np.nan
     ok["alloc_share"] = ok["alloc_instructions"] / ok["instructions"]
     ok["alloc_instructions_per_free"] = ok["alloc_instructions"] / ok["free_calls"]
     cols = ["workload", "allocator", "scale", "instructions", "data_writes", "free_calls", "instructions_per_free",
             "accesses_per_free", "d1_misses_per_free", "instructions_ratio", "accesses_ratio", "d1_misses_ratio",
-            "alloc_instructions", "alloc_data_writes", "alloc_share", "alloc_instructions_per_free"]
+            "alloc_instructions", "alloc_data_writes", "alloc_share", "alloc_instructions_per_free", "alloc_unrecognised"]
     return ok[cols].sort_values(["workload", "allocator", "scale"]).reset_index(drop=True)
 
 
@@ -412,6 +417,10 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     abl = merge.merge_rows(abl, time_lead, baseline)
     abl_mem = merge.merge_rows(abl_mem, time_lead, baseline)
     cg_lead = merge.leads("callgrind", cg_runs, cg_run)
+    if cg_run is not None and any(rt.run_id == cg_run.run_id and baseline in set(rt.table["allocator"]) for rt in cg_runs):
+        # every callgrind run counts the baseline as its own reference: its rows come from the main run, not from
+        # a small run that counted it on more (its own) workloads
+        cg_lead[baseline] = cg_run.run_id
     pf = merge.merge_rows({rt.run_id: per_free(rt.table, baseline) for rt in cg_runs}, cg_lead, baseline)
     pf_g = per_free_geomean(pf[pf["allocator"] != baseline]) if len(pf) else pd.DataFrame()
     cg_missing = (pd.concat([missing_callgrind(rt.table) for rt in cg_runs], ignore_index=True)

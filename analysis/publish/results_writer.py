@@ -310,16 +310,22 @@ def _ablations(res: Results, p) -> dict:
     return numbers
 
 
+SHARE_TABLE_MIN_ALLOCATORS = 5  # the paper's table: workloads counted under at least this many allocators
+
+
 def alloc_shares(per_free: pd.DataFrame) -> pd.DataFrame:
     """The allocator's share of each workload's instructions (inside its entry points), an allocator a row and
-    a workload a column, as percentages at the workload's largest scale; only the counts that measured it."""
+    a workload a column, as percentages at the workload's largest scale; only the counts that measured it,
+    the workloads counted under the most allocators first."""
     if "alloc_share" not in per_free:
         return pd.DataFrame(columns=["allocator", "run_id"])
     top = main_scale(per_free)
     top = top[pd.to_numeric(top["alloc_share"], errors="coerce").notna()]
     if top.empty:
         return pd.DataFrame(columns=["allocator", "run_id"])
-    table = top.pivot(index="allocator", columns="workload", values="alloc_share").map(
+    order = top.groupby("workload")["allocator"].nunique().reset_index().sort_values(
+        ["allocator", "workload"], ascending=[False, True])["workload"]
+    table = top.pivot(index="allocator", columns="workload", values="alloc_share")[list(order)].map(
         lambda x: "" if pd.isna(x) else f"{x * 100:.1f}%")
     runs = top.groupby("allocator")["run_id"].agg(lambda r: " ".join(sorted(set(map(str, r))))) \
         if "run_id" in top else pd.Series("", index=table.index)
@@ -345,13 +351,20 @@ def _callgrind(res: Results, p, baseline: str) -> dict:
                                 "workloads": int(pf["workload"].nunique()), "allocators": int(pf["allocator"].nunique()),
                                 "missing_allocators": int(len(res.callgrind_missing)),
                                 "scale": f"{pf['scale'].max():g}",
-                                "reduced_scale": sorted({str(a) for a in pf.loc[pf["scale"] < pf["scale"].max(), "allocator"]}
+                                # smaller than the largest scale of the allocator's own run (a quick run's
+                                # allocators ran at the quick scale, not reduced for their slowness)
+                                "reduced_scale": sorted({str(a) for a in pf.loc[
+                                    pf["scale"] < pf.groupby("run_id")["scale"].transform("max"), "allocator"]}
                                                         - {baseline})}
         numbers["per_free"] = {r["allocator"]: fmt_ratio(r["instructions_ratio"])
                                for _, r in res.per_free_geomean.iterrows()}
         if len(shares):
-            numbers["alloc_share"] = {"run_ids": sorted(set(shares["run_id"])), "allocators": int(len(shares)),
-                                      "workloads": [c for c in shares.columns if c not in ("allocator", "run_id")]}
+            counted = (shares.drop(columns=["allocator", "run_id"]) != "").sum()
+            wide = [w for w, n in counted.items() if n >= SHARE_TABLE_MIN_ALLOCATORS]
+            numbers["alloc_share"] = {
+                "run_ids": sorted(set(" ".join(shares["run_id"]).split())), "allocators": int(len(shares)),
+                "workloads": wide, "other_workloads": [w for w in counted.index if w not in wide],
+                "unrecognised": sorted(set(pf.loc[pf["alloc_unrecognised"].astype(bool), "allocator"]))}
     return numbers
 
 
