@@ -364,6 +364,7 @@ def _callgrind(res: Results, p, baseline: str) -> dict:
             numbers["alloc_share"] = {
                 "run_ids": sorted(set(" ".join(shares["run_id"]).split())), "allocators": int(len(shares)),
                 "workloads": wide, "other_workloads": [w for w in counted.index if w not in wide],
+                "min_allocators": SHARE_TABLE_MIN_ALLOCATORS,
                 "unrecognised": sorted(set(pf.loc[pf["alloc_unrecognised"].astype(bool), "allocator"]))}
     return numbers
 
