@@ -134,6 +134,7 @@ def test_a_damaged_archive_is_refused(tmp_path):
         intake.unpack(archive)
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_the_cli_contributes_and_merges_and_answers_bad_input_with_one_line(tmp_path):
     data = empty_dataset(tmp_path)
     run = copy_run(TWO_RUNS[1], tmp_path / "src")

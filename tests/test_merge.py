@@ -115,6 +115,7 @@ def test_a_lockstep_run_answers_its_debate_with_its_narrower_interval(tmp_path):
     assert res.speed.geomean.set_index("allocator").loc["jemalloc", "run_id"] != run
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     import json
 
@@ -249,6 +250,7 @@ def test_the_debates_carry_exact_counts_per_free_that_transfer(merged):
     assert debates._per_free(res, "jemalloc-junk-free", "nobody", workload) == {}
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_an_ablation_pools_every_workload_both_sides_ran_trials_and_pairs(tmp_path):
     """jemalloc's junk:free over jemalloc in one run: two workloads as trials, one as lockstep pairs against
     glibc. The pooled row covers all three (before, the pairs' workload was dropped once the trials answered

@@ -112,6 +112,7 @@ def test_published_files_name_no_folder_of_a_measuring_machine():
     assert found == []
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_validate_refuses_an_absolute_path_of_the_measuring_machine(tmp_path):
     from analysis.publish.datapackage import write_datapackage
     from conftest import cli, cli_here
