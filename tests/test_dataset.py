@@ -25,6 +25,7 @@ def data(tmp_path):
     return make_dataset(tmp_path, n_blocks=6)
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_archive_is_deterministic_with_its_checksum(data, tmp_path):
     dataset.refresh_description(data)
     p1, d1 = dataset.write_archive(tmp_path / "one", data)
@@ -97,6 +98,7 @@ def test_cli_writes_the_archive_and_reports_errors_on_one_line(data, tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs/" in r.stderr
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_the_archive_holds_what_datapackage_json_describes(data, tmp_path):
     """A run measured after the description is not in the archive until it is described; `dataset`
     (refresh, then archive) brings it in, and the unpacked archive validates."""

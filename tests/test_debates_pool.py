@@ -3,6 +3,7 @@ but never pooled), their hosts and builds, and A/A across runs."""
 import json
 
 import pandas as pd
+import pytest
 
 from analysis.paths import REPO
 from analysis.stats.simulate import simulate_pairs
@@ -41,6 +42,7 @@ def _lockstep(data, run_id, truth_with, truth_without, direct=None, seed=1):
     return run
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_direct_pairs_answer_a_run_that_has_them_and_superseded_runs_are_never_pooled(tmp_path):
     from analysis.publish import debate_pool, results
     from simulated_dataset import make_dataset
@@ -63,6 +65,7 @@ def test_direct_pairs_answer_a_run_that_has_them_and_superseded_runs_are_never_p
     assert 1.01 < pooled["pooled_ratio"] < 1.11  # between the two current runs, untouched by the 1.67
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_aa_copies_pool_across_runs_and_a_biased_copy_is_caught(tmp_path):
     from analysis.publish import debate_pool, results
     from simulated_dataset import add_time_run, make_dataset

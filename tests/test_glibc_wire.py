@@ -252,6 +252,7 @@ def test_provisioning_reports_builds_with_their_time_and_skips_them_without_buil
 
 
 # ---------------------------------------------------------------------------------- results: seed 004
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_seed_004_is_answered_by_the_builds_once_they_are_measured(tmp_path):
     from simulated_dataset import add_time_run, make_dataset
 

@@ -20,6 +20,13 @@ def merged(tmp_path_factory):
     return data, results.compute(data)
 
 
+@pytest.fixture(scope="module")
+def written(merged, tmp_path_factory):
+    """The merged results' tables and figures, written once for the tests that read them."""
+    out = tmp_path_factory.mktemp("merged-out")
+    return results_writer.write_outputs(merged[1], out), out
+
+
 def test_a_brought_allocator_from_its_own_run_is_in_the_results(merged):
     _, res = merged
     geo = res.speed.geomean.set_index("allocator")
@@ -42,9 +49,8 @@ def test_the_run_with_more_measurements_leads_and_the_other_replicates(merged):
             assert geo.loc[name, "ci_low"] < ratio < geo.loc[name, "ci_high"], name
 
 
-def test_tables_name_the_run_each_row_comes_from(merged, tmp_path):
-    _, res = merged
-    numbers = results_writer.write_outputs(res, tmp_path)
+def test_tables_name_the_run_each_row_comes_from(written):
+    numbers, tmp_path = written
     labels = {v["run_id"]: k for k, v in numbers["runs"].items()}
     with open(tmp_path / "results_speed_geomean.csv", newline="") as fh:
         geo = {r["allocator"]: r for r in csv.DictReader(fh)}
@@ -56,9 +62,8 @@ def test_tables_name_the_run_each_row_comes_from(merged, tmp_path):
     assert dearest["run"] == labels[dearest["run_id"]] and dearest["profile"] and dearest["reduced_scale"] is False
 
 
-def test_the_debates_carry_margin_runs_hosts_pooled_interval_and_verdict(merged, tmp_path):
-    _, res = merged
-    numbers = results_writer.write_outputs(res, tmp_path)
+def test_the_debates_carry_margin_runs_hosts_pooled_interval_and_verdict(written):
+    numbers, tmp_path = written
     deb = pd.read_csv(tmp_path / "results_debates.csv", dtype={"seed": str})
     fedora = deb[(deb["seed"] == "001") & (deb["configuration"] == "hardened-72fb357 / glibc")].iloc[0]
     assert fedora["margin"] == "10%" and fedora["rule"] == "cost_at_most" and fedora["n_runs"] == 1
@@ -110,6 +115,7 @@ def test_a_lockstep_run_answers_its_debate_with_its_narrower_interval(tmp_path):
     assert res.speed.geomean.set_index("allocator").loc["jemalloc", "run_id"] != run
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     import json
 
@@ -244,6 +250,7 @@ def test_the_debates_carry_exact_counts_per_free_that_transfer(merged):
     assert debates._per_free(res, "jemalloc-junk-free", "nobody", workload) == {}
 
 
+@pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_an_ablation_pools_every_workload_both_sides_ran_trials_and_pairs(tmp_path):
     """jemalloc's junk:free over jemalloc in one run: two workloads as trials, one as lockstep pairs against
     glibc. The pooled row covers all three (before, the pairs' workload was dropped once the trials answered

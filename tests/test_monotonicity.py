@@ -25,18 +25,25 @@ def test_pairs_come_from_the_catalogue_claims_within_a_family():
     assert S.defence_pairs({"a": ("x",), "b": ()}, {"a": "f", "b": "g"}) == []
 
 
+@pytest.fixture(scope="module")
+def published():
+    """The published probe rows and their monotonicity problems, read and checked once for the module."""
+    rows = W.reported_probe_rows()
+    return rows, W.monotonicity_problems(rows)
+
+
 @pytest.mark.skipif(not PUBLISHED, reason="no published probe run")
-def test_no_removal_raises_the_published_score():
-    raised = [p for p in W.monotonicity_problems(W.reported_probe_rows()) if "raises" in p]
+def test_no_removal_raises_the_published_score(published):
+    raised = [p for p in published[1] if "raises" in p]
     assert not raised, "\n".join(raised)
 
 
 @pytest.mark.skipif(not PUBLISHED, reason="no published probe run")
-def test_the_probe_of_a_removed_defence_tells_the_published_pair_apart():
-    rows = W.reported_probe_rows()
+def test_the_probe_of_a_removed_defence_tells_the_published_pair_apart(published):
+    rows, problems = published
     if "uaf-read-reused" not in {r["probe"] for r in rows}:
         pytest.skip("the published probe run predates the uaf-read split (issue 21 item 3): `make probe`")
-    blind = [p for p in W.monotonicity_problems(rows) if "tells them apart" in p]
+    blind = [p for p in problems if "tells them apart" in p]
     assert not blind, "\n".join(blind)
 
 
