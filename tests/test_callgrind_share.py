@@ -95,12 +95,12 @@ def _counts(**extra):
 
 
 def test_share_per_allocator_and_left_empty_for_older_runs():
-    pf = per_free(_counts(alloc_instructions=250, alloc_data_writes=3))
+    pf = per_free(_counts(alloc_instructions=250, alloc_data_writes=3), "glibc")
     assert list(pf["alloc_share"]) == [0.25, 0.25]
     assert list(pf["alloc_instructions_per_free"]) == [25.0, 50.0]
     table = alloc_shares(pf.assign(run_id="R"))
     assert table.set_index("allocator").loc["x", "w"] == "25.0%"
-    old = per_free(_counts())
+    old = per_free(_counts(), "glibc")
     assert old["alloc_share"].isna().all()
     assert alloc_shares(old.assign(run_id="R")).empty
 
@@ -118,6 +118,6 @@ def test_glibc_debug_entry_points_are_recognised():
 def test_an_allocator_with_no_instruction_inside_its_entry_points_is_unrecognised_not_zero():
     counts = pd.concat([_counts(alloc_instructions=250, alloc_data_writes=3),
                         _counts(alloc_instructions=0, alloc_data_writes=0).assign(allocator="glibc-debug").iloc[:1]])
-    pf = per_free(counts).set_index("allocator")
+    pf = per_free(counts, "glibc").set_index("allocator")
     assert pd.isna(pf.loc["glibc-debug", "alloc_share"]) and bool(pf.loc["glibc-debug", "alloc_unrecognised"])
     assert pf.loc["x", "alloc_share"] == 0.25 and not bool(pf.loc["x", "alloc_unrecognised"])

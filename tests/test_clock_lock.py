@@ -121,10 +121,18 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def _plain_signals():
+    """The child starts as from a terminal: no signal blocked or ignored, whatever the test runner inherited
+    (a runner started detached, under nohup or from a background job, can pass SIGHUP or SIGINT on ignored)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def locked_child(tree, state, how="wait"):
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tree), str(state), how], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+                            env=dict(os.environ, PYTHONPATH=str(REPO)), preexec_fn=_plain_signals)
     line = proc.stdout.readline()
     return proc, line
 
