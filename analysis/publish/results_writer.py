@@ -347,6 +347,7 @@ def _callgrind(res: Results, p, baseline: str) -> dict:
         write_csv(shares, p("alloc_share.csv"))
         figures.per_free_figure(main_scale(res.per_free), p("per_free.svg"), baseline)
         numbers["callgrind"] = {"run_id": res.callgrind_run.run_id, "rows": int(len(pf)),
+                                "run_ids": sorted(set(pf["run_id"].astype(str))) if "run_id" in pf else [],
                                 "status": str(res.callgrind_run.info.get("status", "")),
                                 "workloads": int(pf["workload"].nunique()), "allocators": int(pf["allocator"].nunique()),
                                 "missing_allocators": int(len(res.callgrind_missing)),
