@@ -111,8 +111,11 @@ def test_share_at_which_the_allocator_cost_gives_the_claim():
     assert claim_share(1.025, 0.98) == "" and claim_share(None, 1.2) == "" and claim_share(1.1, float("nan")) == ""
 
 
-def test_glibc_debug_entry_points_are_recognised():
-    assert callgrind.is_allocator_entry("__debug_malloc") and callgrind.is_allocator_entry("__debug_free")
+def test_versioned_entry_points_are_recognised():
+    # callgrind names libc_malloc_debug.so's entry points with their symbol version
+    for name in ("malloc@GLIBC_2.2.5", "free@GLIBC_2.2.5", "malloc@GLIBC_2.2.5'2", "calloc@@GLIBC_2.2.5"):
+        assert callgrind.is_allocator_entry(name), name
+    assert not callgrind.is_allocator_entry("malloc_check@GLIBC_2.2.5")
 
 
 def test_an_allocator_with_no_instruction_inside_its_entry_points_is_unrecognised_not_zero():

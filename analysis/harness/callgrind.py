@@ -27,13 +27,14 @@ EVENT_NAMES = {"Ir": "instructions", "Dr": "data_reads", "Dw": "data_writes", "D
                "D1mw": "d1_write_misses"}
 ALLOCATOR_EVENTS = {"Ir": "alloc_instructions", "Dw": "alloc_data_writes"}
 # The public entry points of an allocator under the names the libraries here give them: glibc's aliases
-# (__libc_malloc, cfree) and libc_malloc_debug.so's __debug_, hardened_malloc's h_, jemalloc's je_ and its *allocx, tcmalloc's tc_, mimalloc's mi_,
-# oneTBB's scalable_, perl's own malloc (Perl_malloc, Perl_mfree); callgrind marks a recursion with 'N.
+# (__libc_malloc, cfree), hardened_malloc's h_, jemalloc's je_ and its *allocx, tcmalloc's tc_, mimalloc's mi_,
+# oneTBB's scalable_, perl's own malloc (Perl_malloc, Perl_mfree); a symbol version may follow
+# (libc_malloc_debug.so's malloc@GLIBC_2.2.5), and callgrind marks a recursion with 'N.
 ALLOCATOR_ENTRY = re.compile(
-    r"^(?:__GI_)?(?:__libc_|__debug_|__|h_|je_|tc_|mi_|scalable_|Perl_)?"
+    r"^(?:__GI_)?(?:__libc_|__|h_|je_|tc_|mi_|scalable_|Perl_)?"
     r"(?:malloc|free|calloc|realloc|reallocarray|reallocf|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|"
     r"cfree|mfree|malloc_usable_size|free_sized|free_aligned_sized|mallocx|rallocx|xallocx|sallocx|dallocx|"
-    r"sdallocx|nallocx)(?:'\d+)?$"
+    r"sdallocx|nallocx)(?:@@?[\w.]+)?(?:'\d+)?$"
     r"|^operator (?:new|delete)(?:\[\])?\("
     r"|^_Z(?:nw|na|dl|da)[mjPv]")
 
