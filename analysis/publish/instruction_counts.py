@@ -27,11 +27,11 @@ def per_free(counts: pd.DataFrame, baseline: str) -> pd.DataFrame:
             r[col] / base.loc[(r["workload"], r["scale"]), col] if (r["workload"], r["scale"]) in base.index
             else np.nan for _, r in ok.iterrows()]
     # the allocator's own share (runs published before it was counted leave it empty); an allocator with no
-    # instruction inside its entry points on a workload that frees memory had entry points the run did not
-    # recognise by name (libc_malloc_debug.so's are versioned, malloc@GLIBC_2.2.5): its shares in that run are left empty
+    # instruction inside its entry points on a workload that frees memory (every row here does) had entry points
+    # the run did not recognise by name: its shares in that run are left empty
     for c in ("alloc_instructions", "alloc_data_writes"):
         ok[c] = pd.to_numeric(ok[c], errors="coerce") if c in ok else np.nan
-    unrecognised = set(ok.loc[(ok["alloc_instructions"] == 0) & (ok["free_calls"] > 0), "allocator"])
+    unrecognised = set(ok.loc[ok["alloc_instructions"] == 0, "allocator"])
     ok["alloc_unrecognised"] = ok["allocator"].isin(unrecognised)
     ok.loc[ok["alloc_unrecognised"], ["alloc_instructions", "alloc_data_writes"]] = np.nan
     ok["alloc_share"] = ok["alloc_instructions"] / ok["instructions"]
