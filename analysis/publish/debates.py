@@ -23,7 +23,7 @@ import pandas as pd
 from analysis.contract import debates_spec
 from analysis.publish import debate_pool
 from analysis.publish.ablations import ratio_within_run
-from analysis.publish.results import BASELINE, Results, fmt_interval, fmt_ratio
+from analysis.publish.results import BASELINE, Results, fmt_interval, fmt_ratio, fmt_share
 from analysis.stats import equivalence, literature
 
 COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "configuration", "workload", "run_id",
@@ -168,10 +168,6 @@ def _per_free(res: Results, with_: str, without: str, workload: str) -> dict:
     return {"ratio": float(a["instructions_per_free"] / b["instructions_per_free"]),
             "added": float(a["instructions_per_free"] - b["instructions_per_free"]), "writes": writes,
             "added_writes": added_writes, **share}
-
-
-def fmt_share(x) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x * 100:.1f}%"
 
 
 def claim_share(claimed: float | None, alloc_ratio: float | None) -> str:

@@ -263,6 +263,11 @@ def fmt_score(x) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.1f}"
 
 
+def fmt_share(x) -> str:
+    """A share as a percentage: 0.546 -> 54.6%."""
+    return "n/a" if x is None or not np.isfinite(x) else f"{x * 100:.1f}%"
+
+
 def fmt_percent(ratio) -> str:
     """A ratio as a signed percentage change: 1.025 -> +2.5%."""
     return "n/a" if ratio is None or not np.isfinite(ratio) else f"{(ratio - 1) * 100:+.1f}%"

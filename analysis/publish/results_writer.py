@@ -13,7 +13,7 @@ from analysis.publish.debates_writer import write_debates
 from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
                                       interference_counts,
-                                      fmt_ratio, fmt_score, main_scale)
+                                      fmt_ratio, fmt_score, fmt_share, main_scale)
 from analysis.stats import compare as cmp
 from analysis.stats import estimators as stats
 
@@ -326,7 +326,7 @@ def alloc_shares(per_free: pd.DataFrame) -> pd.DataFrame:
     order = top.groupby("workload")["allocator"].nunique().reset_index().sort_values(
         ["allocator", "workload"], ascending=[False, True])["workload"]
     table = top.pivot(index="allocator", columns="workload", values="alloc_share")[list(order)].map(
-        lambda x: "" if pd.isna(x) else f"{x * 100:.1f}%")
+        lambda x: "" if pd.isna(x) else fmt_share(x))
     runs = top.groupby("allocator")["run_id"].agg(lambda r: " ".join(sorted(set(map(str, r))))) \
         if "run_id" in top else pd.Series("", index=table.index)
     return table.assign(run_id=runs).reset_index()
