@@ -39,7 +39,7 @@ ALARM ?=
 PAPER_INPUTS := $(shell find data notebooks analysis paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
-.PHONY: help venv git-filter test test-fast measure probe fleet contribute merge allocators system-deps lab paper bench dataset validate clean
+.PHONY: help venv git-filter test test-fast measure probe fleet debates debates-secondary contribute merge allocators system-deps lab paper bench dataset validate clean
 
 help: ## list the targets
 	@echo "heapcost: what allocator hardening costs and what it buys"
@@ -105,6 +105,14 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 fleet: $(VENV_STAMP) ## a fleet profile's campaigns on every host (HOSTS=a,b PROFILE=smoke|quick|debates EXECUTOR=local|slurm), merged into data/runs/, then the paper
 	$(if $(filter 1,$(FORCE)),HEAPCOST_FORCE=1) $(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \
 		--config hosts="$(HOSTS)" profile="$(PROFILE)" executor="$(EXECUTOR)"
+
+debates: $(VENV_STAMP) ## the debates' primary cells on this host (first on any host the dataset lacks): the plan, then the campaigns, merged, then the paper
+	$(PY) -m analysis fleet-plan --profile debates
+	$(MAKE) --no-print-directory fleet PROFILE=debates HOSTS=local EXECUTOR=local
+
+debates-secondary: $(VENV_STAMP) ## the debates' secondary cells on this host (every workload, callgrind, probes), after `make debates`
+	$(PY) -m analysis fleet-plan --profile debates-secondary
+	$(MAKE) --no-print-directory fleet PROFILE=debates-secondary HOSTS=local EXECUTOR=local
 
 contribute: $(VENV_STAMP) ## pack a run (RUN=data/runs/ID; default the newest complete one) with its machine description into dist/
 	$(PY) -m analysis contribute $(RUN)

@@ -77,16 +77,45 @@ def test_a_job_packs_the_one_run_its_campaign_made(tmp_path):
     published = REPO / "data" / "runs" / "20261130T135001Z-time-quick"
     archive = tmp_path / "h" / "time.heapcost-run.tar.gz"
     c = fleet.Campaign("time", "measure", {"PROFILE": "smoke"})
-    assert fleet.run_job(c, archive, runner=fake_campaign(published)) == archive
+    assert fleet.run_job(c, archive, runner=fake_campaign(published), wait=lambda: 0) == archive
     run_id, files, _ = intake.unpack(archive)
     made = tmp_path / "h" / "time.heapcost-run.tar.gz.d" / "runs" / published.name
     assert run_id == published.name and files == intake.run_files(made)
     with pytest.raises(HeapcostError, match="failed \\(exit 3\\)"):
-        fleet.run_job(c, tmp_path / "x" / "a.tar.gz", runner=fake_campaign(published, returncode=3))
+        fleet.run_job(c, tmp_path / "x" / "a.tar.gz", runner=fake_campaign(published, returncode=3), wait=lambda: 0)
     with pytest.raises(HeapcostError, match="left 0 new complete runs"):
-        fleet.run_job(c, tmp_path / "y" / "a.tar.gz", runner=fake_campaign(published, status="running"))
+        fleet.run_job(c, tmp_path / "y" / "a.tar.gz", runner=fake_campaign(published, status="running"), wait=lambda: 0)
     with pytest.raises(HeapcostError, match="left 2 new complete runs"):
-        fleet.run_job(c, tmp_path / "z" / "a.tar.gz", runner=fake_campaign(published, runs=2))
+        fleet.run_job(c, tmp_path / "z" / "a.tar.gz", runner=fake_campaign(published, runs=2), wait=lambda: 0)
+
+
+def test_a_job_waits_for_the_load_left_by_the_job_before_it_to_fall():
+    loads, slept = iter([1.9, 1.2, 0.9, 0.6, 0.5]), []
+    current = {"load": next(loads)}
+
+    def sleep(s):
+        slept.append(s)
+        current["load"] = next(loads)
+    assert fleet.wait_for_quiet(lambda: current["load"], sleep) == 3 * fleet.QUIET_POLL_S
+    assert fleet.wait_for_quiet(lambda: 0.1, sleep) == 0
+    # a machine that stays busy is waited for no longer than the limit; the campaign's own check then refuses
+    assert fleet.wait_for_quiet(lambda: 2.0, lambda s: None, limit_s=20) == 20
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[campaign]]\nname = "t"\ncommand = "probe"\nruns = 0\n', "runs must be a whole number"),
+    ('[[campaign]]\nname = "t"\ncommand = "probe"\nruns = "2"\n', "runs must be a whole number"),
+])
+def test_a_bad_runs_count_is_one_error(tmp_path, text, message):
+    with pytest.raises(HeapcostError, match=message):
+        fleet.load_profile("p", write_profile(tmp_path, text))
+
+
+def test_runs_asks_for_that_many_distinct_jobs_of_one_campaign(tmp_path):
+    text = '[[campaign]]\nname = "t"\ncommand = "measure"\nruns = 3\nminutes = 4\nparams = { PAIRS = "debates" }\n'
+    jobs = fleet.load_profile("p", write_profile(tmp_path, text))
+    assert [j.name for j in jobs] == ["t-1", "t-2", "t-3"] and {j.minutes for j in jobs} == {4}
+    assert fleet.command_line(jobs[0], "py", {})[-1] == "PAIRS=debates"
 
 
 def test_the_local_executor_refuses_to_pretend_one_machine_is_several(tmp_path):

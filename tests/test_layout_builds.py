@@ -63,8 +63,11 @@ def tiny_mozilla_tree(root: Path) -> Path:
 
 
 def build_tiny(config_id: str, root: Path) -> Path:
-    src = tiny_mozilla_tree(root / config_id)
-    build, prefix, stage = root / config_id / "build", root / config_id / "prefix", root / config_id / "stage"
+    return build_tiny_from(tiny_mozilla_tree(root / config_id), config_id, root / config_id)
+
+
+def build_tiny_from(src: Path, config_id: str, root: Path) -> Path:
+    build, prefix, stage = root / "build", root / "prefix", root / "stage"
     for argv, cwd, extra in moz.steps(config_id)(src, build, prefix, stage):
         if argv[0] == "gcc" and "free-poison-check" in " ".join(argv):
             continue  # the recipe's check program, not part of the library
@@ -99,6 +102,22 @@ def test_the_layout_knob_moves_every_function_and_changes_no_instruction(tmp_pat
     assert sorted(b, key=b.get) == order and sorted(a, key=a.get) == [f"tiny_{i}" for i in range(len(moz.SOURCES))]
     for name in a:
         assert function_bytes(first, name) == function_bytes(second, name)
+
+
+@pytest.mark.skipif(not (shutil.which("g++") and shutil.which("nm") and shutil.which("objdump")),
+                    reason="needs g++, nm and objdump")
+def test_the_recipe_gives_the_same_bytes_in_any_build_folder(tmp_path):
+    """The build folder's name must not reach the library: here through __FILE__, as in mozjemalloc's
+    release assertions. Two builds of one tree in two folders of different names and lengths are equal."""
+    libs = []
+    for folder in ("a", "a-much-longer-folder-12345"):
+        src = tiny_mozilla_tree(tmp_path / folder)
+        first = src / moz.SOURCES[0]
+        first.write_text(first.read_text() + 'extern "C" const char *tiny_where() { return __FILE__; }\n')
+        libs.append(build_tiny_from(src, "mozjemalloc-poison_l3", tmp_path / folder))
+    assert libs[0].read_bytes() == libs[1].read_bytes()
+    assert b"a-much-longer-folder" not in libs[1].read_bytes()
+    assert len({moz.CONFIGS[i].layout for i in moz.LAYOUT_BUILDS}) >= 4  # five layouts with the plain build
 
 
 # ---------------------------------------------------------------------------------- glibc

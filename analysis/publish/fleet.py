@@ -12,18 +12,25 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.contract.runstore import runs_of_kind
 from analysis.errors import HeapcostError, read_toml
+from analysis.harness.quiet import QUIET_LOAD
 from analysis.paths import REPO
 from analysis.publish.intake import KINDS, pack
 
 PROFILES_DIR = REPO / "workflow" / "profiles"
+# A campaign refuses to start while the 1-minute load average is above QUIET_LOAD. The job before it ends
+# with the load near 1-2, which decays below the threshold within a minute or two: a job waits that long
+# (at most QUIET_WAIT_S) rather than fail, then lets the campaign judge.
+QUIET_WAIT_S = 600
+QUIET_POLL_S = 5
 COMMANDS = ("measure", "callgrind", "probe")
 MEASURE_PARAMS = ("PROFILE", "ALLOCATORS", "WORKLOADS", "EXTRA_ALLOCATORS", "TARGET_CI", "BUDGET_MIN", "BLOCKS",
-                  "LOCK_CLOCK", "SEED", "SCALES", "PROTOCOL", "PIN", "FORCE")
+                  "LOCK_CLOCK", "SEED", "SCALES", "PROTOCOL", "PIN", "FORCE", "PAIRS")
 PROBE_FLAGS = {"ALLOCATORS": "--allocators", "EXTRA_ALLOCATORS": "--extra-allocators", "PROBES": "--probes",
                "RUNS": "--runs", "SIZES": "--sizes", "JOBS": "--jobs", "ALARM": "--alarm"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -34,7 +41,8 @@ class Campaign:
     name: str
     command: str
     params: dict[str, str] = field(default_factory=dict)
-    minutes: int = 60  # the Slurm time limit of its job
+    minutes: int = 60  # the Slurm time limit of its job, and the plan's estimate of its machine time
+    about: str = ""    # what it measures, for the plan
 
 
 def profile_names(profiles_dir: Path = PROFILES_DIR) -> list[str]:
@@ -59,7 +67,13 @@ def load_profile(name: str, profiles_dir: Path = PROFILES_DIR) -> list[Campaign]
         if unknown:
             raise HeapcostError(f"{path.name}: campaign {name}: unknown parameter(s) {', '.join(unknown)} "
                                 f"(a {command} campaign takes {', '.join(allowed)})")
-        campaigns.append(Campaign(name, command, params, int(entry.get("minutes", 60))))
+        repeats = entry.get("runs", 1)
+        if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+            raise HeapcostError(f"{path.name}: campaign {name}: runs must be a whole number of at least 1")
+        # `runs = N` asks for N distinct runs of the same campaign: jobs <name>-1 ... <name>-N
+        names = [name] if repeats == 1 else [f"{name}-{i}" for i in range(1, repeats + 1)]
+        campaigns += [Campaign(n, command, params, int(entry.get("minutes", 60)), str(entry.get("about", "")))
+                      for n in names]
     if not campaigns:
         raise HeapcostError(f"{path.name}: no [[campaign]]")
     if len({c.name for c in campaigns}) != len(campaigns):
@@ -100,7 +114,8 @@ def complete_runs(runs_dir: Path) -> list[Path]:
     return sorted(r.path for kind in KINDS for r in runs_of_kind(runs_dir, kind) if r.complete)
 
 
-def run_job(c: Campaign, archive: Path, python: str = sys.executable, environ=None, runner=subprocess.run) -> Path:
+def run_job(c: Campaign, archive: Path, python: str = sys.executable, environ=None, runner=subprocess.run,
+            wait=None) -> Path:
     """Run the campaign into <archive>.d/runs and pack its run as `archive`."""
     environ = dict(os.environ if environ is None else environ)
     archive = Path(archive).absolute()  # the measure notebook's kernel runs in another folder
@@ -109,6 +124,8 @@ def run_job(c: Campaign, archive: Path, python: str = sys.executable, environ=No
     runs.mkdir(parents=True, exist_ok=True)
     before = set(complete_runs(runs))
     argv = command_line(c, python, environ)
+    if not environ.get("HEAPCOST_FORCE"):
+        (wait or wait_for_quiet)()
     print("fleet job:", " ".join(argv), flush=True)
     result = runner(argv, env={**environ, "HEAPCOST_RUNS_DIR": str(runs)}, cwd=REPO)
     if result.returncode != 0:
@@ -119,6 +136,17 @@ def run_job(c: Campaign, archive: Path, python: str = sys.executable, environ=No
     packed = pack(made[0], work)
     os.replace(packed, archive)
     return archive
+
+
+def wait_for_quiet(loadavg=lambda: os.getloadavg()[0], sleep=time.sleep, limit_s: float = QUIET_WAIT_S) -> float:
+    """Wait until the 1-minute load average is at most QUIET_LOAD, or limit_s has passed; the seconds waited."""
+    waited = 0.0
+    while loadavg() > QUIET_LOAD and waited < limit_s:
+        if waited == 0:
+            print(f"fleet job: load average {loadavg():.2f}, waiting for it to fall to {QUIET_LOAD}", flush=True)
+        sleep(QUIET_POLL_S)
+        waited += QUIET_POLL_S
+    return waited
 
 
 def add_arguments(parser):

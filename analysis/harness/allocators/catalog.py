@@ -5,11 +5,11 @@ import re
 import shutil
 import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness.allocators import brought, glibc_build
+from analysis.harness.allocators import brought, glibc_build, mozjemalloc_build
 from analysis.harness.allocators.cache import built_prefix
 from analysis.paths import CATALOG_PATH, REPO, cache_dir
 
@@ -122,7 +122,32 @@ def load_catalog(path: Path = CATALOG_PATH) -> dict[str, Allocator]:
         if alloc.id in catalog:
             raise HeapcostError(f"{Path(path).name}: allocator id {alloc.id!r} appears twice")
         catalog[alloc.id] = alloc
-    return catalog
+    derived = [layout_entry(catalog[base], n) for lid, (base, n) in mozjemalloc_build.LAYOUT_BUILDS.items()
+               if lid not in catalog and base in catalog]
+    return _after_their_family(catalog, derived)
+
+
+def _after_their_family(catalog: dict, derived: list) -> dict:
+    """The catalogue with each derived entry placed after the last entry of its family, in the order given."""
+    last = {a.family: a.id for a in catalog.values()}
+    out = {}
+    for ident, alloc in catalog.items():
+        out[ident] = alloc
+        if last.get(alloc.family) == ident:
+            out.update((d.id, d) for d in derived if d.family == alloc.family)
+    return out
+
+
+def layout_entry(base: Allocator, n: int) -> Allocator:
+    """The catalogue's entry for layout n of a built allocator: the base's claims, its build string with the
+    layout the recipe gives it, and the preload of the layout's own build in the cache."""
+    lid = f"{base.id}_l{n}"
+    how = (f"layout={n} (link order permuted by seed {n}, {mozjemalloc_build.pad_bytes(n)} bytes of .text "
+           f"first)")
+    return replace(base, id=lid, description=f"code layout {n} of {base.description}",
+                   origin={**base.origin, "build": f"{base.origin.get('build', '')} {how}".strip()},
+                   preload=tuple(p.replace(f"/allocators/{base.id}-*", f"/allocators/{lid}-*")
+                                 for p in base.preload))
 
 
 def parse_extra(spec: str | None, catalog: dict | None = None) -> list[Allocator]:

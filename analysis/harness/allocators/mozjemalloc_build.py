@@ -50,6 +50,9 @@ CONFIG_DEFINES = ("MOZ_MEMORY 1", "XP_UNIX 1", "XP_LINUX 1")
 # memory/build/moz.build: DEFINES["MOZ_MEMORY_IMPL"], LIBRARY_DEFINES["MOZ_HAS_MOZGLUE"]; the mfbt and mozglue
 # files are compiled as mfbt's own (IMPL_MFBT), as in their moz.build
 COMMON_FLAGS = ("-std=gnu++17", "-O2", "-fPIC", "-DNDEBUG", "-DMOZ_MEMORY_IMPL", "-DMOZ_HAS_MOZGLUE", "-DIMPL_MFBT")
+# The build folder's name (a process id in it) would reach the library through __FILE__ in the release
+# assertions' messages; mapped to ".", the same recipe gives the same bytes in any folder on any machine.
+REPRODUCIBLE = "file-prefix-map=<build folder>=."
 POISON_LINE = "MALLOC_RUNTIME_VAR PoisonType opt_poison = SOME;"
 NO_POISON_LINE = "MALLOC_RUNTIME_VAR PoisonType opt_poison = NONE;"
 POISON_BYTE = 0xE5  # memory/build/mozjemalloc.h: kAllocPoison
@@ -82,7 +85,7 @@ def options(config_id: str) -> tuple:
     c = CONFIGS[config_id]
     layout = (f"layout={c.layout}", "link-order=" + ",".join(_object_name(s) for s in link_order(c.layout)),
               f"text-pad={pad_bytes(c.layout)}") if c.layout > 1 else ()
-    return COMMON_FLAGS + c.defines + (("opt_poison=NONE",) if c.poison_off else ()) + layout
+    return COMMON_FLAGS + c.defines + (("opt_poison=NONE",) if c.poison_off else ()) + (REPRODUCIBLE,) + layout
 
 
 def link_order(layout: int) -> tuple:
@@ -100,7 +103,10 @@ def pad_bytes(layout: int) -> int:
     return 0 if layout <= 1 else 16 * (layout % 256 or 1)
 
 
-LAYOUT_BUILDS = {"mozjemalloc_l2": ("mozjemalloc", 2), "mozjemalloc-poison_l2": ("mozjemalloc-poison", 2)}
+# every configuration of seed 002's primary cell in five layouts (1 is the plain build): enough builds to
+# estimate the variance between layouts, not only to notice it
+LAYOUTS = (2, 3, 4, 5)
+LAYOUT_BUILDS = {f"{base}_l{n}": (base, n) for base in ("mozjemalloc", "mozjemalloc-poison") for n in LAYOUTS}
 CONFIGS.update({lid: replace(CONFIGS[base], layout=n, notes=f"{CONFIGS[base].notes}; code layout {n} (link "
                              f"order permuted by seed {n}, {pad_bytes(n)} bytes of .text first)")
                 for lid, (base, n) in LAYOUT_BUILDS.items()})
@@ -136,7 +142,8 @@ def steps(config_id: str):
                 (["sed", "-i", f"s/^{POISON_LINE}$/{NO_POISON_LINE}/", str(jemalloc)], src, {}),
                 (["grep", "-qxF", NO_POISON_LINE, str(jemalloc)], src, {}),
             ]
-        flags = [*COMMON_FLAGS, *c.defines, "-include", str(config_header), "-I", str(include),
+        flags = [*COMMON_FLAGS, *c.defines, f"-ffile-prefix-map={src.parent}=.",
+                 "-include", str(config_header), "-I", str(include),
                  "-I", str(src / "memory" / "build"), "-I", str(src / "third_party" / "fmt" / "include"),
                  "-I", str(src / "mfbt" / "double-conversion")]
         objects = []
