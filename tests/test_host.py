@@ -109,3 +109,22 @@ def test_an_older_run_joins_the_one_newer_host_kind_that_agrees_with_what_it_rec
     assert group["old"] == host_fingerprint(old) and len(set(group.values())) == 3
     group, _ = host_groups({"error": {"error": "boom"}, "new": new})
     assert group["error"] == "unknown"
+
+
+def test_a_processor_kind_leaves_the_machine_out_and_joins_a_run_that_did_not_record_its_family():
+    from analysis.contract.host import processor_groups
+
+    def machine(kernel, family=None, mhz=2596.1, model="AMD EPYC"):
+        cpu = {"model": model, "logical_cpus": 2, "cpuinfo_mhz": [mhz, mhz], "hypervisor_flag": True}
+        if family is not None:
+            cpu.update(family=family, model_number=2, stepping=1)
+        return {"kernel": kernel, "cpu": cpu, "memory_kb": 24 * 1024 * 1024}
+    groups = processor_groups({"old": machine("v657"), "new": machine("v1098", family=26),
+                               "other-mhz": machine("v595", mhz=2445.4), "intel": machine("v1045", 6, 2600.0, "Intel Xeon")})
+    # another kernel is the same processor kind; the run without a family joins the one kind it agrees with
+    assert groups["old"] == groups["new"] == "AMD EPYC 2600 MHz (26/2/1)"
+    assert groups["other-mhz"] == "AMD EPYC 2450 MHz"
+    assert groups["intel"] == "Intel Xeon 2600 MHz (6/2/1)"
+    # two fuller kinds it agrees with: it keeps its own (nothing tells which)
+    two = processor_groups({"old": machine("a"), "x": machine("b", family=25), "y": machine("c", family=26)})
+    assert two["old"] == "AMD EPYC 2600 MHz"

@@ -19,6 +19,9 @@ import statistics
 
 IDENTITY_FIELDS = ("cpu_model", "cpu_family", "cpu_model_number", "cpu_stepping", "nominal_mhz",
                    "logical_cpus", "memory_gib", "kernel", "hypervisor")
+# The processor kind: what a debate's answer is given per ("host" in the debates). Machines of one kind with
+# another kernel, memory or VM are a level beneath it: recorded, pooled within the kind.
+PROCESSOR_FIELDS = ("cpu_model", "cpu_family", "cpu_model_number", "cpu_stepping", "nominal_mhz")
 MHZ_STEP = 10
 KB_PER_GIB = 1024 * 1024
 UNKNOWN_HOST = "unknown"
@@ -87,23 +90,49 @@ def host_label(identity: dict) -> str:
     return ", ".join(parts)
 
 
-def _agrees(partial: dict, full: dict) -> bool:
-    return all(partial.get(k) is None or partial.get(k) == full.get(k) for k in IDENTITY_FIELDS)
+def processor_label(identity: dict) -> str:
+    """The processor kind of a host identity, for the debates' per-host answers: the model name, its nominal
+    frequency and, where recorded, its family/model number/stepping."""
+    label = identity.get("cpu_model") or "unknown CPU"
+    if identity.get("nominal_mhz"):
+        label += f" {identity['nominal_mhz']} MHz"
+    ids = [identity.get(f) for f in ("cpu_family", "cpu_model_number", "cpu_stepping")]
+    return label + (f" ({'/'.join(str(i) for i in ids)})" if all(i is not None for i in ids) else "")
+
+
+def _agrees(partial: dict, full: dict, fields=IDENTITY_FIELDS) -> bool:
+    return all(partial.get(k) is None or partial.get(k) == full.get(k) for k in fields)
+
+
+def _joined(identities: dict, fields) -> dict:
+    """{run: the identity (over `fields`) of its group}: a run whose identity lacks fields joins the one kind
+    that records more and agrees on all it records; with none or several such kinds it keeps its own."""
+    def key(i):
+        return json.dumps({k: i.get(k) for k in fields}, sort_keys=True)
+    kinds = {key(i): {k: i.get(k) for k in fields} for i in identities.values()}
+    out = {}
+    for run, ident in identities.items():
+        own = key(ident)
+        missing = {k for k in fields if ident.get(k) is None}
+        fuller = {fp for fp, other in kinds.items() if fp != own
+                  and missing > {k for k in fields if other.get(k) is None} and _agrees(ident, other, fields)}
+        known = any(ident.get(k) is not None for k in fields)
+        out[run] = kinds[fuller.pop()] if len(fuller) == 1 and known else kinds[own]
+    return out
 
 
 def host_groups(machines: dict) -> tuple[dict, dict]:
     """({run: fingerprint of its host kind}, {fingerprint: identity}) for {run: machine.json}. A run whose
     identity lacks fields joins the one host kind that records more and agrees on all it records; with none
     or several such kinds it keeps its own fingerprint."""
-    identities = {run: host_identity(m) for run, m in machines.items()}
-    kinds = {fingerprint_of_identity(i): i for i in identities.values()}
-    group, members = {}, {}
-    for run, ident in identities.items():
-        own = fingerprint_of_identity(ident)
-        missing = {k for k in IDENTITY_FIELDS if ident.get(k) is None}
-        fuller = {fp for fp, other in kinds.items() if fp != own and other is not ident
-                  and missing > {k for k in IDENTITY_FIELDS if other.get(k) is None} and _agrees(ident, other)}
-        chosen = fuller.pop() if len(fuller) == 1 and own != UNKNOWN_HOST else own
-        group[run] = chosen
-        members[chosen] = kinds[chosen]
-    return group, members
+    joined = _joined({run: host_identity(m) for run, m in machines.items()}, IDENTITY_FIELDS)
+    group = {run: fingerprint_of_identity(i) for run, i in joined.items()}
+    return group, {group[run]: i for run, i in joined.items()}
+
+
+def processor_groups(machines: dict) -> dict:
+    """{run: the label of its processor kind} for {run: machine.json}, joined as host_groups joins host kinds:
+    a run that did not record its CPU family, model number and stepping joins the one recorded processor
+    kind with the same model name and nominal frequency."""
+    joined = _joined({run: host_identity(m) for run, m in machines.items()}, PROCESSOR_FIELDS)
+    return {run: processor_label(i) for run, i in joined.items()}

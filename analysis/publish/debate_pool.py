@@ -20,11 +20,23 @@ from analysis.publish.results import CHECK_LOADED_AFTER_LIBRARY, aa_copies
 from analysis.stats import equivalence, paired
 from analysis.stats import random_effects
 from analysis.stats.estimators import Difference
+from analysis.contract.host import processor_groups
 from analysis.contract.runstore import Run, read_json
 
 SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
-RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "build", "layout", "ratio", "ci_low",
-               "ci_high", "estimate", "se", "df", "method", "superseded"]
+RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "processor", "build", "layout", "ratio",
+               "ci_low", "ci_high", "estimate", "se", "df", "method", "superseded"]
+HOST_COLUMNS = ["seed", "configuration", "workload", "processor", "machines", "n_runs", "n_estimates", "n_builds",
+                "ratio", "ci_low", "ci_high", "floor_halfwidth_percent", "floor_from", "floored", "decision",
+                "decision_words"]
+# A single estimate over hosts is shown only where the spread between hosts can be estimated from the hosts
+# themselves: with fewer, the t quantile on hosts - 1 degrees of freedom (12.7 with two) makes any interval
+# hold, and an interval that goes from a fraction of a percent to a factor of two when one host is added
+# was never an answer. Below it, each host is answered alone and the verdict is the intersection of theirs.
+MIN_HOSTS_TO_POOL = 5
+# A host's A/A across runs (the baseline against a copy of its own library) is its own variance floor only
+# from this many runs of the copy on it; with fewer it borrows the other hosts' (their median).
+MIN_AA_RUNS = 3
 
 
 @functools.lru_cache(maxsize=8)
@@ -34,6 +46,13 @@ def _host_kinds(runs_dir: Path) -> dict[str, str]:
     runs = [d.name for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
     group, labels, _ = run_groups(Path(runs_dir), runs)
     return {run: labels[fp] for run, fp in group.items()}
+
+
+@functools.lru_cache(maxsize=8)
+def _processors(runs_dir: Path) -> dict[str, str]:
+    """{run: its processor kind} over every run of the dataset (analysis.contract.host.processor_groups)."""
+    runs = [d for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
+    return processor_groups({d.name: read_json(d / "machine.json") for d in runs})
 
 
 def build_of(run_info: dict, allocator: str) -> str:
@@ -102,6 +121,7 @@ def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, wi
         lo, hi = d.interval()
         rows.append({"seed": seed, "configuration": f"{with_} / {without}", "workload": workload,
                      "run_id": run_id, "host": _host_kinds(Path(runs_dir)).get(run_id, "?"),
+                     "processor": _processors(Path(runs_dir)).get(run_id, "?"),
                      "build": f"{build_of(run.info, with_)} / {build_of(run.info, without)}",
                      "layout": _layout_of(with_, without),
                      "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
@@ -164,6 +184,60 @@ def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
             "decision_low": d.low, "decision_high": d.high}
 
 
+def per_host(runs: pd.DataFrame, margin: float, rule: str, floors: dict) -> pd.DataFrame:
+    """One row per processor kind: the current-design runs on it pooled (run and build as variance components;
+    its machines, other kernels or VMs of the kind, recorded), the interval widened to the host's A/A floor
+    where it is narrower (`floors`: {processor: (log half-width, where it comes from)}), and the
+    pre-registered rule's decision on that interval."""
+    current = runs[~runs["superseded"].astype(bool)]
+    rows = []
+    for processor, sub in current.groupby("processor", sort=True):
+        p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host=processor))
+        floor, source = floors.get(processor, (0.0, "none"))
+        se = random_effects.floored_se(p.se, p.df, floor)
+        d = equivalence.tost(p.estimate, se, p.df, margin, rule)
+        q = random_effects.quantile(p.df)
+        first = sub.iloc[0]
+        rows.append({"seed": first["seed"], "configuration": first["configuration"], "workload": first["workload"],
+                     "processor": processor, "machines": "; ".join(sorted(set(sub["host"].astype(str)))),
+                     "n_runs": int(sub["run_id"].nunique()), "n_estimates": p.runs, "n_builds": p.builds,
+                     "ratio": math.exp(p.estimate), "ci_low": math.exp(p.estimate - q * se),
+                     "ci_high": math.exp(p.estimate + q * se), "estimate": p.estimate, "se": se, "df": p.df,
+                     "floor_halfwidth_percent": f"{math.expm1(floor) * 100:.2f}" if floor else "",
+                     "floor_from": source, "floored": bool(se > p.se), "decision": d.outcome,
+                     "decision_words": d.words()})
+    return pd.DataFrame(rows, columns=[*HOST_COLUMNS, "estimate", "se", "df"])
+
+
+def aa_floors(aa_by_host: pd.DataFrame) -> dict:
+    """{processor: (log half-width of its A/A across runs, where it comes from)}: the median half-width of its
+    pooled A/A cells with at least MIN_AA_RUNS runs; a host with none borrows the median of the other hosts'
+    (every host that appears in `aa_by_host` with too few runs, or any host asked later, through the
+    "borrowed" entry)."""
+    if aa_by_host is None or aa_by_host.empty:
+        return {}
+    own = aa_by_host[aa_by_host["n_runs"] >= MIN_AA_RUNS]
+    halfwidth = (np.log(own["ci_high"]) - np.log(own["ci_low"])) / 2
+    floors = {h: (float(w.median()), "its own A/A") for h, w in halfwidth.groupby(own["processor"])}
+    if floors:
+        borrowed = (float(np.median([w for w, _ in floors.values()])), "borrowed: the other hosts' A/A")
+        floors["borrowed"] = borrowed
+        for h in set(aa_by_host["processor"]) - set(floors):
+            floors[h] = borrowed
+    return floors
+
+
+def floor_of(floors: dict, processor: str) -> tuple[float, str]:
+    return floors.get(processor) or floors.get("borrowed") or (0.0, "none: no host has an A/A across runs")
+
+
+def across_hosts(hosts: pd.DataFrame, margin: float) -> tuple[str, str]:
+    """(outcome, words) of the intersection-union verdict over the per-host decisions (equivalence.across)."""
+    if hosts.empty:
+        return equivalence.UNDECIDED, equivalence.UNDECIDED
+    return equivalence.across(dict(zip(hosts["processor"], hosts["decision"])), margin)
+
+
 AA_POOLED_COLUMNS = ["workload", "allocator", "n_runs", "n_hosts", "ratio", "ci_low", "ci_high", "excludes_1"]
 
 
@@ -172,21 +246,44 @@ def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.Dat
     on a workload, like a debate's pair (a pooled 95% interval should exclude 1 in at most 5% of them)."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=AA_POOLED_COLUMNS)
-    runs = _runs(runs_dir, cells["run_id"])
-    copies = sorted({a for r in runs.values() for a in aa_copies(r)})
     rows = []
-    for copy in copies:
+    for copy, workload, est in _aa_estimates(cells, runs_dir, baseline):
+        if est["run_id"].nunique() < MIN_AA_RUNS:
+            continue
+        p = random_effects.pool(est)
+        lo, hi = p.interval()
+        rows.append({"workload": workload, "allocator": copy, "n_runs": p.runs, "n_hosts": p.hosts,
+                     "ratio": math.exp(p.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                     "excludes_1": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(rows, columns=AA_POOLED_COLUMNS)
+
+
+def _aa_estimates(cells: pd.DataFrame, runs_dir: Path, baseline: str):
+    """(copy, workload, its current-design run estimates against the baseline) for every A/A copy measured."""
+    runs = _runs(runs_dir, cells["run_id"])
+    for copy in sorted({a for r in runs.values() for a in aa_copies(r)}):
         for workload in sorted(set(cells.loc[cells["allocator"] == copy, "workload"])):
             est = run_estimates(cells, runs_dir, "A/A", copy, baseline, workload)
-            est = est[~est["superseded"]]
-            if est["run_id"].nunique() < 3:
-                continue
-            p = random_effects.pool(est)
+            yield copy, workload, est[~est["superseded"]]
+
+
+AA_HOST_COLUMNS = ["processor", "workload", "allocator", "n_runs", "ratio", "ci_low", "ci_high", "excludes_1"]
+
+
+def aa_by_host(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """A/A across runs on each processor kind alone: every copy of the baseline on every workload, its runs on
+    that host pooled (the host's own floor for the width of a debate's interval there)."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=AA_HOST_COLUMNS)
+    rows = []
+    for copy, workload, est in _aa_estimates(cells, runs_dir, baseline):
+        for processor, sub in est.groupby("processor", sort=True):
+            p = random_effects.pool(sub)
             lo, hi = p.interval()
-            rows.append({"workload": workload, "allocator": copy, "n_runs": p.runs, "n_hosts": p.hosts,
-                         "ratio": math.exp(p.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
-                         "excludes_1": bool(lo > 0 or hi < 0)})
-    return pd.DataFrame(rows, columns=AA_POOLED_COLUMNS)
+            rows.append({"processor": processor, "workload": workload, "allocator": copy,
+                         "n_runs": int(sub["run_id"].nunique()), "ratio": math.exp(p.estimate),
+                         "ci_low": math.exp(lo), "ci_high": math.exp(hi), "excludes_1": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(rows, columns=AA_HOST_COLUMNS)
 
 
 def runs_dir_of(res) -> Path | None:

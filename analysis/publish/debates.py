@@ -32,7 +32,7 @@ COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "confi
            "claimed_per_free", "seed_instructions", "alloc_share_without", "alloc_share_with",
            "alloc_instructions_ratio", "claim_share", "margin", "margin_reason", "rule", "n_runs", "n_estimates", "n_builds", "n_hosts", "superseded_runs",
            "pooled_ratio", "pooled_low", "pooled_high", "pooled_display", "tau_run", "tau_host", "tau_build",
-           "added_ns_display", "claim_comparison", "verdict", "not_measured"]
+           "hosts_display", "added_ns_display", "claim_comparison", "verdict", "not_measured"]
 
 
 @dataclass(frozen=True)
@@ -253,38 +253,68 @@ def _seed_instructions(seed: str) -> str:
     return fmt_ratio(float(r["ratio"])) + (" (exact)" if pd.isna(lo) else f" [{fmt_ratio(lo)}, {fmt_ratio(hi)}]")
 
 
-def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str, claim) -> tuple[dict, pd.DataFrame]:
-    """The pre-registered answer of one contested pair on one workload: every run's ratio, the pooled one, the
-    rule's verdict, the added time per malloc+free pair and the comparison with the claim's own interval."""
+def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str, claim,
+             floors: dict) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """The pre-registered answer of one contested pair on one workload: every run's ratio, each host's pooled
+    ratio (never narrower than the host's A/A floor) with the rule's decision there, the verdict across hosts
+    (intersection-union), a single ratio over hosts only where there is one host or enough hosts to estimate
+    their spread, the added time per malloc+free pair and the comparison with the claim's own interval."""
     runs = debate_pool.pair_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload) \
         if runs_dir is not None else pd.DataFrame(columns=debate_pool.RUN_COLUMNS)
-    pooled = debate_pool.pooled(runs, q.margin, q.rule)
     out = {"margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule,
            "superseded_runs": int(runs["superseded"].sum()) if len(runs) else 0}
-    if not pooled:
+    current = runs[~runs["superseded"].astype(bool)] if len(runs) else runs
+    if current.empty:
         return {**out, "verdict": "no verdict: no run of the current design measured both", "n_runs": 0, "n_estimates": 0,
-                "n_builds": 0, "n_hosts": 0, "pooled_display": "n/a", "added_ns_display": "n/a",
-                "claim_comparison": ""}, runs
-    moved = debate_pool.transfer(res, runs, pooled, with_, without, workload)
-    out.update({k: pooled[k] for k in ("pooled_ratio", "pooled_low", "pooled_high", "n_runs", "n_estimates", "n_builds",
-                                       "n_hosts", "tau_run", "tau_host", "tau_build")})
-    out["pooled_display"] = fmt_interval(pooled["pooled_ratio"], pooled["pooled_low"], pooled["pooled_high"])
-    out["verdict"] = pooled["decision_words"]
+                "n_builds": 0, "n_hosts": 0, "pooled_display": "n/a", "hosts_display": "n/a",
+                "added_ns_display": "n/a", "claim_comparison": ""}, runs, pd.DataFrame(columns=debate_pool.HOST_COLUMNS)
+    hosts = debate_pool.per_host(runs, q.margin, q.rule,
+                                 {h: debate_pool.floor_of(floors, h) for h in set(current["processor"])})
+    pooled = debate_pool.pooled(runs, q.margin, q.rule)
+    out.update({k: pooled[k] for k in ("n_runs", "n_estimates", "n_builds", "n_hosts")})
+    out["hosts_display"] = "; ".join(
+        f"{h.processor}: {fmt_interval(h.ratio, h.ci_low, h.ci_high)} ({_count(h.n_runs, 'run')}, "
+        f"{_count(h.n_builds, 'build')})"
+        for h in hosts.itertuples())
+    out["verdict"] = debate_pool.across_hosts(hosts, q.margin)[1]
+    if len(hosts) == 1:  # one host: its own answer, floor included, is the single one
+        h = hosts.iloc[0]
+        single = {"pooled_ratio": h["ratio"], "pooled_low": h["ci_low"], "pooled_high": h["ci_high"],
+                  "pooled_estimate": h["estimate"], "pooled_se": h["se"], "pooled_df": h["df"]}
+    elif len(hosts) >= debate_pool.MIN_HOSTS_TO_POOL:
+        single = pooled
+    else:
+        single = {}
+    out.update({k: pooled[k] for k in ("tau_run", "tau_host", "tau_build")})
+    if not single:
+        out["pooled_display"] = f"not pooled: {len(hosts)} hosts ({debate_pool.MIN_HOSTS_TO_POOL} needed)"
+        out.update({"added_ns_display": "n/a", "claim_comparison": ""})
+        return out, runs, hosts
+    moved = debate_pool.transfer(res, runs, single, with_, without, workload)
+    out.update({k: single[k] for k in ("pooled_ratio", "pooled_low", "pooled_high")})
+    out["pooled_display"] = fmt_interval(single["pooled_ratio"], single["pooled_low"], single["pooled_high"])
     out["added_ns_display"] = (f"{moved['added_ns_per_pair']:+.1f} [{moved['added_ns_low']:+.1f}, "
                                f"{moved['added_ns_high']:+.1f}]") if moved else "n/a"
     out["claim_comparison"] = "" if claim is None else equivalence.against_claim(
-        pooled["pooled_estimate"], pooled["pooled_se"], pooled["pooled_df"], claim[0], claim[1], claim[2],
+        single["pooled_estimate"], single["pooled_se"], single["pooled_df"], claim[0], claim[1], claim[2],
         claim[3], q.margin)
-    return out, runs
+    return out, runs, hosts
 
 
-def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame,
+                                                                                     pd.DataFrame]:
     """(a row per debate, workload and contested pair present, the pre-registered verdict in it; every run
-    behind those rows, superseded ones marked). Stand-ins only where no contested pair was measured at all:
+    behind those rows, superseded ones marked; a row per debate cell and host). Stand-ins only where no contested pair was measured at all:
     their numbers are shown, never a verdict."""
     spec = debates_spec.load() if spec is None else spec
     runs_dir = debate_pool.runs_dir_of(res)
-    rows, run_rows = [], []
+    floors = debate_pool.aa_floors(debate_pool.aa_by_host(res.cells.get("wall_s"), runs_dir, BASELINE)) \
+        if runs_dir is not None else {}
+    rows, run_rows, host_rows = [], [], []
     for d in DEBATES:
         q = spec[d.seed]
         text, line, claimed = _claim(figures, d.seed, d.claim_metric)
@@ -300,9 +330,10 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tu
             for with_, without in q.contested:
                 m = _measured(res, with_, without, workload)
                 if m:
-                    decided, runs = _decided(res, q, runs_dir, with_, without, workload, claim)
+                    decided, runs, hosts = _decided(res, q, runs_dir, with_, without, workload, claim, floors)
                     found.append({**m, **decided, "claim_share": claim_share(claimed, m.get("_alloc_ratio"))})
                     run_rows.append(runs)
+                    host_rows.append(hosts)
                     if not q.every_pair:
                         break
         if not found:
@@ -320,7 +351,10 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tu
              "added_ns_display": "n/a", "verdict": "not measured here", "not_measured": d.not_measured}]
     out = pd.DataFrame(rows, columns=COLUMNS).replace({np.nan: ""})
     runs = pd.concat(run_rows, ignore_index=True) if run_rows else pd.DataFrame(columns=debate_pool.RUN_COLUMNS)
-    return out, runs
+    host_rows = [h for h in host_rows if len(h)]
+    hosts = pd.concat(host_rows, ignore_index=True)[debate_pool.HOST_COLUMNS] if host_rows else \
+        pd.DataFrame(columns=debate_pool.HOST_COLUMNS)
+    return out, runs, hosts
 
 
 def answer(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> pd.DataFrame:

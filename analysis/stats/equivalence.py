@@ -7,6 +7,11 @@ one-sided lower bound is above log(1 + m). Two-sided (rule equivalent), both tes
 interval inside [-log(1 + m), log(1 + m)] is "no larger than m" either way; wholly outside it, "larger than m".
 Anything else is not decided at this precision: the interval is too wide for the margin, which says how many
 more runs are needed, not that the two are equal.
+
+Across hosts (processor kinds), each answered alone, the verdict is an intersection-union test: "larger than
+m on every host measured" when every host's test says larger, "no larger than m on every host measured" when
+every host's says no larger (each at 5%, so the conjunction holds at 5% too), "depends on the host" when at
+least one host says larger and another no larger, "not decided" otherwise.
 """
 import math
 from dataclasses import dataclass
@@ -17,6 +22,8 @@ ALPHA = 0.05
 NO_LARGER = "no larger than m"
 LARGER = "larger than m"
 UNDECIDED = "not decided at this precision"
+EVERY_HOST = " on every host measured"
+DEPENDS = "depends on the host"
 
 
 @dataclass(frozen=True)
@@ -73,3 +80,24 @@ def against_claim(estimate: float, se: float, df: float, claim_ratio: float, cla
     if d.outcome == LARGER:
         return f"differs from the claim by more than {margin * 100:g}%"
     return "not decided against the claim at this precision (the claim's own interval is part of it)"
+
+
+def across(decisions: dict, margin: float) -> tuple[str, str]:
+    """(outcome, words) of the intersection-union verdict over {host: outcome of its own test}."""
+    if not decisions:
+        return UNDECIDED, UNDECIDED
+    m = f"{margin * 100:g}%"
+    outcomes = set(decisions.values())
+    if outcomes == {LARGER}:
+        return LARGER + EVERY_HOST, f"larger than {m}{EVERY_HOST}"
+    if outcomes == {NO_LARGER}:
+        return NO_LARGER + EVERY_HOST, f"no larger than {m}{EVERY_HOST}"
+
+    def said(outcome: str) -> str:
+        hosts = ", ".join(sorted(h for h, o in decisions.items() if o == outcome))
+        word = Decision(outcome, 0, 0, margin).words() if outcome != UNDECIDED else "not decided"
+        return f"{word} on {hosts}"
+    named = "; ".join(said(o) for o in (LARGER, NO_LARGER, UNDECIDED) if o in outcomes)
+    if {LARGER, NO_LARGER} <= outcomes:
+        return DEPENDS, f"{DEPENDS}: {named}"
+    return UNDECIDED, f"not decided across hosts: {named}" if len(decisions) > 1 else UNDECIDED

@@ -11,6 +11,7 @@ a random-effects meta-analysis whose variance components are estimated by REML (
 maximised over the log variances). The interval of mu uses the Hartung-Knapp scale (never narrower than the
 model's own standard error) and a t quantile whose degrees of freedom are those of the coarsest level whose
 variance is resolved: with three hosts and a host variance that matters, two.
+
 """
 import math
 from dataclasses import dataclass
@@ -70,9 +71,10 @@ def _restricted_nll(theta, y, s2, names, z):
     return 0.5 * (logdet + math.log(w) + r @ vi @ r)
 
 
-def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> Pooled:
+def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE, start: float | None = None) -> Pooled:
     """Pool per-run log ratios: `frame` has columns estimate (log ratio), se, host, build (any labels).
-    One run gives its own interval back (nothing is known between runs)."""
+    One run gives its own interval back (nothing is known between runs). `start` moves the optimiser's
+    starting log variance (the published digits must not depend on it)."""
     if frame.empty:
         raise ValueError("no runs to pool")
     frame = frame.reset_index(drop=True)
@@ -85,7 +87,8 @@ def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> Pooled:
                       {"run": 0.0, "host": 0.0, "build": 0.0}, 1, builds, hosts)
     z = _design(frame)
     names = list(z)
-    start = math.log(max(float(np.var(y, ddof=1)), 1e-12) / (1 + len(names)))
+    if start is None:
+        start = math.log(max(float(np.var(y, ddof=1)), 1e-12) / (1 + len(names)))
     fit = optimize.minimize(_restricted_nll, np.full(1 + len(names), start), args=(y, s2, names, z),
                             method="L-BFGS-B", bounds=[(_FLOOR, 5.0)] * (1 + len(names)))
     theta = fit.x
@@ -100,6 +103,19 @@ def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> Pooled:
     q = float(r @ vi @ r) / (k - 1)  # Hartung-Knapp: the residuals' own scale, never below the model's
     se = math.sqrt(max(q, 1.0) / w)
     return Pooled(mu, se, _df(tau2, s2, k, hosts, builds), tau2, k, builds, hosts)
+
+
+def quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """The two-sided t quantile of an interval at this confidence."""
+    return float(sps.t.ppf(0.5 + confidence / 2, df))
+
+
+def floored_se(se: float, df: float, floor_halfwidth: float, confidence: float = CONFIDENCE) -> float:
+    """The standard error of an interval never narrower than floor_halfwidth (log scale) at this confidence:
+    a variance floor, such as the A/A across runs of the host, that a pooled interval may not undercut."""
+    if floor_halfwidth <= 0:
+        return se
+    return max(se, floor_halfwidth / quantile(df, confidence))
 
 
 def _df(tau2: dict, s2, k: int, hosts: int, builds: int) -> float:
