@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 from scipy import stats as sps
 
 from analysis.stats.estimators import CONFIDENCE
@@ -43,32 +42,146 @@ class Pooled:
         return self.estimate - q * self.se, self.estimate + q * self.se
 
 
-def _design(frame: pd.DataFrame) -> dict:
-    """Indicator matrices of the grouping levels that have at least two groups (one group is not a sample)."""
-    out = {}
+def _design(frame: pd.DataFrame) -> list[list[int]]:
+    """Each grouping level with at least two groups (one group is not a sample): its group index per run."""
+    out = []
     for level in LEVELS:
         codes, uniq = pd.factorize(frame[level].astype(str))
         if len(uniq) >= 2:
-            out[level] = np.eye(len(uniq))[codes]
-    return out
+            out.append([int(c) for c in codes])
+    return out, [level for level in LEVELS if frame[level].astype(str).nunique() >= 2]
 
 
-def _covariance(s2, theta, names, z):
-    v = np.diag(s2 + math.exp(theta[0]))
-    for t, name in zip(theta[1:], names):
-        v = v + math.exp(t) * (z[name] @ z[name].T)
-    return v
+# The restricted likelihood is computed in plain floating point, with correctly rounded sums (math.fsum) and
+# the standard library's exp and log, never through a linear-algebra library: those round differently on
+# different processors, and an optimiser fed values that differ in the last bit stops elsewhere, so the
+# published digits moved with the machine that rendered them. Here every operation is IEEE arithmetic in
+# a fixed order, and so is the optimiser (a Nelder-Mead simplex of our own): the same runs give the same bits
+# on any host. The covariance V = D + sum_l tau_l Z_l Z_l' (D diagonal: within-run variance + tau_run) is
+# inverted through Woodbury's identity, so only a matrix of the size of the number of groups is factored.
+
+def _cholesky(a: list[list[float]]) -> list[list[float]]:
+    n = len(a)
+    low = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1):
+            acc = a[i][j] - math.fsum(low[i][k] * low[j][k] for k in range(j))
+            if i == j:
+                if acc <= 0:
+                    raise ValueError("not positive definite")
+                low[i][i] = math.sqrt(acc)
+            else:
+                low[i][j] = acc / low[j][j]
+    return low
 
 
-def _restricted_nll(theta, y, s2, names, z):
-    v = _covariance(s2, theta, names, z)
-    sign, logdet = np.linalg.slogdet(v)
-    vi = np.linalg.inv(v)
-    one = np.ones_like(y)
-    w = one @ vi @ one
-    mu = (one @ vi @ y) / w
-    r = y - mu
-    return 0.5 * (logdet + math.log(w) + r @ vi @ r)
+def _solve(low: list[list[float]], b: list[float]) -> list[float]:
+    n = len(b)
+    z = [0.0] * n
+    for i in range(n):
+        z[i] = (b[i] - math.fsum(low[i][k] * z[k] for k in range(i))) / low[i][i]
+    x = [0.0] * n
+    for i in reversed(range(n)):
+        x[i] = (z[i] - math.fsum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
+    return x
+
+
+def _dot(a, b) -> float:
+    return math.fsum(x * y for x, y in zip(a, b))
+
+
+def _fit(theta, y, s2, codes) -> tuple[float, float, float, float]:
+    """(restricted negative log-likelihood, mu, 1' V^-1 1, r' V^-1 r) at log variances theta."""
+    d = [s + math.exp(theta[0]) for s in s2]
+    inv_d = [1.0 / x for x in d]
+    sizes = [max(c) + 1 for c in codes]
+    offsets = [sum(sizes[:j]) for j in range(len(sizes))]
+    m = sum(sizes)
+    if m == 0:
+        w = math.fsum(inv_d)
+        mu = _dot(inv_d, y) / w
+        rvr = math.fsum(iv * (yi - mu) ** 2 for iv, yi in zip(inv_d, y))
+        return 0.5 * (math.fsum(math.log(x) for x in d) + math.log(w) + rvr), mu, w, rvr
+    index = [[offsets[j] + codes[j][i] for j in range(len(codes))] for i in range(len(y))]
+    cells: dict = {}
+    for i, idx in enumerate(index):
+        for a in idx:
+            for b in idx:
+                cells.setdefault((a, b), []).append(inv_d[i])
+    a_mat = [[math.fsum(cells.get((r, c), ())) for c in range(m)] for r in range(m)]
+    for j, t in enumerate(theta[1:]):
+        for g in range(sizes[j]):
+            a_mat[offsets[j] + g][offsets[j] + g] += math.exp(-t)
+    low = _cholesky(a_mat)
+
+    def group_sums(values):
+        out = [[] for _ in range(m)]
+        for i, idx in enumerate(index):
+            for a in idx:
+                out[a].append(values[i])
+        return [math.fsum(v) for v in out]
+    u = group_sums(inv_d)
+    v = group_sums([iv * yi for iv, yi in zip(inv_d, y)])
+    a_u = _solve(low, u)
+    w = math.fsum(inv_d) - _dot(u, a_u)
+    mu = (_dot(inv_d, y) - _dot(v, a_u)) / w
+    r = [yi - mu for yi in y]
+    q = group_sums([iv * ri for iv, ri in zip(inv_d, r)])
+    rvr = math.fsum(iv * ri * ri for iv, ri in zip(inv_d, r)) - _dot(q, _solve(low, q))
+    logdet = (math.fsum(math.log(x) for x in d) + math.fsum(sizes[j] * t for j, t in enumerate(theta[1:]))
+              + 2 * math.fsum(math.log(low[i][i]) for i in range(m)))
+    return 0.5 * (logdet + math.log(w) + rvr), mu, w, rvr
+
+
+def _restricted_nll(theta, y, s2, codes) -> float:
+    try:
+        return _fit(theta, y, s2, codes)[0]
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return math.inf
+
+
+def _nelder_mead(f, x0: list[float], step: float = 1.0, lo: float = _FLOOR, hi: float = 5.0,
+                 xtol: float = 1e-7, ftol: float = 1e-12, max_evals: int = 4000) -> list[float]:
+    """A deterministic Nelder-Mead simplex within [lo, hi] (points are clipped into the box)."""
+    n = len(x0)
+
+    def clip(x):
+        return [min(hi, max(lo, v)) for v in x]
+
+    pts = [clip(x0)] + [clip([v + (step if i == j else 0.0) for j, v in enumerate(x0)]) for i in range(n)]
+    vals = [f(p) for p in pts]
+    evals = n + 1
+    while evals < max_evals:
+        order = sorted(range(n + 1), key=lambda i: (vals[i], i))
+        pts, vals = [pts[i] for i in order], [vals[i] for i in order]
+        if (max(abs(v - vals[0]) for v in vals) <= ftol * (1 + abs(vals[0]))
+                and max(abs(a - b) for p in pts[1:] for a, b in zip(p, pts[0])) <= xtol):
+            break
+        centre = [math.fsum(p[j] for p in pts[:-1]) / n for j in range(n)]
+        worst = pts[-1]
+        refl = clip([c + (c - w) for c, w in zip(centre, worst)])
+        fr = f(refl)
+        evals += 1
+        if fr < vals[0]:
+            exp_ = clip([c + 2 * (c - w) for c, w in zip(centre, worst)])
+            fe = f(exp_)
+            evals += 1
+            pts[-1], vals[-1] = (exp_, fe) if fe < fr else (refl, fr)
+        elif fr < vals[-2]:
+            pts[-1], vals[-1] = refl, fr
+        else:
+            outside = fr < vals[-1]
+            con = clip([c + 0.5 * ((r if outside else w) - c) for c, r, w in zip(centre, refl, worst)])
+            fc = f(con)
+            evals += 1
+            if fc < (fr if outside else vals[-1]):
+                pts[-1], vals[-1] = con, fc
+            else:
+                best = pts[0]
+                pts = [best] + [clip([b + 0.5 * (v - b) for b, v in zip(best, p)]) for p in pts[1:]]
+                vals = [vals[0]] + [f(p) for p in pts[1:]]
+                evals += n
+    return pts[min(range(n + 1), key=lambda i: (vals[i], i))]
 
 
 def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE, start: float | None = None) -> Pooled:
@@ -78,29 +191,24 @@ def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE, start: float | Non
     if frame.empty:
         raise ValueError("no runs to pool")
     frame = frame.reset_index(drop=True)
-    y = frame["estimate"].to_numpy(float)
-    s2 = frame["se"].to_numpy(float) ** 2
+    y = [float(v) for v in frame["estimate"]]
+    s2 = [float(v) ** 2 for v in frame["se"]]
     k = len(y)
     hosts, builds = (int(frame[c].astype(str).nunique()) for c in ("host", "build"))
     if k == 1:
         return Pooled(float(y[0]), float(math.sqrt(s2[0])), float(frame.get("df", pd.Series([1e6])).iloc[0]),
                       {"run": 0.0, "host": 0.0, "build": 0.0}, 1, builds, hosts)
-    z = _design(frame)
-    names = list(z)
+    codes, names = _design(frame)
     if start is None:
-        start = math.log(max(float(np.var(y, ddof=1)), 1e-12) / (1 + len(names)))
-    fit = optimize.minimize(_restricted_nll, np.full(1 + len(names), start), args=(y, s2, names, z),
-                            method="L-BFGS-B", bounds=[(_FLOOR, 5.0)] * (1 + len(names)))
-    theta = fit.x
+        mean = math.fsum(y) / k
+        var = math.fsum((v - mean) ** 2 for v in y) / (k - 1)
+        start = math.log(max(var, 1e-12) / (1 + len(names)))
+    theta = _nelder_mead(lambda t: _restricted_nll(t, y, s2, codes), [start] * (1 + len(names)))
     tau2 = {"run": math.exp(theta[0]) if theta[0] > _FLOOR + 1 else 0.0, "host": 0.0, "build": 0.0}
     for t, name in zip(theta[1:], names):
         tau2[name] = math.exp(t) if t > _FLOOR + 1 else 0.0
-    vi = np.linalg.inv(_covariance(s2, theta, names, z))
-    one = np.ones(k)
-    w = one @ vi @ one
-    mu = float(one @ vi @ y / w)
-    r = y - mu
-    q = float(r @ vi @ r) / (k - 1)  # Hartung-Knapp: the residuals' own scale, never below the model's
+    _, mu, w, rvr = _fit(theta, y, s2, codes)
+    q = rvr / (k - 1)  # Hartung-Knapp: the residuals' own scale, never below the model's
     se = math.sqrt(max(q, 1.0) / w)
     return Pooled(mu, se, _df(tau2, s2, k, hosts, builds), tau2, k, builds, hosts)
 
@@ -122,7 +230,7 @@ def _df(tau2: dict, s2, k: int, hosts: int, builds: int) -> float:
     """Degrees of freedom of the coarsest level whose variance is resolved (a share of at least RESOLVED of
     a typical run's total variance): the interval cannot be surer than the number of hosts allows when hosts
     differ."""
-    total = float(np.mean(s2)) + sum(tau2.values())
+    total = math.fsum(s2) / len(s2) + math.fsum(tau2.values())
     for level, groups in (("host", hosts), ("build", builds)):
         if groups >= 2 and tau2[level] >= RESOLVED * total:
             return float(groups - 1)
