@@ -21,6 +21,12 @@ def test_the_repository_registers_every_seed_with_a_margin_and_its_reason():
     assert "very low cost" in spec["004"].margin_reason
     assert spec["003"].rule == "equivalent" and spec["003"].every_pair
     assert spec["004"].contested[0] == ("glibc-built", "glibc-no-tcache-key")
+    # every debate has one primary cell among its pairs and workloads, and says when it was registered
+    for q in spec.values():
+        (pair, workload) = q.primary
+        assert pair in q.contested and workload in q.workloads and "commit" in q.registered
+    assert spec["002"].is_primary("mozjemalloc-poison", "mozjemalloc", "dom-churn")
+    assert not spec["001"].is_primary("hardened-light-72fb357", "glibc", "build")
 
 
 GOOD = """[[debate]]
@@ -32,10 +38,23 @@ quantity = "wall_s"
 margin = 0.025
 margin_reason = "r"
 rule = "cost_at_most"
+primary = { pair = ["a", "b"], workload = "w" }
+registered = "2026-12-01, commit 9b395ec"
 """
 
 
+def test_a_good_file_loads_with_its_amendments(tmp_path):
+    path = tmp_path / "debates.toml"
+    path.write_text(GOOD + 'amendments = ["2026-12-02: the margin was 3%"]\n')
+    q = debates_spec.load(path)["002"]
+    assert q.primary == (("a", "b"), "w") and q.amendments == ("2026-12-02: the margin was 3%",)
+
+
 @pytest.mark.parametrize("broken, words", [
+    (GOOD.replace('workload = "w"', 'workload = "v"'), "primary must be"),
+    (GOOD.replace('pair = ["a", "b"]', 'pair = ["b", "a"]'), "primary must be"),
+    (GOOD.replace('registered = "2026-12-01, commit 9b395ec"', 'registered = "yesterday"'), "registered must say"),
+    (GOOD + 'amendments = "changed"\n', "amendments must be"),
     (GOOD.replace('margin = 0.025', 'margin = 2.5'), "margin must be a fraction"),
     (GOOD.replace('rule = "cost_at_most"', 'rule = "vibes"'), "rule 'vibes'"),
     (GOOD.replace('margin_reason = "r"\n', ''), "missing margin_reason"),

@@ -69,7 +69,12 @@ def test_the_debates_carry_margin_runs_hosts_pooled_interval_and_verdict(written
     assert fedora["margin"] == "10%" and fedora["rule"] == "cost_at_most" and fedora["n_runs"] == 1
     assert fedora["n_hosts"] == 1 and fedora["n_builds"] == 1
     assert fedora["pooled_low"] < 1.25 < fedora["pooled_high"]
-    assert fedora["verdict"] in ("larger than 10%", "not decided at this precision")
+    assert fedora["verdict"] in ("larger than 10% on every host measured", "not decided at this precision")
+    # one host: its own answer is the single one, and the table of hosts holds it
+    hosts = pd.read_csv(tmp_path / "results_debate_hosts.csv", dtype={"seed": str})
+    mine = hosts[(hosts["seed"] == "001") & (hosts["configuration"] == "hardened-72fb357 / glibc")
+                 & (hosts["workload"] == fedora["workload"])]
+    assert len(mine) == 1 and mine.iloc[0]["ratio"] == pytest.approx(fedora["pooled_ratio"])
     runs = pd.read_csv(tmp_path / "results_debate_runs.csv", dtype={"seed": str})
     assert set(runs.loc[runs["configuration"] == "hardened-72fb357 / glibc", "run_id"]) == {BYO}
     assert (tmp_path / "results_debate_001.svg").is_file() and "001" in numbers["debate_figures"]

@@ -1,5 +1,7 @@
 """The pre-registered questions of the debates (debates.toml at the repository's root): what each debate
-compares, on which workloads, with which margin and decision rule. A malformed file is a one-line error."""
+compares, on which workloads, with which margin and decision rule, its primary cell (the one pair and workload
+that answers it first; the others are secondary), when and in which commit it was registered, and every
+amendment since with what it replaced. A malformed file is a one-line error."""
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,7 +11,9 @@ from analysis.paths import REPO
 DEBATES_TOML = REPO / "debates.toml"
 RULES = ("cost_at_most", "equivalent")
 QUANTITIES = ("wall_s",)
-REQUIRED = ("seed", "question", "contested", "workloads", "quantity", "margin", "margin_reason", "rule")
+REQUIRED = ("seed", "question", "contested", "workloads", "quantity", "margin", "margin_reason", "rule", "primary",
+            "registered")
+OPTIONAL = ("every_pair", "amendments")
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,12 @@ class Question:
     margin_reason: str
     rule: str
     every_pair: bool = False
+    primary: tuple = ()  # ((with, without), workload): the cell that answers the debate first
+    registered: str = ""  # "<date>, commit <hash>"
+    amendments: tuple = ()  # ("<date>: what changed and what it replaced", ...)
+
+    def is_primary(self, with_: str, without: str, workload: str) -> bool:
+        return bool(self.primary) and self.primary == ((with_, without), workload)
 
 
 def _question(entry, where: str) -> Question:
@@ -31,7 +41,7 @@ def _question(entry, where: str) -> Question:
     missing = [k for k in REQUIRED if k not in entry]
     if missing:
         raise HeapcostError(f"{where}: missing {', '.join(missing)}")
-    unknown = sorted(set(entry) - set(REQUIRED) - {"every_pair"})
+    unknown = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL))
     if unknown:
         raise HeapcostError(f"{where}: unknown key {', '.join(unknown)}")
     pairs = entry["contested"]
@@ -54,9 +64,21 @@ def _question(entry, where: str) -> Question:
             raise HeapcostError(f"{where}: {key} must be a non-empty string")
     if not isinstance(entry.get("every_pair", False), bool):
         raise HeapcostError(f"{where}: every_pair must be true or false")
+    primary = entry["primary"]
+    if (not isinstance(primary, dict) or set(primary) != {"pair", "workload"}
+            or not isinstance(primary["pair"], list) or primary["pair"] not in pairs
+            or primary["workload"] not in workloads):
+        raise HeapcostError(f"{where}: primary must be {{ pair = [with, without], workload = name }} naming one of "
+                            "its contested pairs and one of its workloads")
+    if not isinstance(entry["registered"], str) or "commit" not in entry["registered"]:
+        raise HeapcostError(f"{where}: registered must say the date and the commit it was registered in")
+    amendments = entry.get("amendments", [])
+    if not isinstance(amendments, list) or not all(isinstance(a, str) and a.strip() for a in amendments):
+        raise HeapcostError(f"{where}: amendments must be a list of sentences (date: what changed, what it replaced)")
     return Question(entry["seed"], entry["question"], tuple(tuple(p) for p in pairs), tuple(workloads),
                     entry["quantity"], float(margin), entry["margin_reason"], entry["rule"],
-                    bool(entry.get("every_pair", False)))
+                    bool(entry.get("every_pair", False)), (tuple(primary["pair"]), primary["workload"]),
+                    entry["registered"], tuple(amendments))
 
 
 def load(path: Path = DEBATES_TOML) -> dict[str, Question]:

@@ -26,13 +26,14 @@ from analysis.publish.ablations import ratio_within_run
 from analysis.publish.results import BASELINE, Results, fmt_interval, fmt_ratio, fmt_share
 from analysis.stats import equivalence, literature
 
-COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "configuration", "workload", "run_id",
+COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "cell", "configuration", "workload", "run_id",
            "ratio", "ci_low", "ci_high", "display", "halfwidth_percent", "memory_display", "user_display",
            "sys_display", "per_free_ratio", "added_per_free", "writes_per_free_ratio", "added_writes_per_free",
            "claimed_per_free", "seed_instructions", "alloc_share_without", "alloc_share_with",
            "alloc_instructions_ratio", "claim_share", "margin", "margin_reason", "rule", "n_runs", "n_estimates", "n_builds", "n_hosts", "superseded_runs",
            "pooled_ratio", "pooled_low", "pooled_high", "pooled_display", "tau_run", "tau_host", "tau_build",
-           "hosts_display", "added_ns_display", "claim_comparison", "verdict", "not_measured"]
+           "hosts_display", "added_ns_display", "claim_comparison", "verdict", "not_measured", "registered",
+           "amendments"]
 
 
 @dataclass(frozen=True)
@@ -324,14 +325,16 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tu
                 "claimed": fmt_ratio(claimed) if claimed else "not slower",
                 "claimed_per_free": fmt_ratio(claimed_pf) if claimed_pf else "", "not_measured": "",
                 "seed_instructions": _seed_instructions(d.seed),
-                "margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule}
+                "margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule,
+                "registered": q.registered, "amendments": " ".join(q.amendments)}
         found = []
         for workload in q.workloads:
             for with_, without in q.contested:
                 m = _measured(res, with_, without, workload)
                 if m:
                     decided, runs, hosts = _decided(res, q, runs_dir, with_, without, workload, claim, floors)
-                    found.append({**m, **decided, "claim_share": claim_share(claimed, m.get("_alloc_ratio"))})
+                    found.append({**m, **decided, "claim_share": claim_share(claimed, m.get("_alloc_ratio")),
+                                  "cell": "primary" if q.is_primary(with_, without, workload) else "secondary"})
                     run_rows.append(runs)
                     host_rows.append(hosts)
                     if not q.every_pair:
