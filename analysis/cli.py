@@ -23,6 +23,7 @@ COMMANDS = {
     "merge": ("analysis.publish.intake", "add runs (contribution archives or run directories) to the dataset, never overwriting"),
     "fleet-job": ("analysis.publish.fleet", "run one campaign of a fleet profile and pack its run (a Snakemake job)"),
     "fleet-plan": ("analysis.publish.fleet_plan", "say what a fleet profile will run here, how long, and what is missing"),
+    "predict": ("analysis.publish.predictions", "register each debate's prediction for a host not yet measured (predictions.toml)"),
     "dataset": ("analysis.publish.dataset", "write the versioned dataset archive with its checksum"),
     "notebook": ("analysis.publish.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
     "bench": ("analysis.harness.bench.command", "benchmark the measurement protocol against hyperfine"),

@@ -27,8 +27,8 @@ SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
 RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "processor", "build", "layout", "ratio",
                "ci_low", "ci_high", "estimate", "se", "df", "method", "superseded"]
 HOST_COLUMNS = ["seed", "configuration", "workload", "processor", "machines", "n_runs", "n_estimates", "n_builds",
-                "ratio", "ci_low", "ci_high", "floor_halfwidth_percent", "floor_from", "floored", "decision",
-                "decision_words"]
+                "ratio", "ci_low", "ci_high", "estimate", "se", "df", "floor_halfwidth_percent", "floor_from",
+                "floored", "decision", "decision_words"]
 # A single estimate over hosts is shown only where the spread between hosts can be estimated from the hosts
 # themselves: with fewer, the t quantile on hosts - 1 degrees of freedom (12.7 with two) makes any interval
 # hold, and an interval that goes from a fraction of a percent to a factor of two when one host is added
@@ -206,7 +206,7 @@ def per_host(runs: pd.DataFrame, margin: float, rule: str, floors: dict) -> pd.D
                      "floor_halfwidth_percent": f"{math.expm1(floor) * 100:.2f}" if floor else "",
                      "floor_from": source, "floored": bool(se > p.se), "decision": d.outcome,
                      "decision_words": d.words()})
-    return pd.DataFrame(rows, columns=[*HOST_COLUMNS, "estimate", "se", "df"])
+    return pd.DataFrame(rows, columns=HOST_COLUMNS)
 
 
 def aa_floors(aa_by_host: pd.DataFrame) -> dict:
