@@ -107,3 +107,31 @@ def test_on_simulated_hosts_that_disagree_each_interval_covers_its_host_and_the_
     assert everywhere / reps <= 0.05
     if builds == 5:
         assert depends / reps >= 0.8  # with five builds per host the disagreement is found (93% measured)
+
+
+def test_a_registered_prediction_is_checked_by_every_later_host_and_by_no_earlier_one():
+    from analysis.publish import predictions
+    from analysis.stats import prediction
+
+    per_host = pd.DataFrame([
+        {"configuration": "x / y", "workload": "w", "processor": "AMD 2600 MHz (26/2/1)", "ratio": 1.11,
+         "ci_low": 1.10, "ci_high": 1.12},
+        {"configuration": "x / y", "workload": "w", "processor": "Intel 2600 MHz (6/167/1)", "ratio": 1.27,
+         "ci_low": 1.26, "ci_high": 1.28},
+        {"configuration": "u / v", "workload": "w", "processor": "AMD 2450 MHz", "ratio": 1.0, "ci_low": 0.99,
+         "ci_high": 1.01}])
+    entry = {"seed": "002", "configuration": "x / y", "workload": "w", "registered": "2026-12-02, commit abc",
+             "from_hosts": ["Intel 2600 MHz (6/167/1)"], "centre": 1.267, "low": 1.197, "high": 1.341}
+    rep = predictions.replication([entry], per_host)
+    assert list(rep["host"]) == ["AMD 2600 MHz (26/2/1)"] and list(rep["held"]) == [False]
+    # a host the prediction used, later recorded with its family, is not a new host
+    rep = predictions.replication([{**entry, "from_hosts": ["AMD 2600 MHz"]}], per_host)
+    assert list(rep["host"]) == ["Intel 2600 MHz (6/167/1)"]
+    # the prediction widens with the borrowed spread and holds its own centre
+    p = prediction.predict([(math.log(1.267), 0.005)], 0.02)
+    lo, hi = p.interval()
+    assert p.holds(math.log(1.267)) and (hi - lo) / 2 == pytest.approx(1.959964 * math.sqrt(0.005 ** 2 + 0.02 ** 2 * 2 + 0.005 ** 2), rel=1e-6)
+    assert prediction.borrowed_spread({"a": [(0.0, 0.01)]}) == (pytest.approx(math.nan, nan_ok=True), 0)
+    tau, n = prediction.borrowed_spread({"a": [(0.0, 0.001), (0.1, 0.001)], "b": [(0.0, 0.001), (0.0, 0.001)],
+                                         "c": [(0.0, 0.001), (0.05, 0.001)]})
+    assert n == 3 and tau == pytest.approx(math.sqrt(prediction.between_variance([0.0, 0.05], [0.001, 0.001])))

@@ -7,7 +7,7 @@ plot per debate."""
 import pandas as pd
 
 from analysis.contract import debates_spec
-from analysis.publish import debate_figures, debate_pool, debates
+from analysis.publish import debate_figures, debate_pool, debates, predictions
 from analysis.publish.results import BASELINE, Results, fmt_interval
 from analysis.publish.products import write_csv
 from analysis.stats import equivalence
@@ -37,6 +37,9 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     aa_hosts = aa_hosts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in aa_hosts.iterrows()])
     write_csv(aa_hosts, p("aa_hosts.csv"))
     decided = per_host[per_host["decision"] != equivalence.UNDECIDED] if len(per_host) else per_host
+    registered = predictions.load()
+    replication = predictions.replication(registered, per_host)
+    write_csv(replication, p("replication.csv"))
     return {
         "debates": {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)},
         "debate_figures": drawn,
@@ -46,6 +49,12 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
         "debate_host_cells": int(len(per_host)), "debate_host_cells_decided": int(len(decided)),
         "debate_host_cells_floored": int(per_host["floored"].astype(bool).sum()) if len(per_host) else 0,
         "debate_min_hosts_to_pool": debate_pool.MIN_HOSTS_TO_POOL, "debate_min_aa_runs": debate_pool.MIN_AA_RUNS,
+        "replication": {"predictions": len(registered), "checked": int(len(replication)),
+                        "held": int(replication["held"].sum()) if len(replication) else 0,
+                        "percent_held": f"{100 * replication['held'].mean():.0f}" if len(replication) else "",
+                        "registered": sorted({e["registered"] for e in registered}),
+                        "spread_percent": sorted({e["tau_percent"] for e in registered}),
+                        "spread_cells": sorted({e["spread_cells"] for e in registered})},
         "aa_pooled": {"cells": int(len(aa)), "excluding_1": int(aa["excludes_1"].sum()) if len(aa) else 0,
                       "percent_excluding_1": f"{100 * aa['excludes_1'].mean():.1f}" if len(aa) else "",
                       "min_runs": int(aa["n_runs"].min()) if len(aa) else 0},

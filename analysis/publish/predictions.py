@@ -106,12 +106,19 @@ def load(path: Path = PREDICTIONS_TOML) -> list[dict]:
     return entries
 
 
+def _same_host(label: str, earlier: list[str]) -> bool:
+    """A host the prediction used: the same label, or the fuller label a run that recorded less was joined
+    to since (a processor kind named without its family/model/stepping, later recorded with them)."""
+    return any(label == e or label.startswith(e + " (") for e in earlier)
+
+
 def replication(entries: list[dict], per_host: pd.DataFrame) -> pd.DataFrame:
     """Every host measured after a prediction (a host its registration did not use) against it."""
     rows = []
     for e in entries:
         mine = per_host[(per_host["configuration"] == e["configuration"]) & (per_host["workload"] == e["workload"])]
-        for h in mine[~mine["processor"].isin(e["from_hosts"])].itertuples():
+        earlier = [h for h in mine["processor"] if _same_host(h, e["from_hosts"])]
+        for h in mine[~mine["processor"].isin(earlier)].itertuples():
             rows.append({"seed": e["seed"], "configuration": e["configuration"], "workload": e["workload"],
                          "registered": e["registered"], "from_hosts": "; ".join(e["from_hosts"]),
                          "predicted": f"{e['centre']:.3f} [{e['low']:.3f}, {e['high']:.3f}]", "host": h.processor,
