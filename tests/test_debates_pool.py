@@ -11,12 +11,17 @@ from analysis.stats.simulate import simulate_pairs
 # ------------------------------------------------------------------------------ runs, hosts and builds
 
 
-def test_the_three_published_host_kinds_are_three_hosts():
-    from analysis.publish.debate_pool import _host_kinds
+def test_each_published_machine_kind_is_one_host_kind_and_each_processor_one_processor():
+    """A machine kind is a CPU model, its nominal frequency and a kernel (the published runs record no more
+    that differs between them); a processor kind leaves the kernel out."""
+    from analysis.publish.debate_pool import _host_kinds, _processors
 
     runs = REPO / "data" / "runs"
-    kinds = _host_kinds(runs)
-    assert len({kinds[p.parent.name] for p in runs.glob("*time*/machine.json")}) == 3, kinds
+    machines = {p.parent.name: json.loads(p.read_text()) for p in runs.glob("*time*/machine.json")}
+    expected = {(m["cpu"]["model"], round(float(m["cpu"]["cpuinfo_mhz"][0]), -1), m["kernel"]) for m in machines.values()}
+    kinds, processors = _host_kinds(runs), _processors(runs)
+    assert len({kinds[r] for r in machines}) == len(expected) >= 3, kinds
+    assert len({processors[r] for r in machines}) == len({(m, mhz) for m, mhz, _ in expected}), processors
 
 
 def test_a_build_is_named_by_its_library_not_by_its_allocator():

@@ -90,13 +90,14 @@ def test_a_job_packs_the_one_run_its_campaign_made(tmp_path):
 
 
 def test_a_job_waits_for_the_load_left_by_the_job_before_it_to_fall():
-    loads, slept = iter([1.9, 1.2, 0.9, 0.6, 0.5]), []
+    loads, slept = iter([1.9, 1.2, 0.9, 0.6, 0.3]), []
     current = {"load": next(loads)}
 
     def sleep(s):
         slept.append(s)
         current["load"] = next(loads)
-    assert fleet.wait_for_quiet(lambda: current["load"], sleep) == 3 * fleet.QUIET_POLL_S
+    # it waits for headroom below the campaign's own threshold: starting the campaign adds load
+    assert fleet.wait_for_quiet(lambda: current["load"], sleep) == 4 * fleet.QUIET_POLL_S
     assert fleet.wait_for_quiet(lambda: 0.1, sleep) == 0
     # a machine that stays busy is waited for no longer than the limit; the campaign's own check then refuses
     assert fleet.wait_for_quiet(lambda: 2.0, lambda s: None, limit_s=20) == 20
@@ -175,3 +176,18 @@ def test_the_smoke_fleet_through_slurm_on_a_loopback_cluster_lands_in_the_datase
     check_fleet_landed(clone, FEATURE, result)
     # one job per campaign, each on the host it named and alone on it (--exclusive: oversubscribe NO)
     assert sorted(jobs) == ["COMPLETED|loopback|loopback|NO"] * len(fleet.load_profile("smoke")), jobs
+
+
+def test_a_brought_library_is_named_the_published_build_or_another(tmp_path):
+    from analysis.harness.allocators import brought
+
+    run = tmp_path / "runs" / "R1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"params": {"brought_libraries": {
+        "hardened-72fb357": {"library": "lib.so", "library_sha256": "a" * 64}}}}))
+    published = brought.published_builds(tmp_path / "runs")
+    assert published == {"hardened-72fb357": {"a" * 64}}
+    assert brought.build_report("hardened-72fb357", "a" * 64, published).endswith("the published build (sha256 aaaaaaaaaaaa)")
+    assert "another build than the published one(s) (sha256 bbbbbbbbbbbb; published aaaaaaaaaaaa)" in \
+        brought.build_report("hardened-72fb357", "b" * 64, published)
+    assert "no run of the dataset" in brought.build_report("omalloc-1.128_l4", "c" * 64, published)

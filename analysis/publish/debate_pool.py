@@ -328,3 +328,33 @@ def _time_of(run_dir: Path, allocator: str, workload: str) -> tuple[float, float
         return None
     top = times[times["scale"] == times["scale"].max()]
     return float(top["t"].median()), float(top["scale"].iloc[0])
+
+
+LAYOUT_AA_COLUMNS = ["configuration", "layout", "workload", "processor", "n_runs", "ratio", "ci_low", "ci_high",
+                     "excludes_1"]
+
+
+def layout_aa(cells: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
+    """The layout's own A/A (A/A'): every layout build `<id>_l<N>` against the first build `<id>` of the same
+    source on the same workload, with no defence between them, each host's runs pooled. Its intervals should
+    exclude 1 in about 5% of the cells; more says the code's layout moves a ratio by more than the runs see."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=LAYOUT_AA_COLUMNS)
+    names = set(cells["allocator"].astype(str))
+    rows = []
+    for name in sorted(names):
+        m = _LAYOUT.match(name)
+        if not m or m.group(1) not in names:
+            continue
+        base = m.group(1)
+        for workload in sorted(set(cells.loc[cells["allocator"] == name, "workload"])):
+            est = run_estimates(cells, runs_dir, "A/A'", name, base, workload)
+            est = est[~est["superseded"].astype(bool)]
+            for processor, sub in est.groupby("processor", sort=True):
+                p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host=processor))
+                lo, hi = p.interval()
+                rows.append({"configuration": base, "layout": int(m.group(2)), "workload": workload,
+                             "processor": processor, "n_runs": int(sub["run_id"].nunique()),
+                             "ratio": math.exp(p.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                             "excludes_1": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(rows, columns=LAYOUT_AA_COLUMNS)

@@ -11,6 +11,7 @@ from analysis.publish import debate_figures, debate_pool, debates, predictions
 from analysis.publish.results import BASELINE, Results, fmt_interval
 from analysis.publish.products import write_csv
 from analysis.stats import equivalence
+from analysis.stats.primitives import wilson
 
 
 def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> dict:
@@ -37,6 +38,20 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     aa_hosts = aa_hosts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in aa_hosts.iterrows()])
     write_csv(aa_hosts, p("aa_hosts.csv"))
     decided = per_host[per_host["decision"] != equivalence.UNDECIDED] if len(per_host) else per_host
+    layouts = debate_pool.layout_aa(res.cells.get("wall_s"), runs_dir) if runs_dir else \
+        pd.DataFrame(columns=debate_pool.LAYOUT_AA_COLUMNS)
+    layouts = layouts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in layouts.iterrows()])
+    write_csv(layouts, p("layout_aa.csv"))
+    # a cell of fewer runs than an A/A floor needs has a t on one degree of freedom: it holds 1 whatever the
+    # layout does, so only cells of MIN_AA_RUNS runs or more count toward the rate
+    rated = layouts[layouts["n_runs"] >= debate_pool.MIN_AA_RUNS] if len(layouts) else layouts
+    excluding = int(rated["excludes_1"].sum()) if len(rated) else 0
+    rate_low, rate_high = wilson(excluding, len(rated))
+    apart = []  # cells whose hosts' intervals do not overlap: the hosts disagree beyond what each measured
+    for (seed, conf, wl), g in (per_host.groupby(["seed", "configuration", "workload"], sort=True) if len(per_host) else []):
+        if len(g) >= 2 and g["ci_low"].max() > g["ci_high"].min():
+            apart.append({"seed": seed, "configuration": conf, "workload": wl,
+                          "hosts": "; ".join(f"{h.processor}: {h.display}" for h in g.itertuples())})
     registered = predictions.load()
     replication = predictions.replication(registered, per_host)
     write_csv(replication, p("replication.csv"))
@@ -49,7 +64,15 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
         "debate_host_cells": int(len(per_host)), "debate_host_cells_decided": int(len(decided)),
         "debate_host_cells_floored": int(per_host["floored"].astype(bool).sum()) if len(per_host) else 0,
         "debate_min_hosts_to_pool": debate_pool.MIN_HOSTS_TO_POOL, "debate_min_aa_runs": debate_pool.MIN_AA_RUNS,
-        "replication": {"predictions": len(registered), "checked": int(len(replication)),
+        "layout_aa": {"cells": int(len(rated)), "cells_all": int(len(layouts)), "excluding_1": excluding,
+                      "min_runs": debate_pool.MIN_AA_RUNS,
+                      "percent_excluding_1": f"{100 * excluding / len(rated):.1f}" if len(rated) else "",
+                      "percent_low": f"{100 * rate_low:.1f}" if rate_low is not None else "",
+                      "percent_high": f"{100 * rate_high:.1f}" if rate_high is not None else "",
+                      "configurations": sorted(set(rated["configuration"])) if len(rated) else [],
+                      "hosts": sorted(set(rated["processor"])) if len(rated) else []},
+        "hosts_apart": apart,
+        "host_predictions": {"predictions": len(registered), "checked": int(len(replication)),
                         "held": int(replication["held"].sum()) if len(replication) else 0,
                         "percent_held": f"{100 * replication['held'].mean():.0f}" if len(replication) else "",
                         "registered": sorted({e["registered"] for e in registered}),

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from analysis.contract.host import host_groups, host_label
 from analysis.errors import HeapcostError
-from analysis.harness.allocators import catalog
+from analysis.harness.allocators import brought, catalog
 from analysis.harness.allocators.provision import status
 from analysis.harness.machine import describe_machine
-from analysis.paths import REPO, RUNS_DIR
+from analysis.paths import REPO, RUNS_DIR, file_sha256
 from analysis.publish.fleet import Campaign, expand, load_profile
 
 ENV_HELP = {
@@ -66,12 +66,35 @@ def missing_allocators(c: Campaign, environ) -> list[str]:
         name, _, lib = item.partition("=")
         if not Path(lib.strip()).is_file():
             lines.append(f"{name.strip()}: brought library {lib.strip() or '(no path)'} does not exist")
+    try:  # what the campaign's own check would refuse: too few memory mappings for hardened_malloc
+        brought.check_map_count(catalog.parse_extra(
+            ",".join(i for i in extra.split(",") if i.strip() and Path(i.partition("=")[2].strip()).is_file()), cat))
+    except HeapcostError as exc:
+        lines.append(str(exc))
     wanted = [n.strip() for n in c.params.get("ALLOCATORS", "").split(",") if n.strip()]
     unknown = [n for n in wanted if n not in cat]
     lines += [f"{n}: not in the catalogue" for n in unknown]
     for alloc_id, ok, why in status([cat[n] for n in wanted if n in cat]):
         if not ok:
             lines.append(f"{alloc_id}: {why}")
+    return lines
+
+
+def brought_builds(campaigns, environ, runs_dir: Path) -> list[str]:
+    """A line per brought library the campaigns name: the published build, or another."""
+    published = brought.published_builds(runs_dir)
+    lines, seen = [], set()
+    for c in campaigns:
+        try:
+            extra = expand(c.params.get("EXTRA_ALLOCATORS", ""), environ)
+        except HeapcostError:
+            continue
+        for item in filter(None, (p.strip() for p in extra.split(","))):
+            name, _, lib = (x.strip() for x in item.partition("="))
+            if name in seen or not Path(lib).is_file():
+                continue
+            seen.add(name)
+            lines.append("  " + brought.build_report(name, file_sha256(Path(lib)), published))
     return lines
 
 
@@ -105,6 +128,9 @@ def plan(profile: str, environ=None, out_dir: Path = None, runs_dir: Path = RUNS
                 seen.add(line)
                 ready = False
                 lines.append(f"    missing {line}")
+    builds = brought_builds(todo, environ, runs_dir)
+    if builds:
+        lines += ["brought libraries against the dataset:", *builds]
     lines.append("ready: every campaign can start" if ready else
                  "not ready: bring what is missing above, then run the same command again")
     return lines, ready

@@ -92,7 +92,7 @@ def run_measure_notebook(params: dict) -> Path:
              mode=params.get("MODE", "time"), target_ci=params.get("TARGET_CI") or None,
              budget_min=params.get("BUDGET_MIN") or None, blocks=params.get("BLOCKS") or None,
              seed=params.get("SEED") if params.get("SEED") not in (None, "") else None, progress=False,
-             protocol=params.get("PROTOCOL", "trials"), pin=params.get("PIN", "auto"), force=params.get("FORCE"),
+             protocol=params.get("PROTOCOL", "lockstep"), pin=params.get("PIN", "auto"), force=params.get("FORCE"),
              scales=params.get("SCALES"), extra_workloads=params.get("EXTRA_WORKLOADS"),
              pairs=params.get("PAIRS"))
     with tempfile.TemporaryDirectory(prefix="heapcost-nb-") as tmp:

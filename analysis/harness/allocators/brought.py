@@ -106,3 +106,29 @@ def library_records(allocators) -> dict:
 def portable_origin(origin: dict) -> dict:
     """A catalogue origin as a run records it: a brought library's folder left out."""
     return {k: v for k, v in origin.items() if k != "path"}
+
+
+def published_builds(runs_dir: Path) -> dict:
+    """{allocator name: {sha256 of a library the dataset recorded under that name}} over every run."""
+    out: dict = {}
+    for path in sorted(Path(runs_dir).glob("*/run.json")):
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for name, rec in ((info.get("params") or {}).get("brought_libraries") or {}).items():
+            if isinstance(rec, dict) and rec.get("library_sha256"):
+                out.setdefault(name, set()).add(rec["library_sha256"])
+    return out
+
+
+def build_report(name: str, sha256: str, published: dict) -> str:
+    """Whether a brought library is a build the dataset already holds under its name: "the published build",
+    another build of it (a new layout sample, or a build that does not reproduce), or a name never published."""
+    known = published.get(name) or set()
+    if sha256 in known:
+        return f"{name}: the published build (sha256 {sha256[:12]})"
+    if known:
+        return (f"{name}: another build than the published one(s) (sha256 {sha256[:12]}; published "
+                f"{', '.join(sorted(k[:12] for k in known))})")
+    return f"{name}: no run of the dataset has brought a library under this name (sha256 {sha256[:12]})"
