@@ -71,7 +71,7 @@ TRIALS = [
        "allocator's environment to the same size).", "bytes", minimum=0),
     _f("loadavg1", "number", "1-minute load average when the trial started."),
     _f("started_utc", "datetime", "When the trial started (UTC)."),
-    # added with the timing protocol (issue 9); older runs lack them and readers must accept that
+    # added with the timing protocol; older runs lack them and readers must accept that
     _f("other_cpu_s", "number", "CPU time the rest of the machine used during the trial: the busy time of "
        "all CPUs in /proc/stat (user, nice, system, irq, softirq) minus the trial's own user+sys; counted in "
        "clock ticks, so coarse for short trials. Includes the harness's own few milliseconds.", "s",
@@ -83,7 +83,7 @@ TRIALS = [
     _f("cpu_other_s", "number", "Of other_cpu_s, the part on the trial's own CPU (its line of /proc/stat, "
        "the trial's own time and the launcher's clock probes subtracted); empty for unpinned trials.", "s",
        minimum=0),
-    # added with the request-serving workload (redis, issue 22); empty for the others, and older runs lack them
+    # added with the request-serving workload (redis); empty for the others, and older runs lack them
     _f("requests_per_s", "number", "A server workload's throughput as its client saw it: every request sent "
        "over the client's wall time, start to exit (the workload's `metric requests_per_s=` line).",
        "1/s", minimum=0),

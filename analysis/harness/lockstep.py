@@ -133,7 +133,7 @@ DEBATES_FILE = "debates.toml"
 
 def parse_pairs(value, selected, catalogue, baseline: str, debates=None) -> list[tuple[str, str]]:
     """PAIRS=a:b,c:d: configurations that take turns with each other directly (besides each with the
-    baseline), so that their ratio b/a carries one interval rather than two (issue 20: jemalloc-junk-free and
+    baseline), so that their ratio b/a carries one interval rather than two (measured: jemalloc-junk-free and
     jemalloc through glibc reached ±1.2-1.6% where direct pairs reach ±0.5-0.8% in the same campaign).
     Every id must be a known allocator in the selection. PAIRS=debates: the contested pairs of debates.toml
     whose two configurations are both selected (the others are named and left out), and the same pair of

@@ -183,7 +183,7 @@ _LAYOUT = re.compile(r"^(.+)_l([0-9]+)$")
 
 def layout_of(allocator_id: str) -> tuple[str, int]:
     """(the allocator it is a build of, its code layout): `<id>_l<N>` is layout N of `<id>` (a second build
-    of the same source differing only in where the code lies: issue 20 item 4); any other id is layout 1."""
+    of the same source differing only in where the code lies); any other id is layout 1."""
     m = _LAYOUT.match(allocator_id)
     return (m.group(1), int(m.group(2))) if m and int(m.group(2)) > 1 else (allocator_id, 1)
 

@@ -5,7 +5,7 @@ patches/glibc/, configured and built in its own cache folder
 <cache>/allocators/<variant>-<source version>-<patch sha256 prefix>/ (src/, build/, build.log, stamp.json).
 Programs run against a build through that build's dynamic loader with --library-path (see loader_argv).
 
-Layout builds (issue 20: one build of a library is one sample of its code layout): `<variant>_l<N>` is the
+Layout builds (one build of a library is one sample of its code layout): `<variant>_l<N>` is the
 variant built again with every function aligned to 16 << (N - 1) bytes (configure CFLAGS "-g -O2
 -falign-functions=..."; layout 1, the plain variant, keeps configure's default "-g -O2"). glibc links libc.so
 from hundreds of objects through its own makefiles, so the knob is the alignment, not the link order: it moves

@@ -20,7 +20,7 @@ The three builds:
   mozjemalloc              poisoning compiled out: the source has no define for it, so the one line
                            `MALLOC_RUNTIME_VAR PoisonType opt_poison = SOME;` is changed to NONE by sed, and
                            a grep step fails the build if that line was not there to change
-Layout builds (issue 20: one build of a library is one sample of its code layout): `<id>_l<N>` is the
+Layout builds (one build of a library is one sample of its code layout): `<id>_l<N>` is the
 build of `<id>` with layout N >= 2: the same objects, compiled with the same flags, linked in an order
 permuted by the seed N and behind a pad of 16 x (N mod 256) bytes of .text (a separate object linked
 first), so every function lands at another address and alignment while no instruction changes. Layout 1 is
