@@ -1,4 +1,4 @@
-"""Issue 20: the debates' pre-registered questions, equivalence tests, random-effects pooling across runs,
+"""The debates' pre-registered questions, equivalence tests, random-effects pooling across runs,
 builds and hosts."""
 import math
 

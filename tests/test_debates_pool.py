@@ -1,4 +1,4 @@
-"""Issue 20: each debate's runs (direct pairs of the contested pair where a run has them, superseded runs shown
+"""Each debate's runs (direct pairs of the contested pair where a run has them, superseded runs shown
 but never pooled), their hosts and builds, and A/A across runs."""
 import json
 

@@ -1,4 +1,4 @@
-"""Direct lockstep pairing of contested pairs (issue 20 item 3): PAIRS=a:b makes a and b take turns with each
+"""Direct lockstep pairing of contested pairs: PAIRS=a:b makes a and b take turns with each
 other besides each with the baseline; the readers take rows with neither side the baseline in their stride."""
 import csv
 import json

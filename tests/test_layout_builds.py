@@ -1,4 +1,4 @@
-"""Layout builds (issue 20 item 4): `<id>_l<N>` is a second build of the same source that differs only in
+"""Layout builds: `<id>_l<N>` is a second build of the same source that differs only in
 where its code lies, so that a debate's interval can sample the build as well as the run."""
 import json
 import shutil

@@ -136,7 +136,7 @@ def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     assert set(aa["design"]) == {"trials"}
     numbers = results_writer.write_outputs(res, tmp_path / "out")
     assert numbers["aa_copies"] == 1 and numbers["configurations"] == numbers["allocators"] - 1
-    # the A/A control is no comparison of the headline counts (issue 20 item 6)
+    # the A/A control is no comparison of the headline counts
     speed = pd.read_csv(tmp_path / "out" / "results_speed.csv")
     assert numbers["speed"]["aa_rows"] == 2 and numbers["speed"]["rows"] == len(speed) - 2
     assert numbers["speed"]["noninferior"] == int(speed.loc[speed["allocator"] != "glibc-copy", "noninferior"].sum())

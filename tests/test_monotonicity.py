@@ -1,4 +1,4 @@
-"""Monotonicity in defences (issue 21 item 1), on the published probe runs: for every knock-out pair the
+"""Monotonicity in defences, on the published probe runs: for every knock-out pair the
 catalogue knows (two configurations of one family, one claiming defences the other lacks), removing the
 defences does not raise the score, and where one defence is removed a probe of it tells the two apart.
 A planted run in which a removal raises the score fails the same check."""
@@ -42,7 +42,7 @@ def test_no_removal_raises_the_published_score(published):
 def test_the_probe_of_a_removed_defence_tells_the_published_pair_apart(published):
     rows, problems = published
     if "uaf-read-reused" not in {r["probe"] for r in rows}:
-        pytest.skip("the published probe run predates the uaf-read split (issue 21 item 3): `make probe`")
+        pytest.skip("the published probe run predates the uaf-read split: `make probe`")
     blind = [p for p in problems if "tells them apart" in p]
     assert not blind, "\n".join(blind)
 

@@ -1,4 +1,4 @@
-"""Same source, same score (issue 21 item 6): a probe on a built glibc must see the process layout a
+"""Same source, same score: a probe on a built glibc must see the process layout a
 program on the system's glibc sees. The system's own ld.so and libc stand in for a build here, so the
 test runs on every machine: started as `ld.so --library-path dir probe` (how built glibcs were run) the
 brk heap sits below the probe's static data and glibc's "double free or corruption (out)" check catches

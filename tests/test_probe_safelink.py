@@ -1,5 +1,5 @@
-"""The heap-leak attacker of tcache-poison-safelink writes the target the way the allocator stores its links
-(issue 21 item 1): against an allocator with plain links (tests/fixtures/raw_list_malloc.c, a stand-in for
+"""The heap-leak attacker of tcache-poison-safelink writes the target the way the allocator stores its links:
+against an allocator with plain links (tests/fixtures/raw_list_malloc.c, a stand-in for
 glibc-no-safe-linking) a safe-linking-encoded target sent malloc to a garbage address and the crash in the
 allocator was credited as caught, so removing safe-linking raised the score."""
 import pytest

@@ -1,5 +1,5 @@
 """The probe outcome rules (analysis/probe_verdict.py), one test per rule, on hand-written stderr/stdout
-fixtures: nothing is built or run. The audit's cases (issue 10) are among them."""
+fixtures: nothing is built or run. The audit's cases are among them."""
 import signal
 
 import pytest

@@ -1,4 +1,4 @@
-"""The request-serving workload (issue 22 item 4): Debian's redis-server under the allocator, driven over the
+"""The request-serving workload: Debian's redis-server under the allocator, driven over the
 loopback by redis-benchmark; throughput and latency percentiles recorded beside time."""
 import csv
 import os

@@ -1,4 +1,4 @@
-"""The front under drawn weights (issue 21 item 5): panels, the common workload set, front shares."""
+"""The front under drawn weights: panels, the common workload set, front shares."""
 import numpy as np
 import pandas as pd
 import pytest

@@ -1,4 +1,4 @@
-"""Scores under weights drawn around the published ones (issue 21 item 5), on seeded simulated rows."""
+"""Scores under weights drawn around the published ones, on seeded simulated rows."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Threads over both CPUs (issue 22 item 5): the multi-threaded workloads' trials are pinned to every CPU the
+"""Threads over both CPUs: the multi-threaded workloads' trials are pinned to every CPU the
 campaign may use, the others to the trial CPU, and run.json says which ran where."""
 import os
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""What poisoning buys (issue 21 item 3): the stale-data read right after free (uaf-read) and the read of the
+"""What poisoning buys: the stale-data read right after free (uaf-read) and the read of the
 next owner's data once the block is handed out again (uaf-read-reused) are two probes. Before the split one
 probe fell back to the second when the first found poison, so glibc with perturb (which fills freed blocks)
 was `missed` just like glibc, and its claimed free-poison was never credited."""

@@ -18,7 +18,7 @@ STYLE = {"svg.hashsalt": "heapcost", "svg.fonttype": "path", "font.size": 8,
          "axes.spines.top": False, "axes.spines.right": False}
 OUTCOME_COLOURS = {"caught": "#1a9850", "mitigated": "#a6d96a", "missed": "#d73027", "late-crash": "#fdae61",
                    "n/a": "#e0e0e0"}
-OUTCOME_COLOURS["allocator-failed-to-start"] = "#9e9ac8"  # died before the probe's setup (issue 10)
+OUTCOME_COLOURS["allocator-failed-to-start"] = "#9e9ac8"  # died before the probe's setup
 
 
 def pyplot():

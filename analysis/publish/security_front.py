@@ -1,4 +1,4 @@
-"""The trade-off's front under other weights (issue 21 item 5): each allocator's score interval when the weights
+"""The trade-off's front under other weights: each allocator's score interval when the weights
 are drawn around the published ones (analysis.stats.security.weighted_score_draws) and how often it is on the
 Pareto front, drawn separately for deployable configurations and for debugging allocators, each panel on the
 one workload set every allocator of it ran."""

@@ -1,5 +1,5 @@
 """Monotonicity in defences: removing a defence must not raise the security score, and a probe of the removed
-defence must tell the two configurations apart (issue 21 item 1). The pairs come from the catalogue's claims
+defence must tell the two configurations apart. The pairs come from the catalogue's claims
 (defence_pairs); the scores and their posterior from analysis/stats/security.py."""
 import math
 

@@ -1,4 +1,4 @@
-"""The timing-protocol candidates of `make bench` (issue 9), each given the same machine time on one pair.
+"""The timing-protocol candidates of `make bench`, each given the same machine time on one pair.
 
 - lockstep pairs: the campaign's default protocol (harness/lockstep.py), estimated by stats/paired.py;
 - pinned / unpinned short trials: an ordinary campaign at the smoke profile's scale (tens of ms a trial),
