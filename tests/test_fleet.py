@@ -191,3 +191,19 @@ def test_a_brought_library_is_named_the_published_build_or_another(tmp_path):
     assert "another build than the published one(s) (sha256 bbbbbbbbbbbb; published aaaaaaaaaaaa)" in \
         brought.build_report("hardened-72fb357", "b" * 64, published)
     assert "no run of the dataset" in brought.build_report("omalloc-1.128_l4", "c" * 64, published)
+
+
+def test_a_recipe_build_is_named_the_published_build_from_the_runs_allocator_records(tmp_path):
+    from analysis.harness.allocators import brought
+
+    run = tmp_path / "runs" / "R2"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"allocators": {
+        "glibc-built_l3": {"libraries": [{"allocator": "glibc-built_l3", "file": "libc.so", "sha256": "d" * 64}]},
+        "perl-mymalloc": {"libraries": [{"allocator": "perl-mymalloc", "file": "perl", "sha256": "e" * 64},
+                                        {"allocator": "someone-else", "file": "x.so", "sha256": "f" * 64}]},
+        "glibc-built": {"libraries": []}}}))
+    published = brought.published_builds(tmp_path / "runs")
+    assert published == {"glibc-built_l3": {"d" * 64}, "perl-mymalloc": {"e" * 64}}
+    assert brought.build_report("glibc-built_l3", "d" * 64, published).endswith("the published build (sha256 dddddddddddd)")
+    assert "another build" in brought.build_report("glibc-built_l3", "0" * 64, published)

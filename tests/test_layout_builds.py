@@ -1,5 +1,6 @@
 """Layout builds: `<id>_l<N>` is a second build of the same source that differs only in
 where its code lies, so that a debate's interval can sample the build as well as the run."""
+import hashlib
 import json
 import shutil
 import subprocess
@@ -127,13 +128,14 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-def test_a_glibc_layout_build_is_its_variant_with_aligned_functions(cache):
+def test_a_glibc_layout_build_is_its_variant_with_aligned_functions_or_relinked(cache):
     assert glibc_build.base_variant("glibc-no-tcache-key_l2") == "glibc-no-tcache-key"
     assert glibc_build.patch_bytes("glibc-no-tcache-key_l2") == glibc_build.patch_bytes("glibc-no-tcache-key")
     assert glibc_build.configure_options("glibc-built") == glibc_build.CONFIGURE_OPTIONS
     assert glibc_build.configure_options("glibc-built_l2") == (
         *glibc_build.CONFIGURE_OPTIONS, "CFLAGS=-g -O2 -falign-functions=32")
-    assert glibc_build.layout_cflags(3) == "-g -O2 -falign-functions=64"
+    assert glibc_build.layout_cflags(3) is None  # the relink layouts reuse layout 1's objects
+    assert glibc_build.configure_options("glibc-no-tcache-key_l3") == glibc_build.CONFIGURE_OPTIONS
     assert glibc_build.variant_dir("glibc-built_l2", VERSION) != glibc_build.variant_dir("glibc-built", VERSION)
     assert glibc_build.variant_dir("glibc-built_l2", VERSION).name.startswith("glibc-built_l2-")
     with pytest.raises(HeapcostError, match="unknown glibc variant"):
@@ -159,6 +161,120 @@ def test_a_glibc_layout_build_configures_with_its_cflags_and_stamps_its_layout(c
     assert glibc_build.availability("glibc-built_l2", VERSION)[0] is False
     base = glibc_build.build("glibc-built", VERSION)
     assert "CFLAGS=-g -O2 -falign-functions=32" not in (base / "configured").read_text()
+
+
+def test_each_glibc_primary_variant_has_five_layouts_in_the_catalogue():
+    cat = catalog.load_catalog()
+    for variant in glibc_build.LAYOUT_VARIANTS:
+        builds = [i for i in cat if catalog.layout_of(i)[0] == variant]
+        assert sorted(catalog.layout_of(i)[1] for i in builds) == [1, 2, 3, 4, 5]
+        for i in builds:
+            assert cat[i].built_glibc and glibc_build.base_variant(i) == variant
+    assert "random.Random(4)" in cat["glibc-no-tcache-key_l4"].origin["build"]
+    assert cat["glibc-no-tcache-key_l4"].expect_malloc == "glibc-no-tcache-key_l4-"
+
+
+def test_a_relink_order_is_a_permutation_fixed_by_its_seed():
+    members = [f"m{i}.os" for i in range(200)]
+    order = glibc_build.member_order(members, 3)
+    assert sorted(order) == sorted(members) and order != members
+    assert glibc_build.member_order(members, 3) == order and glibc_build.member_order(members, 4) != order
+    assert members == [f"m{i}.os" for i in range(200)]  # the caller's list is left as it was
+
+
+def test_the_link_command_is_read_from_the_build_log_and_refused_when_it_holds_shell_syntax(tmp_path):
+    tree = tmp_path / "v" / "build"
+    cmd = f"gcc -shared -nostdlib -o {tree}/libc.so -T {tree}/shlib.lds {tree}/libc_pic.os -lgcc"
+    log = f"gcc -c x.c -o {tree}/x.os\n{cmd}\ngcc -shared -o {tree}/linkobj/libc.so x\n"
+    argv = glibc_build.libc_link_command(tree, log)
+    assert argv[:2] == ["gcc", "-shared"] and f"{tree}/libc_pic.os" in argv
+    new = glibc_build.relink_argv(argv, tree, tmp_path / "n" / "libc_pic.os", tmp_path / "n" / "libc.so")
+    assert str(tmp_path / "n" / "libc_pic.os") in new and new[new.index("-o") + 1] == str(tmp_path / "n" / "libc.so")
+    assert f"{tree}/libc_pic.os" not in new
+    with pytest.raises(HeapcostError, match="shell syntax"):
+        glibc_build.libc_link_command(tree, cmd.replace("-lgcc", "-lgcc; rm -rf x"))
+    with pytest.raises(HeapcostError, match="no libc.so link command"):
+        glibc_build.libc_link_command(tree, "gcc -c x.c\n")
+
+
+def _fake_glibc_build(cache: Path, variant: str = "glibc-built") -> Path:
+    """A finished layout-1 build of `variant` in the cache made of three tiny objects: libc_pic.a, its
+    libc_pic.os and libc.so linked by the command its build.log records, loader and subfolders as files."""
+    folder = glibc_build.variant_dir(variant, VERSION)
+    tree = folder / "build"
+    tree.mkdir(parents=True)
+    for name, body in (("a.os", "int fa(void){return 1;}"), ("b.os", "int fb(void){return 2;}\nint pad[64];"),
+                       ("c.os", "int fa(void);\nint fb(void);\nint fc(void){return fa()+fb();}")):
+        src = tree / (name[0] + ".c")
+        src.write_text(body + "\n")
+        subprocess.run(["gcc", "-O2", "-fPIC", "-c", str(src), "-o", str(tree / name)], check=True)
+    subprocess.run(["ar", "cr", "libc_pic.a", "a.os", "b.os", "c.os"], cwd=tree, check=True)
+    subprocess.run(["gcc", "-nostdlib", "-nostartfiles", "-r", "-o", str(tree / "libc_pic.os"),
+                    "-Wl,--whole-archive", str(tree / "libc_pic.a")], check=True)
+    link = f"gcc -shared -nostdlib -Wl,-soname=libc.so.6 -o {tree}/libc.so {tree}/libc_pic.os"
+    subprocess.run(link.split(), check=True)
+    (folder / glibc_build.LOG_NAME).write_text(f"make[2]: Entering directory\n{link}\n")
+    (tree / "libc.so.6").symlink_to("libc.so")
+    for sub in filter(None, glibc_build.BUILD_LIBRARY_DIRS):
+        (tree / sub).mkdir()
+    (tree / "elf" / "ld.so").write_text("the loader")
+    glibc_build._write_stamp(folder, {"variant": variant, "source_version": VERSION, "layout": 1,
+                                      "patch_sha256": hashlib.sha256(glibc_build.patch_bytes(variant)).hexdigest(),
+                                      "configure_options": list(glibc_build.configure_options(variant))})
+    return tree
+
+
+def test_a_relink_layout_links_layout_1s_objects_in_its_order_and_records_how(cache, monkeypatch):
+    base = _fake_glibc_build(cache)
+    tree = glibc_build.build("glibc-built_l5", VERSION)
+    folder = tree.parent
+    order = glibc_build.member_order(["a.os", "b.os", "c.os"], 5)
+    assert (folder / glibc_build.ORDER_NAME).read_text().split() == order
+    stamp = json.loads((folder / glibc_build.STAMP_NAME).read_text())
+    assert (stamp["method"], stamp["seed"], stamp["layout"], stamp["relinked_from"]) == ("relink", 5, 5, "glibc-built")
+    assert stamp["libc_sha256"] == hashlib.sha256((tree / "libc.so").read_bytes()).hexdigest()
+    assert stamp["relinked_from_sha256"] == hashlib.sha256((base / "libc.so").read_bytes()).hexdigest()
+    # the functions lie in the permuted order; the loader and the other libraries are layout 1's
+    symbols = subprocess.run(["nm", "-n", "--defined-only", str(tree / "libc.so")], capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert [f for f in symbols if f in ("fa", "fb", "fc")] == ["f" + m[0] for m in order]
+    assert (tree / "elf" / "ld.so").read_text() == "the loader" and (tree / "libc.so.6").resolve() == tree / "libc.so"
+    assert not (folder / "objects").exists() and not (tree / "libc_pic.os").exists()
+    assert glibc_build.availability("glibc-built_l5", VERSION) == (True, "")
+    assert glibc_build.provenance("glibc-built_l5", VERSION)["member_order_sha256"] == stamp["member_order_sha256"]
+    assert "built_at" not in glibc_build.provenance("glibc-built_l5", VERSION)
+    # layout 1 built again: the relink no longer counts, and is made again from the new objects
+    subprocess.run(["gcc", "-shared", "-nostdlib", "-Wl,-soname=libc.so.6", "-Wl,--hash-style=sysv", "-o",
+                    str(base / "libc.so"), str(base / "libc_pic.os")], check=True)
+    ok, why = glibc_build.availability("glibc-built_l5", VERSION)
+    assert not ok and "built again" in why
+    glibc_build.build("glibc-built_l5", VERSION)
+    assert glibc_build.availability("glibc-built_l5", VERSION) == (True, "")
+
+
+def test_a_run_identifies_a_glibc_build_by_its_librarys_sha256_and_records_how_it_was_made(cache, monkeypatch):
+    from analysis.harness import measure
+
+    _fake_glibc_build(cache)
+    tree = glibc_build.build("glibc-built_l4", VERSION)
+    monkeypatch.setattr(glibc_build, "installed_source_version", lambda: VERSION)
+    alloc = catalog.load_catalog()["glibc-built_l4"]
+    record = measure.Campaign.allocator_record(None, catalog.Resolved(alloc, True, ""))
+    libc, loader = record["libraries"]
+    assert libc["sha256"] == hashlib.sha256((tree / "libc.so").read_bytes()).hexdigest()
+    assert libc["path"].startswith("{cache}/allocators/glibc-built_l4-") and str(cache) not in json.dumps(record)
+    assert loader["file"] == "ld.so" and loader["path"].startswith("{cache}/allocators/glibc-built-")
+    assert (record["build"]["method"], record["build"]["seed"]) == ("relink", 4)
+    assert record["build"]["libc_sha256"] == libc["sha256"] and "built_at" not in record["build"]
+
+
+def test_the_relink_in_layout_1s_own_order_gives_layout_1s_bytes(cache, tmp_path):
+    base = _fake_glibc_build(cache)
+    out = tmp_path / "again" / "libc.so"
+    out.parent.mkdir()
+    with open(tmp_path / "log", "w") as log:
+        glibc_build.link_in_order(base, glibc_build.libc_pic_members(base), tmp_path / "work", out, log, tmp_path / "log")
+    assert out.read_bytes() == (base / "libc.so").read_bytes()
 
 
 # ---------------------------------------------------------------------------------- brought libraries
@@ -190,7 +306,7 @@ def _malloc_address(lib: Path) -> int:
 
 @pytest.mark.allocators
 @pytest.mark.parametrize("first, second", [("mozjemalloc-poison", "mozjemalloc-poison_l2"),
-                                           ("glibc-built", "glibc-built_l2")])
+                                           ("glibc-built", "glibc-built_l2"), ("glibc-built", "glibc-built_l3")])
 def test_the_second_build_puts_malloc_elsewhere(first, second):
     libs = []
     for name in (first, second):
@@ -200,3 +316,18 @@ def test_the_second_build_puts_malloc_elsewhere(first, second):
         libs.append(Path(r.preload[0]) if r.preload else Path(r.loader[0]).parent.parent / "libc.so.6")
     a, b = (_malloc_address(lib) for lib in libs)
     assert a % 64 != b % 64  # another alignment within a cache line, not only another address
+
+
+@pytest.mark.allocators
+def test_relinking_the_real_glibc_in_its_own_order_gives_its_bytes(tmp_path):
+    """The relink layouts differ from layout 1 by the order alone: the same method in the original order
+    reproduces the library glibc's makefiles linked, byte for byte."""
+    ok, why = glibc_build.availability("glibc-built")
+    if not ok:
+        pytest.skip(f"glibc-built: {why}")
+    base = glibc_build.build_tree("glibc-built")
+    out = tmp_path / "again" / "libc.so"
+    out.parent.mkdir()
+    with open(tmp_path / "log", "w") as log:
+        glibc_build.link_in_order(base, glibc_build.libc_pic_members(base), tmp_path / "work", out, log, tmp_path / "log")
+    assert hashlib.sha256(out.read_bytes()).digest() == hashlib.sha256((base / "libc.so").read_bytes()).digest()

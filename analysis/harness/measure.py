@@ -20,7 +20,7 @@ from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
 from analysis.stats.compare import MIN_RUNS
 from analysis.stats.paired import MIN_PAIRS
 from analysis.harness import launcher, machine, quiet
-from analysis.harness.allocators import brought
+from analysis.harness.allocators import brought, glibc_build
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
 from analysis.errors import HeapcostError, warn
@@ -238,10 +238,13 @@ class Campaign:
 
     def allocator_record(self, r: catalog_mod.Resolved) -> dict:
         a = r.allocator
+        built = glibc_build.provenance(a.id) if a.built_glibc else {}
+        files = [*r.preload, *r.interpreters.values(), *(glibc_build.library_files(a.id) if a.built_glibc else [])]
         return {"family": a.family, "description": a.description, "origin": brought.portable_origin(a.origin),
                 "preload": [portable_path(p) for p in r.preload],
                 "interpreters": {k: portable_path(v) for k, v in r.interpreters.items()},
-                "libraries": [library_identity(a.id, p) for p in [*r.preload, *r.interpreters.values()]],
+                "libraries": [library_identity(a.id, p) for p in files],
+                **({"build": built} if built else {}),
                 "env": a.env, "callgrind_env": a.callgrind_env,
                 "expect_malloc": portable_path(r.expect_malloc), "scale_factor": a.scale, "defences": list(a.defences),
                 **dict(zip(("build_of", "layout"), catalog_mod.layout_of(a.id))),

@@ -109,7 +109,9 @@ def portable_origin(origin: dict) -> dict:
 
 
 def published_builds(runs_dir: Path) -> dict:
-    """{allocator name: {sha256 of a library the dataset recorded under that name}} over every run."""
+    """{allocator name: {sha256 of a library the dataset recorded under that name}} over every run: the
+    libraries brought by path, and the allocator's own libraries each run's allocator record identifies
+    (the builds of the project's recipes among them)."""
     out: dict = {}
     for path in sorted(Path(runs_dir).glob("*/run.json")):
         try:
@@ -119,6 +121,11 @@ def published_builds(runs_dir: Path) -> dict:
         for name, rec in ((info.get("params") or {}).get("brought_libraries") or {}).items():
             if isinstance(rec, dict) and rec.get("library_sha256"):
                 out.setdefault(name, set()).add(rec["library_sha256"])
+        allocators = info.get("allocators") if isinstance(info.get("allocators"), dict) else {}
+        for name, rec in allocators.items():
+            for lib in (rec.get("libraries") or []) if isinstance(rec, dict) else []:
+                if isinstance(lib, dict) and lib.get("allocator") == name and lib.get("sha256"):
+                    out.setdefault(name, set()).add(lib["sha256"])
     return out
 
 
@@ -131,4 +138,4 @@ def build_report(name: str, sha256: str, published: dict) -> str:
     if known:
         return (f"{name}: another build than the published one(s) (sha256 {sha256[:12]}; published "
                 f"{', '.join(sorted(k[:12] for k in known))})")
-    return f"{name}: no run of the dataset has brought a library under this name (sha256 {sha256[:12]})"
+    return f"{name}: no run of the dataset has recorded a library under this name (sha256 {sha256[:12]})"

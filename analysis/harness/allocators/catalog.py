@@ -122,7 +122,8 @@ def load_catalog(path: Path = CATALOG_PATH) -> dict[str, Allocator]:
         if alloc.id in catalog:
             raise HeapcostError(f"{Path(path).name}: allocator id {alloc.id!r} appears twice")
         catalog[alloc.id] = alloc
-    derived = [layout_entry(catalog[base], n) for lid, (base, n) in mozjemalloc_build.LAYOUT_BUILDS.items()
+    recipes = {**mozjemalloc_build.LAYOUT_BUILDS, **glibc_build.LAYOUT_BUILDS}
+    derived = [layout_entry(catalog[base], n) for lid, (base, n) in recipes.items()
                if lid not in catalog and base in catalog]
     return _after_their_family(catalog, derived)
 
@@ -142,6 +143,10 @@ def layout_entry(base: Allocator, n: int) -> Allocator:
     """The catalogue's entry for layout n of a built allocator: the base's claims, its build string with the
     layout the recipe gives it, and the preload of the layout's own build in the cache."""
     lid = f"{base.id}_l{n}"
+    if base.built_glibc:
+        how = glibc_build.layout_description(n)
+        return replace(base, id=lid, description=f"code layout {n} ({how}) of {base.description}",
+                       origin={**base.origin, "build": f"layout={n} ({how})"}, expect_malloc=f"{lid}-")
     how = (f"layout={n} (link order permuted by seed {n}, {mozjemalloc_build.pad_bytes(n)} bytes of .text "
            f"first)")
     return replace(base, id=lid, description=f"code layout {n} of {base.description}",

@@ -5,16 +5,22 @@ patches/glibc/, configured and built in its own cache folder
 <cache>/allocators/<variant>-<source version>-<patch sha256 prefix>/ (src/, build/, build.log, stamp.json).
 Programs run against a build through that build's dynamic loader with --library-path (see loader_argv).
 
-Layout builds (one build of a library is one sample of its code layout): `<variant>_l<N>` is the
-variant built again with every function aligned to 16 << (N - 1) bytes (configure CFLAGS "-g -O2
--falign-functions=..."; layout 1, the plain variant, keeps configure's default "-g -O2"). glibc links libc.so
-from hundreds of objects through its own makefiles, so the knob is the alignment, not the link order: it moves
-every function but changes no instruction.
+Layout builds (one build of a library is one sample of its code layout), `<variant>_l<N>`:
+- layout 2 is the variant built again with every function aligned to 32 bytes (configure CFLAGS "-g -O2
+  -falign-functions=32"; layout 1, the plain variant, keeps configure's default "-g -O2"): it moves every
+  function but changes no instruction;
+- layouts 3 to 5 relink layout 1's own objects in another order: the members of its libc_pic.a (the objects
+  libc.so is made of) are shuffled by random.Random(N), combined with `ld -r` into a new libc_pic.os, and
+  libc.so is linked again with the very command glibc's makefiles ran (read from the build's log). No source
+  is compiled again; the relink in the original order gives layout 1's libc.so byte for byte (tested), so the
+  order is the only thing that differs. The other libraries and the loader are layout 1's.
 """
 import fcntl
 import hashlib
 import json
 import os
+import random
+import shlex
 import shutil
 import subprocess
 import time
@@ -35,8 +41,14 @@ VARIANTS = {
     "glibc-no-safe-linking": "no-safe-linking.patch",
 }
 
-# layout builds: id -> (variant, layout); built like the variant with layout_cflags(layout)
-LAYOUT_BUILDS = {"glibc-built_l2": ("glibc-built", 2), "glibc-no-tcache-key_l2": ("glibc-no-tcache-key", 2)}
+# layout builds: id -> (variant, layout). Layout 2 is compiled again with layout_cflags(2); the relink layouts
+# are layout 1's objects linked in the order permuted by seed N (relink).
+LAYOUT_VARIANTS = ("glibc-built", "glibc-no-tcache-key")  # the pair of seed 004's primary cell
+ALIGN_LAYOUT = 2
+RELINK_LAYOUTS = (3, 4, 5)
+LAYOUT_BUILDS = {f"{variant}_l{n}": (variant, n) for variant in LAYOUT_VARIANTS for n in (ALIGN_LAYOUT, *RELINK_LAYOUTS)}
+RELINK_BUILD_TIME = "a few seconds (relinked from layout 1's objects)"
+ORDER_NAME = "link-order.txt"  # a relink layout's member order, one name a line, kept beside its stamp
 
 CONFIGURE_OPTIONS = ("--prefix=/usr", "--disable-werror", "--enable-stack-protector=strong", "--disable-profile",
                      "--disable-nscd", "--without-selinux")
@@ -76,9 +88,32 @@ def layout(variant: str) -> int:
     return LAYOUT_BUILDS[variant][1] if variant in LAYOUT_BUILDS else (check_variant(variant) and 1)
 
 
+def is_relink(variant: str) -> bool:
+    """Whether a build is one of the relink layouts (layout 1's objects in another order)."""
+    return layout(variant) in RELINK_LAYOUTS
+
+
 def layout_cflags(n: int) -> str | None:
-    """CFLAGS of code layout n: None (configure's default) for 1, else functions aligned to 16 << (n - 1)."""
-    return None if n <= 1 else f"-g -O2 -falign-functions={16 << (n - 1)}"
+    """CFLAGS of code layout n's compile: the alignment layout's "-g -O2 -falign-functions=32"; None
+    (configure's default) for layout 1 and for the relink layouts, which reuse layout 1's objects."""
+    return f"-g -O2 -falign-functions={16 << (n - 1)}" if n == ALIGN_LAYOUT else None
+
+
+def layout_description(n: int) -> str:
+    """How layout n differs from layout 1, as the catalogue and a run's provenance say it."""
+    if n == ALIGN_LAYOUT:
+        return f"functions aligned to {16 << (n - 1)} bytes"
+    if n in RELINK_LAYOUTS:
+        return f"libc_pic.a's members relinked in the order random.Random({n}) shuffles them to"
+    return "as built"
+
+
+def member_order(members: list, seed: int) -> list:
+    """The members of libc_pic.a in the order a relink layout links them: shuffled by random.Random(seed),
+    which gives the same order in every Python 3 on every machine."""
+    order = list(members)
+    random.Random(seed).shuffle(order)
+    return order
 
 
 def configure_options(variant: str) -> tuple:
@@ -188,6 +223,9 @@ def availability(variant: str, source_version: str = None):
     except HeapcostError as e:
         return False, str(e)
     if finished and (folder / "build" / "elf" / "ld.so").is_file() and (folder / "build" / "libc.so.6").exists():
+        if is_relink(variant) and not relink_current(variant, version):
+            return False, (f"{NOT_BUILT_YET}: layout 1 of {base_variant(variant)} was built again after this relink; "
+                           f"`make allocators` relinks it ({RELINK_BUILD_TIME})")
         return True, ""
     if build_running(folder):
         return False, f"{NOT_BUILT_YET}: a build is running, see {folder / LOG_NAME}"
@@ -195,7 +233,39 @@ def availability(variant: str, source_version: str = None):
         return False, (f"not built: the last build failed or stopped, see {folder / LOG_NAME}; "
                        f"`make allocators` builds it again ({BUILD_TIME})")
     # Tools missing here are no reason to report: provisioning installs them before it builds.
-    return False, f"{NOT_BUILT_YET}: `make allocators` builds it ({BUILD_TIME})"
+    return False, f"{NOT_BUILT_YET}: `make allocators` builds it ({RELINK_BUILD_TIME if is_relink(variant) else BUILD_TIME})"
+
+
+def relink_current(variant: str, source_version: str) -> bool:
+    """Whether a relink layout was made from the layout 1 build there is now (its libc.so's sha256)."""
+    stamp = read_stamp(variant_dir(variant, source_version)) or {}
+    base = build_tree(base_variant(variant), source_version) / "libc.so"
+    return base.is_file() and stamp.get("relinked_from_sha256") == _sha256(base)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# what a run records of a build's stamp: how it was made, never where or when
+PROVENANCE_KEYS = ("source_package", "source_version", "patch", "patch_sha256", "layout", "method", "relinked_from",
+                   "relinked_from_sha256", "seed", "members", "member_order_sha256", "configure_options", "compiler",
+                   "linker", "libc_sha256")
+
+
+def provenance(variant: str, source_version: str = None) -> dict:
+    """How a finished build was made, from its stamp, as a run's allocator record keeps it ({} if unbuilt)."""
+    try:
+        stamp = read_stamp(variant_dir(variant, source_version)) or {}
+    except HeapcostError:
+        return {}
+    return {k: stamp[k] for k in PROVENANCE_KEYS if k in stamp}
+
+
+def library_files(variant: str, source_version: str = None) -> list:
+    """The files a run's provenance identifies a build by: its libc.so.6 and its loader, symbolic links resolved."""
+    tree = build_tree(variant, source_version)
+    return [(tree / "libc.so.6").resolve(), (tree / "elf" / "ld.so").resolve()]
 
 # ---- building ------------------------------------------------------------------------------------
 
@@ -220,6 +290,8 @@ def build(variant: str, source_version: str = None, jobs: int = MAKE_JOBS) -> Pa
     """Build a variant in its cache folder (a finished build is reused); returns the build tree."""
     check_variant(variant)
     version = source_version or installed_source_version()
+    if is_relink(variant):
+        return relink(variant, version, jobs)
     patch = patch_bytes(variant)
     folder = variant_dir(variant, version)
     if stamp_matches(read_stamp(folder), variant, version, patch):
@@ -259,15 +331,137 @@ def build(variant: str, source_version: str = None, jobs: int = MAKE_JOBS) -> Pa
             "layout": layout(variant),
             "configure_options": list(configure_options(variant)),
             "make_jobs": jobs,
+            "compiler": _tool_version("gcc"),
             "build_seconds": round(seconds, 1),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        tmp = folder / (STAMP_NAME + ".tmp")
-        tmp.write_text(json.dumps(stamp, indent=2) + "\n")
-        os.replace(tmp, folder / STAMP_NAME)
+        _write_stamp(folder, stamp)
+    return tree
+
+
+def _write_stamp(folder: Path, stamp: dict) -> None:
+    tmp = folder / (STAMP_NAME + ".tmp")
+    tmp.write_text(json.dumps(stamp, indent=2) + "\n")
+    os.replace(tmp, folder / STAMP_NAME)
+
+
+# ---- relink layouts ------------------------------------------------------------------------------
+
+def libc_link_command(base_tree: Path, log_text: str) -> list:
+    """The command glibc's makefiles linked <base_tree>/libc.so with, read from the build's log."""
+    out = f"-o {base_tree}/libc.so "
+    for line in log_text.splitlines():
+        if line.startswith("gcc ") and " -shared " in line and out in line and f"{base_tree}/libc_pic.os" in line:
+            if any(c in line for c in "'\"$`\\;|&<>"):
+                raise HeapcostError(f"the libc.so link command in the build log of {base_tree.parent.name} "
+                                    "holds shell syntax; relink it by hand")
+            return shlex.split(line)
+    raise HeapcostError(f"no libc.so link command in the build log of {base_tree.parent.name}; "
+                        "build that variant again (`python -m analysis provision --only ... --force`)")
+
+
+def relink_argv(command: list, base_tree: Path, pic_object: Path, output: Path) -> list:
+    """The link command of layout 1 with its libc_pic.os and its output replaced."""
+    argv = [str(pic_object) if a == f"{base_tree}/libc_pic.os" else a for a in command]
+    if argv.count("-o") != 1 or str(pic_object) not in argv:
+        raise HeapcostError(f"unexpected libc.so link command in the build log of {base_tree.parent.name}")
+    argv[argv.index("-o") + 1] = str(output)
+    return argv
+
+
+def libc_pic_members(base_tree: Path) -> list:
+    """The members of a build's libc_pic.a in their archive order (the order layout 1 links them in)."""
+    proc = subprocess.run(["ar", "t", str(Path(base_tree) / "libc_pic.a")], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise HeapcostError(f"cannot list libc_pic.a of {Path(base_tree).parent.name}: {proc.stderr.strip()}")
+    members = proc.stdout.split()
+    if len(set(members)) != len(members):
+        raise HeapcostError(f"libc_pic.a of {Path(base_tree).parent.name} names a member twice; "
+                            "its order cannot be permuted by name")
+    return members
+
+
+def link_in_order(base_tree: Path, order: list, work: Path, output: Path, log, log_path: Path) -> Path:
+    """libc.so linked as the base build linked it, from its libc_pic.a's members combined in `order`:
+    the members extracted into `work` (removed afterwards), combined by `ld -r` into <output's folder>/
+    libc_pic.os (removed afterwards), and linked by the build log's command."""
+    base_tree, work, output = Path(base_tree), Path(work), Path(output)
+    command = libc_link_command(base_tree, (base_tree.parent / LOG_NAME).read_text(errors="replace"))
+    pic = output.parent / "libc_pic.os"
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        _run_logged(["ar", "x", str(base_tree / "libc_pic.a")], work, log, "extract libc_pic.a", log_path)
+        _run_logged(["gcc", "-nostdlib", "-nostartfiles", "-r", "-o", str(pic), *order], work, log,
+                    "combine the objects in the given order", log_path)
+        _run_logged(relink_argv(command, base_tree, pic, output), output.parent, log, "link libc.so", log_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        pic.unlink(missing_ok=True)
+    return output
+
+
+def _tool_version(tool: str) -> str:
+    try:
+        proc = subprocess.run([tool, "--version"], capture_output=True, text=True)
+    except FileNotFoundError:
+        return ""
+    return proc.stdout.splitlines()[0] if proc.stdout else ""
+
+
+def relink(variant: str, version: str, jobs: int = MAKE_JOBS) -> Path:
+    """Make a relink layout: layout 1 built first if need be, its libc_pic.a's members combined in the order
+    member_order gives, libc.so linked again by the build log's command, and a build tree whose other
+    libraries and loader are layout 1's (symbolic links). Reused while layout 1 stays the same build."""
+    base = base_variant(variant)
+    patch = patch_bytes(variant)
+    folder = variant_dir(variant, version)
+    if stamp_matches(read_stamp(folder), variant, version, patch) and relink_current(variant, version):
+        return folder / "build"
+    base_tree = build(base, version, jobs)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp_matches(read_stamp(folder), variant, version, patch) and relink_current(variant, version):
+            return folder / "build"
+        (folder / STAMP_NAME).unlink(missing_ok=True)
+        log_path = folder / LOG_NAME
+        objects, tree = folder / "objects", folder / "build"
+        with open(log_path, "w") as log:
+            started = time.monotonic()
+            for old in (objects, tree):
+                shutil.rmtree(old, ignore_errors=True)
+            tree.mkdir()
+            order = member_order(libc_pic_members(base_tree), layout(variant))
+            (folder / ORDER_NAME).write_text("\n".join(order) + "\n")
+            link_in_order(base_tree, order, objects, tree / "libc.so", log, log_path)
+            (tree / "libc.so.6").symlink_to("libc.so")
+            for sub in filter(None, BUILD_LIBRARY_DIRS):
+                (tree / sub).symlink_to(base_tree / sub, target_is_directory=True)
+            seconds = time.monotonic() - started
+        base_stamp = read_stamp(base_tree.parent) or {}
+        _write_stamp(folder, {
+            "variant": variant,
+            "source_package": SOURCE_PACKAGE,
+            "source_version": version,
+            "patch": patch_name(variant),
+            "patch_sha256": hashlib.sha256(patch).hexdigest(),
+            "layout": layout(variant),
+            "method": "relink",
+            "relinked_from": base,
+            "relinked_from_sha256": _sha256(base_tree / "libc.so"),
+            "seed": layout(variant),
+            "members": len(order),
+            "member_order_sha256": hashlib.sha256(("\n".join(order) + "\n").encode()).hexdigest(),
+            "configure_options": list(configure_options(variant)),
+            "compiler": base_stamp.get("compiler") or _tool_version("gcc"),
+            "linker": _tool_version("ld"),
+            "libc_sha256": _sha256(tree / "libc.so"),
+            "build_seconds": round(seconds, 1),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        })
     return tree
 
 
 def build_all(source_version: str = None) -> dict:
-    """Build every variant one after the other; variant -> build tree."""
+    """Build every patch variant one after the other; variant -> build tree."""
     return {variant: build(variant, source_version) for variant in VARIANTS}

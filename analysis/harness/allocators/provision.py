@@ -10,6 +10,7 @@ its BUILD.json says the verification passed; it is written last, after everythin
 import datetime
 import fcntl
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -23,7 +24,7 @@ from pathlib import Path
 from analysis.harness.allocators import brought, catalog, debsrc, debsrc_paths, glibc_build, mozjemalloc_build
 from analysis.harness.allocators.cache import allocators_root, built_prefix, read_build_record
 from analysis.errors import HeapcostError
-from analysis.paths import REPO, cache_dir
+from analysis.paths import REPO, RUNS_DIR, cache_dir
 
 JOBS = "2"
 KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build", "brought")
@@ -413,6 +414,22 @@ def provision_glibc(alloc, apt, dry_run=False, no_build=False) -> tuple:
     return True, f"built {tree.parent.name} ({_built_note(alloc.id)})"
 
 
+def built_library(alloc):
+    """The library a build of the project's recipes made for an allocator (its libc.so for a glibc build),
+    or None: for an allocator it installs rather than builds, or one not built."""
+    kind = _origin(alloc).get("kind")
+    if kind == "glibc-build":
+        return glibc_build.library_files(alloc.id)[0] if glibc_build.availability(alloc.id)[0] else None
+    if kind == "debian-source":
+        resolved = catalog.resolve(alloc)
+        return Path(resolved.preload[0]) if resolved.available and resolved.preload else None
+    return None
+
+
+def sha256_of(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def status(allocators=None) -> list:
     """[(id, ok, why)] for what provisioning is responsible for, without installing anything."""
     allocators = list(catalog.load_catalog().values()) if allocators is None else allocators
@@ -471,6 +488,7 @@ def run(args) -> int:
         log.say(f"{outcome(ok, why):7s} tools: {why}")
     # the slow builds last, so a failure among the quick ones shows early
     order = sorted(allocators, key=lambda a: _origin(a).get("kind") in SLOW_KINDS)
+    published = brought.published_builds(RUNS_DIR)
     for alloc in order:
         try:
             ok, why = provision_one(alloc, apt, log, dry_run=args.dry_run, force=args.force, no_build=args.no_build)
@@ -478,6 +496,9 @@ def run(args) -> int:
             ok, why = False, str(exc)
         failures += not ok
         log.say(f"{outcome(ok, why):7s} {alloc.id}: {why}")
+        library = built_library(alloc) if ok and not (args.dry_run or args.no_build) else None
+        if library is not None:
+            log.say(f"{'':7s} {brought.build_report(alloc.id, sha256_of(library), published)}")
     print(f"log: {log.path}")
     if failures:
         raise HeapcostError(f"{failures} of {len(order)} allocators (or the tools) could not be provisioned "
