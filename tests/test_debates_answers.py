@@ -45,9 +45,9 @@ registered = "2026-12-01, commit 9b395ec"
 
 def test_a_good_file_loads_with_its_amendments(tmp_path):
     path = tmp_path / "debates.toml"
-    path.write_text(GOOD + 'amendments = ["2026-12-02: the margin was 3%"]\n')
+    path.write_text(GOOD + 'amendments = ["2026-12-02, commit 845b1c7: the margin was 3%"]\n')
     q = debates_spec.load(path)["002"]
-    assert q.primary == (("a", "b"), "w") and q.amendments == ("2026-12-02: the margin was 3%",)
+    assert q.primary == (("a", "b"), "w") and q.amendments == ("2026-12-02, commit 845b1c7: the margin was 3%",)
 
 
 @pytest.mark.parametrize("broken, words", [
@@ -55,6 +55,8 @@ def test_a_good_file_loads_with_its_amendments(tmp_path):
     (GOOD.replace('pair = ["a", "b"]', 'pair = ["b", "a"]'), "primary must be"),
     (GOOD.replace('registered = "2026-12-01, commit 9b395ec"', 'registered = "yesterday"'), "registered must say"),
     (GOOD + 'amendments = "changed"\n', "amendments must be"),
+    (GOOD + 'amendments = ["2026-12-02: the margin was 3%"]\n', "amendments must be"),
+    (GOOD.replace('commit 9b395ec', 'commit soon'), "registered must say"),
     (GOOD.replace('margin = 0.025', 'margin = 2.5'), "margin must be a fraction"),
     (GOOD.replace('rule = "cost_at_most"', 'rule = "vibes"'), "rule 'vibes'"),
     (GOOD.replace('margin_reason = "r"\n', ''), "missing margin_reason"),

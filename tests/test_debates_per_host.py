@@ -135,3 +135,26 @@ def test_a_registered_prediction_is_checked_by_every_later_host_and_by_no_earlie
     tau, n = prediction.borrowed_spread({"a": [(0.0, 0.001), (0.1, 0.001)], "b": [(0.0, 0.001), (0.0, 0.001)],
                                          "c": [(0.0, 0.001), (0.05, 0.001)]})
     assert n == 3 and tau == pytest.approx(math.sqrt(prediction.between_variance([0.0, 0.05], [0.001, 0.001])))
+
+
+def test_with_too_few_hosts_to_pool_the_claim_and_the_added_time_are_given_host_by_host(monkeypatch):
+    from analysis.publish import debates
+
+    runs = pd.concat([runs_of("P1", [1.10, 1.11, 1.09]), runs_of("P2", [1.20, 1.21, 1.19], start=3)])
+    hosts = debate_pool.per_host(runs, 0.025, "cost_at_most", {})
+    seen = []
+
+    def transfer(res, host_runs, row, with_, without, workload):
+        seen.append(sorted(set(host_runs["processor"])))
+        return {"added_ns_per_pair": (row["pooled_ratio"] - 1) * 100, "added_ns_low": (row["pooled_low"] - 1) * 100,
+                "added_ns_high": (row["pooled_high"] - 1) * 100}
+
+    monkeypatch.setattr(debate_pool, "transfer", transfer)
+    claim = (1.10, 1.09, 1.11, 10.0)  # a claimed 10% with its own interval
+    out = debates._per_host_transfer(None, runs, hosts, "x", "y", "w", claim, 0.025)
+    assert seen == [["P1"], ["P2"]]  # each host's added time from its own runs
+    p1, p2 = out["added_ns_display"].split("; ")
+    assert p1.startswith("P1: +10.0 [") and p2.startswith("P2: +20.0 [")
+    assert out["claim_comparison"] == ("P1: agrees with the claim within 2.5%; "
+                                       "P2: differs from the claim by more than 2.5%")
+    assert debates._per_host_transfer(None, runs, hosts, "x", "y", "w", None, 0.025)["claim_comparison"] == ""

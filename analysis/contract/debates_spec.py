@@ -2,6 +2,7 @@
 compares, on which workloads, with which margin and decision rule, its primary cell (the one pair and workload
 that answers it first; the others are secondary), when and in which commit it was registered, and every
 amendment since with what it replaced. A malformed file is a one-line error."""
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,9 @@ QUANTITIES = ("wall_s",)
 REQUIRED = ("seed", "question", "contested", "workloads", "quantity", "margin", "margin_reason", "rule", "primary",
             "registered")
 OPTIONAL = ("every_pair", "amendments")
+# "2026-12-01, commit 9b395ec": the date and the commit a question was registered or amended in
+_DATED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}, commit [0-9a-f]{7,40}")
+_AMENDMENT = re.compile(_DATED.pattern + r": \S.*", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,13 @@ def _question(entry, where: str) -> Question:
             or primary["workload"] not in workloads):
         raise HeapcostError(f"{where}: primary must be {{ pair = [with, without], workload = name }} naming one of "
                             "its contested pairs and one of its workloads")
-    if not isinstance(entry["registered"], str) or "commit" not in entry["registered"]:
-        raise HeapcostError(f"{where}: registered must say the date and the commit it was registered in")
+    if not isinstance(entry["registered"], str) or not _DATED.fullmatch(entry["registered"]):
+        raise HeapcostError(f"{where}: registered must say the date and the commit it was registered in "
+                            "(\"YYYY-MM-DD, commit <hash>\")")
     amendments = entry.get("amendments", [])
-    if not isinstance(amendments, list) or not all(isinstance(a, str) and a.strip() for a in amendments):
-        raise HeapcostError(f"{where}: amendments must be a list of sentences (date: what changed, what it replaced)")
+    if not isinstance(amendments, list) or not all(isinstance(a, str) and _AMENDMENT.fullmatch(a) for a in amendments):
+        raise HeapcostError(f"{where}: amendments must be a list of sentences \"YYYY-MM-DD, commit <hash>: what "
+                            "changed, what it replaced\"")
     return Question(entry["seed"], entry["question"], tuple(tuple(p) for p in pairs), tuple(workloads),
                     entry["quantity"], float(margin), entry["margin_reason"], entry["rule"],
                     bool(entry.get("every_pair", False)), (tuple(primary["pair"]), primary["workload"]),

@@ -289,7 +289,7 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
     out.update({k: pooled[k] for k in ("tau_run", "tau_host", "tau_build")})
     if not single:
         out["pooled_display"] = f"not pooled: {len(hosts)} hosts ({debate_pool.MIN_HOSTS_TO_POOL} needed)"
-        out.update({"added_ns_display": "n/a", "claim_comparison": ""})
+        out.update(_per_host_transfer(res, runs, hosts, with_, without, workload, claim, q.margin))
         return out, runs, hosts
     moved = debate_pool.transfer(res, runs, single, with_, without, workload)
     out.update({k: single[k] for k in ("pooled_ratio", "pooled_low", "pooled_high")})
@@ -300,6 +300,23 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
         single["pooled_estimate"], single["pooled_se"], single["pooled_df"], claim[0], claim[1], claim[2],
         claim[3], q.margin)
     return out, runs, hosts
+
+
+def _per_host_transfer(res: Results, runs: pd.DataFrame, hosts: pd.DataFrame, with_: str, without: str,
+                       workload: str, claim, margin: float) -> dict:
+    """Where hosts are too few to pool, the added time per malloc+free pair and the comparison with the claim
+    host by host, each from that host's own answer and runs ("host: ..." joined by "; ")."""
+    added, compared = [], []
+    for h in hosts.itertuples():
+        row = {"pooled_ratio": h.ratio, "pooled_low": h.ci_low, "pooled_high": h.ci_high}
+        moved = debate_pool.transfer(res, runs[runs["processor"] == h.processor], row, with_, without, workload)
+        if moved:
+            added.append(f"{h.processor}: {moved['added_ns_per_pair']:+.1f} [{moved['added_ns_low']:+.1f}, "
+                         f"{moved['added_ns_high']:+.1f}]")
+        if claim is not None:
+            compared.append(f"{h.processor}: " + equivalence.against_claim(
+                h.estimate, h.se, h.df, claim[0], claim[1], claim[2], claim[3], margin))
+    return {"added_ns_display": "; ".join(added) or "n/a", "claim_comparison": "; ".join(compared)}
 
 
 def _count(n: int, word: str) -> str:
