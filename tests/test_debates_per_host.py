@@ -9,7 +9,7 @@ import pytest
 
 from analysis.publish import debate_pool
 from analysis.stats import equivalence
-from analysis.stats.random_effects import simulate
+from analysis.publish.debate_simulation import simulated_debate
 
 
 def runs_of(processor: str, ratios, se=0.005, builds=("b1",), start=0) -> pd.DataFrame:
@@ -71,18 +71,6 @@ def test_a_host_with_too_few_a_a_runs_borrows_the_other_hosts_floor():
     # a host the A/A never reached borrows too; with no A/A anywhere there is no floor, and it says so
     assert debate_pool.floor_of(floors, "P9")[1].startswith("borrowed")
     assert debate_pool.floor_of({}, "P9") == (0.0, "none: no host has an A/A across runs")
-
-
-def simulated_debate(rng, truths: dict, builds: int, runs_per_build: int, tau_build=0.01, tau_run=0.005,
-                     se=0.004) -> pd.DataFrame:
-    frames = []
-    for h, mu in truths.items():
-        one = simulate(rng, mu=math.log(mu), hosts=1, builds=builds, runs_per_cell=runs_per_build, tau_host=0.0,
-                       tau_build=tau_build, tau_run=tau_run, se=se)
-        frames.append(one.assign(processor=h, host=h, build=h + one["build"], df=1e6, superseded=False,
-                                 run_id=[f"{h}-{i}" for i in range(len(one))], seed="s", configuration="c",
-                                 workload="w"))
-    return pd.concat(frames, ignore_index=True)
 
 
 @pytest.mark.slow
@@ -158,3 +146,21 @@ def test_with_too_few_hosts_to_pool_the_claim_and_the_added_time_are_given_host_
     assert out["claim_comparison"] == ("P1: agrees with the claim within 2.5%; "
                                        "P2: differs from the claim by more than 2.5%")
     assert debates._per_host_transfer(None, runs, hosts, "x", "y", "w", None, 0.025)["claim_comparison"] == ""
+
+
+def test_the_design_study_reports_coverage_and_verdict_errors_with_their_binomial_intervals():
+    from analysis.publish import debate_simulation
+
+    assert debate_simulation.truths("interaction", 3) == {"H0": 1.06, "H1": 1.06, "H2": 1.0}
+    assert set(debate_simulation.truths("uniform", 2).values()) == {1.06}
+    table = debate_simulation.design_coverage(12, 7, hosts=(2,), builds=(5,))
+    assert list(table.columns) == debate_simulation.COLUMNS
+    assert list(zip(table["scenario"], table["hosts"], table["builds"])) == [("uniform", 2, 5), ("interaction", 2, 5)]
+    for row in table.itertuples():
+        assert row.host_intervals == 24 and row.coverage_low <= row.coverage <= row.coverage_high
+        assert row.error_low <= row.verdict_error <= row.error_high and row.power_low <= row.power <= row.power_high
+    uniform, interaction = table.iloc[0], table.iloc[1]
+    # 6% against a 2% margin with five builds a host: found on every host; the interaction is never called universal
+    assert uniform["power"] == uniform["every_host"] >= 0.75 and uniform["verdict_error"] == 0
+    assert interaction["every_host"] == 0 and interaction["power"] == interaction["depends"]
+    assert debate_simulation.design_coverage(12, 7, hosts=(2,), builds=(5,)).equals(table)  # seeded: the same table

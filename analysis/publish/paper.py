@@ -29,7 +29,9 @@ BACKGROUND = {"noise"}
 # notebook, the code it runs, the pinned packages and its parameters are unchanged (a sha256 of them all
 # sits beside the products in generated/.<name>.inputs). --rerun-all runs them anyway.
 DATA_FREE = {"noise": ("analysis/stats/simulate.py", "analysis/stats/compare.py", "analysis/stats/estimators.py", "analysis/stats/noise.py",
-                       "analysis/publish/figures.py", "analysis/publish/products.py", "requirements.txt")}
+                       "analysis/publish/figures.py", "analysis/publish/products.py", "analysis/publish/debate_simulation.py",
+                       "analysis/publish/debate_pool.py", "analysis/stats/random_effects.py", "analysis/stats/equivalence.py",
+                       "analysis/stats/primitives.py", "requirements.txt")}
 SOURCES = ["paper.typ", "refs.bib"]
 
 
