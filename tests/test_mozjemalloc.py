@@ -33,6 +33,21 @@ def test_every_build_compiles_the_same_sources_and_links_one_library_into_the_st
     assert plain ^ ships == {"opt_poison=NONE"} and full ^ ships == {"-DEARLY_BETA_OR_EARLIER"}
 
 
+def test_each_build_also_comes_compiled_by_clang_with_the_same_sources_defines_and_flags(tmp_path):
+    for cid in IDS:
+        clang, gcc = f"{cid}-clang", _steps(cid, tmp_path)
+        steps = _steps(clang, tmp_path)
+        assert mb.CONFIGS[clang].library == mb.CONFIGS[cid].library.replace(".so", "-clang.so")
+        assert set(mb.options(clang)) ^ set(mb.options(cid)) == {"cxx=clang++"}
+        assert mb.CONFIGS[clang].expected == mb.CONFIGS[cid].expected
+        # every g++ command of the gcc build is the clang++ one's, and nothing else differs but the library name
+        swapped = [(["g++" if a == "clang++" else a for a in argv], cwd, env) for argv, cwd, env in steps]
+        rename = mb.CONFIGS[cid].library, mb.CONFIGS[clang].library
+        assert [([a.replace(rename[1], rename[0]) for a in argv], cwd, env) for argv, cwd, env in swapped] == gcc
+        assert any(argv[0] == "clang++" and "-shared" in argv for argv, _, _ in steps)
+    assert provision.RECIPES["mozjemalloc-poison-clang"].build_deps == ("clang", "gcc")
+
+
 def _run(steps, names):
     for argv, cwd, extra in steps:
         if argv[0] in names:
@@ -107,7 +122,7 @@ def test_a_recipe_with_source_paths_fetches_only_those_of_its_pinned_version(tmp
 
 
 @pytest.mark.allocators
-@pytest.mark.parametrize("cid", IDS)
+@pytest.mark.parametrize("cid", [*IDS, *(f"{c}-clang" for c in IDS)])
 def test_a_built_library_serves_malloc_and_poisons_as_its_entry_says(cid, tmp_path):
     prefix = built_prefix(cid)
     if prefix is None:

@@ -29,6 +29,10 @@ Debian's patches for firefox-esr 140.12.0esr-1~deb12u1 touch none of the extract
 that package for bookworm with g++-11 (debian/rules); here the system's g++. Both inline SOME's bounded
 memset (at most 256 bytes) as `rep stos`, while ALL's unbounded one calls libc's memset: on small blocks
 the shipped poisoning can cost more than the full one.
+Compilers: Mozilla builds Firefox for Linux with clang, so each of the three builds also comes as
+`<id>-clang`, the same sources, defines and flags compiled and linked by Debian's clang++ (clang 14 in
+bookworm; Mozilla's own toolchain is a newer clang, and a shipped Firefox adds PGO, LTO and links mozjemalloc
+into its executable, none of which is here). gcc's builds keep their ids.
 """
 import random
 from dataclasses import dataclass, replace
@@ -67,6 +71,7 @@ class Config:
     expected: str         # what the check prints for a freed 1024-byte block, before the malloc's object
     notes: str
     layout: int = 1       # 1: SOURCES' link order, no pad; N >= 2: order permuted by seed N, a pad object first
+    compiler: str = "g++"  # the C++ compiler and linker driver: g++ or clang++
 
 
 CONFIGS = {
@@ -80,12 +85,21 @@ CONFIGS = {
 }
 
 
+# the builds again with clang++ (Mozilla's compiler for Linux): "<id>-clang"
+CLANG_BUILDS = ("mozjemalloc", "mozjemalloc-poison", "mozjemalloc-poison-full")
+CONFIGS.update({f"{base}-clang": replace(CONFIGS[base], library=CONFIGS[base].library.replace(".so", "-clang.so"),
+                                         compiler="clang++", notes=f"{CONFIGS[base].notes}; compiled by clang++")
+                for base in CLANG_BUILDS})
+COMPILER_PACKAGES = {"g++": ("g++", "gcc"), "clang++": ("clang", "gcc")}
+
+
 def options(config_id: str) -> tuple:
     """What distinguishes the build, for BUILD.json and the catalogue's `build` claim."""
     c = CONFIGS[config_id]
     layout = (f"layout={c.layout}", "link-order=" + ",".join(_object_name(s) for s in link_order(c.layout)),
               f"text-pad={pad_bytes(c.layout)}") if c.layout > 1 else ()
-    return COMMON_FLAGS + c.defines + (("opt_poison=NONE",) if c.poison_off else ()) + (REPRODUCIBLE,) + layout
+    compiler = (f"cxx={c.compiler}",) if c.compiler != "g++" else ()
+    return compiler + COMMON_FLAGS + c.defines + (("opt_poison=NONE",) if c.poison_off else ()) + (REPRODUCIBLE,) + layout
 
 
 def link_order(layout: int) -> tuple:
@@ -155,9 +169,9 @@ def steps(config_id: str):
         for source in link_order(c.layout):
             obj = build / _object_name(source)
             objects.append(str(obj))
-            commands.append((["g++", *flags, "-c", str(src / source), "-o", str(obj)], src, {}))
+            commands.append(([c.compiler, *flags, "-c", str(src / source), "-o", str(obj)], src, {}))
         commands += [
-            (["g++", "-shared", "-o", str(staged / "lib" / c.library), *objects, "-Wl,--no-undefined",
+            ([c.compiler, "-shared", "-o", str(staged / "lib" / c.library), *objects, "-Wl,--no-undefined",
               "-lpthread"], src, {}),
             (["gcc", "-O0", "-Wno-use-after-free", "-o", str(staged / "bin" / "free-poison-check"),
               str(CHECK_SOURCE), "-ldl"], src, {}),

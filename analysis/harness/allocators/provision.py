@@ -117,7 +117,7 @@ RECIPES = {
                    source_paths=mozjemalloc_build.SOURCE_PATHS, options=mozjemalloc_build.options(cid),
                    outputs=mozjemalloc_build.outputs(cid), steps=mozjemalloc_build.steps(cid),
                    verify=mozjemalloc_build.verify(cid), verified=mozjemalloc_build.verified(cid),
-                   build_deps=("g++", "gcc"), notes=c.notes)
+                   build_deps=mozjemalloc_build.COMPILER_PACKAGES[c.compiler], notes=c.notes)
        for cid, c in mozjemalloc_build.CONFIGS.items()},
 }
 
