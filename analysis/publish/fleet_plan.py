@@ -27,6 +27,7 @@ ENV_HELP = {
     "OM": "OpenBSD malloc 1.128 builds, as shipped and with seed 003's diff reversed, in every layout "
           "(omalloc-1.128=<lib>,omalloc-1.128_l2=<lib>,...,omalloc-1.128-getrbyte=<lib>,...)",
     "OM4": "the four OpenBSD malloc 1.128 builds (as shipped, getrbyte, and each with getpid per call)",
+    "OM_SPLIT": "the four builds that take seed 003's patch apart (omalloc-1.128, -getrbyte, -wideoffset, -getrbyte-narrowoffset)",
     "OMALLOC_1128": "the library of omalloc-1.128 (OpenBSD lib/libc/stdlib/malloc.c 1.128, built by hand)",
     "OMALLOC_1299": "the library of omalloc-1.299 (OpenBSD lib/libc/stdlib/malloc.c 1.299, built by hand)",
 }
