@@ -135,3 +135,44 @@ def test_layout_builds_of_a_contested_pair_pool_as_a_second_build(tmp_path):
     assert (pooled["n_runs"], pooled["n_estimates"], pooled["n_builds"]) == (2, 4, 2)
     # the two builds read 1.042 and 1.063: the pool lies between them, its interval wide enough to hold both
     assert pooled["pooled_low"] < 1.042 < 1.0625 < pooled["pooled_high"]
+
+
+def test_the_kernel_part_gives_each_sides_medians_and_share_per_host(tmp_path):
+    import pandas as pd
+
+    from analysis.publish import debate_pool
+
+    trials = []
+    for i in range(4):
+        for alloc, user, sys_s, flt in (("a", 0.1, 0.3, 600000), ("b", 0.05, 0.01, 5000)):
+            trials += [{"allocator": alloc, "workload": "w", "scale": 0.25, "status": "ok", "warmup": 0,
+                        "wall_s": user + sys_s, "user_s": user, "sys_s": sys_s, "minflt": flt},
+                       {"allocator": alloc, "workload": "w", "scale": 0.1, "status": "ok", "warmup": 0,
+                        "wall_s": 9, "user_s": 9, "sys_s": 9, "minflt": 9},  # a smaller scale: not counted
+                       {"allocator": alloc, "workload": "w", "scale": 0.25, "status": "ok", "warmup": 1,
+                        "wall_s": 9, "user_s": 9, "sys_s": 9, "minflt": 9},  # warm-up: not counted
+                       {"allocator": alloc, "workload": "w", "scale": 0.25, "status": "crash", "warmup": 0,
+                        "wall_s": 9, "user_s": 9, "sys_s": 9, "minflt": 9}]  # failed: not counted
+    for run in ("R1", "R2"):
+        (tmp_path / run).mkdir()
+        pd.DataFrame(trials).to_csv(tmp_path / run / "trials.csv", index=False)
+    runs = pd.DataFrame([{"seed": "000", "configuration": "a / b", "workload": "w", "run_id": r, "processor": "P",
+                          "superseded": s} for r, s in (("R1", False), ("R2", False), ("R3", True))])
+    long = debate_pool.kernel_part(runs, tmp_path)
+    assert list(long["side"]) == ["with", "without"] and list(long["n_runs"]) == [2, 2]
+    assert list(long["n_trials"]) == [8, 8]
+    a = long.iloc[0]
+    assert (a["user_s"], a["sys_s"], a["minflt"]) == (0.1, 0.3, 600000) and a["kernel_share"] == pytest.approx(0.75)
+    wide = debate_pool.kernel_part_wide(long)
+    assert len(wide) == 1 and wide.loc[0, "user_s_ratio"] == pytest.approx(2.0)
+    assert wide.loc[0, "minflt_ratio"] == pytest.approx(120.0)
+    assert wide.loc[0, "without_kernel_share"] == pytest.approx(0.01 / 0.06)
+
+
+def test_user_and_system_time_are_compared_apart_on_the_build_workloads_and_perls_cases():
+    import pandas as pd
+
+    from analysis.publish import cpu_split
+
+    names = pd.Series(["compile", "build", "perl-strcat", "perl-append-7-3", "dom-churn", "sqlite"])
+    assert list(cpu_split.split(names)) == [True, True, True, True, False, False]

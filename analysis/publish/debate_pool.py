@@ -22,6 +22,7 @@ from analysis.stats import random_effects
 from analysis.stats.estimators import Difference
 from analysis.contract.host import processor_groups
 from analysis.contract.runstore import Run, read_json
+from analysis.contract.schema import warmup_mask
 
 SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
 RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "processor", "build", "layout", "ratio",
@@ -358,3 +359,71 @@ def layout_aa(cells: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
                              "ratio": math.exp(p.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
                              "excludes_1": bool(lo > 0 or hi < 0)})
     return pd.DataFrame(rows, columns=LAYOUT_AA_COLUMNS)
+
+
+KERNEL_COLUMNS = ["seed", "configuration", "workload", "processor", "allocator", "side", "n_runs", "n_trials",
+                  "scale", "wall_s", "user_s", "sys_s", "minflt", "kernel_share"]
+
+
+@functools.lru_cache(maxsize=64)
+def _trials(path: Path) -> pd.DataFrame | None:
+    """A run's usable trials (ok, not warm-up), read once for every debate that asks it."""
+    if not path.is_file():
+        return None
+    t = pd.read_csv(path, low_memory=False)
+    keep = t["status"].astype(str).eq("ok") if "status" in t else pd.Series(True, index=t.index)
+    if "warmup" in t:
+        keep &= ~warmup_mask(t["warmup"])
+    return t[keep]
+
+
+def kernel_part(runs: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
+    """Where the time of each side of a debate cell goes, host by host: the median wall, user and system time
+    and minor faults of one process over the current runs' usable trials (their largest scale), and the
+    kernel's share of its CPU time (system / (user + system)). The part of a ratio that depends on the
+    operating system stands apart in it: a side that spends its time in the kernel measures the kernel too."""
+    rows = []
+    current = runs[~runs["superseded"].astype(bool)] if len(runs) else runs
+    for (seed, conf, workload, processor), g in (current.groupby(["seed", "configuration", "workload", "processor"],
+                                                                  sort=True) if len(current) else []):
+        with_, without = (s.strip() for s in conf.split(" / "))
+        for side, allocator in (("with", with_), ("without", without)):
+            parts = []
+            for run_id in sorted(set(g["run_id"])):
+                t = _trials(Path(runs_dir) / run_id / "trials.csv")
+                if t is None:
+                    continue
+                sub = t[(t["allocator"].astype(str) == allocator) & (t["workload"].astype(str) == workload)]
+                if len(sub):
+                    scale = pd.to_numeric(sub["scale"], errors="coerce")
+                    parts.append(sub[scale == scale.max()].assign(run_id=run_id))
+            if not parts:
+                continue
+            t = pd.concat(parts, ignore_index=True)
+            med = {m: float(pd.to_numeric(t[m], errors="coerce").median()) if m in t else float("nan")
+                   for m in ("wall_s", "user_s", "sys_s", "minflt")}
+            cpu = med["user_s"] + med["sys_s"]
+            rows.append({"seed": seed, "configuration": conf, "workload": workload, "processor": processor,
+                         "allocator": allocator, "side": side, "n_runs": int(t["run_id"].nunique()),
+                         "n_trials": int(len(t)), "scale": float(pd.to_numeric(t["scale"], errors="coerce").max()),
+                         **med, "kernel_share": med["sys_s"] / cpu if cpu > 0 else float("nan")})
+    return pd.DataFrame(rows, columns=KERNEL_COLUMNS)
+
+
+KERNEL_WIDE_KEYS = ["seed", "configuration", "workload", "processor"]
+
+
+def kernel_part_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """kernel_part with the two sides of a cell on one row (with_*, without_*), and the ratios of their median
+    user and system times."""
+    if long.empty:
+        return pd.DataFrame(columns=KERNEL_WIDE_KEYS)
+    sides = []
+    for side in ("with", "without"):
+        part = long[long["side"] == side].drop(columns=["side"]).set_index(KERNEL_WIDE_KEYS)
+        sides.append(part.add_prefix(f"{side}_"))
+    wide = sides[0].join(sides[1], how="inner").reset_index()
+    for m in ("user_s", "sys_s", "minflt"):
+        den = wide[f"without_{m}"].where(wide[f"without_{m}"] > 0)
+        wide[f"{m}_ratio"] = wide[f"with_{m}"] / den
+    return wide
