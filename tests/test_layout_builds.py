@@ -331,3 +331,21 @@ def test_relinking_the_real_glibc_in_its_own_order_gives_its_bytes(tmp_path):
     with open(tmp_path / "log", "w") as log:
         glibc_build.link_in_order(base, glibc_build.libc_pic_members(base), tmp_path / "work", out, log, tmp_path / "log")
     assert hashlib.sha256(out.read_bytes()).digest() == hashlib.sha256((base / "libc.so").read_bytes()).digest()
+
+
+def test_the_code_sha256_of_a_library_ignores_the_folder_its_debug_information_names(tmp_path):
+    libs = []
+    for folder in ("one", "elsewhere/two"):
+        d = tmp_path / folder
+        d.mkdir(parents=True)
+        (d / "f.c").write_text("int f(int x){return x * 3;}\n")
+        subprocess.run(["gcc", "-g", "-O2", "-fPIC", "-shared", "-Wl,--build-id=sha1", "-o", "libf.so", "f.c"],
+                       cwd=d, check=True)
+        libs.append(d / "libf.so")
+    assert libs[0].read_bytes() != libs[1].read_bytes()  # the folder is in the debug information
+    assert glibc_build.code_sha256(libs[0]) == glibc_build.code_sha256(libs[1]) != ""
+    (tmp_path / "other.c").write_text("int f(int x){return x * 5;}\n")
+    subprocess.run(["gcc", "-g", "-O2", "-fPIC", "-shared", "-o", str(tmp_path / "other.so"), str(tmp_path / "other.c")],
+                   check=True)
+    assert glibc_build.code_sha256(tmp_path / "other.so") != glibc_build.code_sha256(libs[0])
+    assert glibc_build.code_sha256(tmp_path / "missing.so") == ""

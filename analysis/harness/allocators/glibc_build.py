@@ -23,6 +23,7 @@ import random
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -254,12 +255,32 @@ PROVENANCE_KEYS = ("source_package", "source_version", "patch", "patch_sha256", 
 
 
 def provenance(variant: str, source_version: str = None) -> dict:
-    """How a finished build was made, from its stamp, as a run's allocator record keeps it ({} if unbuilt)."""
+    """How a finished build was made, from its stamp, as a run's allocator record keeps it ({} if unbuilt),
+    with the sha256 of its libc.so's code (code_sha256)."""
     try:
-        stamp = read_stamp(variant_dir(variant, source_version)) or {}
+        folder = variant_dir(variant, source_version)
     except HeapcostError:
         return {}
-    return {k: stamp[k] for k in PROVENANCE_KEYS if k in stamp}
+    stamp = read_stamp(folder) or {}
+    out = {k: stamp[k] for k in PROVENANCE_KEYS if k in stamp}
+    code = code_sha256(folder / "build" / "libc.so") if stamp else ""
+    return {**out, "libc_code_sha256": code} if code else out
+
+
+def code_sha256(library: Path) -> str:
+    """The sha256 of a library without its debug information and build-id note ("" when objcopy cannot
+    read it). glibc's debug information keeps the absolute path of the folder it was built in, and the
+    build-id hashes it; without them, two builds of one variant in different folders are the same bytes
+    (checked by hand: a second build of glibc-built under another cache folder differed in its sha256, and
+    not in this one)."""
+    library = Path(library).resolve()
+    if not library.is_file():
+        return ""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "code"
+        proc = subprocess.run(["objcopy", "--strip-debug", "--remove-section", ".note.gnu.build-id", str(library),
+                               str(out)], capture_output=True)
+        return _sha256(out) if proc.returncode == 0 and out.is_file() else ""
 
 
 def library_files(variant: str, source_version: str = None) -> list:
