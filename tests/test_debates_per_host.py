@@ -164,3 +164,13 @@ def test_the_design_study_reports_coverage_and_verdict_errors_with_their_binomia
     assert uniform["power"] == uniform["every_host"] >= 0.75 and uniform["verdict_error"] == 0
     assert interaction["every_host"] == 0 and interaction["power"] == interaction["depends"]
     assert debate_simulation.design_coverage(12, 7, hosts=(2,), builds=(5,)).equals(table)  # seeded: the same table
+
+
+def test_each_host_says_whether_its_builds_let_it_estimate_the_layout_variance():
+    one = debate_pool.per_host(runs_of("P1", [1.1, 1.1, 1.1]), 0.02, "cost_at_most", {})
+    assert one.loc[0, "layout_variance"] == "not estimable: one build"
+    two = debate_pool.per_host(runs_of("P1", [1.1, 1.11, 1.09, 1.1], builds=("b1", "b2")), 0.02, "cost_at_most", {})
+    assert two.loc[0, "layout_variance"].startswith("estimated from 2 builds (1 degree of freedom, fewer than 4)")
+    five = debate_pool.per_host(runs_of("P1", [1.1, 1.11, 1.09, 1.1, 1.12], builds=("a", "b", "c", "d", "e")),
+                                0.02, "cost_at_most", {})
+    assert five.loc[0, "layout_variance"] == "estimated from 5 builds"

@@ -29,7 +29,9 @@ RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "processor
                "ci_low", "ci_high", "estimate", "se", "df", "method", "superseded"]
 HOST_COLUMNS = ["seed", "configuration", "workload", "processor", "machines", "n_runs", "n_estimates", "n_builds",
                 "ratio", "ci_low", "ci_high", "estimate", "se", "df", "floor_halfwidth_percent", "floor_from",
-                "floored", "decision", "decision_words"]
+                "floored", "decision", "decision_words", "layout_variance"]
+# layout builds a host needs for its layout variance to rest on at least 4 degrees of freedom
+MIN_LAYOUT_BUILDS = 5
 # A single estimate over hosts is shown only where the spread between hosts can be estimated from the hosts
 # themselves: with fewer, the t quantile on hosts - 1 degrees of freedom (12.7 with two) makes any interval
 # hold, and an interval that goes from a fraction of a percent to a factor of two when one host is added
@@ -185,6 +187,17 @@ def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
             "decision_low": d.low, "decision_high": d.high}
 
 
+def layout_variance(builds: int) -> str:
+    """What a host's layout builds let its answer say about the variance between layouts."""
+    if builds < 2:
+        return "not estimable: one build"
+    if builds < MIN_LAYOUT_BUILDS:
+        dof = builds - 1
+        return (f"estimated from {builds} builds ({dof} degree{'' if dof == 1 else 's'} of freedom, "
+                f"fewer than {MIN_LAYOUT_BUILDS - 1})")
+    return f"estimated from {builds} builds"
+
+
 def per_host(runs: pd.DataFrame, margin: float, rule: str, floors: dict) -> pd.DataFrame:
     """One row per processor kind: the current-design runs on it pooled (run and build as variance components;
     its machines, other kernels or VMs of the kind, recorded), the interval widened to the host's A/A floor
@@ -206,7 +219,7 @@ def per_host(runs: pd.DataFrame, margin: float, rule: str, floors: dict) -> pd.D
                      "ci_high": math.exp(p.estimate + q * se), "estimate": p.estimate, "se": se, "df": p.df,
                      "floor_halfwidth_percent": f"{math.expm1(floor) * 100:.2f}" if floor else "",
                      "floor_from": source, "floored": bool(se > p.se), "decision": d.outcome,
-                     "decision_words": d.words()})
+                     "decision_words": d.words(), "layout_variance": layout_variance(p.builds)})
     return pd.DataFrame(rows, columns=HOST_COLUMNS)
 
 

@@ -275,7 +275,7 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
     out.update({k: pooled[k] for k in ("n_runs", "n_estimates", "n_builds", "n_hosts")})
     out["hosts_display"] = "; ".join(
         f"{h.processor}: {fmt_interval(h.ratio, h.ci_low, h.ci_high)} ({_count(h.n_runs, 'run')}, "
-        f"{_count(h.n_builds, 'build')})"
+        f"{_count(h.n_builds, 'build')}{'' if h.n_builds > 1 else ': layout variance not estimable'})"
         for h in hosts.itertuples())
     out["verdict"] = debate_pool.across_hosts(hosts, q.margin)[1]
     if len(hosts) == 1:  # one host: its own answer, floor included, is the single one
