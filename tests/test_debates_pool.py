@@ -176,3 +176,17 @@ def test_user_and_system_time_are_compared_apart_on_the_build_workloads_and_perl
 
     names = pd.Series(["compile", "build", "perl-strcat", "perl-append-7-3", "dom-churn", "sqlite"])
     assert list(cpu_split.split(names)) == [True, True, True, True, False, False]
+
+
+def test_a_glibc_build_is_one_build_in_runs_with_and_without_its_recorded_sha256():
+    from analysis.publish import debate_pool
+
+    old = {"allocators": {"glibc-built_l2": {"origin": {"kind": "glibc-build"}, "libraries": [],
+                                              "expect_malloc": "/glibc-built_l2-2.36-e3b0/build/"}}}
+    new = {"allocators": {"glibc-built_l2": {"origin": {"kind": "glibc-build"},
+                                              "libraries": [{"allocator": "glibc-built_l2", "sha256": "ab" * 32}],
+                                              "expect_malloc": "/glibc-built_l2-2.36-e3b0/build/"}}}
+    assert debate_pool.build_of(old, "glibc-built_l2") == debate_pool.build_of(new, "glibc-built_l2") == \
+        "glibc-built_l2-2.36-e3b0"
+    moz = {"allocators": {"m": {"origin": {"kind": "debian-source"}, "libraries": [{"sha256": "cd" * 32}]}}}
+    assert debate_pool.build_of(moz, "m") == "cd" * 6
