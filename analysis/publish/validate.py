@@ -36,7 +36,12 @@ def structural_errors(data_dir: Path, package: dict) -> list[str]:
                     errors.append(f"runs/{run.name}: {needed} missing")
             for name in ("trials.csv", "pairs.csv"):
                 if (run / name).is_file():
-                    seqs = [row.get("seq") for row in csv.DictReader(open(run / name, newline=""))]
+                    try:
+                        with open(run / name, newline="") as fh:
+                            seqs = [row.get("seq") for row in csv.DictReader(fh)]
+                    except (csv.Error, UnicodeDecodeError) as exc:  # a field over the csv module's limit
+                        errors.append(f"runs/{run.name}/{name}: not readable as CSV ({exc})")
+                        continue
                     if len(seqs) != len(set(seqs)):
                         errors.append(f"runs/{run.name}/{name}: duplicate seq values")
     return errors
