@@ -53,7 +53,8 @@ def machine_path_errors(data_dir: Path) -> list[str]:
     for path in dataset_files(data_dir):
         if path.suffix not in TEXT_SUFFIXES:
             continue
-        found = sorted(set(machine_paths(path.read_bytes().decode("utf-8", errors="replace"))))
+        with open(path, "rb") as fh:  # line by line: a path never spans a line, and a large table is not held whole
+            found = sorted({p for line in fh for p in machine_paths(line.decode("utf-8", errors="replace"))})
         if found:
             errors.append(f"{path.relative_to(data_dir)}: names a folder of the measuring machine "
                           f"({', '.join(found[:3])}); run `python -m analysis.contract.migrate_paths`")
