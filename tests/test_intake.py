@@ -252,6 +252,8 @@ def link(name):
     ("manifest last", "MANIFEST.json is not its first member"),
     ("no manifest", "MANIFEST.json is not its first member"),
     ("missing", "the files differ from the manifest's list (missing ['trials.csv'])"),
+    ("long pax header", "tar headers of more than 1 MiB before a member; refused"),
+    ("large manifest", "MANIFEST.json is 2097"),
 ])
 def test_an_archive_that_differs_from_its_manifest_is_refused_with_one_line(tmp_path, packed, case, message):
     run_id, files, data, _ = packed
@@ -272,6 +274,12 @@ def test_an_archive_that_differs_from_its_manifest_is_refused_with_one_line(tmp_
         archive_of(path, run_id, files, extra=[(name, b"x")])
     elif case == "manifest last":
         tar_gz(path, [*((f"{run_id}/{n}", d) for n, d in files.items()), (contribution.MANIFEST, json.dumps(man).encode())])
+    elif case == "long pax header":  # tarfile reads a pax header whole: this one is never read
+        info = tarfile.TarInfo(f"{run_id}/notes.txt")
+        info.pax_headers = {"comment": "c" * (2 * MiB)}
+        archive_of(path, run_id, files, extra=[(info, b"x")])
+    elif case == "large manifest":
+        archive_of(path, run_id, files, {**man, "machine": {"notes": "m" * (2 * MiB)}})
     elif case == "no manifest":
         tar_gz(path, [(f"{run_id}/{n}", d) for n, d in files.items()])
     else:

@@ -99,7 +99,7 @@ class _TarStream:
     """The tar inside the gzip stream as tarfile reads it: reads of tar headers and their extensions (a pax
     header, a GNU long name, sparse maps, which tarfile reads whole) are refused past MAX_HEADER_BYTES
     between two members, so a header declaring gigabytes is never read; a member's bytes are read by
-    `member_block`, one BLOCK at a time."""
+    _copy_member, one BLOCK at a time."""
 
     def __init__(self, fileobj, where: str):
         self.fileobj, self.where, self.header_bytes, self.in_member = fileobj, where, 0, False
@@ -131,7 +131,8 @@ def _listing(man: dict, where: str, limits: Limits) -> tuple[dict[str, str], dic
     if not isinstance(listed, dict) or not listed:
         raise HeapcostError(f"{where}: the manifest lists no files")
     if len(listed) > MAX_RUN_FILES:
-        raise HeapcostError(f"{where}: the manifest lists {len(listed)} files; a run has at most {MAX_RUN_FILES}; refused")
+        raise HeapcostError(f"{where}: the manifest lists {len(listed)} files; a run has at most {MAX_RUN_FILES}; "
+                            "refused")
     digests, sizes = {}, {}
     for name, entry in listed.items():
         if not _valid_name(name):
