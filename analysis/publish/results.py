@@ -216,11 +216,17 @@ def allocator_table(runs: list["Run"]) -> pd.DataFrame:
                         columns=["allocator", "family", "description", "origin", "defences"])
 
 
-def workload_table(run: "Run | None") -> pd.DataFrame:
-    rows = []
-    for wid, w in ((run.info.get("workloads") or {}) if run else {}).items():
-        rows.append({"workload": wid, "kind": w.get("kind", ""), "seed": (w.get("seed") or "")[:3],
-                     "description": w.get("description", ""), "full_scale": w.get("scale_note", "")})
+def workload_table(run: "Run | None", others=()) -> pd.DataFrame:
+    """Every workload the runs measured: the leading run's first (its description wins), then each other
+    run's workloads it lacks, so the table names every workload a result of the paper comes from."""
+    rows, seen = [], set()
+    for r in ([run] if run else []) + [o for o in others if o is not None]:
+        for wid, w in (r.info.get("workloads") or {}).items():
+            if wid in seen:
+                continue
+            seen.add(wid)
+            rows.append({"workload": wid, "kind": w.get("kind", ""), "seed": (w.get("seed") or "")[:3],
+                         "description": w.get("description", ""), "full_scale": w.get("scale_note", "")})
     return pd.DataFrame(sorted(rows, key=lambda r: r["workload"]),
                         columns=["workload", "kind", "seed", "description", "full_scale"])
 
@@ -385,7 +391,8 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
                                    {r: c["wall_s"].results for r, c in per_run.items()})
     all_runs = [rt.run for rt in time_runs + cg_runs + probe_runs]
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
-                   scores, trade, allocator_table(all_runs), workload_table(time_run or cg_run), seed_only,
+                   scores, trade, allocator_table(all_runs),
+                   workload_table(time_run or cg_run, [rt.run for rt in reversed(time_runs)]), seed_only,
                    replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead), figures,
                    cells := {**{m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()],
                                              ignore_index=True) if per_run else pd.DataFrame()
