@@ -265,6 +265,33 @@ def fmt_interval(ratio, lo, hi) -> str:
     return f"{fmt_ratio(ratio)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]"
 
 
+# An interval whose bounds differ by more than this factor resolves nothing: printed as not estimable, with why.
+WIDEST_RESOLVED = 100.0
+
+
+def fmt_resolved_interval(ratio, lo, hi) -> str:
+    """A ratio with its interval, or "not estimable" with the reason when the interval spans more than a
+    factor of WIDEST_RESOLVED (or a bound is missing or not positive)."""
+    if not all(np.isfinite(x) for x in (ratio, lo, hi)) or lo <= 0 or hi <= 0:
+        return "not estimable: no interval"
+    if hi / lo > WIDEST_RESOLVED:
+        return f"not estimable: the interval spans a factor of {hi / lo:,.0f}"
+    return fmt_interval(ratio, lo, hi)
+
+
+def fmt_startup_ms(ms, lo, hi) -> str:
+    """A start-up time in milliseconds, never negative: an interval wholly below zero is no start-up (the time
+    grows faster than the work), a negative estimate whose interval reaches above zero is at most its upper
+    bound, and a lower bound below zero is shown as zero."""
+    if not all(np.isfinite(x) for x in (ms, lo, hi)):
+        return "not estimable: no interval"
+    if hi < 0:
+        return "not estimable: time grows faster than the work"
+    if ms < 0:
+        return f"at most {hi:.1f}"
+    return f"{ms:.1f} [{max(lo, 0.0):.1f}, {hi:.1f}]"
+
+
 def fmt_score(x) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.1f}"
 
