@@ -68,12 +68,20 @@ def parse_assignments(items, defaults: dict) -> dict:
 
 def ipc_kernel_manager(sockets: Path) -> type:
     """A kernel manager whose kernel talks to it over Unix sockets in `sockets` (a private directory), not over
-    TCP on the loopback: nothing else on the machine can connect, and the kernel has no reason to warn."""
+    TCP on the loopback: nothing else on the machine can connect, and the kernel has no reason to warn. An idle
+    kernel is asked to shut down without being interrupted first."""
     from jupyter_client import AsyncKernelManager
 
     class IPCKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             super().__init__(transport="ipc", ip=str(sockets / "kernel"), **kwargs)
+
+        async def _async_interrupt_kernel(self):
+            # jupyter_client interrupts a kernel before asking it to shut down; after the last cell it is idle,
+            # and the interrupt only made it log "KeyboardInterrupt caught in kernel" when it landed mid-loop
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
 
     return IPCKernelManager
 
