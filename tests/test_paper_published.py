@@ -150,3 +150,18 @@ def test_the_main_text_fits_its_budget_and_page_one_gives_the_five_answers():
     for lo, hi in re.findall(r"\[(\d[\d,]*\.\d+), (\d[\d,]*\.\d+)\]", main):
         lo, hi = float(lo.replace(",", "")), float(hi.replace(",", ""))
         assert lo <= 0 or hi / lo <= 100, f"an interval [{lo}, {hi}] in the main text"
+
+
+def test_no_sentence_of_the_main_text_is_said_twice():
+    """A note said once is referenced: no sentence of twelve words or more appears twice in the main text."""
+    import collections
+    import re
+
+    pdf = REPO / "paper" / "paper.pdf"
+    if not pdf.is_file():
+        pytest.skip("paper/paper.pdf is not built: `make paper` makes it (`make test` does first)")
+    pages = _pages(pdf)
+    references = next(i for i, text in enumerate(pages) if re.search(r"^References$", text, re.M))
+    main = " ".join(pages[:references]).replace("\n", " ")
+    sentences = [s.strip() for s in re.split(r"(?<=[.;])\s+", main) if len(s.split()) >= 12]
+    assert [s for s, n in collections.Counter(sentences).items() if n > 1] == []
