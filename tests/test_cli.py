@@ -144,8 +144,18 @@ def test_make_help_and_the_readme_name_every_parameter_of(target):
     text = (REPO / "Makefile").read_text()
     help_lines = "\n".join(re.findall(r'^\t@echo "(.*)"$', re.search(r"^help:.*\n((?:\t.*\n)+)", text, re.M)
                                       .group(1), re.M))
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "README.md").read_text() + (REPO / "docs" / "measuring.md").read_text()
     parameters = _makefile_parameters(target)
     assert parameters, f"no parameters found in the {target} recipe"
     assert [p for p in sorted(parameters) if f"{p}=" not in help_lines] == []
     assert [p for p in sorted(parameters) if not re.search(rf"`{p}`|\b{p}=", readme)] == []
+
+
+def test_the_readme_is_short_and_its_docs_pages_name_only_targets_that_exist():
+    readme = (REPO / "README.md").read_text()
+    assert len(readme) <= 10_000
+    targets = set(re.findall(r"^([a-z][a-z-]*):", (REPO / "Makefile").read_text(), re.M))
+    for page in ["README.md"] + re.findall(r"\]\((docs/[\w.-]+\.md)\)", readme):
+        text = (REPO / page).read_text()
+        named = set(re.findall(r"`make ([a-z][a-z-]*)", text))
+        assert named - targets == set(), f"{page} names make targets that do not exist: {named - targets}"

@@ -113,3 +113,55 @@ def test_runs_measured_with_the_check_behind_the_library_are_the_listed_ones():
         if fixed.returncode == 1:
             before.add(run_json.parent.name)
     assert before == set(CHECK_LOADED_AFTER_LIBRARY)
+
+
+MAIN_TEXT_PAGES = 16  # the main text's budget: pages before the references
+
+
+def _pages(pdf: Path) -> list[str]:
+    from pypdf import PdfReader
+
+    return [page.extract_text() for page in PdfReader(str(pdf)).pages]
+
+
+def test_the_main_text_fits_its_budget_and_page_one_gives_the_five_answers():
+    """The references start within the main text's page budget (the appendix follows them), page one holds
+    every debate's answer as generated (the abstract's sentences and the first table), and no interval in the
+    main text spans more than a factor of a hundred."""
+    import csv
+    import re
+
+    from paper_checks import squash
+
+    pdf = REPO / "paper" / "paper.pdf"
+    if not pdf.is_file():
+        pytest.skip("paper/paper.pdf is not built: `make paper` makes it (`make test` does first)")
+    pages = _pages(pdf)
+    references = next(i for i, text in enumerate(pages) if re.search(r"^References$", text, re.M))
+    assert references + 1 <= MAIN_TEXT_PAGES, f"the references start on page {references + 1}"
+    with open(REPO / "paper" / "generated" / "results_front.csv", newline="") as fh:
+        front = list(csv.DictReader(fh))
+    assert len(front) == 5
+    first = squash(pages[0])
+    for row in front:
+        assert squash(row["sentence"]) in first, row["seed"]
+        assert squash(row["verdict"]) in first, row["seed"]
+    main = " ".join(pages[:references])
+    for lo, hi in re.findall(r"\[(\d[\d,]*\.\d+), (\d[\d,]*\.\d+)\]", main):
+        lo, hi = float(lo.replace(",", "")), float(hi.replace(",", ""))
+        assert lo <= 0 or hi / lo <= 100, f"an interval [{lo}, {hi}] in the main text"
+
+
+def test_no_sentence_of_the_main_text_is_said_twice():
+    """A note said once is referenced: no sentence of twelve words or more appears twice in the main text."""
+    import collections
+    import re
+
+    pdf = REPO / "paper" / "paper.pdf"
+    if not pdf.is_file():
+        pytest.skip("paper/paper.pdf is not built: `make paper` makes it (`make test` does first)")
+    pages = _pages(pdf)
+    references = next(i for i, text in enumerate(pages) if re.search(r"^References$", text, re.M))
+    main = " ".join(pages[:references]).replace("\n", " ")
+    sentences = [s.strip() for s in re.split(r"(?<=[.;])\s+", main) if len(s.split()) >= 12]
+    assert [s for s, n in collections.Counter(sentences).items() if n > 1] == []

@@ -266,3 +266,16 @@ def test_no_build_reports_unbuilt_sources_without_failing_and_installs_tools(cac
     assert asked == [provision.TOOL_PACKAGES, ("libjemalloc2",)]
     assert cli.main(["provision", "--no-build", "--force"]) == 2
     assert "contradict" in capsys.readouterr().err
+
+
+def test_status_says_a_brought_library_nobody_brought_is_not_here(tmp_path):
+    absent = _alloc("hardened-72fb357", kind="brought", upstream="GrapheneOS/hardened_malloc", revision="72fb357",
+                    library="libhardened_malloc.so")
+    lib = tmp_path / "libhardened_malloc.so"
+    lib.write_bytes(b"\x7fELF")
+    present = SimpleNamespace(id="hardened-light-72fb357", preload=(str(lib),),
+                              origin={"kind": "brought", "path": str(lib), "library": lib.name})
+    rows = provision.status([absent, present])
+    assert rows[0][:2] == ("hardened-72fb357", False)
+    assert rows[0][2].startswith("not here: ") and "EXTRA_ALLOCATORS=hardened-72fb357=" in rows[0][2]
+    assert rows[1] == ("hardened-light-72fb357", True, f"brought by the user: {lib}")

@@ -133,6 +133,11 @@ def refresh_description(data_dir: Path, tables: bool = True) -> list[str]:
     if current != new_pkg:
         pkg.write_text(json.dumps(new_pkg, indent=2) + "\n")
         changed.append(str(pkg))
+    if data_dir.resolve() == DATA_DIR.resolve():  # the repository's own dataset: its runs' history in docs/
+        from analysis.publish import run_history
+
+        if run_history.write(data_dir):
+            changed.append(str(run_history.RUNS_PAGE))
     errors = validate(data_dir) if tables else structural_errors(data_dir, load(data_dir))
     if errors:
         raise HeapcostError(f"{data_dir} does not validate ({len(errors)} errors), first: {errors[0]}; "

@@ -66,13 +66,45 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
             warn(too_few_note(rt))
             continue
         out.append(rt)
-    if kind == "time" and main is not None and main.run_id not in {rt.run_id for rt in out}:
-        # the reported run is chosen by pick_run's rule among the runs that contribute
-        kept = [rt.run for rt in out]
-        kept = [r for r in kept if r.complete] or kept
-        kept = [r for r in kept if r.profile == "full"] or kept
-        main = kept[-1] if kept else None
+    if kind == "time" and out:
+        # the run the paper describes is the one that leads the most cells of the standard set, never the newest
+        main = leading_run(out)
     return main, out
+
+
+def standard_workloads() -> frozenset[str]:
+    """The standard set: the workloads a campaign runs by default (the full profile's workloads)."""
+    from analysis.harness.workloads import DEFAULT_WORKLOADS
+
+    return frozenset(DEFAULT_WORKLOADS)
+
+
+def _lead_workloads(rt: RunTable, allocator: str) -> set[str]:
+    trials = usable_trials(rt.table)
+    return set(trials.loc[trials["allocator"] == allocator, "workload"]) | set(_pair_rows(rt.pairs, allocator)["workload"])
+
+
+def led_cells(runs: list[RunTable], standard: frozenset[str] | None = None) -> dict[str, int]:
+    """run id -> the allocator x workload cells of the standard set it leads (each allocator's results come
+    from its leading run; the cells counted are that run's workloads of the standard set for it)."""
+    standard = standard_workloads() if standard is None else standard
+    lead = leads("time", runs, None)
+    by_id = {rt.run_id: rt for rt in runs}
+    counts = {rt.run_id: 0 for rt in runs}
+    for alloc, run_id in lead.items():
+        counts[run_id] += len(_lead_workloads(by_id[run_id], alloc) & standard)
+    return counts
+
+
+def leading_run(runs: list[RunTable], standard: frozenset[str] | None = None) -> Run | None:
+    """The time run the method section, the abstract and the workload table describe: the one that leads the
+    most allocator x workload cells of the standard set; among equals the complete one, then the newest. A
+    newer run that measured two server workloads does not displace the run the allocators' results come from."""
+    if not runs:
+        return None
+    counts = led_cells(runs, standard)
+    best = max(runs, key=lambda rt: (counts[rt.run_id], rt.run.complete, rt.run_id))
+    return best.run
 
 
 def has_usable_cell(rt: RunTable) -> bool:

@@ -66,6 +66,26 @@ def parse_assignments(items, defaults: dict) -> dict:
     return params
 
 
+def ipc_kernel_manager(sockets: Path) -> type:
+    """A kernel manager whose kernel talks to it over Unix sockets in `sockets` (a private directory), not over
+    TCP on the loopback: nothing else on the machine can connect, and the kernel has no reason to warn. An idle
+    kernel is asked to shut down without being interrupted first."""
+    from jupyter_client import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(transport="ipc", ip=str(sockets / "kernel"), **kwargs)
+
+        async def _async_interrupt_kernel(self):
+            # jupyter_client interrupts a kernel before asking it to shut down; after the last cell it is idle,
+            # and the interrupt only made it log "KeyboardInterrupt caught in kernel" when it landed mid-loop
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
+    return IPCKernelManager
+
+
 def execute(path: Path, output: Path, params: dict, *, echo: bool = True) -> None:
     """Run a notebook with papermill into `output`; with echo, every cell's output is logged as it runs.
     The kernel runs in notebooks/, as in JupyterLab."""
@@ -75,8 +95,10 @@ def execute(path: Path, output: Path, params: dict, *, echo: bool = True) -> Non
         logging.basicConfig(level=logging.INFO, format="%(message)s")
         logging.getLogger("papermill").setLevel(logging.INFO)
     try:
-        papermill.execute_notebook(str(path), str(output), parameters=params, cwd=str(NOTEBOOKS_DIR),
-                                   kernel_name="python3", log_output=echo, progress_bar=False)
+        with tempfile.TemporaryDirectory(prefix="heapcost-kernel-") as sockets:
+            papermill.execute_notebook(str(path), str(output), parameters=params, cwd=str(NOTEBOOKS_DIR),
+                                       kernel_name="python3", log_output=echo, progress_bar=False,
+                                       kernel_manager_class=ipc_kernel_manager(Path(sockets)))
     except papermill.PapermillExecutionError as exc:
         # The analysis code inside raised; its own one-line message is the useful part.
         message = (exc.evalue or str(exc)).strip().splitlines()[0]

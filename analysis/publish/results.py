@@ -216,11 +216,17 @@ def allocator_table(runs: list["Run"]) -> pd.DataFrame:
                         columns=["allocator", "family", "description", "origin", "defences"])
 
 
-def workload_table(run: "Run | None") -> pd.DataFrame:
-    rows = []
-    for wid, w in ((run.info.get("workloads") or {}) if run else {}).items():
-        rows.append({"workload": wid, "kind": w.get("kind", ""), "seed": (w.get("seed") or "")[:3],
-                     "description": w.get("description", ""), "full_scale": w.get("scale_note", "")})
+def workload_table(run: "Run | None", others=()) -> pd.DataFrame:
+    """Every workload the runs measured: the leading run's first (its description wins), then each other
+    run's workloads it lacks, so the table names every workload a result of the paper comes from."""
+    rows, seen = [], set()
+    for r in ([run] if run else []) + [o for o in others if o is not None]:
+        for wid, w in (r.info.get("workloads") or {}).items():
+            if wid in seen:
+                continue
+            seen.add(wid)
+            rows.append({"workload": wid, "kind": w.get("kind", ""), "seed": (w.get("seed") or "")[:3],
+                         "description": w.get("description", ""), "full_scale": w.get("scale_note", "")})
     return pd.DataFrame(sorted(rows, key=lambda r: r["workload"]),
                         columns=["workload", "kind", "seed", "description", "full_scale"])
 
@@ -257,6 +263,33 @@ def fmt_ratio(x) -> str:
 
 def fmt_interval(ratio, lo, hi) -> str:
     return f"{fmt_ratio(ratio)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]"
+
+
+# An interval whose bounds differ by more than this factor resolves nothing: printed as not estimable, with why.
+WIDEST_RESOLVED = 100.0
+
+
+def fmt_resolved_interval(ratio, lo, hi) -> str:
+    """A ratio with its interval, or "not estimable" with the reason when the interval spans more than a
+    factor of WIDEST_RESOLVED (or a bound is missing or not positive)."""
+    if not all(np.isfinite(x) for x in (ratio, lo, hi)) or lo <= 0 or hi <= 0:
+        return "not estimable: no interval"
+    if hi / lo > WIDEST_RESOLVED:
+        return f"not estimable: the interval spans a factor of {hi / lo:,.0f}"
+    return fmt_interval(ratio, lo, hi)
+
+
+def fmt_startup_ms(ms, lo, hi) -> str:
+    """A start-up time in milliseconds, never negative: an interval wholly below zero is no start-up (the time
+    grows faster than the work), a negative estimate whose interval reaches above zero is at most its upper
+    bound, and a lower bound below zero is shown as zero."""
+    if not all(np.isfinite(x) for x in (ms, lo, hi)):
+        return "not estimable: no interval"
+    if hi < 0:
+        return "not estimable: time grows faster than the work"
+    if ms < 0:
+        return f"at most {hi:.1f}"
+    return f"{ms:.1f} [{max(lo, 0.0):.1f}, {hi:.1f}]"
 
 
 def fmt_score(x) -> str:
@@ -385,7 +418,8 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
                                    {r: c["wall_s"].results for r, c in per_run.items()})
     all_runs = [rt.run for rt in time_runs + cg_runs + probe_runs]
     return Results(time_run, cg_run, probe_run, speed, memory, left_out, abl, abl_mem, pf, pf_g, cg_missing,
-                   scores, trade, allocator_table(all_runs), workload_table(time_run or cg_run), seed_only,
+                   scores, trade, allocator_table(all_runs),
+                   workload_table(time_run or cg_run, [rt.run for rt in reversed(time_runs)]), seed_only,
                    replication, run_table(time_runs, cg_runs, probe_runs, time_lead, cg_lead, probe_lead), figures,
                    cells := {**{m: pd.concat([c[m].results.assign(run_id=r) for r, c in per_run.items()],
                                              ignore_index=True) if per_run else pd.DataFrame()

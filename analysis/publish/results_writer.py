@@ -7,11 +7,12 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, measured_trials, read_table
-from analysis.publish import field, figures, hosts_writer, security_front, server_metrics
+from analysis.publish import field, figures, front_writer, hosts_writer, security_front, server_metrics
 from analysis.publish.debate_pool import SUPERSEDED
 from analysis.publish.debates_writer import write_debates
 from analysis.publish.products import json_text, write_csv
 from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
+                                      fmt_resolved_interval, fmt_startup_ms, WIDEST_RESOLVED,
                                       interference_counts,
                                       fmt_ratio, fmt_score, fmt_share, main_scale)
 from analysis.stats import compare as cmp
@@ -163,21 +164,25 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(hosts_writer.host_outputs(res, p))
     write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"}),
                                      superseded=res.replication["run_id"].isin(SUPERSEDED)),
-              p("replication.csv"))
+              p("between_runs.csv"))
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
     numbers.update(write_debates(res, p, _labels(res), baseline))
+    numbers.update(front_writer.write_front(p, baseline, get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
     cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
-                           display=[fmt_interval(r["per_unit_ratio"], r["ci_low"], r["ci_high"]) for _, r in res.cost.iterrows()],
-                           startup_display=[f"{r['startup_ms']:.1f} [{r['startup_low_ms']:.1f}, {r['startup_high_ms']:.1f}]"
+                           display=[fmt_resolved_interval(r["per_unit_ratio"], r["ci_low"], r["ci_high"])
+                                    for _, r in res.cost.iterrows()],
+                           startup_display=[fmt_startup_ms(r["startup_ms"], r["startup_low_ms"], r["startup_high_ms"])
                                             for _, r in res.cost.iterrows()],
                            baseline_startup_display=[f"{x:.1f}" for x in res.cost["baseline_startup_ms"]])
     write_csv(cost, p("cost.csv"))
     below_zero = cost[cost["startup_high_ms"] < 0]
     numbers["cost"] = {"rows": int(len(cost)), "allocators": sorted(set(cost["allocator"])),
                        "startup_below_zero": int(len(below_zero)),
+                       "not_estimable": int(cost["display"].str.startswith("not estimable").sum()) if len(cost) else 0,
+                       "widest_resolved": f"{WIDEST_RESOLVED:g}",
                        "startup_below_zero_cells": [f"{r['allocator']} on {r['workload']} ({r['run']})"
                                                     for _, r in below_zero.iterrows()]}
     numbers["aa"] = {"cells": int(len(res.aa)), "excluding_1": int(res.aa["excludes_1"].sum()),
@@ -207,10 +212,12 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
                        for _, r in res.runs.iterrows()}
     write_csv(res.allocators, p("allocators.csv"))
+    shown, notes = shared_notes(res.brought["configuration"].fillna("").astype(str))
     write_csv(res.brought.assign(
-        sha256_short=res.brought["library_sha256"].str[:16],
+        sha256_short=res.brought["library_sha256"].str[:16], configuration_display=shown,
         revision_short=res.brought["revision"].str.replace(r"^([0-9a-f]{12})[0-9a-f]{28}$", r"\1", regex=True)),
         p("brought.csv"))
+    write_csv(pd.DataFrame(notes, columns=["note", "text"]), p("brought_notes.csv"))
     numbers["brought"] = {"libraries": int(len(res.brought)), "allocators": sorted(set(res.brought["allocator"]))}
     write_csv(res.workloads, p("workloads.csv"))
     so = res.seed_only.copy()
@@ -273,6 +280,10 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
         "noninferior": int(counted["noninferior"].sum()),
         "cheapest": _attributed(res, _extreme(geo_counted, "geomean_ratio", min)),
         "dearest": _attributed(res, _extreme(geo_counted, "geomean_ratio", max)),
+        "dearest_full_scale": _dearest_at_full_scale(res, geo_counted),
+        "reduced_scale": sorted(a for a in geo_counted["allocator"]
+                                if _attributed(res, _extreme(geo_counted[geo_counted["allocator"] == a],
+                                                             "geomean_ratio", max)).get("reduced_scale")),
         "median_halfwidth_percent": f"{float(np.median(np.expm1(speed['ci_high'].apply(np.log) - speed['ratio'].apply(np.log)))) * 100:.1f}",
     }
     numbers["memory"] = {"rows": int(len(mem_counted)), "larger": int((mem_counted["ci_low"] > 1).sum()),
@@ -403,6 +414,53 @@ def _attributed(res: Results, extreme: dict) -> dict:
     return {**extreme, "run": _labels(res).get(extreme["run_id"], ""),
             "profile": (info.get("params") or {}).get("profile", ""), "scale": f"{scale * factor:g}",
             "reduced_scale": scale * factor < 1}
+
+
+# A clause of a build's description this long, repeated in this many rows, is said once as a note.
+NOTE_MIN_CHARS, NOTE_MIN_ROWS = 60, 2
+
+
+def get_reduced(numbers: dict) -> list[str]:
+    """The allocators whose results come from a run at a fraction of the full workload scale."""
+    return list((numbers.get("speed") or {}).get("reduced_scale") or [])
+
+
+def _clauses(text: str) -> list[str]:
+    """A text split at "; " outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith("; ", i):
+            out.append(text[start:i])
+            start = i + 2
+    return out + [text[start:]]
+
+
+def shared_notes(texts: pd.Series) -> tuple[list[str], list[tuple[str, str]]]:
+    """Each text with its long clauses (split at "; " outside parentheses) that recur across rows replaced by a reference to a
+    note said once: (the texts as shown, [(note label, note text)])."""
+    clauses = [[c.strip() for c in _clauses(t) if c.strip()] for t in texts]
+    counts: dict[str, int] = {}
+    for cs in clauses:
+        for c in dict.fromkeys(cs):
+            counts[c] = counts.get(c, 0) + 1
+    labels: dict[str, str] = {}
+    for cs in clauses:
+        for c in cs:
+            if c not in labels and len(c) >= NOTE_MIN_CHARS and counts[c] >= NOTE_MIN_ROWS:
+                labels[c] = f"N{len(labels) + 1}"
+    shown = ["; ".join(f"see {labels[c]}" if c in labels else c for c in cs) for cs in clauses]
+    return shown, [(label, text) for text, label in labels.items()]
+
+
+def _dearest_at_full_scale(res: Results, geo: pd.DataFrame) -> dict:
+    """The dearest allocator among those whose leading run measured it at the full workload scale: a ratio from
+    a run at a fraction of the scale, where start-up weighs more, is not a full-scale cost."""
+    for i in sorted(range(len(geo)), key=lambda k: -geo.iloc[k]["geomean_ratio"]):
+        row = _attributed(res, _extreme(geo.iloc[[i]], "geomean_ratio", max))
+        if not row.get("reduced_scale", False):
+            return row
+    return {}
 
 
 def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:

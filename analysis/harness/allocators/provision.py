@@ -448,7 +448,11 @@ def status(allocators=None) -> list:
         elif kind in ("system", "path"):
             rows.append((alloc.id, True, "nothing to install"))
         elif kind == "brought":
-            rows.append((alloc.id, True, "brought by the user: nothing to install"))
+            # a brought library is here only when a user named its path (EXTRA_ALLOCATORS) and the file exists
+            path = next(iter(getattr(alloc, "preload", None) or ()), "") if alloc.origin.get("path") else ""
+            here = bool(path) and Path(path).is_file()
+            rows.append((alloc.id, here, f"brought by the user: {path}" if here
+                         else "not here: " + brought.unavailable_reason(alloc)))
         else:
             rows.append((alloc.id, False, f"unknown origin kind {kind!r}"))
     return rows

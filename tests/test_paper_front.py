@@ -1,0 +1,116 @@
+"""The paper's first page and what it describes: the run chosen by what it measured, degenerate numbers named
+as such, notes said once, and the debates' answers read from their products."""
+import csv
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.contract.runstore import Run
+from analysis.publish import front_writer, merge
+from analysis.publish.results import fmt_resolved_interval, fmt_startup_ms
+from analysis.publish.results_writer import shared_notes
+
+STANDARD = frozenset({"a", "b", "c", "d"})
+
+
+def _run(run_id: str, allocators, workloads, profile="full") -> merge.RunTable:
+    rows = [{"workload": w, "allocator": a, "status": "ok", "warmup": False, "wall_s": 1.0}
+            for a in allocators for w in workloads for _ in range(5)]
+    info = {"status": "complete", "params": {"profile": profile}}
+    return merge.RunTable(Run(Path("/runs") / run_id, info), pd.DataFrame(rows))
+
+
+def test_a_newer_two_workload_server_run_does_not_displace_the_run_that_leads_the_allocators():
+    leading = _run("20260101T000000Z-time-full", ["glibc", "x", "y", "z"], ["a", "b", "c", "d"])
+    servers = _run("20260201T000000Z-time-full", ["glibc", "x", "y", "z", "w"], ["server", "redis"])
+    assert merge.leading_run([leading, servers], STANDARD).run_id == leading.run_id
+    counts = merge.led_cells([leading, servers], STANDARD)
+    assert counts[leading.run_id] == 16 and counts[servers.run_id] == 0
+
+
+def test_the_run_leading_more_standard_cells_wins_whatever_its_date():
+    old = _run("20260101T000000Z-time-full", ["glibc", "x"], ["a", "b"])
+    new = _run("20260301T000000Z-time-full", ["glibc", "y", "z"], ["a", "b", "c"])
+    assert merge.leading_run([old, new], STANDARD).run_id == new.run_id
+    assert merge.leading_run([new, old], STANDARD).run_id == new.run_id
+
+
+def test_an_interval_spanning_more_than_a_factor_of_a_hundred_is_not_estimable():
+    assert fmt_resolved_interval(30.2, 0.002, 428693.574).startswith("not estimable: the interval spans a factor")
+    assert fmt_resolved_interval(2.0, 1.5, 2.5) == "2.000 [1.500, 2.500]"
+    assert fmt_resolved_interval(2.0, float("nan"), 2.5).startswith("not estimable")
+
+
+def test_a_start_up_time_is_never_printed_below_zero():
+    assert fmt_startup_ms(-12.1, -12.6, -11.6) == "not estimable: time grows faster than the work"
+    assert fmt_startup_ms(-1.5, -6.3, 3.3) == "at most 3.3"
+    assert fmt_startup_ms(0.4, -0.4, 1.1) == "0.4 [0.0, 1.1]"
+    assert fmt_startup_ms(20.6, 15.4, 25.9) == "20.6 [15.4, 25.9]"
+
+
+def test_a_long_clause_repeated_across_rows_is_said_once_as_a_note():
+    long = "own compat layer (compat/, force-included compat.h; malloc.c unchanged) with a long tail of words"
+    shown, notes = shared_notes(pd.Series([f"{long}; tag 1", f"{long}; tag 2", "short", ""]))
+    assert notes == [("N1", long)]
+    assert shown == ["see N1; tag 1", "see N1; tag 2", "short", ""]
+
+
+def test_the_front_rows_come_from_each_debates_primary_cell():
+    debates = pd.DataFrame([
+        {"seed": "001", "topic": "hardened_malloc in Fedora: costs", "cell": "primary", "configuration": "h / glibc",
+         "workload": "build", "margin": "10%", "verdict": "larger than 10% on every host measured", "not_measured": ""},
+        {"seed": "001", "topic": "hardened_malloc in Fedora: costs", "cell": "secondary", "configuration": "h / glibc",
+         "workload": "compile", "margin": "10%", "verdict": "x", "not_measured": ""}])
+    hosts = pd.DataFrame([
+        {"seed": "001", "configuration": "h / glibc", "workload": "build", "processor": "Intel(R) Xeon(R) Processor 2600 MHz (6/167/1)",
+         "machines": "Intel(R) Xeon(R) Processor 2600 MHz, 2 CPUs, VM", "display": "1.471 [1.442, 1.501]",
+         "decision_words": "larger than 10%"},
+        {"seed": "001", "configuration": "h / glibc", "workload": "compile", "processor": "AMD EPYC 2600 MHz (26/2/1)",
+         "machines": "AMD EPYC 2600 MHz, 2 CPUs, VM", "display": "9.9 [9.0, 10.0]", "decision_words": "y"}])
+    rows = front_writer.front_rows(debates, hosts)
+    assert list(rows["workload"]) == ["build"]
+    row = rows.iloc[0]
+    assert row["per_host"] == "Intel Xeon 2600 MHz: 1.471 [1.442, 1.501] (larger than 10%)"
+    assert row["where"] == "Intel Xeon 2600 MHz, 2 CPUs, VM"
+    assert "1.471 [1.442, 1.501] on Intel Xeon 2600 MHz" in row["sentence"]
+    assert row["sentence"].startswith("hardened_malloc in Fedora:")
+
+
+# ------------------------------------------------------------------------------------------ rendered
+SIM_RUN = "20990101T000000Z-time-sim"
+SERVER_RUN = "20990301T000000Z-time-full"
+
+
+@pytest.mark.paper
+def test_a_paper_whose_newest_full_run_measured_two_server_workloads_describes_the_leading_run(tmp_path):
+    """The newest full run measured redis and server alone: the abstract, the method section and the
+    workload table describe the run that leads the allocators, not it."""
+    import json
+    import shutil
+
+    from paper_checks import pdf_text, squash
+    from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
+    from analysis.paths import REPO
+    from analysis.publish import paper
+
+    data = make_dataset(tmp_path / "dataset")
+    # fewer blocks than the simulated run: every allocator leads in the simulated run, as in the published data
+    add_time_run(data, SERVER_RUN, TRUE_RATIOS, 5, 6, profile="full", workloads={"server": 0.5, "redis": 0.7})
+    out = tmp_path / "paper"
+    (out / "generated").mkdir(parents=True)
+    for f in (REPO / "paper" / "generated").glob("literature_*"):
+        shutil.copyfile(f, out / "generated" / f.name)
+    pdf, _ = paper.build(data, out, notebooks=["security", "results"], log=lambda *_: None)
+    numbers = json.loads((out / "generated" / "results_numbers.json").read_text())
+    assert numbers["time_run"]["run_id"] == SIM_RUN
+    text = squash(pdf_text(pdf))
+    method = text[text.index(squash("Harness, clock and noise")):text.index(squash("3.3 Statistics"))]
+    assert squash(f"standard workloads, is {SIM_RUN}") in method and SERVER_RUN not in method
+    abstract = text[:text.index(squash("1 Five debates"))]
+    assert SERVER_RUN not in abstract and "2workloads" not in abstract
+    with open(out / "generated" / "results_workloads.csv", newline="") as fh:
+        described = {r["workload"] for r in csv.DictReader(fh)}
+    assert {"small-loop", "pow2-churn"} <= described
+    assert squash("small-loop (simulated)") in text
+
