@@ -21,11 +21,14 @@ TRANSFERS = (
                      "large blocks depend on the kernel's mmap"),
     ("hardened-", "in part: the seed's hardened_malloc commit preloaded as the seed did, on a re-created build, "
                   "not the kernel package build"),
-    ("mozjemalloc", "in part: Firefox ESR's mozjemalloc built with gcc (Mozilla's builds use clang), on a "
-                    "re-created DOM workload, not Speedometer"),
-    ("omalloc-1.128", "in part: two builds of one source on Linux; the change's own effect and the two "
-                      "libraries' layout are not told apart"),
-    ("glibc-built", "in part: glibc built here with and without the check, on a re-creation of the seed's loop"),
+    ("mozjemalloc", "in part: Firefox ESR's mozjemalloc as a release build with gcc (clang builds, as Mozilla's, "
+                    "and the seed's whole-block poisoning are secondary cells), on a re-created DOM workload, not "
+                    "Speedometer"),
+    ("omalloc-1.128", "in part: OpenBSD's 1.128 on Linux through a compatibility layer of ours, each side in "
+                      "layout builds; the patch also narrows the page-cache scan, measured apart as secondary cells"),
+    ("glibc-built", "in part: glibc built here with and without glibc 2.29's tcache double-free key (the tcache "
+                    "check glibc adopted; the seed's 2018 patch is not in its thread), on a re-creation of the "
+                    "seed's loop"),
 )
 
 
