@@ -74,7 +74,10 @@ def test_a_probe_every_deployable_configuration_missed_or_caught_separates_nothi
     assert F.separates_nothing(rows, {"a", "b"}) == {"double-free": "missed", "uaf-read": "caught"}
     results = pd.DataFrame(ratio_rows("b", {"w": 1.5}))
     front, silent = F.weight_front(rows, results, ["a", "b"], "a", roles={}, weights=WEIGHTS, draws=100)
-    assert silent == {"deployable": {"double-free": "missed", "uaf-read": "caught"}}
+    assert silent["deployable"] == {"double-free": "missed", "uaf-read": "caught"}
+    # reuse-immediate was never missed, but caught under b and partly mitigated under a: it still separates
+    assert silent["never missed: deployable"] == {"reuse-immediate": "stopped"}
+    assert F.never_missed(rows, {"a", "b"}) == ["reuse-immediate"]
     from analysis.stats import security as S
     without = S.scores(rows, {**WEIGHTS, "double-free": 0, "uaf-read": 0})
     assert front.set_index("allocator").loc["b", "score"] == pytest.approx(without["b"]["score"])

@@ -126,9 +126,16 @@ def pareto_front(points: pd.DataFrame) -> list[str]:
     return sorted(front, key=lambda a: float(points.set_index("allocator").loc[a, "overhead"]))
 
 
-def tradeoff(geomean: pd.DataFrame, scores: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+def tradeoff(geomean: pd.DataFrame, scores: pd.DataFrame, baseline: str = BASELINE,
+             roles: dict | None = None) -> pd.DataFrame:
     """Overhead (geometric-mean ratio to the baseline, interval) against security score (bounds), for
-    the allocators that have both; the baseline sits at overhead 1 with a zero-width interval."""
+    the allocators that have both; the baseline sits at overhead 1 with a zero-width interval. `role`: each
+    allocator's (security_front.catalogue_roles); only deployable configurations are on the front or dominate
+    another: a knock-out build, its control and a debugging allocator are no choice a user deploys."""
+    if roles is None:
+        from analysis.publish.configurations import catalogue_roles
+
+        roles = catalogue_roles()
     g = geomean.rename(columns={"geomean_ratio": "overhead", "ci_low": "overhead_low",
                                 "ci_high": "overhead_high"})
     g = g[[c for c in ("allocator", "overhead", "overhead_low", "overhead_high", "workloads", "run_id") if c in g]]
@@ -137,9 +144,11 @@ def tradeoff(geomean: pd.DataFrame, scores: pd.DataFrame, baseline: str = BASELI
     g = pd.concat([base_row, g], ignore_index=True)
     t = g.merge(scores, on="allocator", how="inner")
     t = t[t["score"].notna()].sort_values("allocator").reset_index(drop=True)
-    front = set(pareto_front(t)) if len(t) else set()
+    t["role"] = [roles.get(a, "deployable") for a in t["allocator"]]
+    deployable = t[t["role"] == "deployable"]
+    front = set(pareto_front(deployable)) if len(deployable) else set()
     t["pareto"] = t["allocator"].isin(front)
-    t["dominated_by"] = [dominator(t, r) for _, r in t.iterrows()]
+    t["dominated_by"] = [dominator(deployable, r) if r["role"] == "deployable" else "" for _, r in t.iterrows()]
     return t
 
 

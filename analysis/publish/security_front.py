@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.publish.configurations import catalogue_roles, catalogue_settings  # noqa: F401 (re-exported)
 from analysis.stats import estimators
 from analysis.stats import security as S
 from analysis.stats.security import scores
@@ -22,35 +23,6 @@ ROLES = ("deployable", "debugging", "knock-out", "control")
 ALWAYS, SOMETIMES = 0.95, 0.05  # on the front in this share of draws or more: always; from SOMETIMES: weights decide
 COLUMNS = ["panel", "host", "allocator", "workloads", "overhead", "overhead_low", "overhead_high", "score",
            "score_low", "score_high", "front_share"]
-
-
-def catalogue_roles() -> dict[str, str]:
-    """Each catalogue allocator's role: knock-out (a defence removed from its control, knock_out_of), control (a
-    build made here only as the knock-outs' control, not_shipped), debugging (run at a reduced scale: scale < 1 in
-    allocators.toml, too slow to be anyone's default) or deployable. An allocator the catalogue lacks is
-    deployable."""
-    from analysis.harness.allocators.catalog import load_catalog
-
-    out = {}
-    for a in load_catalog().values():
-        out[a.id] = ("knock-out" if a.knock_out_of else "control" if a.not_shipped
-                     else "debugging" if a.scale < 1 else "deployable")
-    return out
-
-
-def catalogue_debugging() -> set[str]:
-    """The catalogue's debugging allocators (catalogue_roles)."""
-    return {a for a, role in catalogue_roles().items() if role == "debugging"}
-
-
-def catalogue_settings() -> list[dict]:
-    """Each catalogue configuration's settings (its environment) and, where they differ from what its project
-    ships, why; and for a knock-out, its control."""
-    from analysis.harness.allocators.catalog import load_catalog
-
-    return [{"allocator": a.id, "settings": " ".join(f"{k}={v}" for k, v in a.env.items()) or "as shipped",
-             "why": a.settings_reason or a.not_shipped or (f"knock-out of {a.knock_out_of}" if a.knock_out_of else ""),
-             "knock_out_of": a.knock_out_of} for a in load_catalog().values()]
 
 
 def run_hosts(runs_dir: Path, run_ids) -> dict[str, str]:
@@ -82,6 +54,17 @@ def separates_nothing(rows, members) -> dict[str, str]:
             continue
         seen.setdefault(r["probe"], set()).update(_trial_outcomes(r))
     return {p: next(iter(o)) for p, o in sorted(seen.items()) if o in ({"missed"}, {"caught"})}
+
+
+def never_missed(rows, members) -> list[str]:
+    """The misuse probes no trial of which was missed under any of `members` (caught under some, mitigated under
+    others: they still separate, since a caught bug and a mitigated one score apart)."""
+    seen: dict[str, set] = {}
+    for r in rows:
+        if (r["allocator"] in members and r.get("kind") != S.PRIMITIVE_KIND
+                and r.get("probe") not in S.ENTROPY_TARGETS and S.probe_loss(r) is not None):
+            seen.setdefault(r["probe"], set()).update(_trial_outcomes(r))
+    return sorted(p for p, o in seen.items() if o and not o & {"missed", "late-crash"} and len(o) > 1)
 
 
 def _difference(row) -> estimators.Difference:
@@ -142,8 +125,10 @@ def weight_front(rows, results: pd.DataFrame, allocators, baseline: str, *, role
             mine = [r for r in rows if r["allocator"] in members]
             panel_weights = dict(weights)
             if panel == "deployable":
-                nothing = separates_nothing(mine, [a for a in members])
+                nothing = separates_nothing(mine, members)
                 silent[f"{panel} ({host})" if host else panel] = nothing
+                silent[f"never missed: {panel} ({host})" if host else f"never missed: {panel}"] = {
+                    p: "stopped" for p in never_missed(mine, members)}
                 panel_weights.update({p: 0.0 for p in nothing})
             drawn = weighted_score_draws(mine, panel_weights, draws=draws, seed=seed)
             members = [a for a in members if a in drawn and not np.isnan(drawn[a]).all()]
@@ -185,7 +170,8 @@ def weight_numbers(front: pd.DataFrame, silent: dict, weights: dict | None = Non
                           ["allocator"]],
             "widest": float((sub["score_high"] - sub["score_low"]).max()),
             "missed_by_all": [p for p, o in nothing.items() if o == "missed"],
-            "caught_by_all": [p for p, o in nothing.items() if o == "caught"]}
+            "caught_by_all": [p for p, o in nothing.items() if o == "caught"],
+            "never_missed": sorted(silent.get(f"never missed: {key}", {}))}
         numbers["fronts"].append(entry)
         numbers["panels"].setdefault(panel, entry)  # the first host's (the paper names the host)
     numbers["hosts"] = sorted({f["host"] for f in numbers["fronts"]})
