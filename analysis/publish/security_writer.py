@@ -128,7 +128,7 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
         w = csv.DictWriter(fh, fieldnames=["allocator", "defence", "kind", "probes"])
         w.writeheader()
         w.writerows(found)
-    checked = monotonicity(rows, catalogue_pairs())
+    checked = monotonicity(scored, catalogue_pairs())  # the published score: the probes and the primitive cells
     with open(out_dir / f"{prefix}monotonicity.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=["with", "without", "removed", "score_with", "score_without", "difference",
                                            "difference_low", "difference_high", "raised", "apart", "blind",
