@@ -126,7 +126,7 @@ def test_unknown_metric_and_export(ds, tmp_path):
 
 
 def test_presets_weigh_every_probe():
-    assert set(security.EXPLOITATION_WEIGHTS) == set(security.DEFAULT_WEIGHTS)
+    assert set(security.EXPLOITATION_WEIGHTS) == set(security.PROBE_WEIGHTS)
     top = {p for p, w in security.EXPLOITATION_WEIGHTS.items() if w == max(security.EXPLOITATION_WEIGHTS.values())}
     assert {"freelist-poison", "fake-chunk-free", "double-free", "overlap-after-double-free"} <= top
 

@@ -27,8 +27,13 @@ def test_pairs_come_from_the_catalogue_claims_within_a_family():
 
 @pytest.fixture(scope="module")
 def published():
-    """The published probe rows and their monotonicity problems, read and checked once for the module."""
+    """The published score's rows (the probes' and the primitive cells') and their monotonicity problems, read and
+    checked once for the module."""
+    from analysis.publish.primitives_writer import primitive_rows_if_any
+    from analysis.stats.security import primitive_score_rows
+
     rows = W.reported_probe_rows()
+    rows += [r for r in primitive_score_rows(primitive_rows_if_any()) if r["allocator"] in {x["allocator"] for x in rows}]
     return rows, W.monotonicity_problems(rows)
 
 

@@ -95,22 +95,25 @@ def test_pareto_front_and_domination():
     assert results.dominator(pts, pts.iloc[3]) == ""
 
 
-@pytest.mark.parametrize("overhead, score, want", [
-    ((0.90, 0.85, 0.93), (80, 70, 90), "a better default: safer, faster than the baseline"),
-    ((1.00, 0.97, 1.03), (80, 70, 90), "a better default: safer, no measurable cost"),
+@pytest.mark.parametrize("overhead, above, want", [
+    ((0.90, 0.85, 0.93), 0.99, "a better default: safer, faster than the baseline"),
+    ((1.00, 0.97, 1.03), 0.95, "a better default: safer, no measurable cost"),
     # an interval inside the margin that excludes 1 resolved a cost: "within the margin", not "no measurable cost"
-    ((1.02, 1.01, 1.03), (80, 70, 90), "a better default: safer, within the margin"),
-    ((1.02, 1.01, 1.03), (30, 20, 40), "less safe than the baseline; within the margin"),
-    ((1.30, 1.20, 1.40), (80, 70, 90), "buys security: costs more than the margin"),
-    ((1.30, 0.90, 1.40), (50, 45, 62), "security like the baseline's; cost unresolved"),
-    ((1.00, 0.97, 1.03), (30, 20, 40), "less safe than the baseline; no measurable cost"),
-    ((3.00, 2.50, 3.50), (99, 98, 100), "buys security: over 2 times the baseline's time"),
-    ((3.00, 1.90, 3.50), (99, 98, 100), "buys security: costs more than the margin"),
+    ((1.02, 1.01, 1.03), 1.0, "a better default: safer, within the margin"),
+    ((1.02, 1.01, 1.03), 0.0, "less safe than the baseline; within the margin"),
+    ((1.30, 1.20, 1.40), 0.97, "buys security: costs more than the margin"),
+    ((1.30, 0.90, 1.40), 0.5, "not distinguishable under the weights; cost unresolved"),
+    # above the baseline in 94% of the draws is not enough: the weights could still reverse it
+    ((1.30, 1.20, 1.40), 0.94, "not distinguishable under the weights; costs more than the margin"),
+    ((1.00, 0.97, 1.03), 0.05, "less safe than the baseline; no measurable cost"),
+    ((1.00, 0.97, 1.03), 0.06, "not distinguishable under the weights; no measurable cost"),
+    ((3.00, 2.50, 3.50), 1.0, "buys security: over 2 times the baseline's time"),
+    ((3.00, 1.90, 3.50), 1.0, "buys security: costs more than the margin"),
 ])
-def test_verdict_rules(overhead, score, want):
+def test_verdict_rules(overhead, above, want):
     base = {"allocator": "glibc", "score": 55.0, "score_low": 50.0, "score_high": 60.0}
     row = {"allocator": "x", "overhead": overhead[0], "overhead_low": overhead[1], "overhead_high": overhead[2],
-           "score": score[0], "score_low": score[1], "score_high": score[2], "dominated_by": ""}
+           "score": 60, "score_low": 40, "score_high": 80, "above_baseline": above, "dominated_by": ""}
     assert results.verdict(row, base) == want
 
 

@@ -72,11 +72,14 @@ def test_score_extremes_and_not_applicable():
 
 
 def test_weights_are_adjustable_and_rates_count():
-    rows = rows_for("a", {"double-free": "missed", "uaf-read": "mitigated"})
+    rows = rows_for("a", {"double-free": "missed", "uaf-read": "caught"})
     assert S.scores(rows, {"double-free": 0, "uaf-read": 1})["a"]["score"] == 100
     assert S.scores(rows, {"double-free": 1, "uaf-read": 0})["a"]["score"] == 0
-    random = rows_for("r", {"reuse-immediate": "mitigated"}, **{"reuse-immediate": {"rate": "0.25"}})
+    random = rows_for("r", {"reuse-immediate": "caught"}, **{"reuse-immediate": {"rate": "0.25"}})
     assert S.scores(random)["r"]["score"] == pytest.approx(75)
+    # a mitigated row's trials without the primitive still cost the attacker less than a caught one's
+    mitigated = rows_for("m", {"reuse-immediate": "mitigated"}, **{"reuse-immediate": {"rate": "0.25"}})
+    assert S.scores(mitigated)["m"]["score"] == pytest.approx(100 * (1 - 0.25 - 0.75 * S.MITIGATED_LOSS))
     late = rows_for("l", {"double-free": "late-crash"}, **{"double-free": {"rate": "0"}})
     assert S.scores(late)["l"]["score"] == pytest.approx(100 * (1 - S.LATE_CRASH_LOSS))
 
@@ -109,7 +112,7 @@ def test_every_defence_id_maps_to_known_probes():
     for probe_ids, _ in S.DEFENCE_PROBES.values():
         assert set(probe_ids) <= set(PROBES)
     # primitive-sequences writes primitives.csv, not probe rows: it has no weight in the score
-    assert set(S.DEFAULT_WEIGHTS) == {p for p, probe in PROBES.items() if probe.kind != "primitives"}
+    assert set(S.PROBE_WEIGHTS) == {p for p, probe in PROBES.items() if probe.kind != "primitives"}
 
 
 def test_outputs_are_written(tmp_path):
@@ -136,16 +139,18 @@ def sized(alloc, probe, size, **counts):
             "trials": str(n), "rate": str(missed / n)}
 
 
-def jeffreys_loss(missed=0, late=0, stopped=0):
-    """The posterior mean loss of a row by hand: Dirichlet(counts + 1/2) over (missed, late, stopped)."""
-    return (missed + 0.5 + (late + 0.5) * S.LATE_CRASH_LOSS) / (missed + late + stopped + 1.5)
+def jeffreys_loss(missed=0, late=0, stopped=0, mitigated=0):
+    """The posterior mean loss of a row by hand: Dirichlet(counts + 1/2) over (missed, late, mitigated, caught);
+    `stopped` counts as caught."""
+    return ((missed + 0.5) + (late + 0.5) * S.LATE_CRASH_LOSS + (mitigated + 0.5) * S.MITIGATED_LOSS) / (
+        missed + late + mitigated + stopped + 2)
 
 
 def test_a_probes_loss_averages_its_size_classes_equally():
     rows = [sized("a", "double-free", s, missed=20) for s in (16, 24, 41, 64)]  # small: all missed
     rows += [sized("a", "double-free", s, caught=20) for s in (4000, 5000)]  # medium: all caught
     rows += [sized("a", "double-free", 262144, mitigated=20)]  # large: mitigated
-    loss = (jeffreys_loss(missed=20) + 2 * jeffreys_loss(stopped=20)) / 3
+    loss = (jeffreys_loss(missed=20) + jeffreys_loss(stopped=20) + jeffreys_loss(mitigated=20)) / 3
     assert S.scores(rows)["a"]["score"] == pytest.approx(100 * (1 - loss))
     assert S.size_weights([16, 24, 4000, 262144]) == {16: 1 / 6, 24: 1 / 6, 4000: 1 / 3, 262144: 1 / 3}
     assert S.size_weights([None]) == {None: 1.0}
@@ -154,7 +159,7 @@ def test_a_probes_loss_averages_its_size_classes_equally():
 def test_late_crashes_and_failed_starts_in_the_counts():
     late = [sized("l", "double-free", 41, mitigated=10)]
     late[0]["outcomes"] = "late-crash=10 mitigated=10"
-    assert S.scores(late)["l"]["score"] == pytest.approx(100 * (1 - jeffreys_loss(late=10, stopped=10)))
+    assert S.scores(late)["l"]["score"] == pytest.approx(100 * (1 - jeffreys_loss(late=10, mitigated=10)))
     dead = {"allocator": "d", "probe": "double-free", "size": "41", "outcome": "allocator-failed-to-start",
             "outcomes": "allocator-failed-to-start=20", "trials": "20"}
     assert S.scores([dead])["d"]["not_applicable"] == ["double-free"]

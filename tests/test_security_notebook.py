@@ -29,10 +29,14 @@ def test_notebook_runs_under_papermill_with_adjusted_weights(tmp_path):
                                     "weights": {"double-free": 0, "uaf-read": 1}},
                         cwd=str(REPO), kernel_name="python3", progress_bar=False)
     numbers = json.loads((out / "security_numbers.json").read_text())
-    # double-free weighs nothing here: glibc is left with no weighed probe, jemalloc with uaf-read only,
-    # whose 3 of 3 mitigated leave a Jeffreys posterior mean loss of 0.75/4.5
+    # double-free weighs nothing here: glibc is left with no weighed probe, jemalloc with uaf-read only, whose
+    # 3 of 3 mitigated leave a Jeffreys posterior mean loss over (missed, late crash, mitigated, caught) of
+    # (0.5 * 1 + 0.5 * late crash's loss + 3.5 * mitigated's loss) / 5
+    from analysis.stats import security
+
+    loss = (0.5 + 0.5 * security.LATE_CRASH_LOSS + 3.5 * security.MITIGATED_LOSS) / 5
     assert numbers["scores"]["glibc"] is None
-    assert numbers["scores"]["jemalloc"] == pytest.approx(100 * (1 - 0.75 / 4.5), abs=0.1)
+    assert numbers["scores"]["jemalloc"] == pytest.approx(100 * (1 - loss), abs=0.1)
     assert (out / "security_outcomes.svg").exists() and (out / "security_scores.svg").exists()
 
 

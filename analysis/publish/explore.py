@@ -96,7 +96,8 @@ def load(data_dir: Path = DATA_DIR) -> Dataset:
     tables = {kind: {rt.run_id: rt.table for rt in found[kind][1] if len(rt.table)} for kind in ("time", "callgrind")}
     main = {kind: found[kind][0] for kind in found}
     probe_runs = found["probe"][1]
-    probe_rows = merge.merge_probe_rows(probe_runs, merge.leads("probe", probe_runs, main["probe"]))
+    probe_rows = results.scored_rows(runs_dir, merge.merge_probe_rows(probe_runs, merge.leads("probe", probe_runs,
+                                                                                             main["probe"])))
     return Dataset(tables["time"].get(main["time"].run_id) if main["time"] else None,
                    tables["callgrind"].get(main["callgrind"].run_id) if main["callgrind"] else None,
                    probe_rows, {k: r.run_id for k, r in main.items() if r}, tables, found["time"][1], main["time"])
@@ -396,8 +397,8 @@ def _instructions(ds: Dataset, workloads, others, baseline, left: _Left):
 def _scores(ds: Dataset, kept, baseline, weights, draws, left: _Left) -> pd.DataFrame:
     run = ds.runs.get("probe", "")
     rows = [r for r in ds.probe_rows if r["allocator"] in {*kept, baseline}]
-    scores = (security.score_intervals(rows, weights, draws=int(draws)) if rows
-              else pd.DataFrame(columns=["allocator", "score", "score_low", "score_high", "coverage"]))
+    scores = (results.security_scores(rows, weights, baseline, draws=int(draws)) if rows
+              else pd.DataFrame(columns=results.SCORE_COLUMNS))
     has = set(scores.loc[scores["score"].notna(), "allocator"])
     if baseline not in has:
         raise HeapcostError(f"the baseline {baseline} has no security score: {_no_score(rows, baseline, weights, run)}")

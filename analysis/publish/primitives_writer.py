@@ -34,6 +34,14 @@ def reported_primitive_rows(runs_dir=RUNS_DIR) -> list[dict]:
     return [r for rows in latest.values() for r in rows]
 
 
+def primitive_rows_if_any(runs_dir=RUNS_DIR) -> list[dict]:
+    """reported_primitive_rows, or [] when no probe run of the dataset has a primitives.csv."""
+    try:
+        return reported_primitive_rows(runs_dir)
+    except HeapcostError:
+        return []
+
+
 def _f(v):
     try:
         x = float(v)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from analysis.stats import compare as cmp
 from analysis.stats import estimators, paired, scaling
-from analysis.stats import security
+from analysis.stats import security, weight_draws
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
 from analysis.publish import ablations as ablation
@@ -88,6 +88,33 @@ def against(trials: pd.DataFrame, baseline: str, metric: str, margin: float = MA
 
 
 # ---------------------------------------------------------------------------------------------- trade-off
+SCORE_COLUMNS = ["allocator", "score", "score_low", "score_high", "coverage", "sampling_low", "sampling_high",
+                 "above_baseline", "primitive_points", "primitive_share"]
+WEIGHT_DRAWS = 2000
+
+
+def scored_rows(runs_dir: Path, probe_rows: list[dict]) -> list[dict]:
+    """The rows the security score reads: the probes' rows and the exploitation-primitive cells of the probe
+    runs (security.primitive_score_rows), for the allocators the probe rows have."""
+    from analysis.publish.primitives_writer import primitive_rows_if_any
+
+    primitive_rows = primitive_rows_if_any(runs_dir)
+    probed = {r["allocator"] for r in probe_rows}
+    return list(probe_rows) + [r for r in security.primitive_score_rows(primitive_rows) if r["allocator"] in probed]
+
+
+def security_scores(rows: list[dict], weights: dict | None, baseline: str, *, draws: int = 1000) -> pd.DataFrame:
+    """Per allocator: the score (posterior mean) with its 95% interval under drawn weights and the probes'
+    sampling together (score_low, score_high: what the verdicts read), the interval from the sampling alone
+    (sampling_low, sampling_high), the share of the joint draws in which it scores above the baseline, and how
+    much of the score the primitive cells carry."""
+    sampling = security.score_intervals(rows, weights, draws=draws).rename(
+        columns={"score_low": "sampling_low", "score_high": "sampling_high"})
+    weighted = weight_draws.weighted_intervals(rows, weights, baseline, draws=WEIGHT_DRAWS).rename(
+        columns={"weights_low": "score_low", "weights_high": "score_high"})
+    return sampling.merge(weighted, on="allocator", how="left").reindex(columns=SCORE_COLUMNS)
+
+
 def pareto_front(points: pd.DataFrame) -> list[str]:
     """Allocators no other beats on both axes (lower overhead and higher score, one strictly)."""
     front = []
@@ -99,9 +126,16 @@ def pareto_front(points: pd.DataFrame) -> list[str]:
     return sorted(front, key=lambda a: float(points.set_index("allocator").loc[a, "overhead"]))
 
 
-def tradeoff(geomean: pd.DataFrame, scores: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+def tradeoff(geomean: pd.DataFrame, scores: pd.DataFrame, baseline: str = BASELINE,
+             roles: dict | None = None) -> pd.DataFrame:
     """Overhead (geometric-mean ratio to the baseline, interval) against security score (bounds), for
-    the allocators that have both; the baseline sits at overhead 1 with a zero-width interval."""
+    the allocators that have both; the baseline sits at overhead 1 with a zero-width interval. `role`: each
+    allocator's (security_front.catalogue_roles); only deployable configurations are on the front or dominate
+    another: a knock-out build, its control and a debugging allocator are no choice a user deploys."""
+    if roles is None:
+        from analysis.publish.configurations import catalogue_roles
+
+        roles = catalogue_roles()
     g = geomean.rename(columns={"geomean_ratio": "overhead", "ci_low": "overhead_low",
                                 "ci_high": "overhead_high"})
     g = g[[c for c in ("allocator", "overhead", "overhead_low", "overhead_high", "workloads", "run_id") if c in g]]
@@ -110,9 +144,11 @@ def tradeoff(geomean: pd.DataFrame, scores: pd.DataFrame, baseline: str = BASELI
     g = pd.concat([base_row, g], ignore_index=True)
     t = g.merge(scores, on="allocator", how="inner")
     t = t[t["score"].notna()].sort_values("allocator").reset_index(drop=True)
-    front = set(pareto_front(t)) if len(t) else set()
+    t["role"] = [roles.get(a, "deployable") for a in t["allocator"]]
+    deployable = t[t["role"] == "deployable"]
+    front = set(pareto_front(deployable)) if len(deployable) else set()
     t["pareto"] = t["allocator"].isin(front)
-    t["dominated_by"] = [dominator(t, r) for _, r in t.iterrows()]
+    t["dominated_by"] = [dominator(deployable, r) if r["role"] == "deployable" else "" for _, r in t.iterrows()]
     return t
 
 
@@ -127,12 +163,13 @@ def dominator(points: pd.DataFrame, p) -> str:
 
 def verdict(row, base, baseline: str = BASELINE, margin: float = MARGIN) -> str:
     """One line per allocator from fixed rules on the intervals (the paper states the rules); `base`
-    is the baseline's row. Safer or less safe only when the score intervals do not overlap."""
+    is the baseline's row. Safer or less safe only when the score is above (below) the baseline's in at least
+    weight_draws.SURE of the draws of the weights and the probes' sampling together (above_baseline)."""
     if row["allocator"] == baseline:
         return "baseline"
     lo, hi = row["overhead_low"], row["overhead_high"]
-    safer = row["score_low"] > base["score_high"]
-    less_safe = row["score_high"] < base["score_low"]
+    security_side = weight_draws.safety_verdict(float(row.get("above_baseline", float("nan"))))
+    safer, less_safe = security_side == "safer", security_side == "less safe"
     if row.get("dominated_by"):
         return f"dominated by {row['dominated_by']}"
     if lo > HEAVY:
@@ -153,7 +190,7 @@ def verdict(row, base, baseline: str = BASELINE, margin: float = MARGIN) -> str:
         return f"buys security: {cost}"
     if less_safe:
         return f"less safe than the baseline; {cost}"
-    return f"security like the baseline's; {cost}"
+    return f"{weight_draws.INDISTINCT}; {cost}"
 
 
 def verdicts(trade: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
@@ -402,9 +439,10 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     if len(cg_missing):
         cg_missing = cg_missing[~cg_missing["allocator"].isin(set(pf.get("allocator", [])))].reset_index(drop=True)
     probe_lead = merge.leads("probe", probe_runs, probe_run)
-    scores = pd.DataFrame(columns=["allocator", "score", "score_low", "score_high", "coverage"])
+    scores = pd.DataFrame(columns=SCORE_COLUMNS)
     if probe_runs:
-        scores = security.score_intervals(merge.merge_probe_rows(probe_runs, probe_lead), weights)
+        scores = security_scores(scored_rows(runs_dir, merge.merge_probe_rows(probe_runs, probe_lead)), weights,
+                                 baseline)
     trade = pd.DataFrame()
     if speed is not None and len(scores):
         trade = verdicts(tradeoff(speed.geomean, scores, baseline), baseline)

@@ -17,6 +17,7 @@ from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Result
                                       fmt_ratio, fmt_score, fmt_share, main_scale)
 from analysis.stats import compare as cmp
 from analysis.stats import estimators as stats
+from analysis.stats import weight_draws
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
@@ -392,14 +393,42 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
         t["pareto_display"] = t["pareto"].map({True: "yes", False: ""})
         t["run"] = t["run_id"].map(_labels(res)).fillna("") if "run_id" in t else ""
         t = t.sort_values(["overhead", "allocator"]).reset_index(drop=True)
-        write_csv(t, p("tradeoff.csv"))
         figures.tradeoff_figure(res.trade, p("tradeoff.svg"), baseline)
+        t["primitive_display"] = [f"{r['primitive_points']:.1f} ({100 * r['primitive_share']:.0f}%)"
+                                  for _, r in t.iterrows()]
+        write_csv(t, p("tradeoff.csv"))
         numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
-                               "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()}}
+                               "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()},
+                               "indistinct": int(t["verdict"].str.startswith(weight_draws.INDISTINCT).sum()),
+                               "primitive_share_percent": f"{100 * t['primitive_share'].median():.0f}",
+                               "primitive_points_max": f"{t['primitive_points'].max():.1f}",
+                               "primitive_points_max_allocator": str(t.loc[t["primitive_points"].idxmax(), "allocator"]),
+                               "sure_percent": round(100 * weight_draws.SURE),
+                               "roles": {role: sorted(str(a) for a in g["allocator"])
+                                         for role, g in t.groupby("role")}}
         weight_front = security_front.write_weight_front(res, p("weight_front.csv"), baseline)
         if weight_front:
             numbers["weight_front"] = weight_front
+        numbers.update(_defences(res, p))
     return numbers
+
+
+def _defences(res: Results, p) -> dict:
+    """results_defences.csv: each ablation's cost beside the primitive it removes (analysis.publish.defence_table)."""
+    from analysis.publish import defence_table
+    from analysis.publish.primitives_writer import primitive_rows_if_any
+    from analysis.publish.security_writer import reported_probe_rows
+
+    if not len(res.ablation) or res.probe_run is None:
+        return {}
+    runs_dir = res.probe_run.path.parent
+    primitive_rows = primitive_rows_if_any(runs_dir)
+    table = defence_table.defence_table(res.ablation, res.per_free, reported_probe_rows(runs_dir), primitive_rows,
+                                        fmt_interval)
+    write_csv(table, p("defences.csv"))
+    return {"defences": {"rows": int(len(table)), "per_mille_of": defence_table.sequences_per_cell(primitive_rows),
+                         "techniques": defence_table.NOT_MEASURED,
+                         "removing": int((table["primitive_removed"] != "none measured").sum())}}
 
 
 def _attributed(res: Results, extreme: dict) -> dict:

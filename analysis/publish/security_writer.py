@@ -10,7 +10,8 @@ from analysis.paths import RUNS_DIR
 from analysis.publish import figures
 from analysis.publish.products import json_text
 from analysis.stats.monotonicity import defence_pairs, monotonicity
-from analysis.stats.security import DEFAULT_WEIGHTS, disagreements, scores, size_of
+from analysis.stats import security
+from analysis.stats.security import disagreements, scores, size_of
 
 # The matrix shows one cell per (allocator, probe): the worst outcome over the sizes it ran at, worst
 # for the defender first; the outcomes that say nothing about the misuse come last. The per-size
@@ -75,14 +76,32 @@ def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
     return merge.merge_probe_rows(runs, merge.leads("probe", runs, main))
 
 
+def weights_table(path) -> list[dict]:
+    """security_weights.csv: every entry of the weights file with its capability, weight and reason."""
+    wf = security.weights_file()
+    rows = [{"kind": "primitive cell" if e.is_primitive else "probe",
+             "entry": f"{e.bug_class} / {e.primitive}" if e.is_primitive else e.id, "capability": e.capability,
+             "weight": f"{e.weight:g}", "reason": e.reason} for e in wf.entries]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["kind", "entry", "capability", "weight", "reason"])
+        w.writeheader()
+        w.writerows(rows)
+    return rows
+
+
 def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | None = None,
-                  prefix: str = "security_") -> dict:
-    """The security figures (SVG) and numbers (CSV, JSON) for the paper; returns the numbers."""
+                  prefix: str = "security_", primitive_rows=None) -> dict:
+    """The security figures (SVG) and numbers (CSV, JSON) for the paper; returns the numbers. `rows`: the probe
+    rows; `primitive_rows`: the primitives.csv rows whose cells the score reads beside them (none: probes only)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    weights = DEFAULT_WEIGHTS if weights is None else weights
+    weights = security.weights_file().weights() if weights is None else weights
     claims = catalogue_claims() if claims is None else claims
-    score = scores(rows, weights)
+    probed = {r["allocator"] for r in rows}
+    scored = list(rows) + [r for r in security.primitive_score_rows(primitive_rows or [])
+                           if r["allocator"] in probed]
+    score = scores(scored, weights)
+    stops = security.stop_shares(rows, weights)
     order = sorted(score, key=lambda a: (-(score[a]["score"] if not math.isnan(score[a]["score"]) else -1), a))
     probes = list(dict.fromkeys(r["probe"] for r in rows))
     per_cell: dict = {}
@@ -95,16 +114,21 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
 
     with open(out_dir / f"{prefix}scores.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["allocator", "score", "coverage", "not_applicable"])
+        w.writerow(["allocator", "score", "coverage", "primitive_points", "primitive_share", "caught_share",
+                    "mitigated_share", "not_applicable"])
         for a in order:
-            s = score[a]
-            w.writerow([a, round(s["score"], 2), round(s["coverage"], 3), " ".join(s["not_applicable"])])
+            s, stop = score[a], stops.get(a, {})
+            w.writerow([a, round(s["score"], 2), round(s["coverage"], 3), round(s["primitive_points"], 2),
+                        round(s["primitive_share"], 3), round(stop.get("caught", float("nan")), 3),
+                        round(stop.get("mitigated", float("nan")), 3), " ".join(s["not_applicable"])])
+    weights_table(out_dir / f"{prefix}weights.csv")
+    wf = security.weights_file()
     found = disagreements(rows, claims)
     with open(out_dir / f"{prefix}disagreements.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=["allocator", "defence", "kind", "probes"])
         w.writeheader()
         w.writerows(found)
-    checked = monotonicity(rows, catalogue_pairs())
+    checked = monotonicity(scored, catalogue_pairs())  # the published score: the probes and the primitive cells
     with open(out_dir / f"{prefix}monotonicity.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=["with", "without", "removed", "score_with", "score_without", "difference",
                                            "difference_low", "difference_high", "raised", "apart", "blind",
@@ -117,6 +141,13 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
         "outcomes": dict(counts), "outcomes_by_size": outcomes_by_size(rows),
         "matrix_cell": "the worst outcome over the sizes a probe ran at (missed, late-crash, mitigated, caught)",
         "weights": weights,
+        "capabilities": {c: {"weight": w, "reason": r} for c, (w, r) in wf.capabilities.items()},
+        "outcome_losses": {o: {"loss": x, "reason": r} for o, (x, r) in wf.losses.items()},
+        "entries": {"probes": sum(not e.is_primitive for e in wf.entries),
+                    "primitive_cells": sum(e.is_primitive for e in wf.entries)},
+        "primitive_weight_share": round(sum(e.weight for e in wf.entries if e.is_primitive)
+                                        / sum(e.weight for e in wf.entries), 3),
+        "primitives_scored": bool(primitive_rows),
         "scores": {a: None if math.isnan(score[a]["score"]) else round(score[a]["score"], 2) for a in order},
         "disagreements": {"claimed-not-seen": sum(d["kind"] == "claimed-not-seen" for d in found),
                           "detected-silently": sum(d["kind"] == "detected-silently" for d in found),

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from analysis.stats.security import (
-    DEFAULT_WEIGHTS, DEFENCE_PROBES, _draw_loss, _score_arrays, posterior_loss, size_of,
+    DEFENCE_PROBES, _draw_loss, _score_arrays, posterior_loss, size_of, weights_file,
 )
 
 TOLD_APART = 0.1  # a probe tells a pair apart when its loss with the defence is lower by at least this share
@@ -53,7 +53,7 @@ def monotonicity(rows, pairs, weights: dict | None = None, *, draws: int = 2000,
     interval lies wholly below 0 (removing the defences raised the score beyond what sampling explains); per
     removed defence, the probes that tell the pair apart (`apart`), `blind`: the removed defences whose probes
     ran on both sides and none tells them apart, `unmeasured`: those whose probes did not run on both."""
-    weights = DEFAULT_WEIGHTS if weights is None else weights
+    weights = weights_file().weights() if weights is None else weights
     rows = list(rows)
     rng = np.random.default_rng(seed)
     point = [posterior_loss(r) for r in rows]

@@ -8,6 +8,7 @@ Estimators
 The score (0 = every primitive works, 100 = none does) weighs each probe by what an attacker gains
 from its primitive; see DEFAULT_WEIGHTS. All functions take plain rows (dicts as in probes.csv).
 """
+import functools
 import math
 
 import numpy as np
@@ -20,48 +21,41 @@ from analysis.stats.entropy import (  # noqa: F401 (re-exported: callers import 
     reuse_entropy, reuse_given_previous, shannon_bits, step_coincidences, step_entropy, successor_coincidences,
 )
 
-# What an attacker gains when the primitive works, on a 1-10 scale. The CWE id names the weakness class
-# each probe commits (MITRE CWE 4.x); CWE gives the class, not a weight: the weights rank the primitive
-# the probe hands over, following the heap-exploitation literature (how2heap's techniques; Novark and
-# Berger, DieHarder, CCS 2010, Table 1, for which errors lead to which attacks). A reader changes them
-# in the explore notebook (`weights=`).
-#   probe                      CWE                                   primitive when it works
-DEFAULT_WEIGHTS = {
-    "freelist-poison": 10,  # CWE-123 write-what-where            allocation at a chosen address
-    "tcache-poison-safelink": 10,  # CWE-123                      the same, safe-linking bypassed with a heap leak
-    "fake-chunk-free": 9,  # CWE-763 release of invalid pointer   the same, needs a controlled writable area
-    "double-free": 8,  # CWE-415 double free                      two live objects share memory
-    "overlap-after-double-free": 8,  # CWE-415
-    "cross-thread-double-free": 8,  # CWE-415
-    "double-free-interleaved": 7,  # CWE-415                      the same through a common check bypass
-    "double-free-cache-full": 7,  # CWE-415
-    "uaf-write": 8,  # CWE-416 use after free                     dangling writes reach a new owner
-    "realloc-reuse": 8,  # CWE-416                                the same through realloc's old pointer
-    "overflow-16": 8,  # CWE-122 heap-based buffer overflow       a neighbour's fields rewritten
-    "realloc-shrink": 7,  # CWE-122 (after a shrink)              a neighbour rewritten
-    "wild-free": 7,  # CWE-590 free of memory not on the heap     a chosen non-heap address enters the free lists
-    "invalid-free-stack": 7,  # CWE-590
-    "invalid-free-far": 7,  # CWE-590
-    "interior-free": 7,  # CWE-761 free of pointer not at start   a block overlapping a live one
-    "invalid-free-unaligned": 7,  # CWE-761
-    "overflow-1": 6,  # CWE-193 off-by-one                        one byte of a size field or pointer
-    "off-by-one-nul": 6,  # CWE-193 (poison null byte)            overlapping chunks from a NUL in a size word
-    "large-overflow": 6,  # CWE-122                               a linear overflow into whatever is mapped next
-    "calloc-overflow": 6,  # CWE-190 / CWE-680 integer overflow   an undersized buffer believed huge
-    "malloc-zero": 5,  # CWE-131 / CWE-787                        reads and writes past a zero-size block
-    "underflow-1": 5,  # CWE-124 buffer underwrite
-    "reuse-immediate": 5,  # no CWE: an exploitation aid          reliable use-after-free (heap feng shui)
-    "size-mismatch": 5,  # CWE-762 mismatched memory routines     C++ only; the overlap of interior-free
-    "sized-delete": 5,  # CWE-762
-    "uaf-read": 4,  # CWE-416 + CWE-200                           information leak: stale secrets and pointers
-    "uaf-read-reused": 3,  # CWE-416 + CWE-200                    the next owner's data, read through a stale pointer
-    "fresh-contents": 4,  # CWE-226 information not removed       information leak through reused memory
-    "placement-entropy": 4,  # CWE-330 insufficiently random       predictable neighbours make overflows aim
-    "reuse-entropy": 4,  # CWE-330                                a use-after-free reclaims the freed block it aims at
-    #   (reuse randomness as DieHarder, Novark and Berger CCS 2010, and Guarder, USENIX Security 2018, quantify it)
-    "address-entropy": 3,  # CWE-330                              mostly the kernel's ASLR
-    "huge-request": 3,  # CWE-789 excessive allocation size       a non-NULL impossible block is rare but fatal
-}
+# What an attacker gains when a probe's primitive works, and what each outcome leaves the attacker, live in
+# security_weights.toml (analysis/contract/security_weights.py): every probe and every exploitation-primitive cell is
+# mapped to the attacker capability it gives (arbitrary write, allocation at a chosen address, overlapping chunks,
+# restricted write, information leak) and weighs what that capability weighs, with a reason per entry. The file
+# is read on first use (a malformed one is a one-line error): DEFAULT_WEIGHTS (every entry), PROBE_WEIGHTS (the
+# probes alone), CAPABILITY_OF, OUTCOME_LOSS, LATE_CRASH_LOSS and MITIGATED_LOSS are read from it. A reader changes
+# the weights in the explore notebook (`weights=`).
+@functools.cache
+def weights_file():
+    """The validated security_weights.toml."""
+    from analysis.contract import security_weights
+
+    return security_weights.load()
+
+
+def _outcome_loss() -> dict[str, float]:
+    return {o: weights_file().loss(o) for o in ("missed", "late-crash", "mitigated", "caught")}
+
+
+def __getattr__(name: str):
+    if name == "DEFAULT_WEIGHTS":
+        return weights_file().weights()
+    if name == "PROBE_WEIGHTS":
+        return {e.id: e.weight for e in weights_file().entries if not e.is_primitive}
+    if name == "CAPABILITY_OF":
+        return weights_file().capability_of()
+    if name == "OUTCOME_LOSS":
+        return _outcome_loss()
+    if name == "LATE_CRASH_LOSS":
+        return weights_file().loss("late-crash")
+    if name == "MITIGATED_LOSS":
+        return weights_file().loss("mitigated")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # Exploitation-focused weights: what a heap exploit is assembled from, not what a bug merely breaks.
 # ArcHeap (Yun et al., USENIX Security 2020; refs.bib `archeap`) names the end goals of heap exploitation
 # "arbitrary chunk" (malloc returns an address the attacker chose) and "overlapping chunks" (two live
@@ -95,7 +89,6 @@ TARGET_PLACEMENT_BITS = 4.0  # one in 16 next-block guesses
 TARGET_REUSE_BITS = 4.0  # one in 16 guesses of which freed block comes back
 ENTROPY_TARGETS = {"address-entropy": TARGET_ADDRESS_BITS, "placement-entropy": TARGET_PLACEMENT_BITS,
                    "reuse-entropy": TARGET_REUSE_BITS}
-LATE_CRASH_LOSS = 0.5  # the misuse went unnoticed; the corruption surfaced somewhere unrelated
 
 # Which probes show each claimed defence (catalogue ids), and the outcomes that count as showing it.
 DETECTED = frozenset({"caught"})
@@ -156,37 +149,65 @@ def size_of(row: dict) -> int | None:
     return None if size is None else int(size)
 
 
-def probe_loss(row: dict) -> float | None:
-    """How much of the primitive an attacker gets in one row, 0..1; None when it says nothing (n/a).
+PRIMITIVE_KIND = "primitive"  # a score row made from a primitive cell (primitive_score_rows), not a probe
 
-    Misuse probes: the mean over usable trials of 1 (missed), LATE_CRASH_LOSS (late-crash) or 0, from
-    the outcome counts; a row without counts (published before them) uses its rate, and a late-crash
-    row at least LATE_CRASH_LOSS. Entropy probes: the share of the target bits not reached."""
+
+def primitive_score_rows(primitive_rows) -> list[dict]:
+    """The exploitation-primitive cells (primitives.csv rows) the weights file scores, as score rows: one per
+    allocator, entry (bug class and primitive) and attacker (no leak, heap leak), whose loss is the share of
+    sequences that gave the primitive. The two attackers of an entry weigh half each."""
+    from analysis.contract.security_weights import primitive_id
+
+    scored = {(e.bug_class, e.primitive) for e in weights_file().entries if e.is_primitive}
+    out = []
+    for r in primitive_rows:
+        if (r.get("bug_class"), r.get("primitive")) not in scored:
+            continue
+        n, k = int(_num(r.get("sequences")) or 0), int(_num(r.get("count")) or 0)
+        out.append({"allocator": r["allocator"], "probe": primitive_id(r["bug_class"], r["primitive"]),
+                    "kind": PRIMITIVE_KIND, "attacker": r.get("capability", ""), "size": "",
+                    "outcome": "sequences" if n else "n/a", "count": k, "sequences": n})
+    return out
+
+
+def _is_primitive(row: dict) -> bool:
+    return row.get("kind") == PRIMITIVE_KIND
+
+
+def probe_loss(row: dict) -> float | None:
+    """How much of the capability an attacker gets in one row, 0..1; None when it says nothing (n/a).
+
+    Misuse probes: the mean over usable trials of each outcome's loss (OUTCOME_LOSS, from the weights
+    file: missed 1, caught 0, late-crash and mitigated between), from the outcome counts; a row without
+    counts (published before them) uses its rate, and a late-crash row at least LATE_CRASH_LOSS. Entropy
+    probes: the share of the target bits not reached. Primitive cells: the share of sequences with it."""
     outcome = row.get("outcome")
     if outcome in (None, *UNUSABLE):
         return None
+    if _is_primitive(row):
+        return row["count"] / row["sequences"]
     probe = row.get("probe")
     bits = _num(row.get("bits"))
     if probe in ENTROPY_TARGETS:
         return None if bits is None else min(1.0, max(0.0, 1 - bits / ENTROPY_TARGETS[probe]))
+    loss = _outcome_loss()
     counts = outcome_counts(row)
-    n = sum(v for k, v in counts.items() if k in OUTCOME_LOSS)
+    n = sum(v for k, v in counts.items() if k in loss)
     if n:
-        return sum(OUTCOME_LOSS[k] * v for k, v in counts.items() if k in OUTCOME_LOSS) / n
+        return sum(loss[k] * v for k, v in counts.items() if k in loss) / n
     rate = _num(row.get("rate"))
     if rate is None:
         rate = 1.0 if outcome == "missed" else 0.0
     if outcome == "late-crash":
-        return max(rate, LATE_CRASH_LOSS)
+        return max(rate, loss["late-crash"])
+    if outcome == "mitigated":
+        return rate + (1 - rate) * loss["mitigated"]
     return rate
-
-
-OUTCOME_LOSS = {"missed": 1.0, "late-crash": LATE_CRASH_LOSS, "mitigated": 0.0, "caught": 0.0}
 
 
 def size_weights(sizes) -> dict:
     """Weight of each size in a probe's loss (SIZE_CLASSES); a lone unsized row (old runs) weighs 1."""
-    sizes = list(sizes)
+    sizes = list(dict.fromkeys(sizes))
     if not sizes:
         return {}
     classes: dict[str, list] = {}
@@ -196,27 +217,35 @@ def size_weights(sizes) -> dict:
     return {size: 1 / len(classes) / len(members) for members in classes.values() for size in members}
 
 
-# The score's one estimator is a posterior. A misuse row's outcomes fall into three loss levels (missed,
-# late-crash, stopped: mitigated and caught cost the attacker the same); their shares get the Jeffreys
-# prior Dirichlet(1/2, 1/2, 1/2), so 0 misses in 20 processes is 0.5/21.5 = 2.3% posterior probability
-# of a miss, not certainty. The point is the posterior mean of the score, the interval its 2.5% and
-# 97.5% posterior quantiles: no row, unanimous or not, is taken as known exactly.
-LOSS_LEVELS = np.array([1.0, LATE_CRASH_LOSS, 0.0])
+# The score's one estimator is a posterior. A misuse row's outcomes fall into four loss levels (missed,
+# late-crash, mitigated, caught: a mitigated bug costs the attacker less than a caught one, the weights file
+# says why); their shares get the Jeffreys prior Dirichlet(1/2, ..., 1/2), so 0 misses in 20 processes is
+# not certainty. A primitive cell's share of sequences gets the Jeffreys Beta(1/2, 1/2). The point is the
+# posterior mean of the score, the interval its 2.5% and 97.5% posterior quantiles: no row, unanimous or
+# not, is taken as known exactly.
+LEVELS = ("missed", "late-crash", "mitigated", "caught")
 JEFFREYS = 0.5
 
 
+def loss_levels() -> np.ndarray:
+    loss = _outcome_loss()
+    return np.array([loss[o] for o in LEVELS])
+
+
 def _level_counts(row: dict) -> np.ndarray | None:
-    """Usable trials of a misuse row per loss level (missed, late-crash, stopped); None without an n."""
+    """Usable trials of a misuse row per loss level (LEVELS); None without an n."""
     counts = outcome_counts(row)
-    if any(k in OUTCOME_LOSS for k in counts):
-        return np.array([counts.get("missed", 0), counts.get("late-crash", 0),
-                         counts.get("mitigated", 0) + counts.get("caught", 0)], dtype=float)
+    if any(k in LEVELS for k in counts):
+        return np.array([counts.get(o, 0) for o in LEVELS], dtype=float)
     n, rate = int(_num(row.get("trials")) or 0), _num(row.get("rate"))
     if not n or rate is None:
         return None
     hit = round(rate * n)  # rows published before the counts: the rate of the primitive and n
-    late = row.get("outcome") == "late-crash"
-    return np.array([0 if late else hit, n - hit if late else 0, 0 if late else n - hit], dtype=float)
+    outcome = row.get("outcome")
+    if outcome == "late-crash":
+        return np.array([0, n - hit, 0, 0], dtype=float)
+    return np.array([hit, 0, n - hit if outcome == "mitigated" else 0,
+                     0 if outcome == "mitigated" else n - hit], dtype=float)
 
 
 def _entropy_loss(row: dict):
@@ -236,6 +265,8 @@ def posterior_loss(row: dict) -> float | None:
     loss = probe_loss(row)
     if loss is None:
         return None
+    if _is_primitive(row):
+        return (row["count"] + JEFFREYS) / (row["sequences"] + 2 * JEFFREYS)
     if row.get("probe") in ENTROPY_TARGETS:
         mu, sd = _entropy_loss(row)
         if sd == 0:
@@ -247,19 +278,22 @@ def posterior_loss(row: dict) -> float | None:
     if counts is None or not counts.sum():
         return loss
     alpha = counts + JEFFREYS
-    return float(alpha @ LOSS_LEVELS / alpha.sum())
+    return float(alpha @ loss_levels() / alpha.sum())
 
 
 def _draw_loss(row: dict, loss: float, rng, draws: int) -> np.ndarray:
     """`draws` losses of one row from its posterior (posterior_loss): misuse rows from the Dirichlet of
-    their loss levels, entropy rows from a normal clipped to [0, 1]; a row without an n does not vary."""
+    their loss levels, entropy rows from a normal clipped to [0, 1], primitive cells from their Beta; a row
+    without an n does not vary."""
+    if _is_primitive(row):
+        return rng.beta(row["count"] + JEFFREYS, row["sequences"] - row["count"] + JEFFREYS, draws)
     if row.get("probe") in ENTROPY_TARGETS:
         mu, sd = _entropy_loss(row)
         return np.clip(rng.normal(mu, sd, draws) if sd else np.full(draws, mu), 0.0, 1.0)
     counts = _level_counts(row)
     if counts is None or not counts.sum():
         return np.full(draws, loss)
-    return rng.dirichlet(counts + JEFFREYS, size=draws) @ LOSS_LEVELS
+    return rng.dirichlet(counts + JEFFREYS, size=draws) @ loss_levels()
 
 
 def _probe_loss_cells(rows, losses: list) -> dict[str, dict[str, object]]:
@@ -284,13 +318,17 @@ def _probe_loss_cells(rows, losses: list) -> dict[str, dict[str, object]]:
 
 
 def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
-    """The one estimator: per allocator, score = 100 * (1 - sum_p w_p L_p / sum_p w_p) over the probes
-    with data, L_p the size-weighted mean loss of probe p (_probe_loss_cells). `losses[i]` is row i's loss,
-    a float or an array of draws (then every result is an array of draws)."""
+    """The one estimator: per allocator, score = 100 * (1 - sum_p w_p L_p / sum_p w_p) over the entries (probes
+    and primitive cells) with data, L_p the size-weighted mean loss of entry p (_probe_loss_cells). `losses[i]`
+    is row i's loss, a float or an array of draws (then every result is an array of draws). `primitive_points`:
+    the points the primitive cells take off 100, `primitive_share`: their share of the weight."""
+    from analysis.contract.security_weights import PRIMITIVE_PREFIX
+
     total = float(sum(weights.values())) or 1.0
     out = {}
     for alloc, probes in _probe_loss_cells(rows, losses).items():
         lost, weight, not_applicable = 0.0, 0.0, []
+        lost_primitive, weight_primitive = 0.0, 0.0
         for probe, probe_loss_ in probes.items():
             if probe_loss_ is None:
                 not_applicable.append(probe)
@@ -298,9 +336,14 @@ def _score_arrays(rows, weights: dict, losses: list) -> dict[str, dict]:
             w = float(weights.get(probe, 0.0))
             lost = lost + w * probe_loss_
             weight += w
+            if probe.startswith(PRIMITIVE_PREFIX):
+                lost_primitive = lost_primitive + w * probe_loss_
+                weight_primitive += w
         score = 100 * (1 - lost / weight) if weight else float("nan")
         out[alloc] = {"lost": lost, "weight": weight, "score": score, "coverage": weight / total,
-                      "not_applicable": not_applicable}
+                      "not_applicable": not_applicable,
+                      "primitive_points": 100 * lost_primitive / weight if weight else float("nan"),
+                      "primitive_share": weight_primitive / weight if weight else float("nan")}
     return out
 
 
@@ -309,7 +352,7 @@ def scores(rows, weights: dict | None = None) -> dict[str, dict]:
     covered by probes with data (coverage, a share of all weights) and the probes left out (no usable
     row at any size). Probes missing from the weights dict count with weight 0. The score is linear in
     the rows' losses, so this is exactly the mean that score_intervals' draws scatter around."""
-    weights = DEFAULT_WEIGHTS if weights is None else weights
+    weights = weights_file().weights() if weights is None else weights
     rows = list(rows)
     return _score_arrays(rows, weights, [posterior_loss(r) for r in rows])
 
@@ -324,7 +367,7 @@ def score_intervals(rows: list[dict], weights: dict | None = None, *, draws: int
     all agree still varies (20 of 20 caught leaves a 2.3% posterior chance of a miss), so no interval
     ends at its point; tests/test_security.py checks that the interval covers a known score about 95%
     of the time."""
-    weights = DEFAULT_WEIGHTS if weights is None else weights
+    weights = weights_file().weights() if weights is None else weights
     rows = list(rows)
     rng = np.random.default_rng(seed)
     point_losses = [posterior_loss(r) for r in rows]
@@ -384,47 +427,20 @@ def disagreements(rows, claims: dict[str, tuple]) -> list[dict]:
     return found
 
 
-# ------------------------------------------------------------------------------------------ weights
-# The weights are a judgement. To show what it carries, scores are also drawn under weights from a Dirichlet
-# whose mean is the published weights' shares: concentration c gives a probe of share m a standard deviation
-# of sqrt(m (1 - m) / (c + 1)). c is set so that a probe of the average share 1/P has a standard deviation of
-# WEIGHT_CV times its weight (33 probes: c = 127; in 95% of draws a weight of 10 then lies in [3.8, 18.9], one of
-# 4 in [0.6, 10.2]): wide enough to hold the exploitation weights' reordering of the same probes.
-WEIGHT_CV = 0.5
-
-
-def weight_concentration(n_probes: int, cv: float = WEIGHT_CV) -> float:
-    """The Dirichlet concentration giving a probe of the average share 1/n the coefficient of variation cv."""
-    m = 1 / n_probes
-    return (1 - m) / (m * cv * cv) - 1
-
-
-def weight_draws(weights: dict, draws: int, seed: int = 0, cv: float = WEIGHT_CV) -> tuple[list, np.ndarray]:
-    """(probes, draws x probes weights) from the Dirichlet around `weights` (positive ones only), each draw
-    scaled to the published total so the draws read on the weights' own scale."""
-    probes = [p for p, w in weights.items() if w > 0]
-    mean = np.array([float(weights[p]) for p in probes])
-    alpha = mean / mean.sum() * weight_concentration(len(probes), cv)
-    return probes, np.random.default_rng(seed).dirichlet(alpha, size=draws) * mean.sum()
-
-
-def weighted_score_draws(rows, weights: dict | None = None, *, draws: int = 2000, seed: int = 0,
-                         cv: float = WEIGHT_CV) -> dict[str, np.ndarray]:
-    """Per allocator, `draws` scores, each under one weight draw (weight_draws) and one posterior draw of every
-    row's loss (score_intervals): the spread is the weights' and the probes' sampling together."""
-    weights = DEFAULT_WEIGHTS if weights is None else weights
-    rows = list(rows)
-    rng = np.random.default_rng(seed + 1)
-    point = [posterior_loss(r) for r in rows]
-    cells = _probe_loss_cells(rows, [None if x is None else _draw_loss(r, x, rng, draws)
-                                     for r, x in zip(rows, point)])
-    probes, w = weight_draws(weights, draws, seed, cv)
+def stop_shares(rows, weights: dict | None = None) -> dict[str, dict[str, float]]:
+    """Per allocator, over its misuse probes (weighted as in the score): the share of trials caught (the program
+    stopped at the bug) and mitigated (the bug went silently harmless). Primitive cells and entropy probes have
+    neither."""
+    weights = weights_file().weights() if weights is None else weights
+    rows = [r for r in rows if not _is_primitive(r) and r.get("probe") not in ENTROPY_TARGETS]
     out = {}
-    for alloc, losses in cells.items():
-        cols = [i for i, p in enumerate(probes) if losses.get(p) is not None]
-        if not cols:
-            out[alloc] = np.full(draws, np.nan)
-            continue
-        lost = sum(w[:, i] * np.broadcast_to(losses[probes[i]], draws) for i in cols)
-        out[alloc] = 100 * (1 - lost / w[:, cols].sum(axis=1))
+    for kind in ("caught", "mitigated"):
+        shares = []
+        for r in rows:
+            counts = _level_counts(r) if probe_loss(r) is not None else None
+            shares.append(None if counts is None or not counts.sum() else counts[LEVELS.index(kind)] / counts.sum())
+        for alloc, probes in _probe_loss_cells(rows, shares).items():
+            used = {p: v for p, v in probes.items() if v is not None and weights.get(p, 0) > 0}
+            total = sum(weights[p] for p in used)
+            out.setdefault(alloc, {})[kind] = sum(weights[p] * v for p, v in used.items()) / total if total else float("nan")
     return out

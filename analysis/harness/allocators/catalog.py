@@ -40,6 +40,11 @@ class Allocator:
     callgrind: bool | str = True  # True, or the reason it cannot run under callgrind
     timeout_s: float | None = None  # a tighter per-trial timeout than the profile's (slow debuggers)
     min_max_map_count: int = 0  # vm.max_map_count it needs (checked before a campaign: harness/allocators/brought.py)
+    # A build with one defence removed from another configuration (its control): an ablation, not a configuration
+    # anyone ships or deploys; the security front shows it against its control, never on the front.
+    knock_out_of: str = ""
+    not_shipped: str = ""  # why a configuration is no project's shipped one (a control built here)
+    settings_reason: str = ""  # why its settings differ from those its project ships
 
     @property
     def variant(self) -> str:
@@ -122,6 +127,10 @@ def load_catalog(path: Path = CATALOG_PATH) -> dict[str, Allocator]:
         if alloc.id in catalog:
             raise HeapcostError(f"{Path(path).name}: allocator id {alloc.id!r} appears twice")
         catalog[alloc.id] = alloc
+    for alloc in catalog.values():
+        if alloc.knock_out_of and alloc.knock_out_of not in catalog:
+            raise HeapcostError(f"{Path(path).name}: {alloc.id}'s knock_out_of {alloc.knock_out_of!r} is no "
+                                f"allocator of the catalogue")
     recipes = {**mozjemalloc_build.LAYOUT_BUILDS, **glibc_build.LAYOUT_BUILDS}
     derived = [layout_entry(catalog[base], n) for lid, (base, n) in recipes.items()
                if lid not in catalog and base in catalog]

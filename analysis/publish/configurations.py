@@ -1,0 +1,32 @@
+"""Which role each catalogue configuration plays on the security axis (allocators.toml): deployable (a project
+ships it), debugging (too slow to be anyone's default), knock-out (one defence removed from its control) or control
+(built here only as the knock-outs' control), and where its settings differ from what its project ships."""
+
+
+def catalogue_roles() -> dict[str, str]:
+    """Each catalogue allocator's role: knock-out (a defence removed from its control, knock_out_of), control (a
+    build made here only as the knock-outs' control, not_shipped), debugging (run at a reduced scale: scale < 1 in
+    allocators.toml, too slow to be anyone's default) or deployable. An allocator the catalogue lacks is
+    deployable."""
+    from analysis.harness.allocators.catalog import load_catalog
+
+    out = {}
+    for a in load_catalog().values():
+        out[a.id] = ("knock-out" if a.knock_out_of else "control" if a.not_shipped
+                     else "debugging" if a.scale < 1 else "deployable")
+    return out
+
+
+def catalogue_debugging() -> set[str]:
+    """The catalogue's debugging allocators (catalogue_roles)."""
+    return {a for a, role in catalogue_roles().items() if role == "debugging"}
+
+
+def catalogue_settings() -> list[dict]:
+    """Each catalogue configuration's settings (its environment) and, where they differ from what its project
+    ships, why; and for a knock-out, its control."""
+    from analysis.harness.allocators.catalog import load_catalog
+
+    return [{"allocator": a.id, "settings": " ".join(f"{k}={v}" for k, v in a.env.items()) or "as shipped",
+             "why": a.settings_reason or a.not_shipped or (f"knock-out of {a.knock_out_of}" if a.knock_out_of else ""),
+             "knock_out_of": a.knock_out_of} for a in load_catalog().values()]
