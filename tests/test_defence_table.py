@@ -3,7 +3,7 @@ instructions it adds per malloc+free pair, and an honest column for the known te
 import pandas as pd
 
 from analysis.publish import defence_table as D
-from analysis.publish.results import fmt_interval
+from analysis.publish.formats import fmt_interval
 from analysis.stats import primitives as PR
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from analysis.publish import paper
 from analysis.contract.schema import read_table
-from analysis.publish import results, results_writer
+from analysis.publish import formats, instruction_counts, results, results_writer
 from analysis.stats import security
 from analysis.paths import REPO
 from paper_checks import assert_paper_states_generated, generated_csv
@@ -52,7 +52,7 @@ def test_ablations_measure_the_defence_against_its_own_base(computed):
 
 
 def test_per_free_is_exact_and_relative_to_the_baseline_at_the_same_scale(computed):
-    pf = results.main_scale(computed.per_free).set_index(["workload", "allocator"])
+    pf = instruction_counts.main_scale(computed.per_free).set_index(["workload", "allocator"])
     for w in FREES:
         for a, cost in PER_FREE.items():
             assert pf.loc[(w, a), "instructions_per_free"] == pytest.approx(cost)
@@ -171,7 +171,7 @@ def test_generated_numbers_are_the_datasets(built, computed):
     res = computed
     shown = {r["allocator"]: r["display"] for r in generated_csv(out, "results_speed_geomean.csv")}
     for _, g in res.speed.geomean.iterrows():
-        assert shown[g["allocator"]] == results.fmt_interval(g["geomean_ratio"], g["ci_low"], g["ci_high"])
+        assert shown[g["allocator"]] == formats.fmt_interval(g["geomean_ratio"], g["ci_low"], g["ci_high"])
 
 
 def test_same_data_gives_the_same_bytes(built, data, tmp_path):

@@ -8,8 +8,8 @@ import pytest
 
 from analysis.contract.runstore import Run
 from analysis.publish import front_writer, merge
-from analysis.publish.results import fmt_resolved_interval, fmt_startup_ms
-from analysis.publish.results_writer import shared_notes
+from analysis.publish.formats import fmt_resolved_interval, fmt_startup_ms
+from analysis.publish.formats import shared_notes
 
 STANDARD = frozenset({"a", "b", "c", "d"})
 

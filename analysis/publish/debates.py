@@ -23,7 +23,8 @@ import pandas as pd
 from analysis.contract import debates_spec
 from analysis.publish import debate_pool
 from analysis.publish.ablations import ratio_within_run
-from analysis.publish.results import BASELINE, Results, fmt_interval, fmt_ratio, fmt_share
+from analysis.publish.results import BASELINE, Results
+from analysis.publish.formats import fmt_interval, fmt_ratio, fmt_share
 from analysis.stats import equivalence, literature
 
 COLUMNS = ["seed", "topic", "question", "claim", "claim_line", "claimed", "cell", "configuration", "workload", "run_id",

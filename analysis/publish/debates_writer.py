@@ -10,7 +10,8 @@ import pandas as pd
 
 from analysis.contract import debates_spec
 from analysis.publish import debate_figures, debate_pool, debates, predictions
-from analysis.publish.results import BASELINE, Results, fmt_interval
+from analysis.publish.results import BASELINE, Results
+from analysis.publish.formats import fmt_interval
 from analysis.publish.products import write_csv
 from analysis.stats import equivalence
 from analysis.stats.primitives import wilson

@@ -22,7 +22,7 @@ import pandas as pd
 
 from analysis.errors import HeapcostError
 from analysis.paths import BUILD_DIR, DATA_DIR
-from analysis.publish import figures, merge, results
+from analysis.publish import figures, formats, instruction_counts, merge, results
 from analysis.stats import security
 
 EXPORT_DIR = BUILD_DIR / "explore"
@@ -128,10 +128,10 @@ class View:
         t = self.trade.sort_values(["overhead", "allocator"])
         return pd.DataFrame({
             "allocator": t["allocator"],
-            "overhead": [results.fmt_interval(r["overhead"], r["overhead_low"], r["overhead_high"])
+            "overhead": [formats.fmt_interval(r["overhead"], r["overhead_low"], r["overhead_high"])
                          for _, r in t.iterrows()],
-            "score": [f"{results.fmt_score(r['score'])} [{results.fmt_score(r['score_low'])}, "
-                      f"{results.fmt_score(r['score_high'])}]" for _, r in t.iterrows()],
+            "score": [f"{formats.fmt_score(r['score'])} [{formats.fmt_score(r['score_low'])}, "
+                      f"{formats.fmt_score(r['score_high'])}]" for _, r in t.iterrows()],
             "workloads": t["workloads"].astype(int), "pareto": t["pareto"].map({True: "yes", False: ""}),
             "verdict": t["verdict"]}).reset_index(drop=True)
 
@@ -362,7 +362,7 @@ def _instructions(ds: Dataset, workloads, others, baseline, left: _Left):
         raise HeapcostError("the dataset has no callgrind run: no instructions per free to show")
     c = ds.counts
     sel = c[c["workload"].isin(workloads) & c["allocator"].isin([*others, baseline])]
-    table = results.main_scale(results.per_free(sel, baseline)) if len(sel) else pd.DataFrame(
+    table = instruction_counts.main_scale(instruction_counts.per_free(sel, baseline)) if len(sel) else pd.DataFrame(
         columns=["workload", "allocator", "instructions_ratio"])
     missing = results.missing_callgrind(sel)
     reason = dict(zip(missing["allocator"], missing["reason"]))

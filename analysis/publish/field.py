@@ -16,7 +16,8 @@ import pandas as pd
 from analysis.errors import HeapcostError
 from analysis.publish import merge
 from analysis.publish.products import write_csv
-from analysis.publish.results import against, fmt_interval, fmt_ratio
+from analysis.publish.results import against
+from analysis.publish.formats import fmt_interval, fmt_ratio
 
 FIELD_CSV = "field.csv"
 COLUMNS = ["benchmark", "workload", "pair", "source", "url", "published", "machine", "versions", "kind",

@@ -12,7 +12,8 @@ import pandas as pd
 
 from analysis.contract.host import host_groups, host_label
 from analysis.publish.products import write_csv
-from analysis.publish.results import Results, fmt_interval
+from analysis.publish.results import Results
+from analysis.publish.formats import fmt_interval
 from analysis.stats import hosts
 
 LOCKED, NOT_LOCKED = "locked", "not locked"

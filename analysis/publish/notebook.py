@@ -8,7 +8,6 @@ build/lab/generated/ (analysis.paths.SCRATCH_DIR); the paper build passes paper/
 import ast
 import json
 import logging
-import shutil
 import tempfile
 from pathlib import Path
 

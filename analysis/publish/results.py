@@ -7,7 +7,6 @@ the figures (SVG, drawn by analysis.publish.figures) and numbers (CSV, JSON) the
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from analysis.stats import compare as cmp
@@ -16,10 +15,9 @@ from analysis.stats import security, weight_draws
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
 from analysis.publish import ablations as ablation
+from analysis.publish.formats import fmt_interval
 from analysis.publish import cpu_split, merge, provenance, server_metrics
-from analysis.publish.ablations import ABLATIONS  # noqa: F401  (re-exported for the writer)
-from analysis.publish.instruction_counts import (main_scale, missing_callgrind,  # noqa: F401  (re-exported)
-                                                 per_free, per_free_geomean)
+from analysis.publish.instruction_counts import missing_callgrind, per_free, per_free_geomean
 from analysis.errors import HeapcostError, warn
 from analysis.paths import repo_relative
 
@@ -291,56 +289,6 @@ def seed_only_figures(figures: pd.DataFrame) -> pd.DataFrame:
                          "line": ",".join(sorted(set(g["line"].astype(str))))})
     return pd.DataFrame(rows, columns=["seed", "allocator", "reference", "benchmark", "metric", "value",
                                        "reference_value", "ratio", "line"])
-
-
-# ---------------------------------------------------------------------------------------------- outputs
-def fmt_ratio(x) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.3f}"
-
-
-def fmt_interval(ratio, lo, hi) -> str:
-    return f"{fmt_ratio(ratio)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]"
-
-
-# An interval whose bounds differ by more than this factor resolves nothing: printed as not estimable, with why.
-WIDEST_RESOLVED = 100.0
-
-
-def fmt_resolved_interval(ratio, lo, hi) -> str:
-    """A ratio with its interval, or "not estimable" with the reason when the interval spans more than a
-    factor of WIDEST_RESOLVED (or a bound is missing or not positive)."""
-    if not all(np.isfinite(x) for x in (ratio, lo, hi)) or lo <= 0 or hi <= 0:
-        return "not estimable: no interval"
-    if hi / lo > WIDEST_RESOLVED:
-        return f"not estimable: the interval spans a factor of {hi / lo:,.0f}"
-    return fmt_interval(ratio, lo, hi)
-
-
-def fmt_startup_ms(ms, lo, hi) -> str:
-    """A start-up time in milliseconds, never negative: an interval wholly below zero is no start-up (the time
-    grows faster than the work), a negative estimate whose interval reaches above zero is at most its upper
-    bound, and a lower bound below zero is shown as zero."""
-    if not all(np.isfinite(x) for x in (ms, lo, hi)):
-        return "not estimable: no interval"
-    if hi < 0:
-        return "not estimable: time grows faster than the work"
-    if ms < 0:
-        return f"at most {hi:.1f}"
-    return f"{ms:.1f} [{max(lo, 0.0):.1f}, {hi:.1f}]"
-
-
-def fmt_score(x) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.1f}"
-
-
-def fmt_share(x) -> str:
-    """A share as a percentage: 0.546 -> 54.6%."""
-    return "n/a" if x is None or not np.isfinite(x) else f"{x * 100:.1f}%"
-
-
-def fmt_percent(ratio) -> str:
-    """A ratio as a signed percentage change: 1.025 -> +2.5%."""
-    return "n/a" if ratio is None or not np.isfinite(ratio) else f"{(ratio - 1) * 100:+.1f}%"
 
 
 @dataclass

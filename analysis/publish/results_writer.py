@@ -11,10 +11,11 @@ from analysis.publish import field, figures, front_writer, hosts_writer, securit
 from analysis.publish.debate_pool import SUPERSEDED
 from analysis.publish.debates_writer import write_debates
 from analysis.publish.products import json_text, write_csv
-from analysis.publish.results import (ABLATIONS, BASELINE, HEAVY, MARGIN, Results, fmt_interval, fmt_percent,
-                                      fmt_resolved_interval, fmt_startup_ms, WIDEST_RESOLVED,
-                                      interference_counts,
-                                      fmt_ratio, fmt_score, fmt_share, main_scale)
+from analysis.publish.ablations import ABLATIONS
+from analysis.publish.instruction_counts import main_scale
+from analysis.publish.results import BASELINE, HEAVY, MARGIN, Results, interference_counts
+from analysis.publish.formats import (WIDEST_RESOLVED, fmt_interval, fmt_percent, fmt_ratio, fmt_resolved_interval,
+                                      fmt_score, fmt_share, fmt_startup_ms, shared_notes)
 from analysis.stats import compare as cmp
 from analysis.stats import estimators as stats
 from analysis.stats import weight_draws
@@ -445,41 +446,9 @@ def _attributed(res: Results, extreme: dict) -> dict:
             "reduced_scale": scale * factor < 1}
 
 
-# A clause of a build's description this long, repeated in this many rows, is said once as a note.
-NOTE_MIN_CHARS, NOTE_MIN_ROWS = 60, 2
-
-
 def get_reduced(numbers: dict) -> list[str]:
     """The allocators whose results come from a run at a fraction of the full workload scale."""
     return list((numbers.get("speed") or {}).get("reduced_scale") or [])
-
-
-def _clauses(text: str) -> list[str]:
-    """A text split at "; " outside parentheses."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        if depth == 0 and text.startswith("; ", i):
-            out.append(text[start:i])
-            start = i + 2
-    return out + [text[start:]]
-
-
-def shared_notes(texts: pd.Series) -> tuple[list[str], list[tuple[str, str]]]:
-    """Each text with its long clauses (split at "; " outside parentheses) that recur across rows replaced by a reference to a
-    note said once: (the texts as shown, [(note label, note text)])."""
-    clauses = [[c.strip() for c in _clauses(t) if c.strip()] for t in texts]
-    counts: dict[str, int] = {}
-    for cs in clauses:
-        for c in dict.fromkeys(cs):
-            counts[c] = counts.get(c, 0) + 1
-    labels: dict[str, str] = {}
-    for cs in clauses:
-        for c in cs:
-            if c not in labels and len(c) >= NOTE_MIN_CHARS and counts[c] >= NOTE_MIN_ROWS:
-                labels[c] = f"N{len(labels) + 1}"
-    shown = ["; ".join(f"see {labels[c]}" if c in labels else c for c in cs) for cs in clauses]
-    return shown, [(label, text) for text, label in labels.items()]
 
 
 def _dearest_at_full_scale(res: Results, geo: pd.DataFrame) -> dict:

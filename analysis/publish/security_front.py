@@ -182,7 +182,8 @@ def write_weight_front(res, path, baseline: str, *, draws: int = 2000) -> dict:
     """The fronts' table for the paper (the trade-off's deployable and debugging allocators) at `path`, and its
     numbers; {} when the results have no trade-off or no probe run."""
     from analysis.publish.products import write_csv
-    from analysis.publish.results import fmt_interval, fmt_score, scored_rows
+    from analysis.publish.results import scored_rows
+    from analysis.publish.formats import fmt_interval, fmt_score
     from analysis.publish.security_writer import reported_probe_rows
 
     if not len(res.trade) or res.probe_run is None or res.speed is None:

@@ -1,6 +1,5 @@
 """The security figures (SVG) and numbers (CSV, JSON) for the paper, from a probes.csv."""
 import csv
-import json
 import math
 from collections import Counter
 from pathlib import Path

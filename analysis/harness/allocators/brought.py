@@ -139,3 +139,12 @@ def build_report(name: str, sha256: str, published: dict) -> str:
         return (f"{name}: another build than the published one(s) (sha256 {sha256[:12]}; published "
                 f"{', '.join(sorted(k[:12] for k in known))})")
     return f"{name}: no run of the dataset has recorded a library under this name (sha256 {sha256[:12]})"
+
+
+def presence(alloc) -> tuple[bool, str]:
+    """(here, what to say) of a brought library: here only when a user named its path (EXTRA_ALLOCATORS) and
+    the file exists; otherwise how to bring it."""
+    path = next(iter(getattr(alloc, "preload", None) or ()), "") if alloc.origin.get("path") else ""
+    if path and Path(path).is_file():
+        return True, f"brought by the user: {path}"
+    return False, "not here: " + unavailable_reason(alloc)

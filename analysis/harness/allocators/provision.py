@@ -448,11 +448,7 @@ def status(allocators=None) -> list:
         elif kind in ("system", "path"):
             rows.append((alloc.id, True, "nothing to install"))
         elif kind == "brought":
-            # a brought library is here only when a user named its path (EXTRA_ALLOCATORS) and the file exists
-            path = next(iter(getattr(alloc, "preload", None) or ()), "") if alloc.origin.get("path") else ""
-            here = bool(path) and Path(path).is_file()
-            rows.append((alloc.id, here, f"brought by the user: {path}" if here
-                         else "not here: " + brought.unavailable_reason(alloc)))
+            rows.append((alloc.id, *brought.presence(alloc)))
         else:
             rows.append((alloc.id, False, f"unknown origin kind {kind!r}"))
     return rows
