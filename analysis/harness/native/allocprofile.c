@@ -14,9 +14,11 @@
  *   the oldest of its class still within the window (this pairs as many frees as any order could);
  * - the threads that allocated, the requested bytes live at the process's peak.
  *
- * Each process that exits normally appends its report to $HEAPCOST_PROFILE in one write: lines
- * "quantity size_class value", size_class "-" for a total. A process forked without exec reports its own
- * calls only (the counters restart in the child). Frees of blocks the table does not know (allocated before
+ * Each process appends its report to $HEAPCOST_PROFILE in one write when it exits, by exit() or returning
+ * from main (after the program's atexit handlers and destructors) or by _exit() (dash ends so): lines
+ * "quantity size_class value", size_class "-" for a total. A process killed by a signal reports nothing. A
+ * process forked without exec reports its own calls only (the counters restart in the child); a vfork()
+ * child, which shares its parent's memory, reports nothing. Frees of blocks the table does not know (allocated before
  * the shim resolved glibc's functions) are counted apart, without a class.
  */
 #define _GNU_SOURCE
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define REUSE_WINDOW 8
@@ -59,6 +62,9 @@ static unsigned long counters[N_COUNTER];
 static unsigned long n_threads;
 static long live_bytes, peak_live_bytes;
 static char report_path[4096];
+static pid_t owner; /* the process whose counters these are: a vfork() child is another */
+static int reported;
+static void (*real_exit)(int);
 
 static void bump(unsigned long *c, unsigned long by)
 {
@@ -499,6 +505,7 @@ static void after_fork_child(void)
     n_threads = 0;
     self.counted = 0;
     peak_live_bytes = live_bytes;
+    owner = getpid();
     after_fork_parent();
 }
 
@@ -508,6 +515,8 @@ __attribute__((constructor)) static void allocprofile_start(void)
     const char *path = getenv("HEAPCOST_PROFILE");
     if (path && strlen(path) < sizeof report_path)
         strcpy(report_path, path);
+    owner = getpid();
+    real_exit = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
@@ -525,10 +534,11 @@ static void put(const char *quantity, int c, unsigned long value)
                                     c ? 1UL << (c - 1) : 0UL, value);
 }
 
-__attribute__((destructor)) static void allocprofile_report(void)
+static void report(void)
 {
-    if (!report_path[0])
+    if (!report_path[0] || reported || getpid() != owner)
         return;
+    reported = 1;
     out_len = 0;
     put("processes", -1, 1);
     put("reuse_window", -1, REUSE_WINDOW);
@@ -556,4 +566,23 @@ __attribute__((destructor)) static void allocprofile_report(void)
     ssize_t unused = write(fd, out, out_len);
     (void)unused;
     close(fd);
+}
+
+__attribute__((destructor)) static void allocprofile_end(void)
+{
+    report();
+}
+
+void _exit(int status)
+{
+    report();
+    if (real_exit)
+        real_exit(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
+void _Exit(int status)
+{
+    _exit(status);
 }
