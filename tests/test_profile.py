@@ -252,3 +252,25 @@ def test_a_static_program_is_refused_no_preload_reaches_it(tmp_path):
         pytest.skip("no static C library to link a static program with")
     done = cli_here("profile", "--", str(program))
     assert done.returncode == 2 and "statically linked" in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.paper
+def test_explore_profiles_the_program_its_parameter_names_and_otherwise_says_so(fixture_program, tmp_path):
+    import json
+
+    import papermill as pm
+
+    from analysis.paths import REPO
+
+    shown = {}
+    for name, command in (("named", f"{fixture_program} baseline"), ("none", "")):
+        output = tmp_path / f"explore-{name}.ipynb"
+        pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
+                            parameters={"workloads": "python", "allocators": "musl", "draws": 20,
+                                        "profile_command": command},
+                            cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
+        last = json.loads(output.read_text())["cells"][-1]
+        assert not any(o["output_type"] == "error" for o in last["outputs"])
+        shown[name] = "".join("".join(o.get("text", "")) for o in last["outputs"])
+    assert "threads allocated" in shown["named"] and "wall" in shown["named"]
+    assert shown["none"].startswith("No program named")
