@@ -206,7 +206,7 @@ def test_the_command_writes_the_documented_table(fixture_program, tmp_path):
     out = tmp_path / "profile.csv"
     done = cli("profile", "--no-syscalls", "--out", str(out), "--", fixture_program, str(tmp_path / "moved.txt"))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"{out}: ") and "2 threads allocated" in done.stdout
+    assert done.stdout.startswith(f"{out}: ") and "threads that allocated: 2" in done.stdout
     values = check_schema(read_profile(out.read_text()))
     assert values[("malloc_calls", 4096)] == 10 and values[("calloc_calls", 1024)] == 5
     assert values[("wall_s", None)] > 0 and values[("maxrss_kb", None)] > 0
@@ -234,6 +234,15 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(args, message):
     done = cli_here("profile", *args)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_program_is_found_on_path_and_its_file_arguments_made_absolute(tmp_path, monkeypatch):
+    """The runs happen in a scratch folder: a relative path must name the same file from there."""
+    (tmp_path / "words.txt").write_text("one\ntwo\n")
+    monkeypatch.chdir(tmp_path)
+    argv = profile.resolve_command(["--", "wc", "-l", "words.txt", "--files0-from=words.txt", "missing.txt"])
+    assert argv == [shutil.which("wc"), "-l", str(tmp_path / "words.txt"),
+                    f"--files0-from={tmp_path / 'words.txt'}", "missing.txt"]
 
 
 def test_a_file_that_is_not_executable_is_refused(tmp_path):
@@ -272,5 +281,5 @@ def test_explore_profiles_the_program_its_parameter_names_and_otherwise_says_so(
         last = json.loads(output.read_text())["cells"][-1]
         assert not any(o["output_type"] == "error" for o in last["outputs"])
         shown[name] = "".join("".join(o.get("text", "")) for o in last["outputs"])
-    assert "threads allocated" in shown["named"] and "wall" in shown["named"]
+    assert "threads that allocated: 1" in shown["named"] and "wall" in shown["named"]
     assert shown["none"].startswith("No program named")

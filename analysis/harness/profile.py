@@ -25,7 +25,7 @@ from pathlib import Path
 from analysis.contract.profile_schema import PROFILE_COLUMNS, PROFILE_ENTRY_POINTS, PROFILE_QUANTITIES
 from analysis.errors import HeapcostError, warn
 from analysis.harness import launcher
-from analysis.harness.brought_workloads import _named_file
+from analysis.harness.brought_workloads import absolute_word
 from analysis.harness.build import build_c
 from analysis.harness.trial import clean_env, first_line, is_static_elf, preloadable_path
 from analysis.paths import NATIVE_DIR
@@ -64,12 +64,7 @@ def resolve_command(command: list[str]) -> list[str]:
     if is_static_elf(path):
         raise HeapcostError(f"{path} is statically linked, so no LD_PRELOAD can count its malloc calls: link it "
                             "dynamically")
-    argv = [str(path)]
-    for arg in command[1:]:
-        named = _named_file(arg)
-        argv.append(arg if named is None else str(named) if Path(arg).expanduser().is_file()
-                    else f"{arg.partition('=')[0]}={named}")
-    return argv
+    return [str(path), *(absolute_word(arg)[0] for arg in command[1:])]
 
 
 def _run(argv, workdir: Path, env: dict, timeout: float, what: str, wrapper=()):
@@ -267,7 +262,7 @@ def summary(rows: list[dict]) -> str:
     share = total.get("reuse_share")
     parts = [f"{allocations} allocation calls, {total.get('free_calls', 0)} frees",
              f"{share:.1%} of frees reused within {total.get('reuse_window')} allocations" if share is not None
-             else "no frees", f"{total.get('threads', 0)} threads allocated"]
+             else "no frees", f"threads that allocated: {total.get('threads', 0)}"]
     if "mmap_calls" in total:
         parts.append(f"{total['mmap_calls']} mmap / {total['munmap_calls']} munmap calls")
     parts.append(f"wall {total['wall_s']:.3f} s")
