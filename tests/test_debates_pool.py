@@ -190,3 +190,23 @@ def test_a_glibc_build_is_one_build_in_runs_with_and_without_its_recorded_sha256
         "glibc-built_l2-2.36-e3b0"
     moz = {"allocators": {"m": {"origin": {"kind": "debian-source"}, "libraries": [{"sha256": "cd" * 32}]}}}
     assert debate_pool.build_of(moz, "m") == "cd" * 6
+
+
+def test_the_code_census_of_each_debated_library_comes_from_the_newest_run_that_recorded_it(tmp_path):
+    import json
+
+    from analysis.publish import debate_pool
+
+    def run(name, census):
+        (tmp_path / name).mkdir()
+        lib = {"allocator": "m", "file": "libm.so", "sha256": "ab" * 32, "code": census}
+        (tmp_path / name / "run.json").write_text(json.dumps({"allocators": {
+            "m": {"libraries": [lib]}, "other": {"libraries": [{**lib, "allocator": "other"}]}}}))
+
+    run("R1", {"instructions": 10, "rep_stos": 1, "memset_calls": 0, "memcpy_calls": 0})
+    run("R2", {"instructions": 12, "rep_stos": 0, "memset_calls": 3, "memcpy_calls": 1})
+    (tmp_path / "R3").mkdir()
+    (tmp_path / "R3" / "run.json").write_text(json.dumps({"allocators": {"m": {"libraries": [{"file": "libm.so"}]}}}))
+    table = debate_pool.code_census(tmp_path, {"m"})
+    assert table.to_dict("records") == [{"allocator": "m", "file": "libm.so", "sha256": "ab" * 6, "instructions": 12,
+                                         "rep_stos": 0, "memset_calls": 3, "memcpy_calls": 1, "run_id": "R2"}]

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO, copy_checkout
 from analysis.errors import HeapcostError
-from analysis.publish import fleet, intake
+from analysis.publish import contribution, fleet, run_check
 from slurm_cluster import FEATURE, loopback_cluster, missing_daemons
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -78,9 +78,9 @@ def test_a_job_packs_the_one_run_its_campaign_made(tmp_path):
     archive = tmp_path / "h" / "time.heapcost-run.tar.gz"
     c = fleet.Campaign("time", "measure", {"PROFILE": "smoke"})
     assert fleet.run_job(c, archive, runner=fake_campaign(published), wait=lambda: 0) == archive
-    run_id, files, _ = intake.unpack(archive)
+    run_id, _ = contribution.unpack(archive, tmp_path / "unpacked")
     made = tmp_path / "h" / "time.heapcost-run.tar.gz.d" / "runs" / published.name
-    assert run_id == published.name and files == intake.run_files(made)
+    assert run_id == published.name and run_check.run_files(tmp_path / "unpacked") == run_check.run_files(made)
     with pytest.raises(HeapcostError, match="failed \\(exit 3\\)"):
         fleet.run_job(c, tmp_path / "x" / "a.tar.gz", runner=fake_campaign(published, returncode=3), wait=lambda: 0)
     with pytest.raises(HeapcostError, match="left 0 new complete runs"):
@@ -147,7 +147,7 @@ def check_fleet_landed(clone, host, result):
         assert json.loads((run / "run.json").read_text())["status"] == "complete"
         archive = clone / "build" / "fleet" / "smoke" / host / f"{run_id.split('-')[1].replace('security', 'probe')}.heapcost-run.tar.gz"
         with tarfile.open(archive) as tar:
-            manifest = json.loads(tar.extractfile(intake.MANIFEST).read())
+            manifest = json.loads(tar.extractfile(contribution.MANIFEST).read())
         assert manifest["machine"] == json.loads((run / "machine.json").read_text())  # its host, as measured
         assert f"runs/{run_id}/machine.json" in described
     numbers = json.loads((clone / "paper" / "generated" / "paper_numbers.json").read_text())

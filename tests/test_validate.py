@@ -1,3 +1,4 @@
+import csv
 import shutil
 
 import pytest
@@ -74,3 +75,19 @@ def test_a_probes_table_published_before_size_existed_keeps_a_schema_that_fits_i
     assert [f["name"] for f in table_schema("probes.csv", old)["fields"]] == old
     assert [f["name"] for f in table_schema("probes.csv", PROBE_COLUMNS)["fields"]] == PROBE_COLUMNS
     assert PROBE_COLUMNS.index("size") == PROBE_COLUMNS.index("probe") + 1
+
+
+def test_a_table_the_csv_module_cannot_read_is_an_error_line_not_a_crash(tmp_path):
+    data = tmp_path / "data"
+    run = shutil.copytree(REPO / "data" / "runs" / "20261130T135001Z-time-quick", data / "runs" / "r")
+    lines = (run / "trials.csv").read_text().split("\n")
+    lines[1] = lines[1].replace(",pow2-churn,", "," + "w" * 200_000 + ",", 1)
+    (run / "trials.csv").write_text("\n".join(lines))
+    write_datapackage(data)
+    # the csv module's default limit, as in a fresh `validate` (frictionless raises it for the process at import)
+    raised = csv.field_size_limit(131072)
+    try:
+        r = cli_here("validate", str(data))
+    finally:
+        csv.field_size_limit(raised)
+    assert r.returncode == 1 and "runs/r/trials.csv: not readable as CSV (field larger than field limit" in r.stdout

@@ -373,9 +373,11 @@ def declared_orientation(info: dict, pairs: pd.DataFrame) -> pd.DataFrame:
     return oriented_pairs(pairs, order=order)
 
 
-def read_table(path) -> pd.DataFrame:
-    """A dataset table as written: empty cells are missing values, nothing else is."""
-    return pd.read_csv(Path(path), keep_default_na=False, na_values=[""])
+def read_table(path, columns=None) -> pd.DataFrame:
+    """A dataset table as written: empty cells are missing values, nothing else is. `columns`: only those
+    of them the table has (the others are not read)."""
+    usecols = None if columns is None else (lambda name: name in columns)
+    return pd.read_csv(Path(path), keep_default_na=False, na_values=[""], usecols=usecols)
 
 
 def read_rows(path) -> list[dict]:

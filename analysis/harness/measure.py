@@ -129,12 +129,16 @@ def parse_positive(value, name, kind=float):
 
 def library_identity(allocator: str, path) -> dict:
     """A library as a run names it on any machine: the allocator's id, the file's name, where it lives
-    with the machine's folders written as placeholders, and its sha256 (which build it was)."""
+    with the machine's folders written as placeholders, its sha256 (which build it was) and the census of its
+    code (harness/code_census.py)."""
     import hashlib
+
+    from analysis.harness import code_census
 
     path = Path(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-    return {"allocator": allocator, "file": path.name, "path": portable_path(str(path)), "sha256": digest}
+    return {"allocator": allocator, "file": path.name, "path": portable_path(str(path)), "sha256": digest,
+            "code": code_census.census(path)}
 
 
 class Campaign:

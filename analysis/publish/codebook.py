@@ -67,7 +67,7 @@ def _quiet(run_dir: Path) -> tuple[str, str, str]:
     tables = [pd.DataFrame(columns=columns)]
     for name, walls in (("trials.csv", ["wall_s"]), ("pairs.csv", ["wall_a_s", "wall_b_s"])):
         if (run_dir / name).is_file():
-            table = read_table(run_dir / name)
+            table = read_table(run_dir / name, columns={*columns, *walls})  # the columns used, not the whole table
             tables.append(table.assign(wall=table.reindex(columns=walls).max(axis=1)).reindex(columns=columns))
     rows = pd.concat(tables, ignore_index=True)
     loads = pd.to_numeric(rows["loadavg1"], errors="coerce").dropna()

@@ -1,9 +1,11 @@
-"""`python -m analysis contribute [RUN]`: one run packed with its machine description and checksums into
-one archive (analysis.publish.intake) that `python -m analysis merge ARCHIVE` adds to a dataset."""
+"""`python -m analysis contribute [RUN]`: one run packed with its machine description, the checksum and size of
+each file into one archive (analysis.publish.contribution) that `python -m analysis merge ARCHIVE` adds to a
+dataset."""
 from pathlib import Path
 
-from analysis.paths import REPO, RUNS_DIR
-from analysis.publish.intake import newest_complete_run, pack, sha256_bytes
+from analysis.paths import REPO, RUNS_DIR, file_sha256
+from analysis.publish.contribution import pack
+from analysis.publish.intake import newest_complete_run
 
 
 def add_arguments(parser):
@@ -15,5 +17,5 @@ def add_arguments(parser):
 def run(args) -> int:
     run_dir = Path(args.run) if args.run else newest_complete_run(RUNS_DIR)
     out = pack(run_dir, Path(args.out))
-    print(f"wrote {out} (sha256 {sha256_bytes(out.read_bytes())}); `make merge ARCHIVE=...` adds it to a dataset")
+    print(f"wrote {out} (sha256 {file_sha256(out)}); `make merge ARCHIVE=...` adds it to a dataset")
     return 0

@@ -445,3 +445,24 @@ def kernel_part_wide(long: pd.DataFrame) -> pd.DataFrame:
         den = wide[f"without_{m}"].where(wide[f"without_{m}"] > 0)
         wide[f"{m}_ratio"] = wide[f"with_{m}"] / den
     return wide
+
+
+CODE_COLUMNS = ["allocator", "file", "sha256", "instructions", "rep_stos", "memset_calls", "memcpy_calls", "run_id"]
+
+
+def code_census(runs_dir: Path, allocators) -> pd.DataFrame:
+    """The census of each debated library's code (harness/code_census.py), from the newest run that recorded
+    it: one row per allocator and file."""
+    found = {}
+    wanted = set(allocators)
+    for path in sorted(Path(runs_dir).glob("*/run.json")) if runs_dir else []:
+        info = read_json(path)
+        for name, rec in (info.get("allocators") or {}).items():
+            if name not in wanted or not isinstance(rec, dict):
+                continue
+            for lib in rec.get("libraries") or []:
+                if isinstance(lib, dict) and lib.get("code"):
+                    found[(name, lib.get("file", ""))] = {"allocator": name, "file": lib.get("file", ""),
+                                                          "sha256": str(lib.get("sha256", ""))[:12],
+                                                          **lib["code"], "run_id": path.parent.name}
+    return pd.DataFrame([found[k] for k in sorted(found)], columns=CODE_COLUMNS)

@@ -3,8 +3,9 @@ margin, the runs, builds and hosts behind it, each host's answer, the verdict ac
 quantities), results_debate_hosts.csv (a row per debate cell and host: its runs and builds pooled, the A/A
 floor, the rule's decision there), results_debate_runs.csv (every run behind them, superseded ones marked),
 results_aa_pooled.csv and results_aa_hosts.csv (A/A across runs, over every host and on each alone),
-results_kernel_part.csv (where each side's time goes on each host: user, system, minor faults) and a forest plot
-per debate."""
+results_kernel_part.csv (where each side's time goes on each host: user, system, minor faults),
+results_code_census.csv (what each debated library's code is made of: instructions, rep stos, memset calls) and a
+forest plot per debate."""
 import pandas as pd
 
 from analysis.contract import debates_spec
@@ -31,6 +32,9 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     runs_dir = debate_pool.runs_dir_of(res)
     kernel = debate_pool.kernel_part(runs, runs_dir) if runs_dir else pd.DataFrame(columns=debate_pool.KERNEL_COLUMNS)
     write_csv(debate_pool.kernel_part_wide(kernel), p("kernel_part.csv"))
+    debated = {side.strip() for conf in answers["configuration"].astype(str) for side in conf.split(" / ")} \
+        if len(answers) else set()
+    write_csv(debate_pool.code_census(runs_dir, debated), p("code_census.csv"))
     drawn = debate_figures.write_all(answers, runs, per_host, labels, spec, lambda seed: p(f"debate_{seed}.svg"))
     aa = debate_pool.aa_across_runs(res.cells.get("wall_s"), runs_dir, baseline) if runs_dir else \
         pd.DataFrame(columns=debate_pool.AA_POOLED_COLUMNS)

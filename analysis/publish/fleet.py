@@ -20,7 +20,8 @@ from analysis.contract.runstore import runs_of_kind
 from analysis.errors import HeapcostError, read_toml
 from analysis.harness.quiet import QUIET_LOAD
 from analysis.paths import REPO
-from analysis.publish.intake import KINDS, pack
+from analysis.publish.contribution import pack
+from analysis.publish.run_check import KINDS
 
 PROFILES_DIR = REPO / "workflow" / "profiles"
 # A campaign refuses to start while the 1-minute load average is above QUIET_LOAD. The job before it ends

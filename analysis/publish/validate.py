@@ -36,7 +36,12 @@ def structural_errors(data_dir: Path, package: dict) -> list[str]:
                     errors.append(f"runs/{run.name}: {needed} missing")
             for name in ("trials.csv", "pairs.csv"):
                 if (run / name).is_file():
-                    seqs = [row.get("seq") for row in csv.DictReader(open(run / name, newline=""))]
+                    try:
+                        with open(run / name, newline="") as fh:
+                            seqs = [row.get("seq") for row in csv.DictReader(fh)]
+                    except (csv.Error, UnicodeDecodeError) as exc:  # a field over the csv module's limit
+                        errors.append(f"runs/{run.name}/{name}: not readable as CSV ({exc})")
+                        continue
                     if len(seqs) != len(set(seqs)):
                         errors.append(f"runs/{run.name}/{name}: duplicate seq values")
     return errors
@@ -48,7 +53,8 @@ def machine_path_errors(data_dir: Path) -> list[str]:
     for path in dataset_files(data_dir):
         if path.suffix not in TEXT_SUFFIXES:
             continue
-        found = sorted(set(machine_paths(path.read_bytes().decode("utf-8", errors="replace"))))
+        with open(path, "rb") as fh:  # line by line: a path never spans a line, and a large table is not held whole
+            found = sorted({p for line in fh for p in machine_paths(line.decode("utf-8", errors="replace"))})
         if found:
             errors.append(f"{path.relative_to(data_dir)}: names a folder of the measuring machine "
                           f"({', '.join(found[:3])}); run `python -m analysis.contract.migrate_paths`")

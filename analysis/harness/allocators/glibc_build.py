@@ -344,12 +344,7 @@ def build(variant: str, source_version: str = None, jobs: int = MAKE_JOBS) -> Pa
         if not (tree / "elf" / "ld.so").is_file() or not (tree / "libc.so.6").exists():
             raise HeapcostError(f"glibc build of {variant} finished without elf/ld.so and libc.so.6; see {log_path}")
         stamp = {
-            "variant": variant,
-            "source_package": SOURCE_PACKAGE,
-            "source_version": version,
-            "patch": patch_name(variant),
-            "patch_sha256": hashlib.sha256(patch).hexdigest(),
-            "layout": layout(variant),
+            **_stamp_head(variant, version, patch),
             "configure_options": list(configure_options(variant)),
             "make_jobs": jobs,
             "compiler": _tool_version("gcc"),
@@ -358,6 +353,12 @@ def build(variant: str, source_version: str = None, jobs: int = MAKE_JOBS) -> Pa
         }
         _write_stamp(folder, stamp)
     return tree
+
+
+def _stamp_head(variant: str, version: str, patch: bytes) -> dict:
+    """What every build's stamp.json says first: which variant of which source with which patch, and its layout."""
+    return {"variant": variant, "source_package": SOURCE_PACKAGE, "source_version": version,
+            "patch": patch_name(variant), "patch_sha256": hashlib.sha256(patch).hexdigest(), "layout": layout(variant)}
 
 
 def _write_stamp(folder: Path, stamp: dict) -> None:
@@ -461,12 +462,7 @@ def relink(variant: str, version: str, jobs: int = MAKE_JOBS) -> Path:
             seconds = time.monotonic() - started
         base_stamp = read_stamp(base_tree.parent) or {}
         _write_stamp(folder, {
-            "variant": variant,
-            "source_package": SOURCE_PACKAGE,
-            "source_version": version,
-            "patch": patch_name(variant),
-            "patch_sha256": hashlib.sha256(patch).hexdigest(),
-            "layout": layout(variant),
+            **_stamp_head(variant, version, patch),
             "method": "relink",
             "relinked_from": base,
             "relinked_from_sha256": _sha256(base_tree / "libc.so"),

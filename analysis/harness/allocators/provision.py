@@ -10,7 +10,6 @@ its BUILD.json says the verification passed; it is written last, after everythin
 import datetime
 import fcntl
 import glob
-import hashlib
 import json
 import os
 import platform
@@ -24,7 +23,7 @@ from pathlib import Path
 from analysis.harness.allocators import brought, catalog, debsrc, debsrc_paths, glibc_build, mozjemalloc_build
 from analysis.harness.allocators.cache import allocators_root, built_prefix, read_build_record
 from analysis.errors import HeapcostError
-from analysis.paths import REPO, RUNS_DIR, cache_dir
+from analysis.paths import REPO, RUNS_DIR, cache_dir, file_sha256
 
 JOBS = "2"
 KINDS = ("system", "debian", "pypi", "debian-source", "musl", "path", "glibc-build", "brought")
@@ -415,8 +414,7 @@ def provision_glibc(alloc, apt, dry_run=False, no_build=False) -> tuple:
 
 
 def built_library(alloc):
-    """The library a build of the project's recipes made for an allocator (its libc.so for a glibc build),
-    or None: for an allocator it installs rather than builds, or one not built."""
+    """The library a recipe built for an allocator (a glibc build's libc.so), or None (installed or unbuilt)."""
     kind = _origin(alloc).get("kind")
     if kind == "glibc-build":
         return glibc_build.library_files(alloc.id)[0] if glibc_build.availability(alloc.id)[0] else None
@@ -424,10 +422,6 @@ def built_library(alloc):
         resolved = catalog.resolve(alloc)
         return Path(resolved.preload[0]) if resolved.available and resolved.preload else None
     return None
-
-
-def sha256_of(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def status(allocators=None) -> list:
@@ -498,7 +492,7 @@ def run(args) -> int:
         log.say(f"{outcome(ok, why):7s} {alloc.id}: {why}")
         library = built_library(alloc) if ok and not (args.dry_run or args.no_build) else None
         if library is not None:
-            log.say(f"{'':7s} {brought.build_report(alloc.id, sha256_of(library), published)}")
+            log.say(f"{'':7s} {brought.build_report(alloc.id, file_sha256(library), published)}")
     print(f"log: {log.path}")
     if failures:
         raise HeapcostError(f"{failures} of {len(order)} allocators (or the tools) could not be provisioned "
