@@ -18,6 +18,8 @@ COMMANDS = {
     "compare": ("analysis.stats.compare", "ratios with 95% confidence intervals of each allocator against a baseline"),
     "compare-pairs": ("analysis.stats.paired", "ratios with 95% confidence intervals from lockstep process pairs (pairs.csv)"),
     "probe": ("analysis.harness.probes", "run the heap-misuse probes under allocators"),
+    "profile": ("analysis.harness.profile", "a program's allocation profile under glibc: calls per size class, reuse, "
+                "mmap and brk, wall time"),
     "paper": ("analysis.publish.paper", "generate the paper's figures and numbers from the dataset"),
     "contribute": ("analysis.publish.contribute", "pack a run with its machine description and checksums into one archive"),
     "merge": ("analysis.publish.intake", "add runs (contribution archives or run directories) to the dataset, never overwriting"),

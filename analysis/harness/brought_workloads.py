@@ -102,6 +102,15 @@ def _named_file(word: str) -> Path | None:
     return None
 
 
+def absolute_word(word: str) -> tuple[str, Path | None]:
+    """A command word as a run in a scratch folder needs it: one naming an existing file (itself, or as the
+    value of `--option=value`) rewritten to the absolute path, with that file (None for any other word)."""
+    path = _named_file(word)
+    if path is None:
+        return word, None
+    return (str(path) if Path(word).expanduser().is_file() else f"{word.partition('=')[0]}={path}"), path
+
+
 def command_workload(name: str, command: str, taken=()) -> CommandWorkload:
     if not NAME.fullmatch(name or ""):
         raise HeapcostError(f"extra workload name {name!r} may use only letters, digits, - _ . (and not start "
@@ -117,13 +126,11 @@ def command_workload(name: str, command: str, taken=()) -> CommandWorkload:
     program = _program(name, words[0])
     out, files = [str(program)], [(str(program), _sha256(program))]
     for word in words[1:]:
-        path = _named_file(word)
-        if path is None:
-            out.append(word)
-            continue
         # the trial runs in a scratch folder: a relative path must name the same file from there
-        out.append(str(path) if Path(word).expanduser().is_file() else f"{word.partition('=')[0]}={path}")
-        files.append((str(path), _sha256(path)))
+        word, path = absolute_word(word)
+        out.append(word)
+        if path is not None:
+            files.append((str(path), _sha256(path)))
     return CommandWorkload(name, "command", f"brought by the user: {portable_text(command)}", None,
                            f"{SCALE_FIELD} = the trial's scale" if SCALE_FIELD in command else "no scale argument",
                            default=False, command=command, words=tuple(out), files=tuple(files))

@@ -34,8 +34,8 @@ BUILD_TOOLS = ("build-essential", "cmake", "dpkg-dev")
 # perl's own Build-Depends for its bundled extensions: installed always, so every machine builds the same set
 PERL_EXTENSION_LIBS = ("libdb-dev", "libgdbm-dev", "libgdbm-compat-dev", "zlib1g-dev", "libbz2-dev")
 MUSL_PACKAGE = "musl-tools"
-# what the workloads, the probes, callgrind mode, debsrc and `make bench` run besides the allocators
-TOOL_PACKAGES = ("gcc", "g++", "make", "dpkg-dev", "perl", "python3", "sqlite3", "valgrind", "hyperfine",
+# what the workloads, the probes, callgrind mode, debsrc, `make bench` and `profile` (strace) run besides the allocators
+TOOL_PACKAGES = ("gcc", "g++", "make", "dpkg-dev", "perl", "python3", "sqlite3", "valgrind", "hyperfine", "strace",
                  "redis-server", "redis-tools", "chromium",  # chromium: tests/test_browser.py opens paper.html headless
                  "slurm-wlm", "munge")  # the fleet's test starts a one-node Slurm cluster on the loopback interface
 PYPI_LIB_GLOB = "lib/python3*/site-packages/cmeel.prefix/lib/libmimalloc.so*"

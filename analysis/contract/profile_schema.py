@@ -1,0 +1,106 @@
+"""The allocation profile's table (`python -m analysis profile -- PROGRAM ARGS`, analysis/harness/profile.py):
+its columns, and every quantity with its unit, whether it is given per size class, and what it is.
+
+A tidy table, one row per quantity and, for the quantities given per size class, one more per class. It is
+written on demand for any program, beside the user's own files: not a table of the dataset, so the codebook
+of data/ does not list it; docs/design.md (the allocation profile) does.
+"""
+from analysis.contract.schema import _f
+
+PROFILE_ENTRY_POINTS = ("malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
+                        "memalign", "valloc", "pvalloc")
+SIZE_CLASSES = ("A power of two named by its upper bound: class 1 holds 1 byte, class 2 holds 2 bytes, class "
+                "2^k the sizes 2^(k-1)+1 to 2^k (24 bytes are class 32, 4000 bytes class 4096); class 0 holds "
+                "0 bytes.")
+_COUNTING = "the counting run (allocprofile.c preloaded)"
+_SYSCALLS = ("the system-call run (strace -f, every process and thread; the loader's and the program's own calls "
+             "included, so not the allocator's alone); absent when strace is not installed")
+
+
+def _profile_quantities() -> dict:
+    """quantity -> (unit, given per size class, what it is)."""
+    q = {
+        "processes": ("count", False, f"Processes of {_COUNTING} that reported: each reports when it exits "
+                      "(exit, return from main, _exit); one killed by a signal reports nothing, a vfork() child "
+                      "neither (its calls are its parent's)."),
+        "threads": ("count", False, "Threads that made at least one allocation call, summed over processes."),
+        "peak_live_bytes": ("bytes", False, "The most requested bytes live at once in one process (the largest "
+                            "over processes); what was asked for, not what the allocator used."),
+        "reuse_window": ("allocations", False, "The reuse window: a free counts as reused when one of the next "
+                         "this many allocations of the same thread asks for its size class."),
+    }
+    for entry in PROFILE_ENTRY_POINTS:
+        what = {"free": "calls of free with a pointer the shim saw allocated, by the class of the size asked for "
+                        "at allocation (the total adds free_untracked_calls)",
+                "realloc": "calls by the class of the new size (realloc of NULL included)",
+                "reallocarray": "calls by the class of the new size (n * size)",
+                "calloc": "calls by the class of n * size"}.get(entry, "calls by the class of the size asked for")
+        q[f"{entry}_calls"] = ("count", True, f"{entry}: {what}; size_class empty: all classes.")
+    q.update({
+        "free_null_calls": ("count", False, "Calls of free(NULL) (glibc's own thread exit makes some)."),
+        "free_untracked_calls": ("count", False, "Frees of blocks the shim did not see allocated (before it "
+                                 "resolved glibc's functions): counted without a class."),
+        "alloc_failed": ("count", False, "Allocation calls that returned no memory for a non-zero size."),
+        "frees_reused": ("count", True, "Frees (in free_calls) taken again: one of the next reuse_window "
+                         "allocations of the freeing thread (malloc, calloc, the aligned ones, realloc of NULL) "
+                         "asked for the same class. Each allocation takes at most one free, the oldest of its "
+                         "class still in the window, which pairs as many as any order could."),
+        "reuse_share": ("share", True, "frees_reused / free_calls of the class; empty size_class: of all "
+                        "classes, free_untracked_calls left out. Absent when there was no such free."),
+        "realloc_grow": ("count", False, "realloc and reallocarray calls to a larger requested size."),
+        "realloc_shrink": ("count", False, "... to a smaller requested size (not 0)."),
+        "realloc_same": ("count", False, "... to the same requested size."),
+        "realloc_from_null": ("count", False, "... of NULL (an allocation)."),
+        "realloc_to_zero": ("count", False, "... to size 0 (glibc frees the block)."),
+        "realloc_untracked": ("count", False, "... of a block the shim did not see allocated (growth unknown)."),
+        "realloc_failed": ("count", False, "... that returned NULL for a non-zero size (the block stays)."),
+        "realloc_moved": ("count", False, "Of the grow, shrink and same calls, those whose block moved."),
+        "realloc_moved_bytes": ("bytes", False, "Bytes the moves copied: the smaller of the old and the new "
+                                "requested size, summed over realloc_moved."),
+        "realloc_grow_factor_le2": ("count", False, "Of realloc_grow, new size / old size at most 2."),
+        "realloc_grow_factor_le4": ("count", False, "... above 2, at most 4."),
+        "realloc_grow_factor_le8": ("count", False, "... above 4, at most 8."),
+        "realloc_grow_factor_gt8": ("count", False, "... above 8 (or from a block of 0 bytes)."),
+        "syscall_tasks": ("count", False, f"Processes and threads traced in {_SYSCALLS}."),
+        "mmap_calls": ("count", False, f"Successful mmap calls in {_SYSCALLS}."),
+        "mmap_anon_bytes": ("bytes", False, "Bytes mapped anonymous, readable or writable, at an address the "
+                            "kernel chose, not a stack: glibc's large blocks and heaps, the program's own."),
+        "mmap_reserve_bytes": ("bytes", False, "Bytes mapped anonymous with PROT_NONE: address space reserved "
+                               "(glibc's thread arenas), made usable later by mprotect."),
+        "mmap_stack_bytes": ("bytes", False, "Bytes mapped with MAP_STACK (thread stacks)."),
+        "mmap_other_bytes": ("bytes", False, "Bytes mapped from files or at a fixed address (the loader's "
+                             "libraries)."),
+        "munmap_calls": ("count", False, "Successful munmap calls."),
+        "munmap_bytes": ("bytes", False, "Bytes unmapped."),
+        "brk_calls": ("count", False, "brk calls (brk(NULL), which reads the break, included)."),
+        "brk_grow_bytes": ("bytes", False, "Bytes the break moved up, from the break the same task saw "
+                           "before (a task's first move, when it never read the break, is not counted)."),
+        "brk_shrink_bytes": ("bytes", False, "Bytes the break moved down, counted the same way."),
+        "mremap_calls": ("count", False, "Successful mremap calls."),
+        "mremap_grow_bytes": ("bytes", False, "Bytes mremap added (new size - old size, when larger)."),
+        "mremap_shrink_bytes": ("bytes", False, "Bytes mremap removed."),
+        "mprotect_calls": ("count", False, "Successful mprotect calls."),
+        "mprotect_rw_bytes": ("bytes", False, "Bytes mprotect made readable and writable (glibc growing a "
+                              "thread arena inside its reservation, or making a new thread's stack usable)."),
+        "madvise_calls": ("count", False, "Successful madvise calls."),
+        "madvise_release_bytes": ("bytes", False, "Bytes given back by madvise MADV_DONTNEED, MADV_FREE or "
+                                  "MADV_REMOVE (the allocator returning pages it keeps mapped; glibc a finished "
+                                  "thread's stack)."),
+        "wall_s": ("s", False, "Wall time of one run of the program with nothing preloaded (heapcost's "
+                   "launcher, CLOCK_MONOTONIC): one run, not a measurement with an interval."),
+        "user_s": ("s", False, "User CPU time of that run (wait4 rusage)."),
+        "sys_s": ("s", False, "System CPU time of that run."),
+        "maxrss_kb": ("KiB", False, "Peak resident set size of that run (ru_maxrss)."),
+    })
+    return q
+
+
+PROFILE_QUANTITIES = _profile_quantities()
+PROFILE = [
+    _f("quantity", "string", "What is counted or timed (PROFILE_QUANTITIES in analysis/contract/profile_schema.py; "
+       "docs/design.md, the allocation profile).", required=True, enum=list(PROFILE_QUANTITIES)),
+    _f("size_class", "integer", "The size class of a per-class row, empty for a total. " + SIZE_CLASSES,
+       "bytes", minimum=0),
+    _f("value", "number", "The count, bytes, share or seconds (the quantity's unit).", required=True, minimum=0),
+]
+PROFILE_COLUMNS = [f["name"] for f in PROFILE]

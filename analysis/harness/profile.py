@@ -1,0 +1,295 @@
+"""`python -m analysis profile [--out FILE.csv] -- PROGRAM ARGS`: a program's allocation profile.
+
+The program runs under the system glibc three times, each as a brought workload's trial runs it (a scratch
+folder, the fixed small environment of trial.clean_env, arguments naming existing files made absolute):
+1. with the counting shim allocprofile.c preloaded: calls per entry point and size class, realloc growth,
+   reuse of freed sizes, threads, peak live bytes (the shim's report format is in its header);
+2. under `strace -f` (when installed): the mmap, munmap, brk, mremap, mprotect and madvise calls of every
+   process and thread, and the bytes they map and unmap (a preloaded shim cannot see the allocator's own);
+3. with nothing preloaded, through heapcost's launcher: wall time, CPU time and peak RSS.
+The profile is a tidy CSV: quantity, size_class, value (contract/profile_schema.py: PROFILE, PROFILE_QUANTITIES).
+The counting run and the system-call run are separate runs of the same command: a program that does not
+allocate the same way every time gives each its own run's numbers.
+"""
+import argparse
+import csv
+import io
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from analysis.contract.profile_schema import PROFILE_COLUMNS, PROFILE_ENTRY_POINTS, PROFILE_QUANTITIES
+from analysis.errors import HeapcostError, warn
+from analysis.harness import launcher
+from analysis.harness.brought_workloads import absolute_word
+from analysis.harness.build import build_c
+from analysis.harness.trial import clean_env, first_line, is_static_elf, preloadable_path
+from analysis.paths import NATIVE_DIR
+
+TIMEOUT_S = 600
+TRACED = ("execve", "mmap", "munmap", "brk", "mremap", "mprotect", "madvise")
+RELEASE_ADVICE = ("MADV_DONTNEED", "MADV_FREE", "MADV_REMOVE")
+PER_CLASS = [q for q, (_, per_class, _) in PROFILE_QUANTITIES.items() if per_class]
+
+
+def allocprofile_path() -> Path:
+    return build_c("allocprofile", [NATIVE_DIR / "allocprofile.c"], shared=True, ldflags=["-ldl"])
+
+
+# ---- the program ----
+
+def resolve_command(command: list[str]) -> list[str]:
+    """The argv to run: the program found (on PATH when it names no folder) and checked, the arguments that
+    name existing files made absolute (the runs happen in a scratch folder)."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise HeapcostError("no program to profile: write `profile -- PROGRAM ARGS`")
+    word = command[0]
+    if "/" in word:
+        path = Path(word).expanduser().absolute()
+        if not path.exists():
+            raise HeapcostError(f"program {word} not found")
+    else:
+        found = shutil.which(word)
+        if found is None:
+            raise HeapcostError(f"program {word!r} not found on PATH")
+        path = Path(found).absolute()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise HeapcostError(f"{path} is not an executable file")
+    if is_static_elf(path):
+        raise HeapcostError(f"{path} is statically linked, so no LD_PRELOAD can count its malloc calls: link it "
+                            "dynamically")
+    return [str(path), *(absolute_word(arg)[0] for arg in command[1:])]
+
+
+def _run(argv, workdir: Path, env: dict, timeout: float, what: str, wrapper=()):
+    result = launcher.run(argv, env=env, stdout=workdir / "stdout", stderr=workdir / "stderr", cwd=workdir,
+                          timeout=timeout, wrapper=wrapper)
+    if result.status != "exited" or result.exit_code != 0:
+        how = {"exited": f"exited with status {result.exit_code}", "signaled": f"was killed by signal {result.signal}",
+               "timeout": f"did not finish within {timeout:g} s"}.get(result.status, result.error or result.status)
+        why = first_line(workdir / "stderr")
+        raise HeapcostError(f"{Path(argv[0]).name} {how} in the {what}" + (f": {why}" if why else ""))
+    return result
+
+
+# ---- the counting run ----
+
+def parse_shim_report(text: str) -> dict:
+    """The shim's reports (one block per process) summed: {(quantity, size_class or None): value}.
+    peak_live_bytes and reuse_window are the largest over processes; everything else adds up."""
+    out: dict = defaultdict(int)
+    for number, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 3 or parts[0] not in PROFILE_QUANTITIES:
+            raise HeapcostError(f"the counting shim's report has an unreadable line {number}: {line[:80]!r}")
+        key = (parts[0], None if parts[1] == "-" else int(parts[1]))
+        value = int(parts[2])
+        out[key] = max(out[key], value) if parts[0] in ("peak_live_bytes", "reuse_window") else out[key] + value
+    return dict(out)
+
+
+def with_totals(counts: dict) -> dict:
+    """The per-class quantities' totals (size_class None), free_calls with the untracked frees, and the
+    reuse shares (per class and in all: frees_reused over the frees of a known class)."""
+    out = dict(counts)
+    for q in PER_CLASS:
+        if q == "reuse_share":
+            continue
+        classes = {c: v for (name, c), v in counts.items() if name == q and c is not None}
+        out[(q, None)] = sum(classes.values()) + (counts.get(("free_untracked_calls", None), 0)
+                                                  if q == "free_calls" else 0)
+    frees = {c: v for (name, c), v in counts.items() if name == "free_calls" and c is not None}
+    for c, n in frees.items():
+        if n:
+            out[("reuse_share", c)] = counts.get(("frees_reused", c), 0) / n
+    if sum(frees.values()):
+        out[("reuse_share", None)] = out[("frees_reused", None)] / sum(frees.values())
+    return out
+
+
+def count_calls(argv, timeout: float = TIMEOUT_S) -> dict:
+    with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
+        tmp = Path(tmp)
+        report = tmp / "allocprofile.report"
+        env = {**clean_env(tmp), "LD_PRELOAD": preloadable_path(allocprofile_path()), "HEAPCOST_PROFILE": str(report)}
+        _run(argv, tmp, env, timeout, "counting run")
+        text = report.read_text() if report.is_file() else ""
+    counts = parse_shim_report(text)
+    if not counts.get(("processes", None)):
+        raise HeapcostError(f"{Path(argv[0]).name} left no allocation report: none of its processes exited "
+                            "normally with the counting shim loaded")
+    return with_totals(counts)
+
+
+# ---- the system-call run ----
+
+CALL = re.compile(r"^(?:\d+\s+)?(\w+)\((.*)\)\s+=\s+(-?\w+)")
+
+
+def _int(text: str) -> int:
+    text = text.strip()
+    return 0 if text == "NULL" else int(text, 0)
+
+
+def parse_trace(texts) -> dict:
+    """{(quantity, None): value} from strace output, one text per traced task (strace -ff): the calls that
+    succeeded, the bytes they mapped, unmapped, moved the break by, made writable or gave back."""
+    out = {(q, None): 0 for q in ("syscall_tasks", "mmap_calls", "mmap_anon_bytes", "mmap_reserve_bytes",
+                                  "mmap_stack_bytes", "mmap_other_bytes", "munmap_calls", "munmap_bytes",
+                                  "brk_calls", "brk_grow_bytes", "brk_shrink_bytes", "mremap_calls",
+                                  "mremap_grow_bytes", "mremap_shrink_bytes", "mprotect_calls", "mprotect_rw_bytes",
+                                  "madvise_calls", "madvise_release_bytes")}
+
+    def add(quantity, value):
+        out[(quantity, None)] += value
+
+    for text in texts:
+        add("syscall_tasks", 1)
+        brk = None
+        for line in text.splitlines():
+            m = CALL.match(line)
+            if not m:
+                continue
+            name, args, ret = m.group(1), [a.strip() for a in m.group(2).split(",")], m.group(3)
+            if ret.startswith("-"):
+                continue  # failed (or, for mmap, MAP_FAILED)
+            if name == "execve":
+                brk = None
+            elif name == "brk":
+                add("brk_calls", 1)
+                new = _int(ret)
+                if brk is not None and args[0] != "NULL":
+                    add("brk_grow_bytes" if new > brk else "brk_shrink_bytes", abs(new - brk))
+                brk = new
+            elif name == "mmap" and len(args) >= 4:
+                add("mmap_calls", 1)
+                length, prot, flags = _int(args[1]), args[2], args[3]
+                if "MAP_ANONYMOUS" not in flags or "MAP_FIXED" in flags:
+                    add("mmap_other_bytes", length)
+                elif "MAP_STACK" in flags:
+                    add("mmap_stack_bytes", length)
+                elif prot == "PROT_NONE":
+                    add("mmap_reserve_bytes", length)
+                else:
+                    add("mmap_anon_bytes", length)
+            elif name == "munmap" and len(args) >= 2:
+                add("munmap_calls", 1)
+                add("munmap_bytes", _int(args[1]))
+            elif name == "mremap" and len(args) >= 3:
+                add("mremap_calls", 1)
+                old, new = _int(args[1]), _int(args[2])
+                add("mremap_grow_bytes" if new > old else "mremap_shrink_bytes", abs(new - old))
+            elif name == "mprotect" and len(args) >= 3:
+                add("mprotect_calls", 1)
+                if "PROT_READ" in args[2] and "PROT_WRITE" in args[2]:
+                    add("mprotect_rw_bytes", _int(args[1]))
+            elif name == "madvise" and len(args) >= 3:
+                add("madvise_calls", 1)
+                if args[2] in RELEASE_ADVICE:
+                    add("madvise_release_bytes", _int(args[1]))
+    return out
+
+
+def trace_memory_calls(argv, timeout: float = TIMEOUT_S) -> dict:
+    strace = shutil.which("strace")
+    if strace is None:
+        raise HeapcostError("strace is not installed (apt-get install strace, or `make system-deps`)")
+    with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
+        tmp = Path(tmp)
+        traces = tmp / "traces"
+        traces.mkdir()
+        wrapper = [strace, "-ff", "-qq", "-e", "signal=none", "-e", "trace=" + ",".join(TRACED),
+                   "-o", str(traces / "task")]
+        _run(argv, tmp, clean_env(tmp), timeout, "system-call run", wrapper)
+        texts = [p.read_text(errors="replace") for p in sorted(traces.iterdir())]
+    return parse_trace(texts)
+
+
+# ---- the timed run, the profile ----
+
+def time_run(argv, timeout: float = TIMEOUT_S) -> dict:
+    with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
+        result = _run(argv, Path(tmp), clean_env(Path(tmp)), timeout, "timed run")
+    return {("wall_s", None): result.wall_s, ("user_s", None): result.user_s, ("sys_s", None): result.sys_s,
+            ("maxrss_kb", None): result.maxrss_kb}
+
+
+def profile_rows(values: dict) -> list[dict]:
+    """The tidy rows, in the schema's order of quantities, then by size class (the total first)."""
+    order = {q: i for i, q in enumerate(PROFILE_QUANTITIES)}
+    rows = []
+    for (quantity, size_class), value in sorted(values.items(),
+                                                key=lambda kv: (order[kv[0][0]], -1 if kv[0][1] is None else kv[0][1])):
+        if isinstance(value, float):
+            value = round(value, 6)
+        rows.append({"quantity": quantity, "size_class": "" if size_class is None else size_class, "value": value})
+    return rows
+
+
+def profile(command, timeout: float = TIMEOUT_S, syscalls: bool = True) -> list[dict]:
+    """The allocation profile of `command` (PROGRAM ARGS...) as tidy rows. Without strace (or with syscalls
+    False) the system-call quantities are left out, with a warning when strace was wanted."""
+    argv = resolve_command(list(command))
+    values = count_calls(argv, timeout)
+    if syscalls:
+        if shutil.which("strace"):
+            values.update(trace_memory_calls(argv, timeout))
+        else:
+            warn("strace is not installed: the profile has no mmap, munmap or brk counts (apt-get install strace)")
+    values.update(time_run(argv, timeout))
+    return profile_rows(values)
+
+
+def csv_text(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=PROFILE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def summary(rows: list[dict]) -> str:
+    total = {r["quantity"]: r["value"] for r in rows if r["size_class"] == ""}
+    allocations = sum(total.get(f"{e}_calls", 0) for e in PROFILE_ENTRY_POINTS if e != "free")
+    share = total.get("reuse_share")
+    parts = [f"{allocations} allocation calls, {total.get('free_calls', 0)} frees",
+             f"{share:.1%} of frees reused within {total.get('reuse_window')} allocations" if share is not None
+             else "no frees", f"threads that allocated: {total.get('threads', 0)}"]
+    if "mmap_calls" in total:
+        parts.append(f"{total['mmap_calls']} mmap / {total['munmap_calls']} munmap calls")
+    parts.append(f"wall {total['wall_s']:.3f} s")
+    return "; ".join(parts)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = "%(prog)s [--out FILE.csv] [--timeout S] [--no-syscalls] -- PROGRAM ARGS..."
+    parser.add_argument("--out", help="write the profile CSV here (default: standard output)")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S,
+                        help=f"seconds each run of the program may take (default {TIMEOUT_S})")
+    parser.add_argument("--no-syscalls", action="store_true",
+                        help="skip the system-call run under strace (no mmap, munmap or brk quantities)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
+
+
+def run(args) -> int:
+    if args.timeout <= 0:
+        raise HeapcostError(f"--timeout must be positive, not {args.timeout:g}")
+    rows = profile(args.command, timeout=args.timeout, syscalls=not args.no_syscalls)
+    text = csv_text(rows)
+    if not args.out:
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.out)
+    if out.parent and not out.parent.is_dir():
+        raise HeapcostError(f"--out: folder {out.parent} does not exist")
+    out.write_text(text)
+    print(f"{out}: {summary(rows)}")
+    return 0

@@ -1,0 +1,285 @@
+"""`python -m analysis profile`: a program's allocation profile, checked on a fixture program whose profile is
+known exactly (tests/fixtures/alloc_profile.c), the system-call parser on a trace written by hand, and every
+kind of bad input ending in one line and a non-zero exit."""
+import csv
+import io
+import shutil
+import subprocess
+
+import pytest
+
+from analysis.contract.profile_schema import PROFILE_COLUMNS, PROFILE_ENTRY_POINTS, PROFILE_QUANTITIES
+from analysis.errors import HeapcostError
+from analysis.harness import profile
+from analysis.harness.build import build_c
+from conftest import FIXTURES, cli, cli_here
+
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None,
+                                  reason="strace is not installed (apt-get install strace, or make system-deps)")
+
+# What tests/fixtures/alloc_profile.c asks for, by entry point and size class (the upper bound of its power of two)
+SMALL, MEDIUM, THREADED = 32, 64, 2048
+CONSTRUCTION = {
+    "malloc_calls": {SMALL: 1000 + 100 + 10 + 10, 4096: 10, 128: 1, 16: 1, 1 << 20: 1, MEDIUM: 10 * 8 + 10 * 7,
+                     THREADED: 50 + 1},
+    "calloc_calls": {1024: 5},
+    "realloc_calls": {256: 1, 1024: 1, 8192: 1, 64: 2},
+    "posix_memalign_calls": {64: 1},
+    "aligned_alloc_calls": {128: 1},
+    "memalign_calls": {16: 1},
+    # every block is freed once, by the class it was asked for in
+    "free_calls": {SMALL: 100 + 10 + 10 + 1000, MEDIUM: 150 + 1 + 1, 4096: 10, 1024: 5, 128: 1, 16: 2, 1 << 20: 1,
+                   THREADED: 51},
+    # the first 100 frees of 24 bytes taken at once, 10 at the window's edge (none past it); 49 of the second
+    # thread's 50 (the main thread's malloc after the join takes none of them)
+    "frees_reused": {SMALL: 100 + 10, THREADED: 49},
+}
+
+
+@pytest.fixture(scope="module")
+def fixture_program():
+    return str(build_c("alloc_profile", [FIXTURES / "alloc_profile.c"], ldflags=["-pthread"]))
+
+
+def per_class(values: dict, quantity: str) -> dict:
+    return {c: v for (q, c), v in values.items() if q == quantity and c is not None and v}
+
+
+def test_counts_by_entry_point_and_size_class_match_the_construction(fixture_program, tmp_path):
+    moved = tmp_path / "moved.txt"
+    got = profile.count_calls([fixture_program, str(moved)])
+    # glibc's own calls for starting and joining a thread (the new thread's TLS vector): the same program
+    # doing nothing but that, counted the same way, added to what the construction asks for
+    glibc = profile.count_calls([fixture_program, "baseline"])
+    for quantity in [f"{e}_calls" for e in PROFILE_ENTRY_POINTS] + ["frees_reused"]:
+        expected = dict(CONSTRUCTION.get(quantity, {}))
+        for c, v in per_class(glibc, quantity).items():
+            expected[c] = expected.get(c, 0) + v
+        assert per_class(got, quantity) == expected, quantity
+        assert got[(quantity, None)] == sum(expected.values()) + (got[("free_untracked_calls", None)]
+                                                                  if quantity == "free_calls" else 0)
+    assert got[("free_untracked_calls", None)] == 0 and got[("alloc_failed", None)] == 0
+    assert got[("processes", None)] == 1 and got[("threads", None)] == 2 and got[("reuse_window", None)] == 8
+    # live at the peak: the 1 MiB block with everything allocated before it
+    assert got[("peak_live_bytes", None)] == 1000 * 24 + 10 * 4000 + 5 * 1000 + 50 + 16 + 48 + 128 + 16 + (1 << 20)
+    frees = sum(per_class(got, "free_calls").values())
+    assert got[("reuse_share", None)] == pytest.approx((110 + 49 + sum(per_class(glibc, "frees_reused").values()))
+                                                       / frees)
+    assert got[("reuse_share", SMALL)] == pytest.approx(110 / 1120)
+    assert got[("reuse_share", THREADED)] == pytest.approx(49 / 51)
+    assert got[("reuse_share", 4096)] == 0
+
+
+def test_realloc_growth_matches_the_construction(fixture_program, tmp_path):
+    moved = tmp_path / "moved.txt"
+    got = profile.count_calls([fixture_program, str(moved)])
+    expected = {"realloc_grow": 3, "realloc_shrink": 1, "realloc_same": 1, "realloc_from_null": 0,
+                "realloc_to_zero": 0, "realloc_untracked": 0, "realloc_failed": 0,
+                "realloc_grow_factor_le2": 1, "realloc_grow_factor_le4": 1, "realloc_grow_factor_le8": 0,
+                "realloc_grow_factor_gt8": 1}
+    assert {q: got[(q, None)] for q in expected} == expected
+    # which reallocs moved is glibc's choice: the program saw it and wrote it down (the first one must move,
+    # a block sits right after it)
+    seen = dict(part.split("=") for part in moved.read_text().split())
+    assert got[("realloc_moved", None)] == int(seen["moved"]) >= 1
+    assert got[("realloc_moved_bytes", None)] == int(seen["moved_bytes"]) >= 100
+
+
+FORKS = r"""
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *volatile kept;
+int main(void)
+{
+    kept = malloc(10); free(kept);                                    /* the parent: class 16 */
+    pid_t c = vfork();
+    if (c == 0)
+        _exit(0);                                                     /* shares the parent's memory: no report */
+    waitpid(c, 0, 0);
+    c = fork();
+    if (c == 0) { kept = malloc(20); free(kept); _exit(0); }          /* its own report, by _exit: class 32 */
+    waitpid(c, 0, 0);
+    return 0;
+}
+"""
+
+
+def test_each_process_reports_its_own_calls_a_forked_child_by_exit_a_vfork_child_not(tmp_path):
+    source = tmp_path / "forks.c"
+    source.write_text(FORKS)
+    got = profile.count_calls([str(build_c("forks", [source]))])
+    assert got[("processes", None)] == 2
+    assert per_class(got, "malloc_calls") == {16: 1, 32: 1} and per_class(got, "free_calls") == {16: 1, 32: 1}
+
+
+def test_the_shim_report_sums_processes_and_keeps_the_largest_peak():
+    text = ("processes - 1\nthreads - 2\npeak_live_bytes - 500\nreuse_window - 8\nmalloc_calls 32 3\n"
+            "processes - 1\nthreads - 1\npeak_live_bytes - 900\nreuse_window - 8\nmalloc_calls 32 4\n"
+            "malloc_calls 0 1\n")
+    got = profile.parse_shim_report(text)
+    assert got == {("processes", None): 2, ("threads", None): 3, ("peak_live_bytes", None): 900,
+                   ("reuse_window", None): 8, ("malloc_calls", 32): 7, ("malloc_calls", 0): 1}
+    with pytest.raises(HeapcostError, match="unreadable line 2"):
+        profile.parse_shim_report("processes - 1\nnot a quantity 3\n")
+
+
+TRACE_MAIN = """\
+execve("/usr/bin/prog", ["prog"], 0x7ffd /* 7 vars */) = 0
+brk(NULL)                               = 0x1000000
+mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f0000000000
+mmap(NULL, 39335, PROT_READ, MAP_PRIVATE, 3, 0) = 0x7f0000100000
+mmap(0x7f0000200000, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x7f0000200000
+mprotect(0x7f0000300000, 16384, PROT_READ) = 0
+brk(0x1021000)                          = 0x1021000
+brk(0x1011000)                          = 0x1011000
+mmap(NULL, 1052672, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f0000400000
+mmap(NULL, 1099511627776, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = -1 ENOMEM (Cannot allocate memory)
+mremap(0x7f0000400000, 1052672, 2101248, MREMAP_MAYMOVE) = 0x7f0000600000
+mremap(0x7f0000600000, 2101248, 1052672, 0) = 0x7f0000600000
+munmap(0x7f0000600000, 1052672)         = 0
+mmap(NULL, 8392704, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_STACK, -1, 0) = 0x7f0001000000
+mprotect(0x7f0001001000, 8388608, PROT_READ|PROT_WRITE) = 0
+execve("/usr/bin/other", ["other"], 0x1 /* 7 vars */) = 0
+brk(0x3000000)                          = 0x3000000
+brk(0x3001000)                          = 0x3001000
+"""
+TRACE_THREAD = """\
+mmap(NULL, 134217728, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0) = 0x7e0000000000
+munmap(0x7e0000000000, 67108864)        = 0
+mprotect(0x7e0004000000, 135168, PROT_READ|PROT_WRITE) = 0
+madvise(0x7e0004000000, 65536, MADV_DONTNEED) = 0
+madvise(0x7e0004010000, 4096, MADV_WILLNEED) = 0
+"""
+
+
+def test_the_system_call_trace_is_counted_call_by_call():
+    got = {q: v for (q, _), v in profile.parse_trace([TRACE_MAIN, TRACE_THREAD]).items()}
+    assert got == {
+        "syscall_tasks": 2,
+        "mmap_calls": 6,  # the failed one left out
+        "mmap_anon_bytes": 8192 + 1052672, "mmap_reserve_bytes": 134217728, "mmap_stack_bytes": 8392704,
+        "mmap_other_bytes": 39335 + 4096,  # a file, and a fixed address
+        "munmap_calls": 2, "munmap_bytes": 1052672 + 67108864,
+        # after execve the break is another process's: its first move, never read, is not counted
+        "brk_calls": 5, "brk_grow_bytes": 0x21000 + 0x1000, "brk_shrink_bytes": 0x10000,
+        "mremap_calls": 2, "mremap_grow_bytes": 2101248 - 1052672, "mremap_shrink_bytes": 2101248 - 1052672,
+        "mprotect_calls": 3, "mprotect_rw_bytes": 8388608 + 135168,
+        "madvise_calls": 2, "madvise_release_bytes": 65536,
+    }
+    assert set(got) <= set(PROFILE_QUANTITIES)
+
+
+@needs_strace
+def test_the_system_call_run_sees_the_large_block_and_the_thread(fixture_program):
+    got = {q: v for (q, _), v in profile.trace_memory_calls([fixture_program, "baseline"]).items()}
+    assert got["syscall_tasks"] == 2 and got["mmap_stack_bytes"] > 0  # the main thread and the one it starts
+    full = {q: v for (q, _), v in profile.trace_memory_calls([fixture_program]).items()}
+    # the 1 MiB block is past glibc's mmap threshold: mapped and unmapped on its own, beside what the loader
+    # and the thread map in the baseline
+    assert full["mmap_anon_bytes"] - got["mmap_anon_bytes"] >= 1 << 20
+    assert full["munmap_bytes"] - got["munmap_bytes"] >= 1 << 20
+    assert full["brk_grow_bytes"] > 0
+
+
+def read_profile(text: str) -> list[dict]:
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert rows and list(rows[0]) == PROFILE_COLUMNS
+    return rows
+
+
+def check_schema(rows: list[dict]) -> dict:
+    """Every row is a documented quantity, per class only where the schema says so, in a power-of-two class."""
+    values = {}
+    for row in rows:
+        unit, by_class, _ = PROFILE_QUANTITIES[row["quantity"]]
+        if row["size_class"]:
+            size_class = int(row["size_class"])
+            assert by_class and (size_class == 0 or size_class & (size_class - 1) == 0), row
+        value = float(row["value"])
+        assert value >= 0 and (unit != "share" or value <= 1), row
+        values[(row["quantity"], int(row["size_class"]) if row["size_class"] else None)] = value
+    return values
+
+
+def test_the_command_writes_the_documented_table(fixture_program, tmp_path):
+    out = tmp_path / "profile.csv"
+    done = cli("profile", "--no-syscalls", "--out", str(out), "--", fixture_program, str(tmp_path / "moved.txt"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{out}: ") and "threads that allocated: 2" in done.stdout
+    values = check_schema(read_profile(out.read_text()))
+    assert values[("malloc_calls", 4096)] == 10 and values[("calloc_calls", 1024)] == 5
+    assert values[("wall_s", None)] > 0 and values[("maxrss_kb", None)] > 0
+    assert not any(q.startswith(("mmap", "brk", "syscall")) for q, _ in values)
+
+
+@needs_strace
+def test_the_command_prints_the_table_with_the_system_calls_by_default(fixture_program):
+    done = cli("profile", "--", fixture_program, "baseline")
+    assert done.returncode == 0, done.stderr
+    values = check_schema(read_profile(done.stdout))
+    assert values[("syscall_tasks", None)] == 2 and values[("mmap_calls", None)] > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "no program to profile"),
+    (["--"], "no program to profile"),
+    (["--", "/nonexistent/program"], "program /nonexistent/program not found"),
+    (["--", "no-such-program-here"], "program 'no-such-program-here' not found on PATH"),
+    (["--", "sh", "-c", "echo the program broke >&2; exit 3"], "sh exited with status 3 in the counting run: "
+                                                               "the program broke"),
+    (["--timeout", "0", "--", "true"], "--timeout must be positive"),
+])
+def test_bad_input_is_one_line_and_a_non_zero_exit(args, message):
+    done = cli_here("profile", *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_program_is_found_on_path_and_its_file_arguments_made_absolute(tmp_path, monkeypatch):
+    """The runs happen in a scratch folder: a relative path must name the same file from there."""
+    (tmp_path / "words.txt").write_text("one\ntwo\n")
+    monkeypatch.chdir(tmp_path)
+    argv = profile.resolve_command(["--", "wc", "-l", "words.txt", "--files0-from=words.txt", "missing.txt"])
+    assert argv == [shutil.which("wc"), "-l", str(tmp_path / "words.txt"),
+                    f"--files0-from={tmp_path / 'words.txt'}", "missing.txt"]
+
+
+def test_a_file_that_is_not_executable_is_refused(tmp_path):
+    data = tmp_path / "data.txt"
+    data.write_text("not a program\n")
+    data.chmod(0o644)
+    done = cli_here("profile", "--", str(data))
+    assert done.returncode == 2 and "is not an executable file" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_static_program_is_refused_no_preload_reaches_it(tmp_path):
+    source = tmp_path / "static.c"
+    source.write_text("int main(void) { return 0; }\n")
+    program = tmp_path / "static"
+    if subprocess.run(["gcc", "-static", str(source), "-o", str(program)], capture_output=True).returncode:
+        pytest.skip("no static C library to link a static program with")
+    done = cli_here("profile", "--", str(program))
+    assert done.returncode == 2 and "statically linked" in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.paper
+def test_explore_profiles_the_program_its_parameter_names_and_otherwise_says_so(fixture_program, tmp_path):
+    import json
+
+    import papermill as pm
+
+    from analysis.paths import REPO
+
+    shown = {}
+    for name, command in (("named", f"{fixture_program} baseline"), ("none", "")):
+        output = tmp_path / f"explore-{name}.ipynb"
+        pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
+                            parameters={"workloads": "python", "allocators": "musl", "draws": 20,
+                                        "profile_command": command},
+                            cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
+        last = json.loads(output.read_text())["cells"][-1]
+        assert not any(o["output_type"] == "error" for o in last["outputs"])
+        shown[name] = "".join("".join(o.get("text", "")) for o in last["outputs"])
+    assert "threads that allocated: 1" in shown["named"] and "wall" in shown["named"]
+    assert shown["none"].startswith("No program named")
