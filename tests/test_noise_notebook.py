@@ -19,7 +19,7 @@ def _run(name, tmp_path, **parameters):
 
 def test_noise_notebook(tmp_path):
     out = tmp_path / "generated"
-    _run("noise", tmp_path, replications=12, seed=3, out_dir=str(out))
+    _run("noise", tmp_path, replications=12, debate_replications=3, seed=3, out_dir=str(out))
     summary = pd.read_csv(out / "noise_coverage.csv")
     assert set(summary["method"]) == {"heapcost (compare)", "Welch t on raw times",
                                       "hyperfine +- propagation", "heapcost (paired)"}
@@ -29,6 +29,8 @@ def test_noise_notebook(tmp_path):
     assert (out / "noise_coverage.svg").read_text().lstrip().startswith("<?xml")
     numbers = json.loads((out / "noise_numbers.json").read_text())
     assert numbers["replications"] == 12 and numbers["halfwidth_vs_welch"]
+    designs = pd.read_csv(out / "noise_debates_coverage.csv")  # the debates' designs, simulated
+    assert (designs["replications"] == 3).all() and set(designs["scenario"]) == {"uniform", "interaction"}
 
 
 def test_literature_notebook(tmp_path):
