@@ -77,20 +77,26 @@ def _sha256(path: Path) -> str:
 
 
 def _program(name: str, word: str) -> Path:
+    return dynamic_program(word, f"extra workload {name}: ", "replace its malloc")
+
+
+def dynamic_program(word: str, where: str = "", preload_does: str = "replace its malloc") -> Path:
+    """The program a command's first word names (a path, or found on PATH), checked to be an executable that
+    LD_PRELOAD can act on; otherwise a one-line error starting with `where`."""
     if "/" in word:
         path = Path(word).expanduser().absolute()
         if not path.exists():
-            raise HeapcostError(f"extra workload {name}: program {word} not found")
+            raise HeapcostError(f"{where}program {word} not found")
     else:
         found = shutil.which(word)
         if found is None:
-            raise HeapcostError(f"extra workload {name}: program {word!r} not found on PATH")
+            raise HeapcostError(f"{where}program {word!r} not found on PATH")
         path = Path(found).absolute()
     if not (path.is_file() and os.access(path, os.X_OK)):
-        raise HeapcostError(f"extra workload {name}: {path} is not an executable file")
+        raise HeapcostError(f"{where}{path} is not an executable file")
     if is_static_elf(path):
-        raise HeapcostError(f"extra workload {name}: {path} is statically linked, so no LD_PRELOAD can replace "
-                            "its malloc: link it dynamically")
+        raise HeapcostError(f"{where}{path} is statically linked, so no LD_PRELOAD can {preload_does}: link it "
+                            "dynamically")
     return path
 
 

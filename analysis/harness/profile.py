@@ -14,7 +14,6 @@ allocate the same way every time gives each its own run's numbers.
 import argparse
 import csv
 import io
-import os
 import re
 import shutil
 import sys
@@ -25,9 +24,9 @@ from pathlib import Path
 from analysis.contract.profile_schema import PROFILE_COLUMNS, PROFILE_ENTRY_POINTS, PROFILE_QUANTITIES
 from analysis.errors import HeapcostError, warn
 from analysis.harness import launcher
-from analysis.harness.brought_workloads import absolute_word
+from analysis.harness.brought_workloads import absolute_word, dynamic_program
 from analysis.harness.build import build_c
-from analysis.harness.trial import clean_env, first_line, is_static_elf, preloadable_path
+from analysis.harness.trial import clean_env, first_line, preloadable_path
 from analysis.paths import NATIVE_DIR
 
 TIMEOUT_S = 600
@@ -49,21 +48,7 @@ def resolve_command(command: list[str]) -> list[str]:
         command = command[1:]
     if not command:
         raise HeapcostError("no program to profile: write `profile -- PROGRAM ARGS`")
-    word = command[0]
-    if "/" in word:
-        path = Path(word).expanduser().absolute()
-        if not path.exists():
-            raise HeapcostError(f"program {word} not found")
-    else:
-        found = shutil.which(word)
-        if found is None:
-            raise HeapcostError(f"program {word!r} not found on PATH")
-        path = Path(found).absolute()
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise HeapcostError(f"{path} is not an executable file")
-    if is_static_elf(path):
-        raise HeapcostError(f"{path} is statically linked, so no LD_PRELOAD can count its malloc calls: link it "
-                            "dynamically")
+    path = dynamic_program(command[0], preload_does="count its malloc calls")
     return [str(path), *(absolute_word(arg)[0] for arg in command[1:])]
 
 
