@@ -72,26 +72,26 @@ def _keys(table, allowed: set, where: str) -> None:
         raise HeapcostError(f"{where}: unknown key {', '.join(unknown)}")
 
 
+def _named_table(data: dict, table: str, names, key: str, most: float, name: str) -> dict:
+    """{name: (value, reason)} of a [table.<name>] section that must name exactly `names`, each with its `key`
+    (a number from 0 to `most`) and a reason."""
+    section = data.get(table) or {}
+    if not isinstance(section, dict) or sorted(section) != sorted(names):
+        raise HeapcostError(f"{name}: [{table}.*] must name exactly {', '.join(names)}")
+    out = {}
+    for entry in names:
+        where = f"{name} {table} {entry}"
+        _keys(section[entry], {key, "reason"}, where)
+        out[entry] = (_number(section[entry], key, where, 0.0, most), _reason(section[entry], where))
+    return out
+
+
 def parse(data: dict, name: str = "security_weights.toml", probes=None, primitive_cells=None) -> Weights:
     """The weights from a parsed file. `probes` (ids) and `primitive_cells` ((bug class, primitive) pairs), when
     given, must each have exactly one entry."""
     _keys(data, {"capability", "outcome", "probe", "primitive"}, name)
-    caps = data.get("capability") or {}
-    if not isinstance(caps, dict) or sorted(caps) != sorted(CAPABILITIES):
-        raise HeapcostError(f"{name}: [capability.*] must name exactly {', '.join(CAPABILITIES)}")
-    capabilities = {}
-    for cap in CAPABILITIES:
-        where = f"{name} capability {cap}"
-        _keys(caps[cap], {"weight", "reason"}, where)
-        capabilities[cap] = (_number(caps[cap], "weight", where, 0.0, 100.0), _reason(caps[cap], where))
-    outs = data.get("outcome") or {}
-    if not isinstance(outs, dict) or sorted(outs) != sorted(OUTCOMES):
-        raise HeapcostError(f"{name}: [outcome.*] must name exactly {', '.join(OUTCOMES)}")
-    losses = {}
-    for outcome in OUTCOMES:
-        where = f"{name} outcome {outcome}"
-        _keys(outs[outcome], {"loss", "reason"}, where)
-        losses[outcome] = (_number(outs[outcome], "loss", where, 0.0, 1.0), _reason(outs[outcome], where))
+    capabilities = _named_table(data, "capability", CAPABILITIES, "weight", 100.0, name)
+    losses = _named_table(data, "outcome", OUTCOMES, "loss", 1.0, name)
     if losses["missed"][0] != 1.0 or losses["caught"][0] != 0.0:
         raise HeapcostError(f"{name}: a missed outcome loses 1 and a caught one 0; the other losses lie between")
     entries, seen = [], set()
