@@ -68,15 +68,16 @@ $(VENV_STAMP): requirements.txt pyproject.toml
 
 venv: $(VENV_STAMP) git-filter ## create .venv from requirements.txt
 
-# git stores notebooks/*.ipynb without outputs (.gitattributes names them; only the standard library runs)
-NBSTRIP := python3 -m analysis.publish.nbstrip
+# git stores notebooks/*.ipynb without outputs (.gitattributes names them; only the standard library runs); paper,
+# test-fast and measure set it again, so a clone whose filter names an older module is repaired by any of them
+NBSTRIP := python3 -m analysis.harness.nbstrip
 git-filter: ## strip notebook outputs on commit: the nbstrip clean filter in this clone's git config
 	@if git rev-parse --git-dir >/dev/null 2>&1; then git config filter.nbstrip.clean "$(NBSTRIP)"; fi
 
 system-deps: $(VENV_STAMP) ## install the Debian packages the tests and measurements use (root), or print the command
 	$(PY) -m analysis provision --no-build
 
-paper: $(VENV_STAMP) paper/paper.pdf paper/paper.html ## render paper/paper.pdf and paper/paper.html from the published dataset
+paper: $(VENV_STAMP) git-filter paper/paper.pdf paper/paper.html ## render paper/paper.pdf and paper/paper.html from the published dataset
 
 # one command makes both (grouped target); nothing changed in the inputs: nothing to do
 paper/paper.pdf paper/paper.html &: $(VENV_STAMP) $(PAPER_INPUTS) CITATION.cff
@@ -87,10 +88,10 @@ test: $(VENV_STAMP) system-deps paper ## run the whole test suite (real allocato
 	$(PY) -m pytest -q -n auto tests
 
 FAST := not (slow or allocators or valgrind or paper)
-test-fast: $(VENV_STAMP) ## the tests that need no allocator, valgrind, papermill or Typst (under a minute)
+test-fast: $(VENV_STAMP) git-filter ## the tests that need no allocator, valgrind, papermill or Typst (under a minute)
 	$(PY) -m pytest -q -n auto -m "$(FAST)" tests
 
-measure: $(VENV_STAMP) ## run a measurement campaign through notebooks/measure.ipynb into data/runs/
+measure: $(VENV_STAMP) git-filter ## run a measurement campaign through notebooks/measure.ipynb into data/runs/
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \
 		EXTRA_ALLOCATORS="$(EXTRA_ALLOCATORS)" MODE="$(MODE)" TARGET_CI="$(TARGET_CI)" BUDGET_MIN="$(BUDGET_MIN)" \
 		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)" PROTOCOL="$(PROTOCOL)" PIN="$(PIN)" \
@@ -126,7 +127,7 @@ allocators: $(VENV_STAMP) ## install and build every allocator here, into a cach
 
 lab: $(VENV_STAMP) git-filter ## open the notebooks in JupyterLab (saved without outputs: git status stays clean)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) \
-		--ContentsManager.pre_save_hook=analysis.publish.nbstrip.pre_save_hook
+		--ContentsManager.pre_save_hook=analysis.harness.nbstrip.pre_save_hook
 
 bench: $(VENV_STAMP) system-deps ## benchmark the measurement itself against hyperfine (results in bench/)
 	$(PY) -m analysis bench $(if $(filter 1,$(FORCE)),--force)

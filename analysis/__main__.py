@@ -1,3 +1,5 @@
+"""`python -m analysis COMMAND`: the command line (analysis/cli.py)."""
+
 import sys
 
 from analysis.cli import MODULE_PROG, main

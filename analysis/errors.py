@@ -1,3 +1,5 @@
+"""The one way a problem reaches the user: a HeapcostError printed on one line, or a one-line warning."""
+
 class HeapcostError(Exception):
     """A problem the user can fix: printed as one line, exit status 2, no traceback."""
 

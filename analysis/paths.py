@@ -1,3 +1,6 @@
+"""Where things are: the repository, the dataset, the build and cache folders, and every path a run
+records written so that it names no folder of the measuring machine."""
+
 import os
 import re
 from pathlib import Path

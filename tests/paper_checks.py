@@ -4,7 +4,7 @@ import json
 import re
 from pathlib import Path
 
-from analysis.publish import dataset
+from analysis.publish.dataset import archive
 
 
 def squash(text: str) -> str:
@@ -61,9 +61,9 @@ def assert_paper_states_generated(out: Path, pdf: Path, html: Path, data: Path) 
         if r.get("hosts_display", "n/a") not in ("n/a", ""):
             assert squash(r["hosts_display"]) in text, r["seed"]
     # data availability: the archive's checksum, computed again from the dataset
-    assert dataset.checksum(data) in text
+    assert archive.checksum(data) in text
     html_text = html.read_text()
-    assert dataset.checksum(data) in html_text
+    assert archive.checksum(data) in html_text
     for r in trade:
         assert r["overhead_display"] in html_text
 

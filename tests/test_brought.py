@@ -72,7 +72,8 @@ def test_the_map_count_is_checked_before_a_campaign(fake_hardened, tmp_path):
 
 @pytest.mark.slow
 def test_a_brought_fixture_goes_through_measure_probe_and_the_debate(fake_hardened, tmp_path, runs_dir):
-    from analysis.publish import debates, results
+    from analysis.publish.debates import questions
+    from analysis.publish.results import comparisons
     from simulated_dataset import make_dataset
 
     if int(Path("/proc/sys/vm/max_map_count").read_text()) < 1048576:
@@ -99,8 +100,8 @@ def test_a_brought_fixture_goes_through_measure_probe_and_the_debate(fake_harden
 
     data = make_dataset(tmp_path / "dataset")
     (data / "runs" / run_dir.name).symlink_to(run_dir)
-    res = results.compute(data)
-    row = debates.answer(res, res.figures).drop_duplicates("seed").set_index("seed").loc["001"]
+    res = comparisons.compute(data)
+    row = questions.answer(res, res.figures).drop_duplicates("seed").set_index("seed").loc["001"]
     assert row["configuration"] == "hardened-72fb357 / glibc" and row["run_id"] == run_dir.name
     assert "n/a" not in (row["display"], row["memory_display"], row["user_display"])  # system time: too
     # little at the smoke scale to be usable in every trial, so it may read n/a here

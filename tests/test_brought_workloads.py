@@ -138,12 +138,12 @@ def test_make_measure_with_a_brought_workload_under_two_allocators_reaches_the_r
     assert recorded["path"].startswith("{tmp}/") and len(recorded["sha256"]) == 64
     assert info["trial_cpus"]["mine"] in (None, sorted(os.sched_getaffinity(0)))
 
-    from analysis.publish import results, results_writer
+    from analysis.publish.results import comparisons, writer
 
-    res = results.compute(tmp_path / "data")
+    res = comparisons.compute(tmp_path / "data")
     out = tmp_path / "generated"
     out.mkdir()
-    results_writer.write_outputs(res, out)
+    writer.write_outputs(res, out)
     with open(out / "results_speed.csv") as fh:
         speed = [row for row in csv.DictReader(fh) if row["workload"] == "mine"]
     assert [row["allocator"] for row in speed] == ["glibc-copy"]

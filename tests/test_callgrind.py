@@ -48,7 +48,7 @@ def test_callgrind_counts_are_exact_and_scudo_is_recorded_missing(tmp_path):
     def once():
         run_dir = measure.run_campaign(profile="smoke", mode="callgrind", allocators="glibc,jemalloc,scudo",
                                        workloads="small-loop", runs_dir=runs, progress=False, seed=1)
-        from analysis.publish.summary import run_summary
+        from analysis.publish.results.summary import run_summary
 
         assert set(run_summary(run_dir)["allocator"]) == {"glibc", "jemalloc", "scudo"}
         with open(run_dir / "counts.csv", newline="") as fh:

@@ -3,9 +3,9 @@ import pandas as pd
 import pytest
 
 from analysis.harness import callgrind
-from analysis.publish.debates import claim_share
-from analysis.publish.results import per_free
-from analysis.publish.results_writer import alloc_shares
+from analysis.publish.debates.questions import claim_share
+from analysis.publish.results.comparisons import per_free
+from analysis.publish.results.writer import alloc_shares
 
 # main calls malloc (100 inclusive), realloc (200, which calls malloc: 30 inside it), operator new (80, which
 # calls malloc: 60 inside it), strdup (which calls malloc: 40) and a recursion of malloc (malloc'2 inside

@@ -9,13 +9,13 @@ import pytest
 import yaml
 
 from analysis import __version__
-from analysis.publish import codebook
-from analysis.publish import dataset, datapackage
+from analysis.publish.dataset import codebook
+from analysis.publish.dataset import archive, datapackage
 from analysis.errors import HeapcostError
 from analysis.contract.schema import LITERATURE_SCHEMAS
 from analysis.paths import DATA_DIR, REPO
 from analysis.contract.schema import TABLE_SCHEMAS
-from analysis.publish.validate import validate
+from analysis.publish.dataset.validate import validate
 from conftest import cli_here
 from simulated_dataset import make_dataset
 
@@ -27,9 +27,9 @@ def data(tmp_path):
 
 @pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_archive_is_deterministic_with_its_checksum(data, tmp_path):
-    dataset.refresh_description(data)
-    p1, d1 = dataset.write_archive(tmp_path / "one", data)
-    p2, d2 = dataset.write_archive(tmp_path / "two", data)
+    archive.refresh_description(data)
+    p1, d1 = archive.write_archive(tmp_path / "one", data)
+    p2, d2 = archive.write_archive(tmp_path / "two", data)
     assert p1.read_bytes() == p2.read_bytes() and d1 == d2 == hashlib.sha256(p1.read_bytes()).hexdigest()
     assert (tmp_path / "one" / f"{p1.name}.sha256").read_text() == f"{d1}  {p1.name}\n"
     assert p1.name == f"heapcost-dataset-{__version__}.tar.gz"
@@ -37,7 +37,7 @@ def test_archive_is_deterministic_with_its_checksum(data, tmp_path):
         members = tar.getmembers()
     names = [m.name for m in members]
     assert names == sorted(names)
-    assert {m.mtime for m in members} == {dataset.FIXED_MTIME} and {m.uid for m in members} == {0}
+    assert {m.mtime for m in members} == {archive.FIXED_MTIME} and {m.uid for m in members} == {0}
     top = f"heapcost-dataset-{__version__}"
     for needed in ("data/README.md", "data/datapackage.json", "CITATION.cff"):
         assert f"{top}/{needed}" in names
@@ -45,17 +45,17 @@ def test_archive_is_deterministic_with_its_checksum(data, tmp_path):
 
 
 def test_a_changed_file_changes_the_checksum(data):
-    before = dataset.checksum(data)
+    before = archive.checksum(data)
     trials = next((data / "runs").glob("*time*")) / "trials.csv"
     trials.write_text(trials.read_text() + "\n")
-    assert dataset.checksum(data) != before
+    assert archive.checksum(data) != before
 
 
 def test_refreshed_description_validates_and_is_stable(data):
-    changed = dataset.refresh_description(data)
+    changed = archive.refresh_description(data)
     assert {p.rsplit("/", 1)[-1] for p in changed} == {"README.md", "datapackage.json"}
     assert validate(data) == []
-    assert dataset.refresh_description(data) == []  # nothing left to rewrite
+    assert archive.refresh_description(data) == []  # nothing left to rewrite
 
 
 def test_codebook_describes_every_column_of_every_table(data):
@@ -92,8 +92,8 @@ def test_cli_writes_the_archive_and_reports_errors_on_one_line(data, tmp_path):
 
     r = cli("--data", str(data), "--out", str(tmp_path / "dist"))
     assert r.returncode == 0, r.stderr
-    archive = tmp_path / "dist" / dataset.archive_name()
-    assert f"sha256 {hashlib.sha256(archive.read_bytes()).hexdigest()}" in r.stdout
+    written = tmp_path / "dist" / archive.archive_name()
+    assert f"sha256 {hashlib.sha256(written.read_bytes()).hexdigest()}" in r.stdout
     r = cli("--data", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs/" in r.stderr
 
@@ -104,29 +104,29 @@ def test_the_archive_holds_what_datapackage_json_describes(data, tmp_path):
     (refresh, then archive) brings it in, and the unpacked archive validates."""
     import shutil
 
-    dataset.refresh_description(data)
-    described = [n for n, _ in dataset.members(data)]
-    published = dataset.checksum(data)
+    archive.refresh_description(data)
+    described = [n for n, _ in archive.members(data)]
+    published = archive.checksum(data)
     run = next((data / "runs").glob("*time*"))
     shutil.copytree(run, data / "runs" / "20991231T000000Z-time-quick")
-    assert [n for n, _ in dataset.members(data)] == described and dataset.checksum(data) == published
-    assert dataset.write_archive(tmp_path / "before", data)[1] == published
-    assert any("datapackage.json" in p for p in dataset.refresh_description(data))
-    names = [n for n, _ in dataset.members(data)]
+    assert [n for n, _ in archive.members(data)] == described and archive.checksum(data) == published
+    assert archive.write_archive(tmp_path / "before", data)[1] == published
+    assert any("datapackage.json" in p for p in archive.refresh_description(data))
+    names = [n for n, _ in archive.members(data)]
     assert len(names) > len(described) and any("/20991231T000000Z-time-quick/" in n for n in names)
-    path, digest = dataset.write_archive(tmp_path / "dist", data)
-    assert digest == dataset.checksum(data) != published and path.is_file()
+    path, digest = archive.write_archive(tmp_path / "dist", data)
+    assert digest == archive.checksum(data) != published and path.is_file()
     # a described file changed after its description: the unpacked archive fails, nothing is written
     (run / "trials.csv").write_text((run / "trials.csv").read_text() + "\n")
     with pytest.raises(HeapcostError, match="sha256 differs"):
-        dataset.write_archive(tmp_path / "bad", data)
+        archive.write_archive(tmp_path / "bad", data)
     assert not (tmp_path / "bad").exists()
 
 
 def test_a_dotted_folder_with_a_space_keeps_every_file(tmp_path):
     """Only the parts below the dataset directory decide what is hidden: a clone under `.hidden dir/`."""
     data = make_dataset(tmp_path / ".hidden dir" / "clone", n_blocks=6)
-    dataset.refresh_description(data)
+    archive.refresh_description(data)
     files = datapackage.dataset_files(data)
     assert files and any(p.name == "trials.csv" for p in files)
     (data / "runs" / ".ipynb_checkpoints").mkdir()
@@ -135,19 +135,19 @@ def test_a_dotted_folder_with_a_space_keeps_every_file(tmp_path):
     roundabout = data.parent / ".." / "clone" / "data"  # `..` in the location
     assert [p.relative_to(roundabout) for p in datapackage.dataset_files(roundabout)] == \
         [p.relative_to(data) for p in files]
-    assert dataset.checksum(roundabout) == dataset.checksum(data)
+    assert archive.checksum(roundabout) == archive.checksum(data)
     (data / "datapackage.json").write_text("{not json")  # a broken description is rewritten, not a dead end
-    assert any(p.endswith("datapackage.json") for p in dataset.refresh_description(data))
+    assert any(p.endswith("datapackage.json") for p in archive.refresh_description(data))
 
 
 def test_a_step_that_would_lose_the_description_writes_nothing(data, tmp_path, monkeypatch):
-    dataset.refresh_description(data)
+    archive.refresh_description(data)
     before = {p: p.read_bytes() for p in (data / "datapackage.json", data / "README.md")}
     empty = tmp_path / "empty"
     (empty / "runs").mkdir(parents=True)
     (empty / "datapackage.json").write_bytes(before[data / "datapackage.json"])
     with pytest.raises(HeapcostError, match="no data file found"):
-        dataset.refresh_description(empty)
+        archive.refresh_description(empty)
     with pytest.raises(HeapcostError, match="no data file found"):
         datapackage.write_datapackage(empty)
     assert (empty / "datapackage.json").read_bytes() == before[data / "datapackage.json"]
@@ -157,7 +157,7 @@ def test_a_step_that_would_lose_the_description_writes_nothing(data, tmp_path, m
     found = datapackage.dataset_files
     monkeypatch.setattr(datapackage, "dataset_files", lambda d: [p for p in found(d) if run not in p.parents])
     with pytest.raises(HeapcostError, match="would drop"):
-        dataset.refresh_description(data)
+        archive.refresh_description(data)
     assert {p: p.read_bytes() for p in before} == before
 
 
@@ -166,13 +166,13 @@ def test_a_step_that_would_lose_the_description_writes_nothing(data, tmp_path, m
 def test_a_measurement_changed_after_publication_is_not_taken_in(data):
     """New runs come in by themselves; an edited measurement does not: the description keeps its sha256
     and says how a deliberate rewrite is made."""
-    dataset.refresh_description(data)
+    archive.refresh_description(data)
     before = (data / "datapackage.json").read_bytes()
     trials = next((data / "runs").glob("*time*")) / "trials.csv"
     trials.write_text(trials.read_text() + "\n")
     with pytest.raises(HeapcostError, match=r"1 described file\(s\) changed after publication, first runs/.*"
                                             r"trials.csv.*validate --write"):
-        dataset.refresh_description(data)
+        archive.refresh_description(data)
     assert (data / "datapackage.json").read_bytes() == before
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.publish import debate_pool
+from analysis.publish.debates import pool
 from analysis.stats import equivalence
-from analysis.publish.debate_simulation import simulated_debate
+from analysis.publish.debates.simulation import simulated_debate
 
 
 def runs_of(processor: str, ratios, se=0.005, builds=("b1",), start=0) -> pd.DataFrame:
@@ -35,20 +35,20 @@ def test_the_verdict_across_hosts_is_the_intersection_of_theirs():
 
 def test_each_host_is_answered_alone_and_two_that_disagree_make_the_verdict_depend_on_the_host():
     runs = pd.concat([runs_of("P1", [1.10, 1.11, 1.09]), runs_of("P2", [1.00, 1.001, 0.999], start=3)])
-    hosts = debate_pool.per_host(runs, 0.025, "cost_at_most", {})
+    hosts = pool.per_host(runs, 0.025, "cost_at_most", {})
     assert list(hosts["processor"]) == ["P1", "P2"]
     assert list(hosts["decision"]) == [equivalence.LARGER, equivalence.NO_LARGER]
     assert hosts.loc[0, "ratio"] == pytest.approx(1.10, rel=0.01) and hosts.loc[1, "ratio"] == pytest.approx(1.0, abs=0.01)
-    assert debate_pool.across_hosts(hosts, 0.025)[0] == equivalence.DEPENDS
+    assert pool.across_hosts(hosts, 0.025)[0] == equivalence.DEPENDS
     # pooled over both, the same runs would say nothing a debater could use: one degree of freedom
-    both = debate_pool.pooled(runs, 0.025, "cost_at_most")
+    both = pool.pooled(runs, 0.025, "cost_at_most")
     assert both["pooled_high"] / both["pooled_low"] > 1.5
 
 
 def test_no_host_answer_is_narrower_than_its_a_a_floor():
     runs = runs_of("P1", [1.10, 1.10, 1.10], se=0.001)
-    tight = debate_pool.per_host(runs, 0.025, "cost_at_most", {})
-    floored = debate_pool.per_host(runs, 0.025, "cost_at_most", {"P1": (math.log(1.2), "its own A/A")})
+    tight = pool.per_host(runs, 0.025, "cost_at_most", {})
+    floored = pool.per_host(runs, 0.025, "cost_at_most", {"P1": (math.log(1.2), "its own A/A")})
     assert not tight.loc[0, "floored"] and tight.loc[0, "decision"] == equivalence.LARGER
     half = (math.log(floored.loc[0, "ci_high"]) - math.log(floored.loc[0, "ci_low"])) / 2
     assert floored.loc[0, "floored"] and half == pytest.approx(math.log(1.2))
@@ -63,14 +63,14 @@ def test_a_host_with_too_few_a_a_runs_borrows_the_other_hosts_floor():
         {"processor": "P2", "workload": "w", "n_runs": 5, "ci_low": 0.97, "ci_high": 1.03},
         {"processor": "P3", "workload": "w", "n_runs": 2, "ci_low": 0.999, "ci_high": 1.001},
     ])
-    floors = debate_pool.aa_floors(aa)
+    floors = pool.aa_floors(aa)
     p1 = np.median([(math.log(1.01) - math.log(0.99)) / 2, (math.log(1.02) - math.log(0.98)) / 2])
     assert floors["P1"] == (pytest.approx(p1), "its own A/A")
     assert floors["P3"][1].startswith("borrowed") and floors["P3"][0] == pytest.approx(
         np.median([p1, (math.log(1.03) - math.log(0.97)) / 2]))
     # a host the A/A never reached borrows too; with no A/A anywhere there is no floor, and it says so
-    assert debate_pool.floor_of(floors, "P9")[1].startswith("borrowed")
-    assert debate_pool.floor_of({}, "P9") == (0.0, "none: no host has an A/A across runs")
+    assert pool.floor_of(floors, "P9")[1].startswith("borrowed")
+    assert pool.floor_of({}, "P9") == (0.0, "none: no host has an A/A across runs")
 
 
 @pytest.mark.slow
@@ -84,10 +84,10 @@ def test_on_simulated_hosts_that_disagree_each_interval_covers_its_host_and_the_
     truths = {"A": 1.06, "B": 1.0}
     covered, everywhere, depends, reps = {h: 0 for h in truths}, 0, 0, 150
     for _ in range(reps):
-        hosts = debate_pool.per_host(simulated_debate(rng, truths, builds, 2), 0.02, "cost_at_most", {})
+        hosts = pool.per_host(simulated_debate(rng, truths, builds, 2), 0.02, "cost_at_most", {})
         for h in hosts.itertuples():
             covered[h.processor] += h.ci_low <= truths[h.processor] <= h.ci_high
-        outcome = debate_pool.across_hosts(hosts, 0.02)[0]
+        outcome = pool.across_hosts(hosts, 0.02)[0]
         everywhere += outcome.endswith(equivalence.EVERY_HOST)
         depends += outcome == equivalence.DEPENDS
     for h, n in covered.items():
@@ -98,7 +98,7 @@ def test_on_simulated_hosts_that_disagree_each_interval_covers_its_host_and_the_
 
 
 def test_a_registered_prediction_is_checked_by_every_later_host_and_by_no_earlier_one():
-    from analysis.publish import predictions
+    from analysis.publish.debates import predictions
     from analysis.stats import prediction
 
     per_host = pd.DataFrame([
@@ -126,10 +126,10 @@ def test_a_registered_prediction_is_checked_by_every_later_host_and_by_no_earlie
 
 
 def test_with_too_few_hosts_to_pool_the_claim_and_the_added_time_are_given_host_by_host(monkeypatch):
-    from analysis.publish import debates
+    from analysis.publish.debates import questions
 
     runs = pd.concat([runs_of("P1", [1.10, 1.11, 1.09]), runs_of("P2", [1.20, 1.21, 1.19], start=3)])
-    hosts = debate_pool.per_host(runs, 0.025, "cost_at_most", {})
+    hosts = pool.per_host(runs, 0.025, "cost_at_most", {})
     seen = []
 
     def transfer(res, host_runs, row, with_, without, workload):
@@ -137,24 +137,24 @@ def test_with_too_few_hosts_to_pool_the_claim_and_the_added_time_are_given_host_
         return {"added_ns_per_pair": (row["pooled_ratio"] - 1) * 100, "added_ns_low": (row["pooled_low"] - 1) * 100,
                 "added_ns_high": (row["pooled_high"] - 1) * 100}
 
-    monkeypatch.setattr(debate_pool, "transfer", transfer)
+    monkeypatch.setattr(pool, "transfer", transfer)
     claim = (1.10, 1.09, 1.11, 10.0)  # a claimed 10% with its own interval
-    out = debates._per_host_transfer(None, runs, hosts, "x", "y", "w", claim, 0.025)
+    out = questions._per_host_transfer(None, runs, hosts, "x", "y", "w", claim, 0.025)
     assert seen == [["P1"], ["P2"]]  # each host's added time from its own runs
     p1, p2 = out["added_ns_display"].split("; ")
     assert p1.startswith("P1: +10.0 [") and p2.startswith("P2: +20.0 [")
     assert out["claim_comparison"] == ("P1: agrees with the claim within 2.5%; "
                                        "P2: differs from the claim by more than 2.5%")
-    assert debates._per_host_transfer(None, runs, hosts, "x", "y", "w", None, 0.025)["claim_comparison"] == ""
+    assert questions._per_host_transfer(None, runs, hosts, "x", "y", "w", None, 0.025)["claim_comparison"] == ""
 
 
 def test_the_design_study_reports_coverage_and_verdict_errors_with_their_binomial_intervals():
-    from analysis.publish import debate_simulation
+    from analysis.publish.debates import simulation
 
-    assert debate_simulation.truths("interaction", 3) == {"H0": 1.06, "H1": 1.06, "H2": 1.0}
-    assert set(debate_simulation.truths("uniform", 2).values()) == {1.06}
-    table = debate_simulation.design_coverage(12, 7, hosts=(2,), builds=(5,))
-    assert list(table.columns) == debate_simulation.COLUMNS
+    assert simulation.truths("interaction", 3) == {"H0": 1.06, "H1": 1.06, "H2": 1.0}
+    assert set(simulation.truths("uniform", 2).values()) == {1.06}
+    table = simulation.design_coverage(12, 7, hosts=(2,), builds=(5,))
+    assert list(table.columns) == simulation.COLUMNS
     assert list(zip(table["scenario"], table["hosts"], table["builds"])) == [("uniform", 2, 5), ("interaction", 2, 5)]
     for row in table.itertuples():
         assert row.host_intervals == 24 and row.coverage_low <= row.coverage <= row.coverage_high
@@ -163,14 +163,14 @@ def test_the_design_study_reports_coverage_and_verdict_errors_with_their_binomia
     # 6% against a 2% margin with five builds a host: found on every host; the interaction is never called universal
     assert uniform["power"] == uniform["every_host"] >= 0.75 and uniform["verdict_error"] == 0
     assert interaction["every_host"] == 0 and interaction["power"] == interaction["depends"]
-    assert debate_simulation.design_coverage(12, 7, hosts=(2,), builds=(5,)).equals(table)  # seeded: the same table
+    assert simulation.design_coverage(12, 7, hosts=(2,), builds=(5,)).equals(table)  # seeded: the same table
 
 
 def test_each_host_says_whether_its_builds_let_it_estimate_the_layout_variance():
-    one = debate_pool.per_host(runs_of("P1", [1.1, 1.1, 1.1]), 0.02, "cost_at_most", {})
+    one = pool.per_host(runs_of("P1", [1.1, 1.1, 1.1]), 0.02, "cost_at_most", {})
     assert one.loc[0, "layout_variance"] == "not estimable: one build"
-    two = debate_pool.per_host(runs_of("P1", [1.1, 1.11, 1.09, 1.1], builds=("b1", "b2")), 0.02, "cost_at_most", {})
+    two = pool.per_host(runs_of("P1", [1.1, 1.11, 1.09, 1.1], builds=("b1", "b2")), 0.02, "cost_at_most", {})
     assert two.loc[0, "layout_variance"].startswith("estimated from 2 builds (1 degree of freedom, fewer than 4)")
-    five = debate_pool.per_host(runs_of("P1", [1.1, 1.11, 1.09, 1.1, 1.12], builds=("a", "b", "c", "d", "e")),
+    five = pool.per_host(runs_of("P1", [1.1, 1.11, 1.09, 1.1, 1.12], builds=("a", "b", "c", "d", "e")),
                                 0.02, "cost_at_most", {})
     assert five.loc[0, "layout_variance"] == "estimated from 5 builds"

@@ -2,8 +2,8 @@
 instructions it adds per malloc+free pair, and an honest column for the known techniques not yet measured."""
 import pandas as pd
 
-from analysis.publish import defence_table as D
-from analysis.publish.formats import fmt_interval
+from analysis.publish.security import defences as D
+from analysis.publish.render.formats import fmt_interval
 from analysis.stats import primitives as PR
 
 

@@ -138,9 +138,9 @@ def test_the_readers_take_runs_with_direct_pairs(tmp_path):
     """A lockstep run with jemalloc and its junk:free each against glibc and directly against each other:
     the comparisons with the baseline are those of a run without direct pairs, the merge turns the direct
     rows as the run declared them, and compare_pairs answers the direct ratio near its truth."""
-    from analysis.publish import results
-    from analysis.publish.merge import contributing_runs, has_usable_cell
-    from analysis.publish.summary import run_summary
+    from analysis.publish.results import comparisons
+    from analysis.publish.dataset.paper_runs import contributing_runs, has_usable_cell
+    from analysis.publish.results.summary import run_summary
     from analysis.stats import paired
     from simulated_dataset import add_lockstep_run, make_dataset
 
@@ -158,7 +158,7 @@ def test_the_readers_take_runs_with_direct_pairs(tmp_path):
     info["params"]["pairs"] = [["jemalloc", "jemalloc-junk-free"]]
     (t / "run.json").write_text(json.dumps(info))
 
-    res = results.compute(data)
+    res = comparisons.compute(data)
     cells = res.cells["wall_s"]
     mine = cells[cells["run_id"] == run]
     assert set(mine["allocator"]) == {"jemalloc", "jemalloc-junk-free"} and set(mine["baseline"]) == {"glibc"}

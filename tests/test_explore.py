@@ -1,9 +1,9 @@
-"""analysis.publish.explore, what notebooks/explore.ipynb shows: every selection gives either the trade-off
+"""analysis.publish.results.explore, what notebooks/explore.ipynb shows: every selection gives either the trade-off
 with its verdicts or one line saying why there is nothing, never a traceback, and nothing left out in silence."""
 import pytest
 
 from analysis.paths import DATA_DIR
-from analysis.publish import explore
+from analysis.publish.results import explore
 from analysis.stats import security
 
 
@@ -23,7 +23,7 @@ def run(ds, workloads, allocators, baseline="glibc", metric="wall_s", weights=No
 def default_view(ds):
     """What notebooks/explore.ipynb shows with its default parameters (every workload and allocator)."""
     from analysis.paths import REPO
-    from analysis.publish import notebook
+    from analysis.harness import notebook
 
     params = notebook.default_parameters(REPO / "notebooks" / "explore.ipynb")
     assert (params["workloads"], params["allocators"], params["weights"]) == ("", "", {})

@@ -1,4 +1,4 @@
-"""The side-by-side table of our ratios and the field's published ones (analysis/publish/field.py), on a
+"""The side-by-side table of our ratios and the field's published ones (analysis/publish/results/field.py), on a
 SIMULATED run of mimalloc-bench workloads with known true ratios, and on the committed field.csv."""
 import csv
 import shutil
@@ -9,7 +9,7 @@ import pytest
 
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR
-from analysis.publish import field
+from analysis.publish.results import field
 from tests.simulated_dataset import add_time_run
 
 # glibc = 1; mimalloc2 / jemalloc = 0.8 / 1.0 = 0.8 on every workload, hardened / jemalloc = 1.7
@@ -101,7 +101,7 @@ def test_no_field_file_writes_nothing(tmp_path):
 def test_the_paper_states_each_figure_beside_ours(tmp_path):
     """A simulated dataset with a run of brought mimalloc-bench programs: the paper's table and text state
     every published figure, our ratio with its interval, the verdict, and the program no source covers."""
-    from analysis.publish import paper
+    from analysis.publish.render import paper
     from paper_checks import generated_csv, pdf_text, squash
     from simulated_dataset import make_dataset
 

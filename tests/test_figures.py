@@ -4,7 +4,7 @@ import itertools
 import pandas as pd
 import pytest
 
-from analysis.publish import figures
+from analysis.publish.render import figures
 from conftest import REPO
 
 pytestmark = pytest.mark.paper

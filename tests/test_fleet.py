@@ -1,4 +1,4 @@
-"""The fleet (workflow/Snakefile, analysis/publish/fleet.py): profiles, the job a campaign becomes, and the
+"""The fleet (workflow/Snakefile, analysis/harness/fleet/campaigns.py): profiles, the job a campaign becomes, and the
 whole workflow for real, through Snakemake's local executor and through its Slurm executor on a one-node
 cluster on the loopback interface (tests/slurm_cluster.py), each in a copy of the checkout."""
 import json
@@ -14,7 +14,8 @@ import pytest
 
 from conftest import REPO, copy_checkout
 from analysis.errors import HeapcostError
-from analysis.publish import contribution, fleet, run_check
+from analysis.contract import contribution, run_check
+from analysis.harness.fleet import campaigns
 from slurm_cluster import FEATURE, loopback_cluster, missing_daemons
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -27,11 +28,11 @@ def write_profile(folder, text):
 
 
 def test_every_shipped_profile_loads_and_names_only_known_commands():
-    names = fleet.profile_names()
+    names = campaigns.profile_names()
     assert {"smoke", "quick", "debates"} <= set(names)
     for name in names:
-        for c in fleet.load_profile(name):
-            assert c.command in fleet.COMMANDS and c.minutes > 0
+        for c in campaigns.load_profile(name):
+            assert c.command in campaigns.COMMANDS and c.minutes > 0
 
 
 @pytest.mark.parametrize("text, message", [
@@ -44,20 +45,20 @@ def test_every_shipped_profile_loads_and_names_only_known_commands():
 ])
 def test_a_bad_profile_is_one_error_naming_the_problem(tmp_path, text, message):
     with pytest.raises(HeapcostError, match=message):
-        fleet.load_profile("p", write_profile(tmp_path, text))
+        campaigns.load_profile("p", write_profile(tmp_path, text))
 
 
 def test_a_campaign_becomes_the_command_make_would_run_with_the_nodes_variables():
     env = {"HM": "hardened-x=/opt/hm.so"}
-    measure = fleet.Campaign("t", "callgrind", {"PROFILE": "quick", "EXTRA_ALLOCATORS": "${HM},c=/l.so"})
-    assert fleet.command_line(measure, "py", env) == [
+    measure = campaigns.Campaign("t", "callgrind", {"PROFILE": "quick", "EXTRA_ALLOCATORS": "${HM},c=/l.so"})
+    assert campaigns.command_line(measure, "py", env) == [
         "py", "-m", "analysis", "notebook", "measure", "PROFILE=quick", "EXTRA_ALLOCATORS=hardened-x=/opt/hm.so,c=/l.so",
         "MODE=callgrind"]
-    probe = fleet.Campaign("p", "probe", {"ALLOCATORS": "glibc", "RUNS": "2", "EXTRA_ALLOCATORS": "$HM"})
-    assert fleet.command_line(probe, "py", env) == [
+    probe = campaigns.Campaign("p", "probe", {"ALLOCATORS": "glibc", "RUNS": "2", "EXTRA_ALLOCATORS": "$HM"})
+    assert campaigns.command_line(probe, "py", env) == [
         "py", "-m", "analysis", "probe", "--allocators", "glibc", "--runs", "2", "--extra-allocators", "hardened-x=/opt/hm.so"]
     with pytest.raises(HeapcostError, match=r"\$OM, which is not set on this node"):
-        fleet.command_line(fleet.Campaign("t", "measure", {"EXTRA_ALLOCATORS": "$OM"}), "py", env)
+        campaigns.command_line(campaigns.Campaign("t", "measure", {"EXTRA_ALLOCATORS": "$OM"}), "py", env)
 
 
 def fake_campaign(published_run, status="complete", returncode=0, runs=1):
@@ -76,17 +77,17 @@ def fake_campaign(published_run, status="complete", returncode=0, runs=1):
 def test_a_job_packs_the_one_run_its_campaign_made(tmp_path):
     published = REPO / "data" / "runs" / "20261130T135001Z-time-quick"
     archive = tmp_path / "h" / "time.heapcost-run.tar.gz"
-    c = fleet.Campaign("time", "measure", {"PROFILE": "smoke"})
-    assert fleet.run_job(c, archive, runner=fake_campaign(published), wait=lambda: 0) == archive
+    c = campaigns.Campaign("time", "measure", {"PROFILE": "smoke"})
+    assert campaigns.run_job(c, archive, runner=fake_campaign(published), wait=lambda: 0) == archive
     run_id, _ = contribution.unpack(archive, tmp_path / "unpacked")
     made = tmp_path / "h" / "time.heapcost-run.tar.gz.d" / "runs" / published.name
     assert run_id == published.name and run_check.run_files(tmp_path / "unpacked") == run_check.run_files(made)
     with pytest.raises(HeapcostError, match="failed \\(exit 3\\)"):
-        fleet.run_job(c, tmp_path / "x" / "a.tar.gz", runner=fake_campaign(published, returncode=3), wait=lambda: 0)
+        campaigns.run_job(c, tmp_path / "x" / "a.tar.gz", runner=fake_campaign(published, returncode=3), wait=lambda: 0)
     with pytest.raises(HeapcostError, match="left 0 new complete runs"):
-        fleet.run_job(c, tmp_path / "y" / "a.tar.gz", runner=fake_campaign(published, status="running"), wait=lambda: 0)
+        campaigns.run_job(c, tmp_path / "y" / "a.tar.gz", runner=fake_campaign(published, status="running"), wait=lambda: 0)
     with pytest.raises(HeapcostError, match="left 2 new complete runs"):
-        fleet.run_job(c, tmp_path / "z" / "a.tar.gz", runner=fake_campaign(published, runs=2), wait=lambda: 0)
+        campaigns.run_job(c, tmp_path / "z" / "a.tar.gz", runner=fake_campaign(published, runs=2), wait=lambda: 0)
 
 
 def test_a_job_waits_for_the_load_left_by_the_job_before_it_to_fall():
@@ -97,10 +98,10 @@ def test_a_job_waits_for_the_load_left_by_the_job_before_it_to_fall():
         slept.append(s)
         current["load"] = next(loads)
     # it waits for headroom below the campaign's own threshold: starting the campaign adds load
-    assert fleet.wait_for_quiet(lambda: current["load"], sleep) == 4 * fleet.QUIET_POLL_S
-    assert fleet.wait_for_quiet(lambda: 0.1, sleep) == 0
+    assert campaigns.wait_for_quiet(lambda: current["load"], sleep) == 4 * campaigns.QUIET_POLL_S
+    assert campaigns.wait_for_quiet(lambda: 0.1, sleep) == 0
     # a machine that stays busy is waited for no longer than the limit; the campaign's own check then refuses
-    assert fleet.wait_for_quiet(lambda: 2.0, lambda s: None, limit_s=20) == 20
+    assert campaigns.wait_for_quiet(lambda: 2.0, lambda s: None, limit_s=20) == 20
 
 
 @pytest.mark.parametrize("text, message", [
@@ -109,14 +110,14 @@ def test_a_job_waits_for_the_load_left_by_the_job_before_it_to_fall():
 ])
 def test_a_bad_runs_count_is_one_error(tmp_path, text, message):
     with pytest.raises(HeapcostError, match=message):
-        fleet.load_profile("p", write_profile(tmp_path, text))
+        campaigns.load_profile("p", write_profile(tmp_path, text))
 
 
 def test_runs_asks_for_that_many_distinct_jobs_of_one_campaign(tmp_path):
     text = '[[campaign]]\nname = "t"\ncommand = "measure"\nruns = 3\nminutes = 4\nparams = { PAIRS = "debates" }\n'
-    jobs = fleet.load_profile("p", write_profile(tmp_path, text))
+    jobs = campaigns.load_profile("p", write_profile(tmp_path, text))
     assert [j.name for j in jobs] == ["t-1", "t-2", "t-3"] and {j.minutes for j in jobs} == {4}
-    assert fleet.command_line(jobs[0], "py", {})[-1] == "PAIRS=debates"
+    assert campaigns.command_line(jobs[0], "py", {})[-1] == "PAIRS=debates"
 
 
 def test_the_local_executor_refuses_to_pretend_one_machine_is_several(tmp_path):
@@ -138,8 +139,8 @@ def run_workflow(clone, executor, hosts, env):
 def check_fleet_landed(clone, host, result):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     merged = (clone / "build" / "fleet" / "smoke" / "merged.txt").read_text().splitlines()
-    campaigns = [c.name for c in fleet.load_profile("smoke")]
-    assert len(merged) == len(campaigns) and all(line.endswith(": added") for line in merged)
+    names = [c.name for c in campaigns.load_profile("smoke")]
+    assert len(merged) == len(names) and all(line.endswith(": added") for line in merged)
     described = {r["path"] for r in json.loads((clone / "data" / "datapackage.json").read_text())["resources"]}
     for line in merged:
         run_id = line.split(":")[0]
@@ -175,7 +176,7 @@ def test_the_smoke_fleet_through_slurm_on_a_loopback_cluster_lands_in_the_datase
                               text=True).stdout.split()
     check_fleet_landed(clone, FEATURE, result)
     # one job per campaign, each on the host it named and alone on it (--exclusive: oversubscribe NO)
-    assert sorted(jobs) == ["COMPLETED|loopback|loopback|NO"] * len(fleet.load_profile("smoke")), jobs
+    assert sorted(jobs) == ["COMPLETED|loopback|loopback|NO"] * len(campaigns.load_profile("smoke")), jobs
 
 
 def test_a_brought_library_is_named_the_published_build_or_another(tmp_path):

@@ -256,19 +256,20 @@ def test_provisioning_reports_builds_with_their_time_and_skips_them_without_buil
 def test_seed_004_is_answered_by_the_builds_once_they_are_measured(tmp_path):
     from simulated_dataset import add_time_run, make_dataset
 
-    from analysis.publish import debates, results
+    from analysis.publish.debates import questions
+    from analysis.publish.results import comparisons
 
     data = make_dataset(tmp_path)
     truth = {"glibc": 1.0, "glibc-built": 1.0, "glibc-no-tcache-key": 0.96, "glibc-no-safe-linking": 0.99}
     add_time_run(data, "20990104T000000Z-time-sim", truth, seed=7, n_blocks=12)
-    res = results.compute(data)
+    res = comparisons.compute(data)
     abl = res.ablation.set_index(["defence", "workload"])
     key = abl.loc[("tcache double-free key check", "small-loop")]
     assert key["allocator"] == "glibc-built" and key["base"] == "glibc-no-tcache-key"
     assert key["ci_low"] < 1 / 0.96 < key["ci_high"]
     linking = abl.loc[("safe-linking", "small-loop")]
     assert linking["base"] == "glibc-no-safe-linking" and linking["ci_low"] < 1 / 0.99 < linking["ci_high"]
-    answer = debates.answer(res, res.figures).set_index("seed").loc["004"]
+    answer = questions.answer(res, res.figures).set_index("seed").loc["004"]
     assert answer["configuration"] == "glibc-built / glibc-no-tcache-key"
     assert answer["run_id"] == "20990104T000000Z-time-sim"
     assert answer["not_measured"] == "" and not answer["verdict"].startswith("no verdict")

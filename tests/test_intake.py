@@ -1,4 +1,4 @@
-"""contribute and merge (analysis/publish/contribution.py, run_check.py, intake.py): a run travels as one
+"""contribute and merge (analysis/contract/contribution.py, run_check.py, intake.py): a run travels as one
 archive and joins a dataset validated, never overwriting, idempotently; runs it cannot read are refused with
 one line, and so is a hostile archive, from its headers when they suffice, in bounded memory, leaving the
 dataset as it was."""
@@ -16,8 +16,9 @@ import pytest
 
 from conftest import REPO, cli, cli_here
 from analysis.errors import HeapcostError
-from analysis.publish import contribution, dataset, intake, run_check
-from analysis.publish.datapackage import write_datapackage
+from analysis.contract import contribution, run_check
+from analysis.publish.dataset import archive, intake
+from analysis.publish.dataset.datapackage import write_datapackage
 
 PUBLISHED = REPO / "data" / "runs"
 TWO_RUNS = ("20261130T125006Z-callgrind-full", "20261130T135001Z-time-quick")  # small runs, one host
@@ -146,12 +147,12 @@ def test_merging_two_runs_twice_gives_the_same_dataset_checksum(tmp_path):
     archives = [contribution.pack(copy_run(r, tmp_path / "src"), tmp_path / "out") for r in TWO_RUNS]
     data = empty_dataset(tmp_path / "one")
     assert intake.merge(archives, data) == [(r, "added") for r in TWO_RUNS]
-    once = dataset.checksum(data, citation=None)
+    once = archive.checksum(data, citation=None)
     assert intake.merge(archives, data) == [(r, "already in the dataset, unchanged") for r in TWO_RUNS]
-    assert dataset.checksum(data, citation=None) == once
+    assert archive.checksum(data, citation=None) == once
     other = empty_dataset(tmp_path / "two")  # the same runs merged elsewhere, in the other order
     intake.merge(list(reversed(archives)), other)
-    assert dataset.checksum(other, citation=None) == once
+    assert archive.checksum(other, citation=None) == once
     for run_id in TWO_RUNS:  # byte for byte, with where it came from beside it
         assert run_check.run_files(data / "runs" / run_id) == run_check.run_files(PUBLISHED / run_id)
         provenance = json.loads((data / "runs" / run_id / "intake.json").read_text())

@@ -4,7 +4,7 @@ import re
 import numpy as np
 import pytest
 
-from analysis.publish import literature_writer
+from analysis.publish.results import reanalysis
 from analysis.stats import literature
 from analysis.paths import REPO
 
@@ -85,7 +85,7 @@ def test_single_runs_get_no_interval_and_counts_are_exact(fig):
 
 
 def test_write_outputs(tmp_path):
-    numbers = literature_writer.write_outputs(tmp_path)
+    numbers = reanalysis.write_outputs(tmp_path)
     # seed 001 prints 1:49:06 and 2:22:43 elapsed; its ratio divides by a mistyped 6536 s
     assert numbers["seed001_wall_ratio_corrected"] == pytest.approx(8563 / 6546)
     for name in ("literature_reanalysis.csv", "literature_slips.csv", "literature_003.svg",

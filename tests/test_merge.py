@@ -4,7 +4,7 @@ import csv
 import pandas as pd
 import pytest
 
-from analysis.publish import results, results_writer
+from analysis.publish.results import comparisons, writer
 from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
 
 BYO = "20990102T000000Z-time-quick"
@@ -17,14 +17,14 @@ def merged(tmp_path_factory):
     add_time_run(data, BYO, {"glibc": 1.0, "hardened-72fb357": 1.25, "hardened-light-2026062800": 1.1}, seed=5, n_blocks=8, profile="quick",
                  workloads={"compile": 0.5, "small-loop": 0.4})
     add_time_run(data, MORE, {"glibc": 1.0, "jemalloc": 0.9}, seed=6, n_blocks=20, profile="quick")
-    return data, results.compute(data)
+    return data, comparisons.compute(data)
 
 
 @pytest.fixture(scope="module")
 def written(merged, tmp_path_factory):
     """The merged results' tables and figures, written once for the tests that read them."""
     out = tmp_path_factory.mktemp("merged-out")
-    return results_writer.write_outputs(merged[1], out), out
+    return writer.write_outputs(merged[1], out), out
 
 
 def test_a_brought_allocator_from_its_own_run_is_in_the_results(merged):
@@ -81,12 +81,12 @@ def test_the_debates_carry_margin_runs_hosts_pooled_interval_and_verdict(written
 
 
 # ------------------------------------------------------------------------------------------ the debates
-from analysis.publish import debates  # noqa: E402
+from analysis.publish.debates import questions  # noqa: E402
 
 
 def test_a_brought_allocator_answers_its_debate_instead_of_the_stand_in(merged):
     _, res = merged
-    table = debates.answer(res, res.figures)
+    table = questions.answer(res, res.figures)
     answers = table.drop_duplicates("seed").set_index("seed")
     fedora = answers.loc["001"]
     assert fedora["configuration"] == "hardened-72fb357 / glibc" and fedora["run_id"] == BYO
@@ -107,9 +107,9 @@ def test_a_lockstep_run_answers_its_debate_with_its_narrower_interval(tmp_path):
     data = make_dataset(tmp_path)
     run = "20990104T000000Z-time-quick"
     add_lockstep_run(data, run, {"jemalloc": 0.9, "jemalloc-junk-free": 0.9 * 1.025}, seed=3, n_pairs=60)
-    res = results.compute(data)
+    res = comparisons.compute(data)
     assert set(res.cells["wall_s"]["run_id"]) >= {run}
-    mozilla = debates.answer(res, res.figures).set_index("seed").loc["002"]
+    mozilla = questions.answer(res, res.figures).set_index("seed").loc["002"]
     assert mozilla["run_id"] == run  # the pairs' interval is the narrowest measurement of that pair
     # mozjemalloc is not in this dataset: jemalloc's junk:free stands in with its numbers and no verdict
     assert mozilla["verdict"] == "no verdict: jemalloc-junk-free / jemalloc stands in for the debated system"
@@ -129,12 +129,12 @@ def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     info = json.loads((run / "run.json").read_text())
     info["allocators"]["glibc-copy"]["origin"] = {"kind": "path", "path": "/usr/lib/x86_64-linux-gnu/libc.so.6"}
     (run / "run.json").write_text(json.dumps(info))
-    res = results.compute(data)
+    res = comparisons.compute(data)
     aa = res.aa
     assert set(aa["allocator"]) == {"glibc-copy"} and len(aa) == 2  # one cell per workload of that run
     assert not aa["excludes_1"].any()
     assert set(aa["design"]) == {"trials"}
-    numbers = results_writer.write_outputs(res, tmp_path / "out")
+    numbers = writer.write_outputs(res, tmp_path / "out")
     assert numbers["aa_copies"] == 1 and numbers["configurations"] == numbers["allocators"] - 1
     # the A/A control is no comparison of the headline counts
     speed = pd.read_csv(tmp_path / "out" / "results_speed.csv")
@@ -146,7 +146,7 @@ def test_the_aa_design_names_the_lockstep_roles_of_the_run(tmp_path):
     from analysis.contract.runstore import Run
 
     def design(run_id, info, method="yuen-trim20-paired-log"):
-        return results.aa_design(Run(tmp_path / run_id, info), method)
+        return comparisons.aa_design(Run(tmp_path / run_id, info), method)
 
     assert design("20990105T000000Z-time-quick", {}) == "lockstep, fixed roles"
     assert design("20990105T000000Z-time-quick", {"lockstep_roles": {"baseline": "glibc", "roles": "alternating"}}) \
@@ -167,7 +167,7 @@ def test_the_debates_take_the_measurement_with_most_pairs_not_the_narrowest_inte
                           cell("long", "glibc-built", 0.99, 0.01, 40), cell("long", "glibc-no-tcache-key", 0.95, 0.01, 40)])
     empty = pd.DataFrame(columns=["allocator", "base", "workload", "ratio", "ci_low", "ci_high", "n"])
     res = SimpleNamespace(ablation=empty, ablation_memory=empty, speed=None, cells={"wall_s": cells})
-    chosen = debates._pair_ratio(res, "glibc-built", "glibc-no-tcache-key", "small-loop")
+    chosen = questions._pair_ratio(res, "glibc-built", "glibc-no-tcache-key", "small-loop")
     assert chosen["run_id"] == "long" and chosen["n"] == 40
 
 
@@ -176,7 +176,7 @@ def test_probe_runs_of_another_probe_set_are_not_merged(tmp_path):
     import shutil
 
     from analysis.contract.runstore import runs_of_kind
-    from analysis.publish import merge
+    from analysis.publish.dataset import paper_runs
 
     data = make_dataset(tmp_path)
     probe = runs_of_kind(data / "runs", "probe")[-1]
@@ -186,7 +186,7 @@ def test_probe_runs_of_another_probe_set_are_not_merged(tmp_path):
     info["params"]["probes"] = info["params"]["probes"][:3]  # a smaller probe set: scores not comparable
     info["run_id"] = other.name
     (other / "run.json").write_text(json.dumps(info))
-    main, runs = merge.contributing_runs(data / "runs", "probe")
+    main, runs = paper_runs.contributing_runs(data / "runs", "probe")
     assert main.run_id == other.name and [rt.run_id for rt in runs] == [other.name]
 
 
@@ -194,7 +194,7 @@ def test_a_run_with_pairs_and_trials_pools_both_into_one_geometric_mean(tmp_path
     """The published full run has lockstep pairs for the C workloads and trials for the rest: an
     allocator's geometric mean covers the workloads of both."""
     from analysis.contract.runstore import Run
-    from analysis.publish.merge import RunTable
+    from analysis.publish.dataset.paper_runs import RunTable
     from simulated_dataset import add_lockstep_run
 
     data = tmp_path / "data"
@@ -202,7 +202,7 @@ def test_a_run_with_pairs_and_trials_pools_both_into_one_geometric_mean(tmp_path
                               workloads={"sqlite": 0.5})
     pairs_dir = add_lockstep_run(data, "20990102T000000Z-time-sim", {"jemalloc": 0.9}, seed=3, n_pairs=30)
     rt = RunTable(Run(trials_dir, {}), pd.read_csv(trials_dir / "trials.csv"), pd.read_csv(pairs_dir / "pairs.csv"))
-    comp = results.run_comparison(rt, "glibc", "wall_s")
+    comp = comparisons.run_comparison(rt, "glibc", "wall_s")
     assert set(comp.results["workload"]) == {"sqlite", "dom-churn"}
     g = comp.geomean.set_index("allocator").loc["jemalloc"]
     assert g["workloads"] == 2 and g["ci_low"] < 0.9 < g["ci_high"]
@@ -212,7 +212,7 @@ def test_a_complete_probe_run_of_another_design_is_named_once_and_not_called_inc
     import json
     import shutil
 
-    from analysis.publish import merge
+    from analysis.publish.dataset import paper_runs
 
     data = make_dataset(tmp_path)
     runs = data / "runs"
@@ -223,7 +223,7 @@ def test_a_complete_probe_run_of_another_design_is_named_once_and_not_called_inc
     info["run_id"] = other.name
     info.setdefault("params", {})["probes"] = ["double-free"]
     (other / "run.json").write_text(json.dumps(info))
-    reported, chosen = merge.contributing_runs(runs, "probe")
+    reported, chosen = paper_runs.contributing_runs(runs, "probe")
     assert [rt.run_id for rt in chosen] == [main.name]
     err = capsys.readouterr().err
     assert f"probe run {other.name} ran other probes" in err and "is not complete" not in err
@@ -235,7 +235,7 @@ def test_a_run_too_small_for_any_result_is_left_out_with_a_warning(tmp_path, cap
     data = make_dataset(tmp_path, n_blocks=6)
     smoke = "20991231T000000Z-time-smoke"
     add_time_run(data, smoke, {"glibc": 1.0, "jemalloc": 0.9}, seed=7, n_blocks=2, profile="smoke")
-    res = results.compute(data)
+    res = comparisons.compute(data)
     assert smoke not in set(res.runs["run_id"]) and res.time_run.run_id != smoke
     assert "20990101T000000Z-time-sim" in set(res.runs["run_id"])
     err = capsys.readouterr().err
@@ -249,10 +249,10 @@ def test_the_debates_carry_exact_counts_per_free_that_transfer(merged):
 
     _, res = merged
     workload = next(iter(FREES))
-    pf = debates._per_free(res, "jemalloc-junk-free", "jemalloc", workload)
+    pf = questions._per_free(res, "jemalloc-junk-free", "jemalloc", workload)
     assert pf["ratio"] == pytest.approx(2.0, rel=1e-3) and pf["added"] == pytest.approx(80, abs=1)
     assert pf["writes"] == pytest.approx(2.0, rel=1e-2)
-    assert debates._per_free(res, "jemalloc-junk-free", "nobody", workload) == {}
+    assert questions._per_free(res, "jemalloc-junk-free", "nobody", workload) == {}
 
 
 @pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
@@ -271,7 +271,7 @@ def test_an_ablation_pools_every_workload_both_sides_ran_trials_and_pairs(tmp_pa
                        .assign(maxrss_a_kb=50_000, maxrss_b_kb=int(50_000 * r))
                        for i, (a, r) in enumerate(sorted(ratios.items())) if a != "glibc"], ignore_index=True)
     pairs.assign(run_id=run, seq=range(len(pairs))).to_csv(t / "pairs.csv", index=False)
-    res = results.compute(data)
+    res = comparisons.compute(data)
     abl = res.ablation[(res.ablation["allocator"] == "jemalloc-junk-free") & (res.ablation["run_id"] == run)]
     assert set(abl["workload"]) == {"small-loop", "pow2-churn", "dom-churn", "all"}
     pooled = abl[abl["workload"] == "all"].iloc[0]

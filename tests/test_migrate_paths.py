@@ -114,7 +114,7 @@ def test_published_files_name_no_folder_of_a_measuring_machine():
 
 @pytest.mark.slow  # end to end, over 2.5 s on a 2-core host: in make test, not test-fast
 def test_validate_refuses_an_absolute_path_of_the_measuring_machine(tmp_path):
-    from analysis.publish.datapackage import write_datapackage
+    from analysis.publish.dataset.datapackage import write_datapackage
     from conftest import cli, cli_here
 
     data = tmp_path / "data"
@@ -137,7 +137,7 @@ def test_validate_refuses_an_absolute_path_of_the_measuring_machine(tmp_path):
     ("$HEAPCOST_CACHE/allocators/a/lib.so,$VENV/lib/b.so", "{cache}/allocators/a/lib.so,{venv}/lib/b.so"),
     ('"/tmp/heapcost-nb-k2j4x9/run_dir.txt"', '"{tmp}/run_dir.txt"'),
     ('"/home/alice/heapcost-2/data/runs/r1\\n"', '"data/runs/r1\\n"'),  # a clone named heapcost-*: not a temp folder
-    ("\x1b[32m/home/alice/src/heapcost/analysis/publish/summary.py:17", "\x1b[32manalysis/publish/summary.py:17"),
+    ("\x1b[32m/home/alice/src/heapcost/analysis/publish/results/summary.py:17", "\x1b[32manalysis/publish/results/summary.py:17"),
     ("/usr/lib/x86_64-linux-gnu/libc.so.6 + perl malloc", "/usr/lib/x86_64-linux-gnu/libc.so.6 + perl malloc"),
     ("see https://example.org/home/tmp/x and musl-static", "see https://example.org/home/tmp/x and musl-static"),
 ])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from analysis.paths import RUNS_DIR
-from analysis.publish import security_writer as W
+from analysis.publish.security import writer as W
 from analysis.stats import monotonicity as S
 
 PUBLISHED = sorted(RUNS_DIR.glob("*probe-security"))
@@ -29,7 +29,7 @@ def test_pairs_come_from_the_catalogue_claims_within_a_family():
 def published():
     """The published score's rows (the probes' and the primitive cells') and their monotonicity problems, read and
     checked once for the module."""
-    from analysis.publish.primitives_writer import primitive_rows_if_any
+    from analysis.publish.security.primitives import primitive_rows_if_any
     from analysis.stats.security import primitive_score_rows
 
     rows = W.reported_probe_rows()

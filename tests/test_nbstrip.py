@@ -1,4 +1,4 @@
-"""Notebooks stay clean in git: the nbstrip clean filter (analysis/publish/nbstrip.py), set up by the
+"""Notebooks stay clean in git: the nbstrip clean filter (analysis/harness/nbstrip.py), set up by the
 Makefile, drops what a kernel leaves in a notebook, and leaves the committed notebooks as they are."""
 import json
 import os
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from analysis.paths import REPO
-from analysis.publish import nbstrip
+from analysis.harness import nbstrip
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
@@ -52,7 +52,7 @@ def test_git_stores_a_run_notebook_without_its_outputs(tmp_path):
     """A clone set up as `make git-filter` does: a notebook saved with outputs is clean for git status,
     and what git add stores has no output."""
     command = makefile_filter_command()
-    assert command == "python3 -m analysis.publish.nbstrip"
+    assert command == "python3 -m analysis.harness.nbstrip"
     assert "notebooks/*.ipynb filter=nbstrip" in (REPO / ".gitattributes").read_text()
     env = dict(os.environ, PYTHONPATH=str(REPO), GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
     git = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *a], cwd=tmp_path,
@@ -75,7 +75,7 @@ def test_git_stores_a_run_notebook_without_its_outputs(tmp_path):
 
 def test_the_lab_saves_notebooks_stripped():
     """make lab passes the pre-save hook: what JupyterLab writes is the committed source, git stays clean."""
-    assert "--ContentsManager.pre_save_hook=analysis.publish.nbstrip.pre_save_hook" in (REPO / "Makefile").read_text()
+    assert "--ContentsManager.pre_save_hook=analysis.harness.nbstrip.pre_save_hook" in (REPO / "Makefile").read_text()
     source = (REPO / "notebooks" / "explore.ipynb").read_text()
     model = {"type": "notebook", "content": json.loads(executed(source))}
     nbstrip.pre_save_hook(model=model, path="explore.ipynb", contents_manager=None)
@@ -105,7 +105,7 @@ def test_a_notebook_run_by_papermill_and_saved_in_the_lab_is_the_committed_sourc
     saved through `make lab` after such a run must still be the committed one, for git status."""
     import papermill
 
-    from analysis.publish.notebook import default_parameters
+    from analysis.harness.notebook import default_parameters
 
     name, value = next(iter(default_parameters(path).items()))
     prepared = tmp_path / path.name

@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.publish import paper
+from analysis.publish.render import paper
 from analysis.contract.schema import read_table
-from analysis.publish import formats, instruction_counts, results, results_writer
+from analysis.publish.render import formats
+from analysis.publish.results import instruction_counts, comparisons, writer
 from analysis.stats import security
 from analysis.paths import REPO
 from paper_checks import assert_paper_states_generated, generated_csv
@@ -27,7 +28,7 @@ def data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def computed(data):
-    return results.compute(data)
+    return comparisons.compute(data)
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -71,11 +72,11 @@ def test_groups_with_too_few_runs_are_reported_not_fatal(data):
     bad = (trials["allocator"] == "scudo") & (trials["workload"] == "pow2-churn")
     trials.loc[bad, "status"] = "crashed"
     trials.loc[bad, "reason"] = "signal SIGSEGV: simulated"
-    kept, left_out = results.usable(trials, "wall_s")
+    kept, left_out = comparisons.usable(trials, "wall_s")
     assert left_out.to_dict("records") == [{"workload": "pow2-churn", "allocator": "scudo", "ok": 0,
                                             "trials": int((bad & (trials["warmup"] == 0)).sum()),
                                             "why": "crashed: signal SIGSEGV: simulated"}]
-    comp = results.against(trials, "glibc", "wall_s")
+    comp = comparisons.against(trials, "glibc", "wall_s")
     assert ("pow2-churn", "scudo") not in set(zip(comp.results["workload"], comp.results["allocator"]))
 
 
@@ -90,9 +91,9 @@ def test_pareto_front_and_domination():
         {"allocator": "d", "overhead": 1.25, "overhead_low": 1.0, "overhead_high": 1.5, "score": 79,
          "score_low": 60, "score_high": 90},  # dominated by b on the estimates, not firmly
     ])
-    assert results.pareto_front(pts) == ["a", "b"]
-    assert results.dominator(pts, pts.iloc[2]) == "b"
-    assert results.dominator(pts, pts.iloc[3]) == ""
+    assert comparisons.pareto_front(pts) == ["a", "b"]
+    assert comparisons.dominator(pts, pts.iloc[2]) == "b"
+    assert comparisons.dominator(pts, pts.iloc[3]) == ""
 
 
 @pytest.mark.parametrize("overhead, above, want", [
@@ -114,7 +115,7 @@ def test_verdict_rules(overhead, above, want):
     base = {"allocator": "glibc", "score": 55.0, "score_low": 50.0, "score_high": 60.0}
     row = {"allocator": "x", "overhead": overhead[0], "overhead_low": overhead[1], "overhead_high": overhead[2],
            "score": 60, "score_low": 40, "score_high": 80, "above_baseline": above, "dominated_by": ""}
-    assert results.verdict(row, base) == want
+    assert comparisons.verdict(row, base) == want
 
 
 def test_security_score_interval_covers_the_true_score():
@@ -139,7 +140,7 @@ def test_security_score_interval_covers_the_true_score():
 
 def test_seeds_figures_for_unmeasurable_allocators():
     figures = read_table(REPO / "data" / "literature" / "figures.csv")
-    so = results.seed_only_figures(figures)
+    so = comparisons.seed_only_figures(figures)
     hardened = so[(so["seed"] == "001") & (so["metric"] == "wall")].iloc[0]
     assert hardened["ratio"] == pytest.approx(hardened["value"] / hardened["reference_value"])
     assert 1.2 < hardened["ratio"] < 1.4  # the seed's "1.3 times as much wall clock"
@@ -178,7 +179,7 @@ def test_same_data_gives_the_same_bytes(built, data, tmp_path):
     out, pdf, html = built
     again = tmp_path / "again"
     shutil.copytree(out, again)
-    results_writer.write_outputs(results.compute(data), again / "generated")
+    writer.write_outputs(comparisons.compute(data), again / "generated")
     for svg in sorted((out / "generated").glob("results_*.svg")):
         assert (again / "generated" / svg.name).read_bytes() == svg.read_bytes(), svg.name
     pdf2, html2 = paper.compile_paper(again)
@@ -350,9 +351,9 @@ def test_other_runs_of_the_profile_are_compared_with_the_published_one(computed)
     same = simulate.simulate_trials(simulate.Scenario(ratios=TRUE_RATIOS, workloads=WORKLOADS, n_blocks=12), 99)
     shifted = dict(TRUE_RATIOS, jemalloc=TRUE_RATIOS["jemalloc"] * 1.3)
     slower = simulate.simulate_trials(simulate.Scenario(ratios=shifted, workloads=WORKLOADS, n_blocks=12), 98)
-    others = {name: results.against(trials, "glibc", "wall_s").geomean for name, trials in
+    others = {name: comparisons.against(trials, "glibc", "wall_s").geomean for name, trials in
               (("same", same), ("slower", slower))}
-    rep = results.between_runs(published, others).set_index(["run_id", "allocator"])
+    rep = comparisons.between_runs(published, others).set_index(["run_id", "allocator"])
     assert rep.loc[("slower", "jemalloc"), "overlap"] == False  # noqa: E712
     assert rep.loc["same", "overlap"].mean() >= 0.75
     # given each run's cells, a run over fewer workloads (another geometric mean) is not a replication
@@ -360,11 +361,11 @@ def test_other_runs_of_the_profile_are_compared_with_the_published_one(computed)
     runs = {"same": same, "slower": slower, "fewer": fewer}
     lead_run = published["run_id"].iloc[0]
     cells = {lead_run: computed.cells["wall_s"].query("run_id == @lead_run"),
-             **{name: results.against(trials, "glibc", "wall_s").results for name, trials in runs.items()}}
-    others = {name: results.against(trials, "glibc", "wall_s").geomean for name, trials in runs.items()}
-    rep = results.between_runs(published, others, cells)
+             **{name: comparisons.against(trials, "glibc", "wall_s").results for name, trials in runs.items()}}
+    others = {name: comparisons.against(trials, "glibc", "wall_s").geomean for name, trials in runs.items()}
+    rep = comparisons.between_runs(published, others, cells)
     assert set(rep["run_id"]) == {"same", "slower"}
-    assert len(results.between_runs(published, others)) > len(rep)  # without the cells, fewer counts
+    assert len(comparisons.between_runs(published, others)) > len(rep)  # without the cells, fewer counts
 
 
 def test_data_free_notebook_products_are_kept_only_while_their_inputs_are_unchanged(tmp_path, data):

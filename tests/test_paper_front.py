@@ -7,33 +7,34 @@ import pandas as pd
 import pytest
 
 from analysis.contract.runstore import Run
-from analysis.publish import front_writer, merge
-from analysis.publish.formats import fmt_resolved_interval, fmt_startup_ms
-from analysis.publish.formats import shared_notes
+from analysis.publish.render import front_page
+from analysis.publish.dataset import paper_runs
+from analysis.publish.render.formats import fmt_resolved_interval, fmt_startup_ms
+from analysis.publish.render.formats import shared_notes
 
 STANDARD = frozenset({"a", "b", "c", "d"})
 
 
-def _run(run_id: str, allocators, workloads, profile="full") -> merge.RunTable:
+def _run(run_id: str, allocators, workloads, profile="full") -> paper_runs.RunTable:
     rows = [{"workload": w, "allocator": a, "status": "ok", "warmup": False, "wall_s": 1.0}
             for a in allocators for w in workloads for _ in range(5)]
     info = {"status": "complete", "params": {"profile": profile}}
-    return merge.RunTable(Run(Path("/runs") / run_id, info), pd.DataFrame(rows))
+    return paper_runs.RunTable(Run(Path("/runs") / run_id, info), pd.DataFrame(rows))
 
 
 def test_a_newer_two_workload_server_run_does_not_displace_the_run_that_leads_the_allocators():
     leading = _run("20260101T000000Z-time-full", ["glibc", "x", "y", "z"], ["a", "b", "c", "d"])
     servers = _run("20260201T000000Z-time-full", ["glibc", "x", "y", "z", "w"], ["server", "redis"])
-    assert merge.leading_run([leading, servers], STANDARD).run_id == leading.run_id
-    counts = merge.led_cells([leading, servers], STANDARD)
+    assert paper_runs.leading_run([leading, servers], STANDARD).run_id == leading.run_id
+    counts = paper_runs.led_cells([leading, servers], STANDARD)
     assert counts[leading.run_id] == 16 and counts[servers.run_id] == 0
 
 
 def test_the_run_leading_more_standard_cells_wins_whatever_its_date():
     old = _run("20260101T000000Z-time-full", ["glibc", "x"], ["a", "b"])
     new = _run("20260301T000000Z-time-full", ["glibc", "y", "z"], ["a", "b", "c"])
-    assert merge.leading_run([old, new], STANDARD).run_id == new.run_id
-    assert merge.leading_run([new, old], STANDARD).run_id == new.run_id
+    assert paper_runs.leading_run([old, new], STANDARD).run_id == new.run_id
+    assert paper_runs.leading_run([new, old], STANDARD).run_id == new.run_id
 
 
 def test_an_interval_spanning_more_than_a_factor_of_a_hundred_is_not_estimable():
@@ -68,7 +69,7 @@ def test_the_front_rows_come_from_each_debates_primary_cell():
          "decision_words": "larger than 10%"},
         {"seed": "001", "configuration": "h / glibc", "workload": "compile", "processor": "AMD EPYC 2600 MHz (26/2/1)",
          "machines": "AMD EPYC 2600 MHz, 2 CPUs, VM", "display": "9.9 [9.0, 10.0]", "decision_words": "y"}])
-    rows = front_writer.front_rows(debates, hosts)
+    rows = front_page.front_rows(debates, hosts)
     assert list(rows["workload"]) == ["build"]
     row = rows.iloc[0]
     assert row["per_host"] == "Intel Xeon 2600 MHz: 1.471 [1.442, 1.501] (larger than 10%)"
@@ -92,7 +93,7 @@ def test_a_paper_whose_newest_full_run_measured_two_server_workloads_describes_t
     from paper_checks import pdf_text, squash
     from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
     from analysis.paths import REPO
-    from analysis.publish import paper
+    from analysis.publish.render import paper
 
     data = make_dataset(tmp_path / "dataset")
     # fewer blocks than the simulated run: every allocator leads in the simulated run, as in the published data

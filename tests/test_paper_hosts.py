@@ -7,7 +7,8 @@ import shutil
 import pytest
 
 from analysis.contract.host import host_fingerprint
-from analysis.publish import hosts_writer, paper, results, results_writer
+from analysis.publish.results import hosts, comparisons, writer
+from analysis.publish.render import paper
 from analysis.paths import REPO
 from paper_checks import generated_csv, pdf_text, squash
 from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
@@ -27,7 +28,7 @@ def build_paper(data, out):
     generated.mkdir(parents=True)
     for name in paper.SOURCES:
         shutil.copyfile(REPO / "paper" / name, out / name)
-    results_writer.write_outputs(results.compute(data), generated)
+    writer.write_outputs(comparisons.compute(data), generated)
     paper.write_paper_numbers(data, generated, ["results"])
     pdf, _ = paper.compile_paper(out)
     return squash(pdf_text(pdf))
@@ -99,8 +100,8 @@ def test_clock_state_reads_new_and_old_runs(tmp_path):
     run = tmp_path / "r"
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"clock_lock": [{"outcome": "locked 2 CPUs to performance"}]}))
-    assert hosts_writer.clock_state(run) == hosts_writer.LOCKED
+    assert hosts.clock_state(run) == hosts.LOCKED
     (run / "run.json").write_text(json.dumps({"clock_lock": [{"outcome": "could not lock: cpufreq is not exposed"}]}))
-    assert hosts_writer.clock_state(run) == hosts_writer.NOT_LOCKED
+    assert hosts.clock_state(run) == hosts.NOT_LOCKED
     (run / "machine.json").write_text(json.dumps({"clock_lock": [{"locked": True}, {"locked": False}]}))
-    assert hosts_writer.clock_state(run) == hosts_writer.NOT_LOCKED  # one session without the lock
+    assert hosts.clock_state(run) == hosts.NOT_LOCKED  # one session without the lock

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.publish import paper
+from analysis.publish.render import paper
 from analysis.paths import DATA_DIR, REPO
 from paper_checks import assert_paper_states_generated, layout_faults
 
@@ -63,10 +63,10 @@ def test_the_rendered_paper_matches_its_generated_numbers():
         pytest.skip("paper/paper.pdf is not built: `make paper` makes it")
     import json
 
-    from analysis.publish import dataset
+    from analysis.publish.dataset import archive
 
     rendered_from = json.loads((REPO / "paper" / "generated" / "paper_numbers.json").read_text())["dataset"]["sha256"]
-    assert rendered_from == dataset.checksum(DATA_DIR), \
+    assert rendered_from == archive.checksum(DATA_DIR), \
         "paper/paper.pdf was rendered from other data than data/ holds now: run `make paper`"
     assert_paper_states_generated(REPO / "paper", pdf, html, DATA_DIR)
 
@@ -97,11 +97,11 @@ def test_the_layout_check_sees_overprinting_overflow_and_a_half_empty_page(tmp_p
 
 def test_runs_measured_with_the_check_behind_the_library_are_the_listed_ones():
     """The A/A table separates the runs measured before the resolution check went first in LD_PRELOAD
-    (commit bfb3990); the list in analysis.publish.results must be exactly those published runs."""
+    (commit bfb3990); the list in analysis.publish.results.comparisons must be exactly those published runs."""
     import json
     import subprocess
 
-    from analysis.publish.results import CHECK_LOADED_AFTER_LIBRARY
+    from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY
 
     if not (REPO / ".git").exists():
         pytest.skip("no git history to read the runs' commits against")

@@ -163,7 +163,7 @@ def planted(allocator, bug_class, capability, counts, sequences=1000):
 
 
 def test_knockouts_claims_and_false_positives_on_planted_rows(tmp_path):
-    from analysis.publish import primitives_writer
+    from analysis.publish.security import primitives
 
     rows = (planted("glibc-no-tcache-key", "double-free", "none", {"overlap": 40})
             + planted("glibc-built", "double-free", "none", {})
@@ -187,7 +187,7 @@ def test_knockouts_claims_and_false_positives_on_planted_rows(tmp_path):
     gains = PR.leak_gains(rows)
     assert [(g["allocator"], g["bug_class"], g["rate_heap_leak"]) for g in gains] == [("secure", "write-after-free",
                                                                                        0.009)]
-    numbers = primitives_writer.write_outputs(rows, tmp_path, claims=claims)
+    numbers = primitives.write_outputs(rows, tmp_path, claims=claims)
     assert numbers["disagreeing_allocators"] == ["secure"] and numbers["none_found"] == ["broken", "glibc-built"]
     assert (tmp_path / "primitives_matrix.svg").stat().st_size > 1000
     text = (tmp_path / "primitives_disagreements.csv").read_text()
@@ -200,10 +200,10 @@ def test_reported_rows_take_each_allocator_from_its_newest_complete_run(tmp_path
 
     from analysis.contract.schema import PRIMITIVE_COLUMNS
     from analysis.errors import HeapcostError
-    from analysis.publish import primitives_writer
+    from analysis.publish.security import primitives
 
     with pytest.raises(HeapcostError, match="no probe run of the dataset has a primitives.csv"):
-        primitives_writer.reported_primitive_rows(tmp_path)
+        primitives.reported_primitive_rows(tmp_path)
     for run, status, alloc, k in (("20260101T000000Z-probe-security", "complete", "a", 1),
                                   ("20260102T000000Z-probe-security", "complete", "a", 2),
                                   ("20260103T000000Z-probe-security", "running", "a", 3)):
@@ -213,16 +213,16 @@ def test_reported_rows_take_each_allocator_from_its_newest_complete_run(tmp_path
             w = csv.DictWriter(fh, fieldnames=PRIMITIVE_COLUMNS, extrasaction="ignore")
             w.writeheader()
             w.writerows({**r, "run_id": run} for r in planted(alloc, "overflow", "none", {"overlap": k}))
-    rows = primitives_writer.reported_primitive_rows(tmp_path)
+    rows = primitives.reported_primitive_rows(tmp_path)
     assert {r["run_id"] for r in rows} == {"20260102T000000Z-probe-security"}
 
 
 def test_a_dataset_without_primitives_leaves_a_note_not_numbers(tmp_path):
     import json
 
-    from analysis.publish import primitives_writer
+    from analysis.publish.security import primitives
 
-    primitives_writer.write_absent(tmp_path, "no probe run with a primitives.csv")
+    primitives.write_absent(tmp_path, "no probe run with a primitives.csv")
     assert json.loads((tmp_path / "primitives_numbers.json").read_text()) == {
         "absent": "no probe run with a primitives.csv"}
 

@@ -8,19 +8,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.publish import products
+from analysis.publish.render import products
 from conftest import REPO
 from simulated_dataset import make_dataset
 
 WRITE_PRODUCTS = """
 import sys
 from pathlib import Path
-from analysis.publish import literature_writer, results, results_writer, security_writer
+from analysis.publish.results import comparisons, reanalysis
+from analysis.publish.results import writer as results_writer
+from analysis.publish.security import writer as security_writer
 
 data, out = Path(sys.argv[1]), Path(sys.argv[2])
-results_writer.write_outputs(results.compute(data), out)
+results_writer.write_outputs(comparisons.compute(data), out)
 security_writer.write_outputs(security_writer.reported_probe_rows(data / "runs"), out)
-literature_writer.write_outputs(out, data / "literature" / "figures.csv")
+reanalysis.write_outputs(out, data / "literature" / "figures.csv")
 """
 
 # two hosts in one: the BLAS thread count and numpy's SIMD dispatch differ (X86_V3/V4 are AVX2/AVX-512)

@@ -219,7 +219,7 @@ def test_lockstep_adds_the_baseline_it_pairs_with(runs_dir):
 def test_the_results_count_interfered_trials_and_accept_old_tables():
     import pandas as pd
 
-    from analysis.publish.results import interference_counts
+    from analysis.publish.results.comparisons import interference_counts
 
     new = pd.DataFrame({"warmup": [0, 0, 1, 0], "interfered": [1, 0, 1, None]})
     old = pd.DataFrame({"warmup": [0, 0]})

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.publish.formats import fmt_interval
+from analysis.publish.render.formats import fmt_interval
 from analysis.stats import random_effects as re
 
 

@@ -2,14 +2,14 @@
 
 def test_the_runs_history_page_is_generated_from_the_runs_own_records():
     from analysis.paths import DATA_DIR, REPO
-    from analysis.publish import run_history
+    from analysis.publish.dataset import run_history
 
     assert (REPO / "docs" / "runs.md").read_text() == run_history.markdown(DATA_DIR), \
         "docs/runs.md is stale: run `make dataset` (or python -m analysis dataset)"
 
 
 def test_a_runs_command_names_the_make_variables_it_was_made_with():
-    from analysis.publish import run_history
+    from analysis.publish.dataset import run_history
 
     info = {"kind": "time", "params": {"profile": "quick", "protocol": "lockstep", "allocators": ["glibc", "hm"],
                                        "workloads": ["build"], "extra_allocators": "hm={elsewhere}/libhm.so"}}

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.publish import security_writer
+from analysis.publish.security import writer
 from analysis.stats import security as S
 
 
@@ -119,7 +119,7 @@ def test_outputs_are_written(tmp_path):
     rows = (rows_for("a", {"double-free": "caught", "address-entropy": "mitigated"},
                      **{"address-entropy": {"bits": "20"}})
             + rows_for("b", {"double-free": "missed", "address-entropy": "n/a"}))
-    numbers = security_writer.write_outputs(rows, tmp_path, claims={"a": (), "b": ("double-free-detect",)})
+    numbers = writer.write_outputs(rows, tmp_path, claims={"a": (), "b": ("double-free-detect",)})
     for name in ("outcomes.svg", "scores.svg", "scores.csv", "disagreements.csv", "numbers.json"):
         assert (tmp_path / f"security_{name}").stat().st_size > 0
     assert numbers["disagreements"]["claimed-not-seen"] == 1
@@ -226,9 +226,9 @@ def test_the_matrix_takes_the_worst_size_and_the_numbers_count_outcomes_per_size
             {"allocator": "a", "probe": "address-entropy", "outcome": "mitigated", "bits": "20"},
             {"allocator": "b", "probe": "double-free", "size": "41", "outcome": "allocator-failed-to-start",
              "outcomes": "allocator-failed-to-start=20", "trials": "20"}]
-    assert security_writer.worst_outcome(["caught", "missed", "n/a"]) == "missed"
-    assert security_writer.worst_outcome(["n/a", "allocator-failed-to-start"]) == "allocator-failed-to-start"
-    numbers = security_writer.write_outputs(rows, tmp_path, claims={"a": (), "b": ()})
+    assert writer.worst_outcome(["caught", "missed", "n/a"]) == "missed"
+    assert writer.worst_outcome(["n/a", "allocator-failed-to-start"]) == "allocator-failed-to-start"
+    numbers = writer.write_outputs(rows, tmp_path, claims={"a": (), "b": ()})
     assert numbers["outcomes_by_size"] == {"41": {"caught": 1, "allocator-failed-to-start": 1},
                                            "5000": {"missed": 1}, "unsized": {"mitigated": 1}}
     assert (tmp_path / "security_outcomes.svg").stat().st_size > 0

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.publish import security_front as F
+from analysis.publish.security import front as F
 from tests.test_security_weights import rows_for
 
 WEIGHTS = {"double-free": 8, "uaf-read": 4, "overflow-16": 8, "reuse-immediate": 5}

@@ -47,14 +47,14 @@ def test_the_security_section_reads_every_probe_run_each_allocator_from_its_lead
     import shutil
 
     from analysis.paths import DATA_DIR
-    from analysis.publish import security_writer
+    from analysis.publish.security import writer
 
     runs = tmp_path / "runs"
     wide, narrow = "20261130T191258Z-probe-security", "20261201T145950Z-probe-security"
     for run in (wide, narrow):
         shutil.copytree(DATA_DIR / "runs" / run, runs / run)
     of = {run: {r["allocator"] for r in csv.DictReader(open(runs / run / "probes.csv"))} for run in (wide, narrow)}
-    rows = security_writer.reported_probe_rows(runs)
+    rows = writer.reported_probe_rows(runs)
     assert {r["allocator"] for r in rows} == of[wide] | of[narrow]
     for alloc in {r["allocator"] for r in rows}:
         assert len({r["run_id"] for r in rows if r["allocator"] == alloc}) == 1, alloc
@@ -63,4 +63,4 @@ def test_the_security_section_reads_every_probe_run_each_allocator_from_its_lead
     import pytest
     from analysis.errors import HeapcostError
     with pytest.raises(HeapcostError, match="no probe run with a probes.csv under .*run `make probe` first"):
-        security_writer.reported_probe_rows(tmp_path / "empty")
+        writer.reported_probe_rows(tmp_path / "empty")

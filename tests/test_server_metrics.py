@@ -1,13 +1,13 @@
-"""The server workloads' throughput and latency ratios (analysis/publish/server_metrics.py), on seeded simulated
+"""The server workloads' throughput and latency ratios (analysis/publish/results/server_metrics.py), on seeded simulated
 trials with a known truth, and which workloads the method section says ran single-core."""
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from analysis.publish import server_metrics
-from analysis.publish.results import against
-from analysis.publish.results_writer import cpu_facts
+from analysis.publish.results import server_metrics
+from analysis.publish.results.comparisons import against
+from analysis.publish.results.writer import cpu_facts
 
 
 def _run(seed, true_ratio, n=30, with_metrics=True):

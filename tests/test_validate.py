@@ -4,7 +4,7 @@ import shutil
 import pytest
 
 from analysis.harness import measure
-from analysis.publish.datapackage import write_datapackage
+from analysis.publish.dataset.datapackage import write_datapackage
 from conftest import REPO, cli_here
 
 

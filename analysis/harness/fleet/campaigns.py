@@ -1,0 +1,168 @@
+"""The fleet: campaigns on many machines through Snakemake (workflow/Snakefile), one job per campaign and host.
+
+A fleet profile (workflow/profiles/<name>.toml) lists campaigns; each names its command (measure, callgrind
+or probe) and the parameters `make measure` / `make probe` take. A job (`python -m analysis fleet-job`) runs
+one campaign into a private runs folder beside its archive, exactly as `make measure` or `make probe` would
+(the measure notebook, the probe command), then packs the run it made with `contribute`'s format: the
+archive is the job's output, and the workflow's last rule merges every archive into the dataset. A value
+may name an environment variable of the node ($HM: the libraries a user brought there); an unset one stops
+the job with one line. A resumed job (Slurm requeue, a second `make fleet`) resumes its unfinished run.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.contract.runstore import runs_of_kind
+from analysis.errors import HeapcostError, read_toml
+from analysis.harness.quiet import QUIET_LOAD
+from analysis.paths import REPO
+from analysis.contract.contribution import pack
+from analysis.contract.run_check import KINDS
+
+PROFILES_DIR = REPO / "workflow" / "profiles"
+# A campaign refuses to start while the 1-minute load average is above QUIET_LOAD. The job before it ends
+# with the load near 1-2, which decays below the threshold within a minute or two: a job waits that long
+# (at most QUIET_WAIT_S) rather than fail, then lets the campaign judge.
+QUIET_WAIT_S = 600
+QUIET_POLL_S = 5
+# Starting the campaign (a notebook kernel) itself raises the load by a tenth or two before the campaign's
+# check reads it: a job waits for this much below the threshold (0.71 > 0.7 once refused a job that had
+# waited for 0.7 exactly).
+QUIET_HEADROOM = 0.4
+COMMANDS = ("measure", "callgrind", "probe")
+MEASURE_PARAMS = ("PROFILE", "ALLOCATORS", "WORKLOADS", "EXTRA_ALLOCATORS", "TARGET_CI", "BUDGET_MIN", "BLOCKS",
+                  "LOCK_CLOCK", "SEED", "SCALES", "PROTOCOL", "PIN", "FORCE", "PAIRS")
+PROBE_FLAGS = {"ALLOCATORS": "--allocators", "EXTRA_ALLOCATORS": "--extra-allocators", "PROBES": "--probes",
+               "RUNS": "--runs", "SIZES": "--sizes", "JOBS": "--jobs", "ALARM": "--alarm"}
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+@dataclass
+class Campaign:
+    name: str
+    command: str
+    params: dict[str, str] = field(default_factory=dict)
+    minutes: int = 60  # the Slurm time limit of its job, and the plan's estimate of its machine time
+    about: str = ""    # what it measures, for the plan
+
+
+def profile_names(profiles_dir: Path = PROFILES_DIR) -> list[str]:
+    return sorted(p.stem for p in Path(profiles_dir).glob("*.toml"))
+
+
+def load_profile(name: str, profiles_dir: Path = PROFILES_DIR) -> list[Campaign]:
+    path = Path(profiles_dir) / f"{name}.toml"
+    if not path.is_file():
+        raise HeapcostError(f"no fleet profile {name!r}; known: {', '.join(profile_names(profiles_dir)) or 'none'}")
+    data = read_toml(path)
+    campaigns = []
+    for entry in data.get("campaign", []):
+        name, command = str(entry.get("name", "")), str(entry.get("command", ""))
+        if not NAME.match(name):
+            raise HeapcostError(f"{path.name}: campaign name {name!r} must be lower-case letters, digits and -")
+        if command not in COMMANDS:
+            raise HeapcostError(f"{path.name}: campaign {name}: command {command!r} is not one of {', '.join(COMMANDS)}")
+        params = {str(k): str(v) for k, v in (entry.get("params") or {}).items()}
+        allowed = PROBE_FLAGS if command == "probe" else MEASURE_PARAMS
+        unknown = sorted(set(params) - set(allowed))
+        if unknown:
+            raise HeapcostError(f"{path.name}: campaign {name}: unknown parameter(s) {', '.join(unknown)} "
+                                f"(a {command} campaign takes {', '.join(allowed)})")
+        repeats = entry.get("runs", 1)
+        if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+            raise HeapcostError(f"{path.name}: campaign {name}: runs must be a whole number of at least 1")
+        # `runs = N` asks for N distinct runs of the same campaign: jobs <name>-1 ... <name>-N
+        names = [name] if repeats == 1 else [f"{name}-{i}" for i in range(1, repeats + 1)]
+        campaigns += [Campaign(n, command, params, int(entry.get("minutes", 60)), str(entry.get("about", "")))
+                      for n in names]
+    if not campaigns:
+        raise HeapcostError(f"{path.name}: no [[campaign]]")
+    if len({c.name for c in campaigns}) != len(campaigns):
+        raise HeapcostError(f"{path.name}: two campaigns share a name")
+    return campaigns
+
+
+def campaign(profile: str, name: str, profiles_dir: Path = PROFILES_DIR) -> Campaign:
+    for c in load_profile(profile, profiles_dir):
+        if c.name == name:
+            return c
+    raise HeapcostError(f"fleet profile {profile!r} has no campaign {name!r}")
+
+
+def expand(value: str, environ) -> str:
+    """$VAR / ${VAR} from the node's environment; an unset variable is an error, not an empty string."""
+    def sub(match):
+        var = match.group(1) or match.group(2)
+        if var not in environ:
+            raise HeapcostError(f"the campaign names ${var}, which is not set on this node")
+        return environ[var]
+    return re.sub(r"\$(?:\{(\w+)\}|(\w+))", sub, value)
+
+
+def command_line(c: Campaign, python: str, environ) -> list[str]:
+    params = {k: expand(v, environ) for k, v in c.params.items()}
+    if c.command == "probe":
+        argv = [python, "-m", "analysis", "probe"]
+        for key, value in params.items():
+            argv += [PROBE_FLAGS[key], value]
+        return argv
+    if c.command == "callgrind":
+        params["MODE"] = "callgrind"
+    return [python, "-m", "analysis", "notebook", "measure", *(f"{k}={v}" for k, v in params.items())]
+
+
+def complete_runs(runs_dir: Path) -> list[Path]:
+    return sorted(r.path for kind in KINDS for r in runs_of_kind(runs_dir, kind) if r.complete)
+
+
+def run_job(c: Campaign, archive: Path, python: str = sys.executable, environ=None, runner=subprocess.run,
+            wait=None) -> Path:
+    """Run the campaign into <archive>.d/runs and pack its run as `archive`."""
+    environ = dict(os.environ if environ is None else environ)
+    archive = Path(archive).absolute()  # the measure notebook's kernel runs in another folder
+    work = archive.with_name(archive.name + ".d")
+    runs = work / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    before = set(complete_runs(runs))
+    argv = command_line(c, python, environ)
+    if not environ.get("HEAPCOST_FORCE"):
+        (wait or wait_for_quiet)()
+    print("fleet job:", " ".join(argv), flush=True)
+    result = runner(argv, env={**environ, "HEAPCOST_RUNS_DIR": str(runs)}, cwd=REPO)
+    if result.returncode != 0:
+        raise HeapcostError(f"campaign {c.name} failed (exit {result.returncode}); its log says why")
+    made = [r for r in complete_runs(runs) if r not in before]
+    if len(made) != 1:
+        raise HeapcostError(f"campaign {c.name} left {len(made)} new complete runs in {runs}, expected one")
+    packed = pack(made[0], work)
+    os.replace(packed, archive)
+    return archive
+
+
+def wait_for_quiet(loadavg=lambda: os.getloadavg()[0], sleep=time.sleep, limit_s: float = QUIET_WAIT_S) -> float:
+    """Wait until the 1-minute load average is at most QUIET_LOAD less QUIET_HEADROOM, or limit_s has passed;
+    the seconds waited."""
+    waited = 0.0
+    target = round(QUIET_LOAD - QUIET_HEADROOM, 3)
+    while loadavg() > target and waited < limit_s:
+        if waited == 0:
+            print(f"fleet job: load average {loadavg():.2f}, waiting for it to fall to {target:.1f}", flush=True)
+        sleep(QUIET_POLL_S)
+        waited += QUIET_POLL_S
+    return waited
+
+
+def add_arguments(parser):
+    parser.add_argument("--profile", required=True, help="a fleet profile (workflow/profiles/NAME.toml)")
+    parser.add_argument("--campaign", required=True, help="the campaign's name in that profile")
+    parser.add_argument("--archive", required=True, help="the archive to write (the job's output)")
+
+
+def run(args) -> int:
+    out = run_job(campaign(args.profile, args.campaign), Path(args.archive))
+    print(f"wrote {out}")
+    return 0

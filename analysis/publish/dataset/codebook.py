@@ -1,0 +1,168 @@
+"""data/README.md, the dataset's codebook: every table and column with its meaning, unit and how it
+was measured, generated from the Table Schemas (analysis/contract/schema.py) and
+from the files present. Never edit data/README.md by hand: `python -m analysis dataset` rewrites it."""
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import __version__
+from analysis.publish.dataset.datapackage import DATASET_NAME, dataset_files
+from analysis.paths import DATA_DIR
+from analysis.contract.schema import LITERATURE_SCHEMAS, TABLE_SCHEMAS, read_table
+
+HOW_MEASURED = {
+    "trials.csv": "Speed runs (`python -m analysis measure`, kind `time`). Each row is one fresh process of a "
+                  "workload under one allocator, started by heapcost's launcher, in randomized complete blocks "
+                  "after a warm-up block; a calibrated spin loop is timed just before and after every trial.",
+    "counts.csv": "Instruction-count runs (`python -m analysis measure --mode callgrind`). One row per workload "
+                  "and allocator: valgrind's callgrind over every process of the workload at a reduced scale, with "
+                  "a simulated cache; call counts come from a separate counting run under glibc.",
+    "probes.csv": "Heap-misuse probes (`python -m analysis probe`). One row per allocator, probe and block "
+                  "size: each probe is a small C or C++ program that commits one misuse, run in fresh sandboxed "
+                  "processes, its outcome classified from exit status, signal, stderr and what the program "
+                  "observed (analysis/harness/probe_verdict.py).",
+    "pairs.csv": "Lockstep pairs (`python -m analysis measure --protocol lockstep`, kind `time`). One row per "
+                 "process pair: the baseline's process (A) and another allocator's (B) on the same C workload, "
+                 "alive at once, pinned to one CPU and taking turns of about a millisecond of their own work "
+                 "under a token, so both run in the same speed regime of that CPU; each reports its own active "
+                 "time. Statistics use the ratio active_b_s / active_a_s of each pair (analysis/stats/paired.py).",
+}
+
+RUN_FILES = {
+    "run.json": "The run's parameters (profile, allocators, workloads, seed), heapcost's version and git commit, "
+                "start and end time (UTC), status (`complete` or not), each allocator's catalogue entry as used "
+                "(libraries, environment, claimed defences) and the workloads' expected checksums.",
+    "machine.json": "The machine: kernel, OS, CPU model and count, memory, what is known of the clock (whether "
+                    "cpufreq is exposed, boost, virtualization, whether perf counters work), glibc, Python and gcc "
+                    "versions, ASLR and transparent-hugepage settings, the load average when the run started. "
+                    "Newer runs add the CPU family, model number and stepping, `host` (the host identity and its "
+                    "fingerprint: analysis/contract/host.py; older runs' are computed from what they record) and "
+                    "`clock_lock` (one entry per session: requested, locked, what it did and the values it held).",
+    "*.ipynb": "The executed notebook that ran the measurement (papermill), with its parameters and output.",
+}
+
+
+def _table(fields: list[dict]) -> list[str]:
+    lines = ["| column | type | unit | meaning | constraints |", "|---|---|---|---|---|"]
+    for f in fields:
+        cons = f.get("constraints") or {}
+        c = ", ".join(f"{k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in sorted(cons.items()))
+        desc = f.get("description", "").replace("|", "\\|")
+        lines.append(f"| `{f['name']}` | {f['type']} | {f.get('unit', '')} | {desc} | {c} |")
+    return lines
+
+
+def _rows(path: Path) -> int:
+    with open(path, newline="") as fh:
+        return max(0, sum(1 for _ in csv.reader(fh)) - 1)
+
+
+def _quiet(run_dir: Path) -> tuple[str, str, str]:
+    """Of a speed run's trials and pairs: the median 1-minute load, the others' CPU time over the wall time
+    (total over total: /proc/stat counts in 10 ms ticks; a pair's wall time is its longer process's) and the
+    rows flagged as interfered; '' where not recorded."""
+    columns = ["loadavg1", "other_cpu_s", "wall", "interfered"]
+    tables = [pd.DataFrame(columns=columns)]
+    for name, walls in (("trials.csv", ["wall_s"]), ("pairs.csv", ["wall_a_s", "wall_b_s"])):
+        if (run_dir / name).is_file():
+            table = read_table(run_dir / name, columns={*columns, *walls})  # the columns used, not the whole table
+            tables.append(table.assign(wall=table.reindex(columns=walls).max(axis=1)).reindex(columns=columns))
+    rows = pd.concat(tables, ignore_index=True)
+    loads = pd.to_numeric(rows["loadavg1"], errors="coerce").dropna()
+    timed = rows.dropna(subset=["other_cpu_s", "wall"])
+    judged = pd.to_numeric(rows["interfered"], errors="coerce").dropna()
+    return (f"{loads.median():.2f}" if len(loads) else "",
+            f"{timed['other_cpu_s'].sum() / timed['wall'].sum():.1%}" if timed["wall"].sum() > 0 else "",
+            f"{int(judged.sum())} of {len(judged)}" if len(judged) else "")
+
+
+def _run_line(run_dir: Path) -> str:
+    try:
+        info = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        info = {}
+    params = info.get("params") or {}
+    tables = ", ".join(f"`{p.name}` ({_rows(p)} rows)" for p in sorted(run_dir.glob("*.csv")))
+    kind = info.get("kind", "?")
+    profile = params.get("profile") or params.get("mode") or ""
+    load, others, flagged = _quiet(run_dir)
+    return (f"| `{run_dir.name}` | {kind} | {profile} | {info.get('status', '?')} | "
+            f"{len(params.get('allocators') or [])} | {tables} | {load} | {others} | {flagged} |")
+
+
+def codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> str:
+    data_dir = Path(data_dir)
+    version = version or __version__
+    out = [
+        f"# {DATASET_NAME} {version}: codebook",
+        "",
+        "<!-- GENERATED by `python -m analysis dataset` (analysis/publish/dataset/codebook.py) from the Table Schemas in "
+        "analysis/contract/schema.py. Do not edit by hand. -->",
+        "",
+        "Speed, memory and instruction-count measurements of memory allocators and their security configurations "
+        "on Linux x86-64, heap-misuse probe outcomes under the same allocators, and the figures of five public "
+        "debates transcribed from their texts. `datapackage.json` describes every file (Frictionless Data Package, "
+        "Table Schema per table) with its sha256; `python -m analysis validate data` checks it. Licence: CC-BY-4.0.",
+        "",
+        "Missing values are empty fields. Times are seconds, sizes KiB unless a column says otherwise. "
+        "Statistics use only trials with `status == ok` and `warmup == 0`; nothing else is dropped or edited.",
+        "",
+        "## Files",
+        "",
+        "| path | what it is |",
+        "|---|---|",
+        "| `runs/<run-id>/` | one measurement run; the id starts with its UTC start time and ends with its kind |",
+        "| `literature/` | the seeds' own figures, transcribed with the line they come from |",
+        "| `datapackage.json` | the machine-readable description with sha256 of every file |",
+        "| `README.md` | this codebook |",
+        "",
+        "## Runs in this version",
+        "",
+        "Of the speed runs' trials and pairs: the median 1-minute load average when each started, the CPU time "
+        "other processes used meanwhile as a share of their wall time (the harness's own milliseconds included), "
+        "and how many were flagged as measured during interference (analysis/harness/quiet.py). A campaign's own "
+        "processes keep the load near one, a lockstep pair's above it, and the 1-minute average carries that into "
+        "the trials that follow: whether others ran is what the other two columns say (docs/design.md, the "
+        "timing protocol).",
+        "",
+        "| run | kind | profile | status | allocators | tables | load (median) | others' CPU | flagged |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    runs = sorted(p for p in (data_dir / "runs").glob("*") if p.is_dir()) if (data_dir / "runs").is_dir() else []
+    out += [_run_line(r) for r in runs] or ["| (none) | | | | | | | | |"]
+    out += ["", "## Files of every run", ""]
+    for name, text in RUN_FILES.items():
+        out.append(f"- `{name}`: {text}")
+    for name, fields in TABLE_SCHEMAS.items():
+        out += ["", f"## `{name}`", "", HOW_MEASURED.get(name, ""), ""] + _table(fields)
+    lit = LITERATURE_SCHEMAS
+    lit_files = sorted(p for p in dataset_files(data_dir) if "literature" in p.relative_to(data_dir).parts)
+    if lit_files or lit:
+        out += ["", "## `literature/`", "",
+                "The seeds' figures, each value with the seed file and line it was read from; `analysis/stats/literature.py` "
+                "re-analyses them. `field.csv`: the field's published ratios for mimalloc-bench programs, each with its "
+                "source, machine and versions; `analysis/publish/results/field.py` sets ours beside them."]
+        for name in sorted(set(lit) | {p.name for p in lit_files if p.suffix == ".csv"}):
+            schema = lit.get(name)
+            out += ["", f"### `literature/{name}`", ""]
+            if schema:
+                out += _table(schema["fields"] if isinstance(schema, dict) else schema)
+            else:
+                out.append("(no Table Schema yet: columns are described only by their header)")
+    out += ["", "## Citation", "",
+            f"Cite the dataset by name, version and the sha256 of its archive `heapcost-dataset-{version}.tar.gz` "
+            "(written with its checksum by `make dataset`); see `CITATION.cff` in the repository. No DOI has been "
+            "assigned yet.", ""]
+    return "\n".join(out)
+
+
+def write_codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> tuple[Path, bool]:
+    """Write data/README.md; returns (path, whether it changed)."""
+    path = Path(data_dir) / "README.md"
+    text = codebook(data_dir, version)
+    old = path.read_text() if path.is_file() else None
+    if old != text:
+        path.write_text(text)
+    return path, old != text

@@ -1,0 +1,82 @@
+"""A forest plot per debate: every run's ratio with/without (labelled with its run and host), each host's
+pooled estimate as a diamond with the rule's decision there, the single estimate over hosts where there is
+one, the pre-registered margin as a shaded band and the verdict across hosts."""
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.publish.render.figures import draws_rounded, plain_log_axis, pyplot, save
+
+POOLED_COLOUR, RUN_COLOUR, SUPERSEDED_COLOUR, HOST_COLOUR = "#8f2c2c", "#3b6ea8", "#a0a0a0", "#c07a1a"
+
+
+def host_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """Short host names (H1, H2, ...) in order of first appearance."""
+    return {h: f"H{i}" for i, h in enumerate(dict.fromkeys(runs["host"]), start=1)}
+
+
+@draws_rounded
+def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFrame, labels: dict, hosts: dict,
+                  path: Path, margin: float, rule: str) -> None:
+    """One debate: `answers` its rows (configuration, workload, pooled interval, verdict), `runs` every run
+    behind them, `per_host` each host's answer, `labels` run id -> R-label, `hosts` host -> H-label (the same
+    in every debate's figure). Superseded runs are drawn in grey and never pooled."""
+    plt = pyplot()
+    hosts = {h: hosts[h] for h in dict.fromkeys(runs["host"])}
+    lines = []  # (label, ratio, low, high, kind)
+    for _, a in answers.iterrows():
+        mine = runs[(runs["configuration"] == a["configuration"]) & (runs["workload"] == a["workload"])]
+        for _, r in mine.iterrows():
+            layout = f" layout {int(r['layout'])}" if int(r.get("layout", 1) or 1) > 1 else ""
+            lines.append((f"  {labels.get(r['run_id'], r['run_id'])} {hosts[r['host']]}{layout}"
+                          + (" (superseded)" if r["superseded"] else ""),
+                          r["ratio"], r["ci_low"], r["ci_high"], "superseded" if r["superseded"] else "run"))
+        cell = per_host[(per_host["configuration"] == a["configuration"]) & (per_host["workload"] == a["workload"])]
+        for _, h in cell.iterrows():
+            lines.append((f" {h['processor']}: {h['decision_words']}", float(h["ratio"]), float(h["ci_low"]),
+                          float(h["ci_high"]), "host"))
+        pooled = str(a.get("pooled_ratio", "")) not in ("", "n/a") and len(cell) != 1
+        lines.append((f"{a['configuration']}, {a['workload']}: {a['verdict']}",
+                      *((float(a["pooled_ratio"]), float(a["pooled_low"]), float(a["pooled_high"])) if pooled
+                        else (float("nan"),) * 3), "pooled"))
+    fig, ax = plt.subplots(figsize=(6.0, 0.7 + 0.2 * max(1, len(lines))))
+    band = (1 / (1 + margin), 1 + margin) if rule == "equivalent" else (0, 1 + margin)
+    ax.axvspan(max(band[0], 1e-3), band[1], color="#cfe8cf", alpha=0.6, lw=0, label=f"margin {margin * 100:g}%")
+    ax.axvline(1.0, color="grey", lw=0.6, ls="--")
+    colours = {"run": RUN_COLOUR, "superseded": SUPERSEDED_COLOUR, "pooled": POOLED_COLOUR, "host": HOST_COLOUR}
+    for y, (_, ratio, lo, hi, kind) in enumerate(lines):
+        if ratio != ratio:  # a verdict with no single estimate over hosts: its line has words only
+            continue
+        ax.errorbar([ratio], [y], xerr=[[ratio - lo], [hi - ratio]], fmt="o" if kind in ("run", "superseded") else "D",
+                    ms=2.5 if kind in ("run", "superseded") else 4, color=colours[kind],
+                    elinewidth=0.8 if kind in ("run", "superseded") else 1.2,
+                    capsize=1.5)
+    ax.set_yticks(range(len(lines)), [t for t, *_ in lines], fontsize=6)
+    ax.set_ylim(len(lines) - 0.5, -0.5)
+    ratios = [v for _, r, lo, hi, _ in lines for v in (lo, hi) if v == v] + [1.0, band[1]]
+    ax.set_xscale("log")
+    ax.set_xlim(min(ratios) / 1.02, max(ratios) * 1.02)
+    plain_log_axis(ax)
+    ax.tick_params(axis="x", labelsize=6)
+    ax.set_xlabel("with / without, wall time (95% interval; hosts " +
+                  ", ".join(f"{v}: {k}" for k, v in hosts.items()) + ")" if hosts else "with / without", fontsize=6)
+    ax.legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
+    save(fig, path)
+
+
+def write_all(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFrame, labels: dict, spec: dict,
+              path_of) -> list[str]:
+    """A figure per debate with at least one host's answer; returns the seeds drawn."""
+    hosts = host_labels(runs) if len(runs) else {}
+    drawn = []
+    for seed, rows in answers.groupby("seed", sort=True):
+        answered = per_host[per_host["seed"] == seed]
+        rows = rows[[((answered["configuration"] == c) & (answered["workload"] == w)).any()
+                     for c, w in zip(rows["configuration"], rows["workload"])]]
+        if rows.empty:
+            continue
+        q = spec[seed]
+        debate_forest(rows, runs[runs["seed"] == seed], answered, labels, hosts, path_of(seed), q.margin, q.rule)
+        drawn.append(seed)
+    return drawn

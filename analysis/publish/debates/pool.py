@@ -1,0 +1,468 @@
+"""Each debate's answer across runs, builds and hosts: one log ratio with/without per run (from the run's
+direct lockstep pairs of the contested pair when it has them, else through the run's baseline), pooled by
+stats.random_effects, decided by the pre-registered rule (stats.equivalence, debates.toml).
+
+Runs of a discarded design stay in the table, marked superseded, and never enter a pooled answer: the runs
+whose malloc resolution check was loaded after the brought library (results.CHECK_LOADED_AFTER_LIBRARY, the
+design whose A/A copies read 30% false positives)."""
+import functools
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.errors import HeapcostError
+from analysis.publish.results.ablations import ratio_within_run
+from analysis.publish.results.hosts import run_groups
+from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY, aa_copies
+from analysis.stats import equivalence, paired
+from analysis.stats import random_effects
+from analysis.stats.estimators import Difference
+from analysis.contract.host import processor_groups
+from analysis.contract.runstore import Run, read_json
+from analysis.contract.schema import warmup_mask
+
+SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
+RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "processor", "build", "layout", "ratio",
+               "ci_low", "ci_high", "estimate", "se", "df", "method", "superseded"]
+HOST_COLUMNS = ["seed", "configuration", "workload", "processor", "machines", "n_runs", "n_estimates", "n_builds",
+                "ratio", "ci_low", "ci_high", "estimate", "se", "df", "floor_halfwidth_percent", "floor_from",
+                "floored", "decision", "decision_words", "layout_variance"]
+# layout builds a host needs for its layout variance to rest on at least 4 degrees of freedom
+MIN_LAYOUT_BUILDS = 5
+# A single estimate over hosts is shown only where the spread between hosts can be estimated from the hosts
+# themselves: with fewer, the t quantile on hosts - 1 degrees of freedom (12.7 with two) makes any interval
+# hold, and an interval that goes from a fraction of a percent to a factor of two when one host is added
+# was never an answer. Below it, each host is answered alone and the verdict is the intersection of theirs.
+MIN_HOSTS_TO_POOL = 5
+# A host's A/A across runs (the baseline against a copy of its own library) is its own variance floor only
+# from this many runs of the copy on it; with fewer it borrows the other hosts' (their median).
+MIN_AA_RUNS = 3
+
+
+@functools.lru_cache(maxsize=8)
+def _host_kinds(runs_dir: Path) -> dict[str, str]:
+    """{run: its host kind} over every run of the dataset (analysis.contract.host.host_groups), so that a new
+    run that records more of its machine joins the published runs of the same kind."""
+    runs = [d.name for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
+    group, labels, _ = run_groups(Path(runs_dir), runs)
+    return {run: labels[fp] for run, fp in group.items()}
+
+
+@functools.lru_cache(maxsize=8)
+def _processors(runs_dir: Path) -> dict[str, str]:
+    """{run: its processor kind} over every run of the dataset (analysis.contract.host.processor_groups)."""
+    runs = [d for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
+    return processor_groups({d.name: read_json(d / "machine.json") for d in runs})
+
+
+def build_of(run_info: dict, allocator: str) -> str:
+    """The build of an allocator's library in a run: its files' sha256 when the run recorded them, else where
+    it came from (a system package is one build)."""
+    rec = (run_info.get("allocators") or {}).get(allocator) or {}
+    if (rec.get("origin") or {}).get("kind") == "glibc-build" and rec.get("expect_malloc"):
+        # A glibc build is named by its cache folder (variant, layout, source version, patch), in the runs that
+        # recorded its libc.so's sha256 and in the earlier ones that did not, so that one build stays one level
+        # of the model; a build again in that folder gives the same code (patches/glibc/README.md).
+        return str(rec["expect_malloc"]).strip("/").split("/")[0]
+    shas = [lib.get("sha256", "") for lib in rec.get("libraries") or [] if lib.get("sha256")]
+    brought = ((run_info.get("params") or {}).get("brought_libraries") or {}).get(allocator) or {}
+    if brought.get("library_sha256"):
+        shas.append(brought["library_sha256"])
+    if shas:
+        return "+".join(sorted(set(s[:12] for s in shas)))
+    origin = rec.get("origin") or {}
+    return str(rec.get("expect_malloc") or origin.get("version") or origin.get("package") or allocator)
+
+
+def _runs(runs_dir: Path, run_ids) -> dict[str, Run]:
+    return {rid: Run(runs_dir / rid, read_json(runs_dir / rid / "run.json")) for rid in sorted(set(run_ids))
+            if (runs_dir / rid / "run.json").is_file()}
+
+
+@functools.lru_cache(maxsize=32)
+def _pairs(path: Path) -> pd.DataFrame | None:
+    """A run's pairs.csv, read once for all the debates that ask it (callers never change it)."""
+    return pd.read_csv(path, low_memory=False) if path.is_file() else None
+
+
+def _direct(run: Run, with_: str, without: str, workload: str) -> Difference | None:
+    """with/without from the run's lockstep pairs that put the two in turn with each other (largest scale)."""
+    pairs = _pairs(run.path / "pairs.csv")
+    if pairs is None:
+        return None
+    two = {with_, without}
+    mine = pairs[(pairs["workload"] == workload) & pairs["allocator_a"].isin(two) & pairs["allocator_b"].isin(two)
+                 & (pairs["allocator_a"] != pairs["allocator_b"])]
+    if mine.empty:
+        return None
+    try:
+        rows = paired.as_comparison(mine, without).results
+    except HeapcostError:
+        return None
+    rows = rows[rows["allocator"] == with_]
+    if rows.empty:
+        return None
+    return rows.sort_values("scale").iloc[-1]["_diff"]
+
+
+def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
+                  workload: str) -> pd.DataFrame:
+    """One row per run that measured both sides on the workload: its log ratio with/without and SE."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=RUN_COLUMNS)
+    cells = cells[cells["workload"] == workload]
+    runs = _runs(runs_dir, cells["run_id"])
+    rows = []
+    for run_id, sub in cells.groupby("run_id", sort=True):
+        run = runs.get(run_id)
+        if run is None:
+            continue
+        d, method = _direct(run, with_, without, workload), "direct pairs"
+        if d is None:
+            scale = pd.to_numeric(sub["scale"], errors="coerce").fillna(-1)
+            d, method = ratio_within_run(sub[scale == scale.max()], with_, without), "through the baseline"
+        if d is None:
+            continue
+        lo, hi = d.interval()
+        rows.append({"seed": seed, "configuration": f"{with_} / {without}", "workload": workload,
+                     "run_id": run_id, "host": _host_kinds(Path(runs_dir)).get(run_id, "?"),
+                     "processor": _processors(Path(runs_dir)).get(run_id, "?"),
+                     "build": f"{build_of(run.info, with_)} / {build_of(run.info, without)}",
+                     "layout": _layout_of(with_, without),
+                     "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                     "estimate": d.estimate, "se": d.se, "df": d.df, "method": method,
+                     "superseded": run_id in SUPERSEDED})
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+_LAYOUT = re.compile(r"^(.+)_l([0-9]+)$")  # <id>_l<N>: layout N of <id>, a second build of the same source
+
+
+def _layout_of(*names: str) -> int:
+    """The layout number of a pair: the first side that is a layout build, else 1 (the first build)."""
+    for name in names:
+        if m := _LAYOUT.match(name):
+            return int(m.group(2))
+    return 1
+
+
+def layout_pairs(cells: pd.DataFrame, with_: str, without: str) -> list[tuple[str, str]]:
+    """The contested pair and every layout build of it (with_lN, without_lN): each is one more sample of the
+    libraries' code layout, pooled as another build of the same pair. A side that has no layout builds at all
+    (a system library: one build) stands against each layout of the other side."""
+    names = set(cells["allocator"].astype(str)) if cells is not None and len(cells) else set()
+
+    def layouts(x: str) -> set[int]:
+        return {int(m.group(2)) for n in names if (m := _LAYOUT.match(n)) and m.group(1) == x}
+
+    mine, theirs = layouts(with_), layouts(without)
+    out = [(with_, without)]
+    for n in sorted(mine | theirs):
+        a = f"{with_}_l{n}" if n in mine else (with_ if not mine else None)
+        b = f"{without}_l{n}" if n in theirs else (without if not theirs else None)
+        if a and b:
+            out.append((a, b))
+    return out
+
+
+def pair_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
+                   workload: str) -> pd.DataFrame:
+    """run_estimates of the pair and of its layout builds, in one table (configuration: the pair's name)."""
+    frames = [run_estimates(cells, runs_dir, seed, a, b, workload).assign(configuration=f"{with_} / {without}")
+              for a, b in layout_pairs(cells, with_, without)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RUN_COLUMNS)
+
+
+def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
+    """The pooled answer of the current-design runs: estimate, interval, variance components, decision."""
+    current = runs[~runs["superseded"].astype(bool)]
+    if current.empty:
+        return {}
+    p = random_effects.pool(current[["estimate", "se", "df", "host", "build"]])
+    lo, hi = p.interval()
+    d = equivalence.tost(p.estimate, p.se, p.df, margin, rule)
+    return {"pooled_ratio": math.exp(p.estimate), "pooled_low": math.exp(lo), "pooled_high": math.exp(hi),
+            "pooled_estimate": p.estimate, "pooled_se": p.se, "pooled_df": p.df,
+            "n_runs": int(current["run_id"].nunique()), "n_estimates": p.runs, "n_builds": p.builds, "n_hosts": p.hosts,
+            "tau_run": math.sqrt(p.tau2["run"]), "tau_host": math.sqrt(p.tau2["host"]),
+            "tau_build": math.sqrt(p.tau2["build"]), "decision": d.outcome, "decision_words": d.words(),
+            "decision_low": d.low, "decision_high": d.high}
+
+
+def layout_variance(builds: int) -> str:
+    """What a host's layout builds let its answer say about the variance between layouts."""
+    if builds < 2:
+        return "not estimable: one build"
+    if builds < MIN_LAYOUT_BUILDS:
+        dof = builds - 1
+        return (f"estimated from {builds} builds ({dof} degree{'' if dof == 1 else 's'} of freedom, "
+                f"fewer than {MIN_LAYOUT_BUILDS - 1})")
+    return f"estimated from {builds} builds"
+
+
+def per_host(runs: pd.DataFrame, margin: float, rule: str, floors: dict) -> pd.DataFrame:
+    """One row per processor kind: the current-design runs on it pooled (run and build as variance components;
+    its machines, other kernels or VMs of the kind, recorded), the interval widened to the host's A/A floor
+    where it is narrower (`floors`: {processor: (log half-width, where it comes from)}), and the
+    pre-registered rule's decision on that interval."""
+    current = runs[~runs["superseded"].astype(bool)]
+    rows = []
+    for processor, sub in current.groupby("processor", sort=True):
+        p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host=processor))
+        floor, source = floors.get(processor, (0.0, "none"))
+        se = random_effects.floored_se(p.se, p.df, floor)
+        d = equivalence.tost(p.estimate, se, p.df, margin, rule)
+        q = random_effects.quantile(p.df)
+        first = sub.iloc[0]
+        rows.append({"seed": first["seed"], "configuration": first["configuration"], "workload": first["workload"],
+                     "processor": processor, "machines": "; ".join(sorted(set(sub["host"].astype(str)))),
+                     "n_runs": int(sub["run_id"].nunique()), "n_estimates": p.runs, "n_builds": p.builds,
+                     "ratio": math.exp(p.estimate), "ci_low": math.exp(p.estimate - q * se),
+                     "ci_high": math.exp(p.estimate + q * se), "estimate": p.estimate, "se": se, "df": p.df,
+                     "floor_halfwidth_percent": f"{math.expm1(floor) * 100:.2f}" if floor else "",
+                     "floor_from": source, "floored": bool(se > p.se), "decision": d.outcome,
+                     "decision_words": d.words(), "layout_variance": layout_variance(p.builds)})
+    return pd.DataFrame(rows, columns=HOST_COLUMNS)
+
+
+def aa_floors(aa_by_host: pd.DataFrame) -> dict:
+    """{processor: (log half-width of its A/A across runs, where it comes from)}: the median half-width of its
+    pooled A/A cells with at least MIN_AA_RUNS runs; a host with none borrows the median of the other hosts'
+    (every host that appears in `aa_by_host` with too few runs, or any host asked later, through the
+    "borrowed" entry)."""
+    if aa_by_host is None or aa_by_host.empty:
+        return {}
+    own = aa_by_host[aa_by_host["n_runs"] >= MIN_AA_RUNS]
+    halfwidth = (np.log(own["ci_high"]) - np.log(own["ci_low"])) / 2
+    floors = {h: (float(w.median()), "its own A/A") for h, w in halfwidth.groupby(own["processor"])}
+    if floors:
+        borrowed = (float(np.median([w for w, _ in floors.values()])), "borrowed: the other hosts' A/A")
+        floors["borrowed"] = borrowed
+        for h in set(aa_by_host["processor"]) - set(floors):
+            floors[h] = borrowed
+    return floors
+
+
+def floor_of(floors: dict, processor: str) -> tuple[float, str]:
+    return floors.get(processor) or floors.get("borrowed") or (0.0, "none: no host has an A/A across runs")
+
+
+def across_hosts(hosts: pd.DataFrame, margin: float) -> tuple[str, str]:
+    """(outcome, words) of the intersection-union verdict over the per-host decisions (equivalence.across)."""
+    if hosts.empty:
+        return equivalence.UNDECIDED, equivalence.UNDECIDED
+    return equivalence.across(dict(zip(hosts["processor"], hosts["decision"])), margin)
+
+
+AA_POOLED_COLUMNS = ["workload", "allocator", "n_runs", "n_hosts", "ratio", "ci_low", "ci_high", "excludes_1"]
+
+
+def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """A/A across runs: each copy of the baseline's library pooled over the current-design runs that measured it
+    on a workload, like a debate's pair (a pooled 95% interval should exclude 1 in at most 5% of them)."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=AA_POOLED_COLUMNS)
+    rows = []
+    for copy, workload, est in _aa_estimates(cells, runs_dir, baseline):
+        if est["run_id"].nunique() < MIN_AA_RUNS:
+            continue
+        p = random_effects.pool(est)
+        lo, hi = p.interval()
+        rows.append({"workload": workload, "allocator": copy, "n_runs": p.runs, "n_hosts": p.hosts,
+                     "ratio": math.exp(p.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                     "excludes_1": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(rows, columns=AA_POOLED_COLUMNS)
+
+
+def _aa_estimates(cells: pd.DataFrame, runs_dir: Path, baseline: str):
+    """(copy, workload, its current-design run estimates against the baseline) for every A/A copy measured."""
+    runs = _runs(runs_dir, cells["run_id"])
+    for copy in sorted({a for r in runs.values() for a in aa_copies(r)}):
+        for workload in sorted(set(cells.loc[cells["allocator"] == copy, "workload"])):
+            est = run_estimates(cells, runs_dir, "A/A", copy, baseline, workload)
+            yield copy, workload, est[~est["superseded"]]
+
+
+AA_HOST_COLUMNS = ["processor", "workload", "allocator", "n_runs", "ratio", "ci_low", "ci_high", "excludes_1"]
+
+
+def aa_by_host(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """A/A across runs on each processor kind alone: every copy of the baseline on every workload, its runs on
+    that host pooled (the host's own floor for the width of a debate's interval there)."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=AA_HOST_COLUMNS)
+    rows = []
+    for copy, workload, est in _aa_estimates(cells, runs_dir, baseline):
+        for processor, sub in est.groupby("processor", sort=True):
+            p = random_effects.pool(sub)
+            lo, hi = p.interval()
+            rows.append({"processor": processor, "workload": workload, "allocator": copy,
+                         "n_runs": int(sub["run_id"].nunique()), "ratio": math.exp(p.estimate),
+                         "ci_low": math.exp(lo), "ci_high": math.exp(hi), "excludes_1": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(rows, columns=AA_HOST_COLUMNS)
+
+
+def runs_dir_of(res) -> Path | None:
+    run = res.time_run or res.callgrind_run
+    return run.path.parent if run is not None else None
+
+
+def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str, workload: str) -> dict:
+    """The added nanoseconds per malloc+free pair the pooled ratio implies, where callgrind counted the
+    workload's frees: (ratio - 1) x the time of `without` per process / its frees at the run's scale (frees
+    grow with the scale; callgrind counts them at its own scale)."""
+    if not pooled_row or res.per_free is None or res.per_free.empty:
+        return {}
+    pf = res.per_free[res.per_free["workload"] == workload]
+    if pf.empty:
+        return {}
+    top = pf.sort_values("scale").iloc[-1]
+    frees_per_scale = float(top["free_calls"]) / float(top["scale"])
+    times = []
+    for run_id in runs.loc[~runs["superseded"].astype(bool), "run_id"]:
+        t = _time_of(Path(runs_dir_of(res)) / run_id, without, workload)
+        if t:
+            times.append(t)
+    if not times:
+        return {}
+    seconds, scale = np.median([t[0] for t in times]), np.median([t[1] for t in times])
+    per_pair = seconds / (frees_per_scale * scale)
+    ns = (pooled_row["pooled_ratio"] - 1) * per_pair * 1e9
+    lo, hi = ((pooled_row[k] - 1) * per_pair * 1e9 for k in ("pooled_low", "pooled_high"))
+    return {"added_ns_per_pair": ns, "added_ns_low": lo, "added_ns_high": hi}
+
+
+def _time_of(run_dir: Path, allocator: str, workload: str) -> tuple[float, float] | None:
+    """The median active time of one process of `allocator` on the workload in a lockstep run, and its scale."""
+    pairs = _pairs(run_dir / "pairs.csv")
+    if pairs is None:
+        return None
+    pairs = pairs[(pairs["workload"] == workload) & (pairs["status"] == "ok") & (pairs["warmup"].astype(int) == 0)]
+    times = pd.concat([pairs.loc[pairs["allocator_a"] == allocator, ["active_a_s", "scale"]].set_axis(["t", "scale"], axis=1),
+                       pairs.loc[pairs["allocator_b"] == allocator, ["active_b_s", "scale"]].set_axis(["t", "scale"], axis=1)])
+    if times.empty:
+        return None
+    top = times[times["scale"] == times["scale"].max()]
+    return float(top["t"].median()), float(top["scale"].iloc[0])
+
+
+LAYOUT_AA_COLUMNS = ["configuration", "layout", "workload", "processor", "n_runs", "ratio", "ci_low", "ci_high",
+                     "excludes_1"]
+
+
+def layout_aa(cells: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
+    """The layout's own A/A (A/A'): every layout build `<id>_l<N>` against the first build `<id>` of the same
+    source on the same workload, with no defence between them, each host's runs pooled. Its intervals should
+    exclude 1 in about 5% of the cells; more says the code's layout moves a ratio by more than the runs see."""
+    if cells is None or cells.empty:
+        return pd.DataFrame(columns=LAYOUT_AA_COLUMNS)
+    names = set(cells["allocator"].astype(str))
+    rows = []
+    for name in sorted(names):
+        m = _LAYOUT.match(name)
+        if not m or m.group(1) not in names:
+            continue
+        base = m.group(1)
+        for workload in sorted(set(cells.loc[cells["allocator"] == name, "workload"])):
+            est = run_estimates(cells, runs_dir, "A/A'", name, base, workload)
+            est = est[~est["superseded"].astype(bool)]
+            for processor, sub in est.groupby("processor", sort=True):
+                p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host=processor))
+                lo, hi = p.interval()
+                rows.append({"configuration": base, "layout": int(m.group(2)), "workload": workload,
+                             "processor": processor, "n_runs": int(sub["run_id"].nunique()),
+                             "ratio": math.exp(p.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
+                             "excludes_1": bool(lo > 0 or hi < 0)})
+    return pd.DataFrame(rows, columns=LAYOUT_AA_COLUMNS)
+
+
+KERNEL_COLUMNS = ["seed", "configuration", "workload", "processor", "allocator", "side", "n_runs", "n_trials",
+                  "scale", "wall_s", "user_s", "sys_s", "minflt", "kernel_share"]
+
+
+@functools.lru_cache(maxsize=64)
+def _trials(path: Path) -> pd.DataFrame | None:
+    """A run's usable trials (ok, not warm-up), read once for every debate that asks it."""
+    if not path.is_file():
+        return None
+    t = pd.read_csv(path, low_memory=False)
+    keep = t["status"].astype(str).eq("ok") if "status" in t else pd.Series(True, index=t.index)
+    if "warmup" in t:
+        keep &= ~warmup_mask(t["warmup"])
+    return t[keep]
+
+
+def kernel_part(runs: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
+    """Where the time of each side of a debate cell goes, host by host: the median wall, user and system time
+    and minor faults of one process over the current runs' usable trials (their largest scale), and the
+    kernel's share of its CPU time (system / (user + system)). The part of a ratio that depends on the
+    operating system stands apart in it: a side that spends its time in the kernel measures the kernel too."""
+    rows = []
+    current = runs[~runs["superseded"].astype(bool)] if len(runs) else runs
+    for (seed, conf, workload, processor), g in (current.groupby(["seed", "configuration", "workload", "processor"],
+                                                                  sort=True) if len(current) else []):
+        with_, without = (s.strip() for s in conf.split(" / "))
+        for side, allocator in (("with", with_), ("without", without)):
+            parts = []
+            for run_id in sorted(set(g["run_id"])):
+                t = _trials(Path(runs_dir) / run_id / "trials.csv")
+                if t is None:
+                    continue
+                sub = t[(t["allocator"].astype(str) == allocator) & (t["workload"].astype(str) == workload)]
+                if len(sub):
+                    scale = pd.to_numeric(sub["scale"], errors="coerce")
+                    parts.append(sub[scale == scale.max()].assign(run_id=run_id))
+            if not parts:
+                continue
+            t = pd.concat(parts, ignore_index=True)
+            med = {m: float(pd.to_numeric(t[m], errors="coerce").median()) if m in t else float("nan")
+                   for m in ("wall_s", "user_s", "sys_s", "minflt")}
+            cpu = med["user_s"] + med["sys_s"]
+            rows.append({"seed": seed, "configuration": conf, "workload": workload, "processor": processor,
+                         "allocator": allocator, "side": side, "n_runs": int(t["run_id"].nunique()),
+                         "n_trials": int(len(t)), "scale": float(pd.to_numeric(t["scale"], errors="coerce").max()),
+                         **med, "kernel_share": med["sys_s"] / cpu if cpu > 0 else float("nan")})
+    return pd.DataFrame(rows, columns=KERNEL_COLUMNS)
+
+
+KERNEL_WIDE_KEYS = ["seed", "configuration", "workload", "processor"]
+
+
+def kernel_part_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """kernel_part with the two sides of a cell on one row (with_*, without_*), and the ratios of their median
+    user and system times."""
+    if long.empty:
+        return pd.DataFrame(columns=KERNEL_WIDE_KEYS)
+    sides = []
+    for side in ("with", "without"):
+        part = long[long["side"] == side].drop(columns=["side"]).set_index(KERNEL_WIDE_KEYS)
+        sides.append(part.add_prefix(f"{side}_"))
+    wide = sides[0].join(sides[1], how="inner").reset_index()
+    for m in ("user_s", "sys_s", "minflt"):
+        den = wide[f"without_{m}"].where(wide[f"without_{m}"] > 0)
+        wide[f"{m}_ratio"] = wide[f"with_{m}"] / den
+    return wide
+
+
+CODE_COLUMNS = ["allocator", "file", "sha256", "instructions", "rep_stos", "memset_calls", "memcpy_calls", "run_id"]
+
+
+def code_census(runs_dir: Path, allocators) -> pd.DataFrame:
+    """The census of each debated library's code (harness/code_census.py), from the newest run that recorded
+    it: one row per allocator and file."""
+    found = {}
+    wanted = set(allocators)
+    for path in sorted(Path(runs_dir).glob("*/run.json")) if runs_dir else []:
+        info = read_json(path)
+        for name, rec in (info.get("allocators") or {}).items():
+            if name not in wanted or not isinstance(rec, dict):
+                continue
+            for lib in rec.get("libraries") or []:
+                if isinstance(lib, dict) and lib.get("code"):
+                    found[(name, lib.get("file", ""))] = {"allocator": name, "file": lib.get("file", ""),
+                                                          "sha256": str(lib.get("sha256", ""))[:12],
+                                                          **lib["code"], "run_id": path.parent.name}
+    return pd.DataFrame([found[k] for k in sorted(found)], columns=CODE_COLUMNS)

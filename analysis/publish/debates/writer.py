@@ -1,0 +1,92 @@
+"""The debates' products: results_debates.csv (a row per debate, workload and contested pair: the pre-registered
+margin, the runs, builds and hosts behind it, each host's answer, the verdict across hosts, the transferable
+quantities), results_debate_hosts.csv (a row per debate cell and host: its runs and builds pooled, the A/A
+floor, the rule's decision there), results_debate_runs.csv (every run behind them, superseded ones marked),
+results_aa_pooled.csv and results_aa_hosts.csv (A/A across runs, over every host and on each alone),
+results_kernel_part.csv (where each side's time goes on each host: user, system, minor faults),
+results_code_census.csv (what each debated library's code is made of: instructions, rep stos, memset calls) and a
+forest plot per debate."""
+import pandas as pd
+
+from analysis.contract import debates_spec
+from analysis.publish.debates import forest, pool, questions, predictions
+from analysis.publish.results.comparisons import BASELINE, Results
+from analysis.publish.render.formats import fmt_interval
+from analysis.publish.render.products import write_csv
+from analysis.stats import equivalence
+from analysis.stats.primitives import wilson
+
+
+def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> dict:
+    """Writes the products through `p` (name -> path); returns the numbers for results_numbers.json."""
+    spec = debates_spec.load()
+    answers, runs, per_host = questions.answers(res, res.figures, spec)
+    answers["run"] = answers["run_id"].map(labels).fillna("")
+    write_csv(answers, p("debates.csv"))
+    per_host = per_host.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"])
+                                        for _, r in per_host.iterrows()])
+    write_csv(per_host, p("debate_hosts.csv"))
+    hosts = forest.host_labels(runs) if len(runs) else {}
+    runs = runs.assign(run=runs["run_id"].map(labels).fillna(""), host_label=runs["host"].map(hosts),
+                       display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in runs.iterrows()])
+    write_csv(runs, p("debate_runs.csv"))
+    runs_dir = pool.runs_dir_of(res)
+    kernel = pool.kernel_part(runs, runs_dir) if runs_dir else pd.DataFrame(columns=pool.KERNEL_COLUMNS)
+    write_csv(pool.kernel_part_wide(kernel), p("kernel_part.csv"))
+    debated = {side.strip() for conf in answers["configuration"].astype(str) for side in conf.split(" / ")} \
+        if len(answers) else set()
+    write_csv(pool.code_census(runs_dir, debated), p("code_census.csv"))
+    drawn = forest.write_all(answers, runs, per_host, labels, spec, lambda seed: p(f"debate_{seed}.svg"))
+    aa = pool.aa_across_runs(res.cells.get("wall_s"), runs_dir, baseline) if runs_dir else \
+        pd.DataFrame(columns=pool.AA_POOLED_COLUMNS)
+    aa = aa.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in aa.iterrows()])
+    write_csv(aa, p("aa_pooled.csv"))
+    aa_hosts = pool.aa_by_host(res.cells.get("wall_s"), runs_dir, baseline) if runs_dir else \
+        pd.DataFrame(columns=pool.AA_HOST_COLUMNS)
+    aa_hosts = aa_hosts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in aa_hosts.iterrows()])
+    write_csv(aa_hosts, p("aa_hosts.csv"))
+    decided = per_host[per_host["decision"] != equivalence.UNDECIDED] if len(per_host) else per_host
+    layouts = pool.layout_aa(res.cells.get("wall_s"), runs_dir) if runs_dir else \
+        pd.DataFrame(columns=pool.LAYOUT_AA_COLUMNS)
+    layouts = layouts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in layouts.iterrows()])
+    write_csv(layouts, p("layout_aa.csv"))
+    # a cell of fewer runs than an A/A floor needs has a t on one degree of freedom: it holds 1 whatever the
+    # layout does, so only cells of MIN_AA_RUNS runs or more count toward the rate
+    rated = layouts[layouts["n_runs"] >= pool.MIN_AA_RUNS] if len(layouts) else layouts
+    excluding = int(rated["excludes_1"].sum()) if len(rated) else 0
+    rate_low, rate_high = wilson(excluding, len(rated))
+    apart = []  # cells whose hosts' intervals do not overlap: the hosts disagree beyond what each measured
+    for (seed, conf, wl), g in (per_host.groupby(["seed", "configuration", "workload"], sort=True) if len(per_host) else []):
+        if len(g) >= 2 and g["ci_low"].max() > g["ci_high"].min():
+            apart.append({"seed": seed, "configuration": conf, "workload": wl,
+                          "hosts": "; ".join(f"{h.processor}: {h.display}" for h in g.itertuples())})
+    registered = predictions.load()
+    replication = predictions.replication(registered, per_host)
+    write_csv(replication, p("replication.csv"))
+    return {
+        "debates": {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)},
+        "debate_figures": drawn,
+        "debate_hosts": {v: k for k, v in hosts.items()},
+        "debate_superseded_runs": sorted(set(runs.loc[runs["superseded"].astype(bool), "run"])) if len(runs) else [],
+        "debate_hosts_count": int(per_host["processor"].nunique()) if len(per_host) else 0,
+        "debate_host_cells": int(len(per_host)), "debate_host_cells_decided": int(len(decided)),
+        "debate_host_cells_floored": int(per_host["floored"].astype(bool).sum()) if len(per_host) else 0,
+        "debate_min_hosts_to_pool": pool.MIN_HOSTS_TO_POOL, "debate_min_aa_runs": pool.MIN_AA_RUNS,
+        "layout_aa": {"cells": int(len(rated)), "cells_all": int(len(layouts)), "excluding_1": excluding,
+                      "min_runs": pool.MIN_AA_RUNS,
+                      "percent_excluding_1": f"{100 * excluding / len(rated):.1f}" if len(rated) else "",
+                      "percent_low": f"{100 * rate_low:.1f}" if rate_low is not None else "",
+                      "percent_high": f"{100 * rate_high:.1f}" if rate_high is not None else "",
+                      "configurations": sorted(set(rated["configuration"])) if len(rated) else [],
+                      "hosts": sorted(set(rated["processor"])) if len(rated) else []},
+        "hosts_apart": apart,
+        "host_predictions": {"predictions": len(registered), "checked": int(len(replication)),
+                        "held": int(replication["held"].sum()) if len(replication) else 0,
+                        "percent_held": f"{100 * replication['held'].mean():.0f}" if len(replication) else "",
+                        "registered": sorted({e["registered"] for e in registered}),
+                        "spread_percent": sorted({e["tau_percent"] for e in registered}),
+                        "spread_cells": sorted({e["spread_cells"] for e in registered})},
+        "aa_pooled": {"cells": int(len(aa)), "excluding_1": int(aa["excludes_1"].sum()) if len(aa) else 0,
+                      "percent_excluding_1": f"{100 * aa['excludes_1'].mean():.1f}" if len(aa) else "",
+                      "min_runs": int(aa["n_runs"].min()) if len(aa) else 0},
+    }

@@ -1,0 +1,221 @@
+"""`python -m analysis paper`: run the analysis notebooks over a dataset, then compile the paper.
+
+First the dataset's description is brought up to date: a run measured since joins datapackage.json and
+the codebook (analysis.publish.dataset.archive.refresh_description), so the checksum the paper prints is that of
+the archive `make dataset` writes from the same files. The notebooks (noise, literature, security,
+results; those present) run under papermill and write their figures and numbers to <out>/generated/. This
+command adds generated/paper_numbers.json (the dataset's version and archive checksum, and the list of
+generated files, which the paper consults before reading an optional one), then compiles paper.typ with
+Typst to paper.pdf and paper.html. Typst runs with its embedded fonts only and no document date, so the
+same data gives the same bytes.
+"""
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from analysis import __version__
+from analysis.errors import HeapcostError
+from analysis.contract.runstore import pick_run
+from analysis.paths import BUILD_DIR, DATA_DIR, REPO
+
+PAPER_DIR = REPO / "paper"
+NOTEBOOKS = ["noise", "literature", "security", "primitives", "results"]
+BACKGROUND = {"noise"}
+# Notebooks that read nothing of the dataset (the simulation study): their products are kept while the
+# notebook, the code it runs, the pinned packages and its parameters are unchanged (a sha256 of them all
+# sits beside the products in generated/.<name>.inputs). --rerun-all runs them anyway.
+DATA_FREE = {"noise": ("analysis/stats/simulate.py", "analysis/stats/compare.py", "analysis/stats/estimators.py", "analysis/stats/noise.py",
+                       "analysis/publish/render/figures.py", "analysis/publish/render/products.py", "analysis/publish/debates/simulation.py",
+                       "analysis/publish/debates/pool.py", "analysis/stats/random_effects.py", "analysis/stats/equivalence.py",
+                       "analysis/stats/primitives.py", "requirements.txt")}
+SOURCES = ["paper.typ", "refs.bib"]
+
+
+def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) -> dict:
+    """The parameters that point a notebook at the dataset and the output directory. Notebooks name
+    them data_dir / runs_dir / literature_dir / figures_csv / probes_csv / trials_csv / out_dir; the ones a
+    notebook does not declare are not passed."""
+    runs = data_dir / "runs"
+    wanted = {"data_dir": str(data_dir), "runs_dir": str(runs), "literature_dir": str(data_dir / "literature"),
+              "figures_csv": str(data_dir / "literature" / "figures.csv"), "out_dir": str(generated)}
+    timed = pick_run(runs, "time", "trials.csv")
+    if timed is not None:
+        wanted["trials_csv"] = str(timed.path / "trials.csv")
+    return {k: v for k, v in wanted.items() if k in defaults}
+
+
+def inputs_digest(name: str, params: dict) -> str:
+    h = hashlib.sha256()
+    from analysis.harness.nbstrip import clean
+
+    for rel in (f"notebooks/{name}.ipynb",) + DATA_FREE[name]:
+        raw = (REPO / rel).read_bytes()
+        if rel.endswith(".ipynb"):  # the notebook's source, not what a kernel in the lab left in it
+            raw = clean(raw.decode("utf-8")).encode("utf-8")
+        h.update(rel.encode() + b"\0" + raw + b"\0")
+    h.update(json.dumps({k: v for k, v in params.items() if k != "out_dir"}, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def stamp_path(generated: Path, name: str) -> Path:
+    return generated / f".{name}.inputs"
+
+
+def kept_products(generated: Path, names, data_dir: Path) -> dict[str, dict[str, bytes]]:
+    """The products of data-free notebooks whose inputs have not changed: {name: {file: bytes}}."""
+    from analysis.harness import notebook
+
+    kept = {}
+    for name in names:
+        if name not in DATA_FREE or not (notebook.NOTEBOOKS_DIR / f"{name}.ipynb").is_file():
+            continue
+        stamp = stamp_path(generated, name)
+        params = notebook_params(name, notebook.default_parameters(notebook.NOTEBOOKS_DIR / f"{name}.ipynb"),
+                                 data_dir, generated)
+        products = sorted(generated.glob(f"{name}_*"))
+        if products and stamp.is_file() and stamp.read_text().strip() == inputs_digest(name, params):
+            kept[name] = {p.name: p.read_bytes() for p in products + [stamp]}
+    return kept
+
+
+def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print, kept=()) -> list[str]:
+    """Run the analysis notebooks over the dataset (their figures are byte-stable: analysis.publish.render.figures)."""
+    from analysis.harness import notebook
+
+    out_dir = BUILD_DIR / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    ran, background = [], []
+    present = []
+    for name in names:
+        path = notebook.NOTEBOOKS_DIR / f"{name}.ipynb"
+        if not path.is_file():
+            log(f"paper: notebooks/{name}.ipynb does not exist; its part of the paper says so")
+            continue
+        if name in kept:
+            log(f"paper: {name}.ipynb reads no data and its inputs are unchanged: its products are kept")
+            ran.append(name)
+            continue
+        present.append((name, path, notebook_params(name, notebook.default_parameters(path), data_dir, generated)))
+    # the simulation study does not read the dataset and is the slowest: it runs on the other core meanwhile
+    for name, path, params in present:
+        if name in BACKGROUND:
+            cmd = [sys.executable, "-m", "analysis", "notebook", name] + [f"{k}={v}" for k, v in params.items()]
+            background.append((name, time.monotonic(), subprocess.Popen(
+                cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+    try:
+        for name, path, params in present:
+            if name in BACKGROUND:
+                continue
+            t0 = time.monotonic()
+            notebook.execute(path, out_dir / f"paper-{name}.ipynb", params, echo=False)
+            log(f"paper: ran {name}.ipynb in {time.monotonic() - t0:.1f} s")
+            ran.append(name)
+    finally:
+        for name, t0, proc in background:
+            _, err = proc.communicate()
+            if proc.returncode != 0:
+                last = [line for line in err.splitlines() if line.strip()][-1:] or ["no message"]
+                raise HeapcostError(f"notebook {name}.ipynb failed: {last[0]}")
+            log(f"paper: ran {name}.ipynb in {time.monotonic() - t0:.1f} s (alongside the others)")
+            ran.append(name)
+    for name, _, params in present:
+        if name in DATA_FREE:
+            stamp_path(generated, name).write_text(inputs_digest(name, params) + "\n")
+    return ran
+
+
+def write_paper_numbers(data_dir: Path, generated: Path, notebooks: list[str]) -> dict:
+    from analysis.publish.dataset import archive
+
+    numbers = {
+        "dataset": {"name": "heapcost-dataset", "version": __version__, "archive": archive.archive_name(),
+                    "sha256": archive.checksum(data_dir)},
+        "notebooks": sorted(notebooks),
+        "files": sorted(p.name for p in generated.iterdir()
+                        if p.is_file() and p.name != "paper_numbers.json" and not p.name.startswith(".")),
+    }
+    (generated / "paper_numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
+    return numbers
+
+
+TAGGING_BUGS = ("internal error: parent group", "tags weren't properly closed")
+
+
+def compile_paper(out_dir: Path) -> tuple[Path, Path]:
+    import typst
+
+    source = out_dir / "paper.typ"
+    compiler = typst.Compiler(str(source), root=str(out_dir), ignore_system_fonts=True)
+    pdf, html = out_dir / "paper.pdf", out_dir / "paper.html"
+    try:
+        try:
+            compiler.compile(output=str(pdf), format="pdf")
+        except typst.TypstError as exc:
+            # Typst 0.15's tagged PDF (the accessibility tags) fails with an internal error on some page
+            # breaks ("parent group", "tags weren't properly closed": a known bug that depends on where the
+            # pages break, not on the source): the paper is then written without tags, and says so here.
+            if not any(m in str(exc) for m in TAGGING_BUGS):
+                raise
+            print("paper: typst's tagged PDF hit its page-break bug; paper.pdf is written without PDF tags")
+            compiler.compile(output=str(pdf), format="pdf", pdf_tags=False)
+        compiler.compile(output=str(html), format="html")
+    except typst.TypstError as exc:
+        where = (getattr(exc, "diagnostic", "") or "").strip().splitlines()[:1]
+        message = " ".join((getattr(exc, "message", "") or str(exc)).split())
+        raise HeapcostError(f"typst could not compile {source}: {message}"
+                            + (f" ({where[0].strip()})" if where and message not in where[0] else "")) from None
+    return pdf, html
+
+
+def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBOOKS, log=print,
+          rerun_all: bool = False) -> tuple[Path, Path]:
+    data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir).resolve()
+    if not (data_dir / "runs").is_dir():
+        raise HeapcostError(f"{data_dir} has no runs/ directory; give a dataset directory (default data)")
+    from analysis.publish.dataset import archive
+
+    for path in archive.refresh_description(data_dir, tables=False):
+        log(f"paper: rewrote {path} (the dataset's description now covers every file of {data_dir.name}/)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir != PAPER_DIR.resolve():
+        for name in SOURCES:
+            if (PAPER_DIR / name).is_file():
+                shutil.copyfile(PAPER_DIR / name, out_dir / name)
+    generated = out_dir / "generated"
+    kept = {} if rerun_all or not generated.is_dir() else kept_products(generated, notebooks, data_dir)
+    if set(notebooks) == set(NOTEBOOKS) and generated.is_dir():
+        # every product is made again (or kept by its inputs' digest): nothing stale may survive
+        shutil.rmtree(generated)
+    generated.mkdir(exist_ok=True)
+    for files in kept.values():
+        for fname, blob in files.items():
+            (generated / fname).write_bytes(blob)
+    ran = run_notebooks(data_dir, generated, notebooks, log, kept)
+    write_paper_numbers(data_dir, generated, ran)
+    return compile_paper(out_dir)
+
+
+def add_arguments(parser):
+    parser.add_argument("--data", default=str(DATA_DIR), help="the dataset directory (default data)")
+    parser.add_argument("--out", default=str(PAPER_DIR),
+                        help="where generated/, paper.pdf and paper.html go (default paper/)")
+    parser.add_argument("--rerun-all", action="store_true",
+                        help="run the data-free notebooks (the simulation study) even when their inputs are unchanged")
+    parser.add_argument("--notebooks", default=",".join(NOTEBOOKS),
+                        help=f"comma-separated notebooks to run first (default {','.join(NOTEBOOKS)}; empty: none)")
+
+
+def run(args) -> int:
+    names = [n for n in args.notebooks.split(",") if n]
+    unknown = [n for n in names if n not in NOTEBOOKS]
+    if unknown:
+        raise HeapcostError(f"unknown notebook(s) {', '.join(unknown)}; valid: {', '.join(NOTEBOOKS)}")
+    t0 = time.monotonic()
+    pdf, html = build(Path(args.data), Path(args.out), names, rerun_all=args.rerun_all)
+    print(f"{pdf}\n{html}\n({time.monotonic() - t0:.0f} s)")
+    return 0

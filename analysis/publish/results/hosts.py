@@ -1,0 +1,83 @@
+"""The host panel and the clock-lock comparison for the paper, from the comparisons each time run made.
+
+Which host kind measured a run is its machine.json's fingerprint (analysis/contract/host.py). With runs from
+more than one host kind, the paper shows each allocator's geometric-mean speed ratio per host and pooled with
+the host as a random effect (analysis/stats/hosts.py); with one, it says nothing about hosts. Likewise runs
+with the clock locked are compared with runs without only where the dataset has both.
+"""
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.contract.host import host_groups, host_label
+from analysis.publish.render.products import write_csv
+from analysis.publish.results.comparisons import Results
+from analysis.publish.render.formats import fmt_interval
+from analysis.stats import hosts
+
+LOCKED, NOT_LOCKED = "locked", "not locked"
+
+
+def _machine(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / "machine.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def clock_state(run_dir: Path) -> str:
+    """LOCKED when every session of the run held the clock lock (machine.json's `clock_lock`; older runs:
+    run.json's outcomes), else NOT_LOCKED."""
+    sessions = _machine(run_dir).get("clock_lock")
+    if sessions:
+        return LOCKED if all(s.get("locked") for s in sessions) else NOT_LOCKED
+    try:
+        outcomes = [s.get("outcome", "") for s in json.loads((run_dir / "run.json").read_text()).get("clock_lock", [])]
+    except (OSError, ValueError):
+        outcomes = []
+    return LOCKED if outcomes and all(o.startswith("locked") for o in outcomes) else NOT_LOCKED
+
+
+def run_groups(runs_dir: Path, run_ids) -> tuple[dict, dict, dict]:
+    """({run: host fingerprint}, {fingerprint: label}, {run: clock state}) of the given runs."""
+    runs = sorted(set(run_ids))
+    host_of, identities = host_groups({run_id: _machine(Path(runs_dir) / run_id) for run_id in runs})
+    labels = {fp: host_label(identity) for fp, identity in identities.items()}
+    clock_of = {run_id: clock_state(Path(runs_dir) / run_id) for run_id in runs}
+    return host_of, labels, clock_of
+
+
+def _displayed(df: pd.DataFrame, ratio="ratio", lo="ci_low", hi="ci_high") -> pd.Series:
+    return pd.Series([fmt_interval(r[ratio], r[lo], r[hi]) for _, r in df.iterrows()], index=df.index, dtype=object)
+
+
+def host_outputs(res: Results, p, pool: hosts.Pool = hosts.random_effects_pool) -> dict:
+    """Writes results_hosts.csv, results_hosts_pooled.csv and results_clock_lock.csv; returns the numbers
+    (`hosts`, `clock_lock`) the paper reads."""
+    cells = res.cells.get("wall_s") if res.cells else None
+    if res.time_run is None or cells is None or not len(cells):
+        return {"hosts": {"count": 0}, "clock_lock": {"both": False}}
+    host_of, labels, clock_of = run_groups(res.time_run.path.parent, cells["run_id"])
+    reported = set(res.speed.geomean["allocator"]) if res.speed is not None else None
+    per_host, pooled = hosts.group_panel(cells, host_of, pool, allocators=reported)
+    per_host = per_host.assign(host=per_host["group"].map(labels), display=_displayed(per_host))
+    pooled = pooled.assign(display=_displayed(pooled), tau_percent=[f"{100 * t:.1f}" for t in pooled["tau"]])
+    write_csv(per_host, p("hosts.csv"))
+    write_csv(pooled, p("hosts_pooled.csv"))
+    used = sorted(set(host_of.values()))
+    numbers = {"hosts": {"count": len(used), "labels": [labels[h] for h in used], "fingerprints": used,
+                         "runs": [sum(1 for v in host_of.values() if v == h) for h in used],
+                         "allocators": sorted(set(pooled["allocator"]))}}
+    _, by_clock = hosts.group_panel(cells, clock_of, pool, allocators=reported)
+    by_clock = by_clock.assign(display=_displayed(by_clock),
+                               contrast_display=_displayed(by_clock, "contrast_ratio", "contrast_low",
+                                                           "contrast_high"))
+    write_csv(by_clock, p("clock_lock.csv"))
+    states = sorted(set(clock_of.values()))
+    numbers["clock_lock"] = {"both": len(states) == 2, "runs_locked": sum(v == LOCKED for v in clock_of.values()),
+                             "runs_not_locked": sum(v == NOT_LOCKED for v in clock_of.values()),
+                             "allocators": sorted(set(by_clock["allocator"])),
+                             "excluding_1": sorted(by_clock.loc[(by_clock["contrast_low"] > 1)
+                                                                | (by_clock["contrast_high"] < 1), "allocator"])}
+    return numbers

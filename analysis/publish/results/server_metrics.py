@@ -1,0 +1,37 @@
+"""A server's own measures beside its time: the throughput and latency percentiles a request-serving workload
+(redis) reports per trial (trial columns requests_per_s, p50_ms, p99_ms), each compared with the baseline's in the
+same run, with intervals, as wall time is. A throughput ratio above 1 is faster; a latency ratio above 1 slower."""
+import pandas as pd
+
+from analysis.publish.results.cpu_split import comparisons_by_run
+
+METRICS = ("requests_per_s", "p50_ms", "p99_ms")
+
+
+def _reported(rt, metric):
+    if metric not in rt.table.columns:
+        return None  # a run from before the server metrics
+    reported = rt.table.loc[pd.to_numeric(rt.table[metric], errors="coerce") > 0, "workload"]
+    return rt.table[rt.table["workload"].isin(set(reported))]
+
+
+def cells(time_runs, baseline: str, against) -> dict:
+    """metric -> every run's comparisons with its own baseline on the workloads that reported the metric (rows
+    with run_id), each made by `against` (results.against)."""
+    return comparisons_by_run(time_runs, baseline, against, METRICS, _reported)
+
+
+def table(cells_by_metric: dict) -> pd.DataFrame:
+    """One row per (run, workload, allocator): the ratio to the baseline and its interval for each metric."""
+    columns = ["run_id", "workload", "allocator"]
+    merged = None
+    for metric in METRICS:
+        rows = cells_by_metric.get(metric)
+        if rows is None or rows.empty:
+            continue
+        part = rows[columns + ["ratio", "ci_low", "ci_high", "n", "n_baseline"]].rename(
+            columns={c: f"{metric}_{c}" for c in ("ratio", "ci_low", "ci_high", "n", "n_baseline")})
+        merged = part if merged is None else merged.merge(part, on=columns, how="outer")
+    if merged is None:
+        return pd.DataFrame(columns=columns)
+    return merged.sort_values(columns).reset_index(drop=True)

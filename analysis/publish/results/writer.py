@@ -1,0 +1,472 @@
+"""The results' figures (SVG) and numbers (CSV, JSON) for the paper, from analysis.publish.results.comparisons."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.contract.runstore import Run
+from analysis.contract.schema import OK, measured_trials, read_table
+from analysis.publish.results import field, hosts, server_metrics
+from analysis.publish.render import figures, front_page
+from analysis.publish.security import front
+from analysis.publish.debates.pool import SUPERSEDED
+from analysis.publish.debates.writer import write_debates
+from analysis.publish.render.products import json_text, write_csv
+from analysis.publish.results.ablations import ABLATIONS
+from analysis.publish.results.instruction_counts import main_scale
+from analysis.publish.results.comparisons import BASELINE, HEAVY, MARGIN, Results, interference_counts
+from analysis.publish.render.formats import (WIDEST_RESOLVED, fmt_interval, fmt_percent, fmt_ratio, fmt_resolved_interval,
+                                      fmt_score, fmt_share, fmt_startup_ms, shared_notes)
+from analysis.stats import compare as cmp
+from analysis.stats import estimators as stats
+from analysis.stats import weight_draws
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return json.loads(df.to_json(orient="records")) if df is not None and len(df) else []
+
+
+def _labels(res: Results) -> dict:
+    return dict(zip(res.runs["run_id"], res.runs["label"]))
+
+
+def _display_rows(df: pd.DataFrame, ratio="ratio", lo="ci_low", hi="ci_high", labels: dict | None = None) -> pd.DataFrame:
+    out = df.copy()
+    if labels is not None and "run_id" in out:
+        out["run"] = out["run_id"].map(labels).fillna("")
+    out["display"] = [fmt_interval(r[ratio], r[lo], r[hi]) for _, r in out.iterrows()]
+    out["percent"] = [fmt_percent(r[ratio]) for _, r in out.iterrows()]
+    return out
+
+
+def clock_facts(run: Run | None, trials: pd.DataFrame | None, speed: cmp.Comparison | None) -> dict:
+    """What the threats-to-validity section states about this machine's clock and noise."""
+    if run is None:
+        return {}
+    machine = json.loads((run.path / "machine.json").read_text()) if (run.path / "machine.json").is_file() else {}
+    clock = machine.get("clock", {})
+    cpu = machine.get("cpu", {})
+    facts = {
+        "cpu_model": cpu.get("model", "unknown"), "logical_cpus": cpu.get("logical_cpus"),
+        "kernel": machine.get("kernel", "unknown"), "os": machine.get("os", "unknown"),
+        "hypervisor": "yes" if cpu.get("hypervisor_flag") else "no",
+        "virtualization": clock.get("virtualization") or "none detected",
+        "cpufreq_exposed": "yes" if clock.get("cpufreq_exposed") else "no",
+        "perf_counters": str(clock.get("perf_counters", "unknown")),
+        "constant_tsc": "yes" if cpu.get("constant_tsc") else "no",
+        "glibc": machine.get("glibc", "unknown"),
+    }
+    if trials is not None and "loadavg1" in trials.columns:
+        la = pd.to_numeric(trials["loadavg1"], errors="coerce").dropna()
+        if len(la):
+            facts.update(loadavg_min=f"{la.min():.2f}", loadavg_median=f"{la.median():.2f}",
+                         loadavg_max=f"{la.max():.2f}")
+        probe = pd.to_numeric(trials["clock_probe_s"], errors="coerce").dropna()
+        if len(probe) > 1:
+            facts["probe_cv_percent"] = f"{probe.std() / probe.mean() * 100:.2f}"
+            facts["probe_range_percent"] = f"{(probe.max() / probe.min() - 1) * 100:.1f}"
+    if speed is not None:
+        r = speed.results
+        facts.update(rows=int(len(r)), rows_probe_adjusted=int(r["adjusted"].sum()),
+                     outliers=int((speed.trials["outlier"] != "none").sum()),
+                     trials_used=int(len(speed.trials)),
+                     clock_regimes=int(speed.trials["clock_regime"].nunique()),
+                     rows_with_change_points=int((r["change_points"] > 0).sum()))
+    return facts
+
+
+def cpu_facts(info: dict, trials: pd.DataFrame) -> dict:
+    """Which workloads' trials ran spread over several CPUs and which on one (run.json trial_cpus; a run from
+    before it pinned every trial to one CPU, or to none)."""
+    cpus = info.get("trial_cpus")
+    if cpus is None:
+        pinned = any((p.get("trial_cpu") is not None) for p in info.get("pinning", []))
+        return {"spread_workloads": [], "single_core_workloads": sorted(set(trials["workload"])) if pinned else []}
+    spread = sorted(w for w, c in cpus.items() if isinstance(c, list) and len(c) > 1)
+    return {"spread_workloads": spread,
+            "single_core_workloads": sorted(w for w, c in cpus.items() if c is not None and w not in spread)}
+
+
+def _server(res: Results, p) -> dict:
+    """The server workloads' throughput and latency ratios to the baseline, with intervals (server_metrics)."""
+    rows = server_metrics.table(res.cells)
+    for metric in server_metrics.METRICS:
+        if f"{metric}_ratio" in rows:
+            rows[f"{metric}_display"] = [fmt_interval(r, lo, hi) for r, lo, hi in
+                                         zip(rows[f"{metric}_ratio"], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"])]
+    rows["run"] = rows["run_id"].map(_labels(res)).fillna("") if len(rows) else ""
+    write_csv(rows, p("server.csv"))
+    return {"server": {"rows": int(len(rows)), "workloads": sorted(set(rows["workload"])) if len(rows) else []}}
+
+
+def lockstep_facts(pairs: pd.DataFrame, info: dict) -> dict:
+    """What the method section says of a lockstep run: its pairs, the workloads that took turns, and how
+    precise a cell came out (median half-width; per-pair spread of the log ratio)."""
+    from analysis.stats import paired
+
+    measured = measured_trials(pairs)
+    ok = measured[measured["status"] == OK]
+    cells = paired.compare_pairs(pairs) if len(ok) else pd.DataFrame(columns=["halfwidth"])
+    spread = [float(np.std(paired.log_ratios(sub.reset_index(drop=True)), ddof=1))
+              for _, sub in ok.groupby(["workload", "scale", "allocator_b"]) if len(sub) > 2]
+    cells_of = info.get("protocol_cells") or {}
+    return {"pairs": int(len(pairs)), "measured": int(len(measured)), "ok": int(len(ok)),
+            "cells": int(len(cells)), "workloads": sorted(cells_of.get("lockstep", sorted(set(pairs["workload"])))),
+            "trial_workloads": sorted(cells_of.get("trials", [])),
+            "median_halfwidth_percent": f"{100 * np.expm1(np.median(cells['halfwidth'])):.2f}" if len(cells) else "",
+            "median_pair_sd_percent": f"{100 * np.median(spread):.1f}" if spread else "",
+            "chunk_us": int(pd.to_numeric(pairs["chunk_us"], errors="coerce").median()) if len(pairs) else 0}
+
+
+def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix: str = "results_") -> dict:
+    """The results figures (SVG) and numbers (CSV, JSON) for the paper; returns the numbers."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    p = lambda name: out_dir / f"{prefix}{name}"  # noqa: E731
+    numbers: dict = {"baseline": baseline, "confidence_percent": f"{stats.CONFIDENCE * 100:.0f}",
+                     "margin_percent": f"{MARGIN * 100:.0f}", "heavy": f"{HEAVY:g}",
+                     "trim_percent": f"{stats.TRIM * 100:.0f}", "min_runs": cmp.MIN_RUNS}
+    trials = None
+    if res.time_run is not None:
+        info = res.time_run.info
+        trials = read_table(res.time_run.path / "trials.csv")
+        measured = measured_trials(trials)
+        numbers["time_run"] = {
+            "run_id": res.time_run.run_id, "profile": (info.get("params") or {}).get("profile", ""),
+            "blocks": int(measured["block"].nunique()), "trials": int(len(trials)),
+            "measured": int(len(measured)), "ok": int((measured["status"] == OK).sum()),
+            "allocators": int(trials["allocator"].nunique()), "workloads": int(trials["workload"].nunique()),
+            "trial_workloads": int(trials["workload"].nunique()),
+            "started": info.get("started_utc", ""), "ended": info.get("ended_utc", ""),
+            "status": info.get("status", ""),
+            "protocol": (info.get("params") or {}).get("protocol") or "trials",
+            "elapsed_minutes": f"{float(info.get('elapsed_s') or 0) / 60:.0f}",
+            **cpu_facts(info, trials),
+        }
+        pairs_csv = res.time_run.path / "pairs.csv"
+        if pairs_csv.is_file():
+            lock = numbers["time_run"]["lockstep"] = lockstep_facts(read_table(pairs_csv), info)
+            numbers["time_run"]["workloads"] = len(set(lock["workloads"]) | set(trials["workload"]))
+    numbers["clock"] = clock_facts(res.time_run, trials, res.speed)
+    if trials is not None:
+        pairs_csv = res.time_run.path / "pairs.csv"
+        tables = [trials] + ([read_table(pairs_csv)] if pairs_csv.is_file() else [])
+        numbers["interference"] = interference_counts(*tables)
+
+    numbers.update(_speed_and_memory(res, p, baseline))
+    numbers.update(_server(res, p))
+    if res.time_run is not None:  # the dataset the runs came from: data_dir/runs/<run>
+        numbers["field"] = field.write_outputs(res.time_run.path.parents[1], p("field.csv"))
+    write_csv(res.left_out.assign(run=res.left_out["run_id"].map(_labels(res)).fillna("")
+                                  if "run_id" in res.left_out else ""), p("left_out.csv"))
+    numbers["left_out"] = int(len(res.left_out))
+
+    numbers.update(_ablations(res, p))
+    numbers.update(_callgrind(res, p, baseline))
+    numbers.update(_tradeoff(res, p, baseline))
+    numbers.update(hosts.host_outputs(res, p))
+    write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"}),
+                                     superseded=res.replication["run_id"].isin(SUPERSEDED)),
+              p("between_runs.csv"))
+    numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
+                              "overlapping": int(res.replication["overlap"].sum())}
+    numbers.update(write_debates(res, p, _labels(res), baseline))
+    numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
+    write_csv(res.runs, p("runs.csv"))
+    write_csv(res.aa, p("aa.csv"))
+    cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
+                           display=[fmt_resolved_interval(r["per_unit_ratio"], r["ci_low"], r["ci_high"])
+                                    for _, r in res.cost.iterrows()],
+                           startup_display=[fmt_startup_ms(r["startup_ms"], r["startup_low_ms"], r["startup_high_ms"])
+                                            for _, r in res.cost.iterrows()],
+                           baseline_startup_display=[f"{x:.1f}" for x in res.cost["baseline_startup_ms"]])
+    write_csv(cost, p("cost.csv"))
+    below_zero = cost[cost["startup_high_ms"] < 0]
+    numbers["cost"] = {"rows": int(len(cost)), "allocators": sorted(set(cost["allocator"])),
+                       "startup_below_zero": int(len(below_zero)),
+                       "not_estimable": int(cost["display"].str.startswith("not estimable").sum()) if len(cost) else 0,
+                       "widest_resolved": f"{WIDEST_RESOLVED:g}",
+                       "startup_below_zero_cells": [f"{r['allocator']} on {r['workload']} ({r['run']})"
+                                                    for _, r in below_zero.iterrows()]}
+    numbers["aa"] = {"cells": int(len(res.aa)), "excluding_1": int(res.aa["excludes_1"].sum()),
+                     "runs": sorted(set(res.aa["run_id"])),
+                     "percent_excluding_1": f"{100 * res.aa['excludes_1'].mean():.1f}" if len(res.aa) else "",
+                     "expected_percent": f"{100 - 100 * stats.CONFIDENCE:.0f}",
+                     "systematic_percent": f"{100 * stats.SYSTEMATIC_P:g}",
+                     "by_design": [{"design": d, "cells": int(len(g)), "excluding_1": int(g["excludes_1"].sum()),
+                                    "runs": int(g["run_id"].nunique()),
+                                    "percent_excluding_1": f"{100 * g['excludes_1'].mean():.1f}"}
+                                   for d, g in res.aa.groupby("design", sort=True)],
+                     "by_run": [{"run": _labels(res).get(rid, rid), "cells": int(len(g)), "excluding_1": int(g["excludes_1"].sum()),
+                                 "median_n": f"{g['n'].median():g}",
+                                 "one_sided_workloads": sorted(w for w, s in g.groupby("workload")
+                                                               if stats.one_sided(s["ratio"])),
+                                 "one_sided_medians": [f"{s['ratio'].median():.3f}" for w, s in
+                                                       sorted(g.groupby("workload")) if stats.one_sided(s["ratio"])]}
+                                for rid, g in res.aa.groupby("run_id")]}
+    roles = res.roles.assign(run=res.roles["run_id"].map(_labels(res)).fillna(""),
+                             display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in res.roles.iterrows()],
+                             excludes_1=(res.roles["ci_low"] > 1) | (res.roles["ci_high"] < 1))
+    write_csv(roles, p("roles.csv"))
+    numbers["roles"] = {"rows": int(len(roles)), "runs": sorted(set(roles["run"])),
+                        "excluding_1": [{"run": r["run"], "workload": r["workload"], "scale": f"{r['scale']:g}",
+                                         "display": r["display"], "pairs": int(r["pairs"])}
+                                        for _, r in roles[roles["excludes_1"]].iterrows()]}
+    numbers["runs"] = {r["label"]: {"run_id": r["run_id"], "kind": r["kind"], "leads": int(r["leads"])}
+                       for _, r in res.runs.iterrows()}
+    write_csv(res.allocators, p("allocators.csv"))
+    shown, notes = shared_notes(res.brought["configuration"].fillna("").astype(str))
+    write_csv(res.brought.assign(
+        sha256_short=res.brought["library_sha256"].str[:16], configuration_display=shown,
+        revision_short=res.brought["revision"].str.replace(r"^([0-9a-f]{12})[0-9a-f]{28}$", r"\1", regex=True)),
+        p("brought.csv"))
+    write_csv(pd.DataFrame(notes, columns=["note", "text"]), p("brought_notes.csv"))
+    numbers["brought"] = {"libraries": int(len(res.brought)), "allocators": sorted(set(res.brought["allocator"]))}
+    write_csv(res.workloads, p("workloads.csv"))
+    so = res.seed_only.copy()
+    so["ratio_display"] = so["ratio"].map(lambda x: f"{x:.3f}")
+    write_csv(so, p("seed_only.csv"))
+    numbers["allocators"] = int(len(res.allocators))
+    numbers["aa_copies"] = int(len(set(res.aa["allocator"]) & set(res.allocators["allocator"])))
+    numbers["configurations"] = numbers["allocators"] - numbers["aa_copies"]
+    numbers["workloads"] = int(len(res.workloads))
+    if res.time_run is not None:
+        prof = res.time_run.info.get("profile") or {}
+        numbers["time_run"].update(seed=str(res.time_run.info.get("seed", "")),
+                                   probe_iters=str(res.time_run.info.get("probe_iters", "")),
+                                   scale=str(prof.get("scale", "")), warmups=str(prof.get("warmups", "")))
+    if res.probe_run is not None:
+        no_score = sorted(set(res.scores.loc[res.scores["score"].isna(), "allocator"]))
+        numbers["probe_run"] = {"run_id": res.probe_run.run_id, "no_score": no_score}
+    (out_dir / f"{prefix}numbers.json").write_text(json_text(numbers, indent=2, sort_keys=True) + "\n")
+    return numbers
+
+
+def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str, aa=frozenset()) -> None:
+    """Two forest plots: the allocators within 0.5-2x in percent, the others (debugging allocators) in
+    multiples, each with 95% confidence intervals; A/A copies of the baseline are left to their own table, and
+    the seeds' own cases (perl's benchmark case by case, pow2-ladder, build) to the debates' tables."""
+    from analysis.harness.workloads import WORKLOADS
+
+    # every workload but the seeds' own cases: the default ones, redis, and those users brought (EXTRA_WORKLOADS)
+    seed_cases = [w.id for w in WORKLOADS.values() if w.seed and not w.default]
+    shown = table[~table["allocator"].isin(aa) & ~table["workload"].isin(seed_cases)]
+    near, far = figures.split_near_one(shown, geomean)
+    figures.forest(near, p(f"{name}_forest.svg"), f"{what}: change in percent (95% confidence interval)",
+                   percent=True)
+    figures.forest(far, p(f"{name}_forest_heavy.svg"), f"{what}: ratio (95% confidence interval, log scale)")
+
+
+def _speed_and_memory(res: Results, p, baseline: str) -> dict:
+    numbers = {}
+    if res.speed is None:
+        return numbers
+    speed = _display_rows(res.speed.results, labels=_labels(res))
+    write_csv(speed[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "adjusted",
+                     "n_outliers", "noninferior", "display", "percent"]], p("speed.csv"))
+    geo = _display_rows(res.speed.geomean, "geomean_ratio", labels=_labels(res))
+    write_csv(geo, p("speed_geomean.csv"))
+    _forests(res.speed.results, res.speed.geomean, p, "speed", aa=set(res.aa["allocator"]), what=f"wall time against {baseline}")
+    mem = _display_rows(res.memory.results, labels=_labels(res))
+    write_csv(mem[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "display", "percent"]],
+              p("memory.csv"))
+    mgeo = _display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res))
+    write_csv(mgeo, p("memory_geomean.csv"))
+    _forests(res.memory.results, res.memory.geomean, p, "memory", aa=set(res.aa["allocator"]), what=f"peak RSS against {baseline}")
+    # the A/A copies of the baseline are controls, not comparisons: they count in their own table only
+    aa = set(res.aa["allocator"])
+    counted, mem_counted = speed[~speed["allocator"].isin(aa)], mem[~mem["allocator"].isin(aa)]
+    geo_counted = geo[~geo["allocator"].isin(aa)]
+    numbers["speed"] = {
+        "rows": int(len(counted)), "aa_rows": int(len(speed) - len(counted)),
+        "slower": int((counted["ci_low"] > 1).sum()), "faster": int((counted["ci_high"] < 1).sum()),
+        "noninferior": int(counted["noninferior"].sum()),
+        "cheapest": _attributed(res, _extreme(geo_counted, "geomean_ratio", min)),
+        "dearest": _attributed(res, _extreme(geo_counted, "geomean_ratio", max)),
+        "dearest_full_scale": _dearest_at_full_scale(res, geo_counted),
+        "reduced_scale": sorted(a for a in geo_counted["allocator"]
+                                if _attributed(res, _extreme(geo_counted[geo_counted["allocator"] == a],
+                                                             "geomean_ratio", max)).get("reduced_scale")),
+        "median_halfwidth_percent": f"{float(np.median(np.expm1(speed['ci_high'].apply(np.log) - speed['ratio'].apply(np.log)))) * 100:.1f}",
+    }
+    numbers["memory"] = {"rows": int(len(mem_counted)), "larger": int((mem_counted["ci_low"] > 1).sum()),
+                         "smaller": int((mem_counted["ci_high"] < 1).sum()),
+                         "leanest": _extreme(mgeo, "geomean_ratio", min),
+                         "heaviest": _extreme(mgeo, "geomean_ratio", max)}
+    return numbers
+
+
+def _ablations(res: Results, p) -> dict:
+    numbers = {}
+    if len(res.ablation):
+        abl = _display_rows(res.ablation, labels=_labels(res))
+        if len(res.ablation_memory):
+            mem_abl = res.ablation_memory.set_index(["defence", "allocator", "base", "workload"])
+            abl["memory_display"] = [
+                fmt_interval(*mem_abl.loc[(r["defence"], r["allocator"], r["base"], r["workload"]),
+                                         ["ratio", "ci_low", "ci_high"]])
+                if (r["defence"], r["allocator"], r["base"], r["workload"]) in mem_abl.index else "n/a"
+                for _, r in abl.iterrows()]
+        write_csv(abl, p("ablations.csv"))
+        figures.ablation_figure(res.ablation, p("ablations.svg"), "wall time ratio to the family's base (95% confidence interval)")
+        pooled = abl[abl["workload"] == "all"]
+        numbers["ablations"] = {f"{r['allocator']}/{r['base']}": {"defence": r["defence"], "display": r["display"],
+                                                                  "percent": r["percent"], "workloads": int(r["n"])}
+                                for _, r in pooled.iterrows()}
+    if res.speed is not None:
+        done = set(zip(res.ablation.get("allocator", []), res.ablation.get("base", [])))
+        measured = set(res.speed.trials["allocator"])
+        numbers["ablations_missing"] = [
+            {"defence": d, "pair": f"{a} / {b}",
+             "why": "no valid runs of " + ", ".join(x for x in (a, b) if x not in measured)
+             if {a, b} - measured else "no workload with enough valid runs of both"}
+            for d, a, b in ABLATIONS if (a, b) not in done]
+    return numbers
+
+
+SHARE_TABLE_MIN_ALLOCATORS = 5  # the paper's table: workloads counted under at least this many allocators
+
+
+def alloc_shares(per_free: pd.DataFrame) -> pd.DataFrame:
+    """The allocator's share of each workload's instructions (inside its entry points), an allocator a row and
+    a workload a column, as percentages at the workload's largest scale; only the counts that measured it,
+    the workloads counted under the most allocators first."""
+    if "alloc_share" not in per_free:
+        return pd.DataFrame(columns=["allocator", "run_id"])
+    top = main_scale(per_free)
+    top = top[pd.to_numeric(top["alloc_share"], errors="coerce").notna()]
+    if top.empty:
+        return pd.DataFrame(columns=["allocator", "run_id"])
+    order = top.groupby("workload")["allocator"].nunique().reset_index().sort_values(
+        ["allocator", "workload"], ascending=[False, True])["workload"]
+    table = top.pivot(index="allocator", columns="workload", values="alloc_share")[list(order)].map(
+        lambda x: "" if pd.isna(x) else fmt_share(x))
+    runs = top.groupby("allocator")["run_id"].agg(lambda r: " ".join(sorted(set(map(str, r))))) \
+        if "run_id" in top else pd.Series("", index=table.index)
+    return table.assign(run_id=runs).reset_index()
+
+
+def _callgrind(res: Results, p, baseline: str) -> dict:
+    numbers = {}
+    if len(res.per_free):
+        pf = res.per_free.copy()
+        pf["run"] = pf["run_id"].map(_labels(res)).fillna("") if "run_id" in pf else ""
+        pf["instructions_per_free_display"] = pf["instructions_per_free"].map(lambda x: f"{x:,.0f}")
+        pf["instructions_ratio_display"] = pf["instructions_ratio"].map(fmt_ratio)
+        write_csv(pf, p("per_free.csv"))
+        write_csv(res.per_free_geomean.assign(display=res.per_free_geomean["instructions_ratio"].map(fmt_ratio)),
+                  p("per_free_geomean.csv"))
+        write_csv(res.callgrind_missing, p("callgrind_missing.csv"))
+        shares = alloc_shares(res.per_free)
+        write_csv(shares, p("alloc_share.csv"))
+        figures.per_free_figure(main_scale(res.per_free), p("per_free.svg"), baseline)
+        numbers["callgrind"] = {"run_id": res.callgrind_run.run_id, "rows": int(len(pf)),
+                                "run_ids": sorted(set(pf["run_id"].astype(str))) if "run_id" in pf else [],
+                                "status": str(res.callgrind_run.info.get("status", "")),
+                                "workloads": int(pf["workload"].nunique()), "allocators": int(pf["allocator"].nunique()),
+                                "missing_allocators": int(len(res.callgrind_missing)),
+                                "scale": f"{pf['scale'].max():g}",
+                                # smaller than the largest scale of the allocator's own run (a quick run's
+                                # allocators ran at the quick scale, not reduced for their slowness)
+                                "reduced_scale": sorted({str(a) for a in pf.loc[
+                                    pf["scale"] < pf.groupby("run_id")["scale"].transform("max"), "allocator"]}
+                                                        - {baseline})}
+        numbers["per_free"] = {r["allocator"]: fmt_ratio(r["instructions_ratio"])
+                               for _, r in res.per_free_geomean.iterrows()}
+        if len(shares):
+            counted = (shares.drop(columns=["allocator", "run_id"]) != "").sum()
+            wide = [w for w, n in counted.items() if n >= SHARE_TABLE_MIN_ALLOCATORS]
+            numbers["alloc_share"] = {
+                "run_ids": sorted(set(" ".join(shares["run_id"]).split())), "allocators": int(len(shares)),
+                "workloads": wide, "other_workloads": [w for w in counted.index if w not in wide],
+                "min_allocators": SHARE_TABLE_MIN_ALLOCATORS,
+                "unrecognised": sorted(set(pf.loc[pf["alloc_unrecognised"].astype(bool), "allocator"]))}
+    return numbers
+
+
+def _tradeoff(res: Results, p, baseline: str) -> dict:
+    numbers = {}
+    if len(res.trade):
+        t = res.trade.copy()
+        t["overhead_display"] = [fmt_interval(r["overhead"], r["overhead_low"], r["overhead_high"])
+                                 for _, r in t.iterrows()]
+        t["score_display"] = [f"{fmt_score(r['score'])} [{fmt_score(r['score_low'])}, {fmt_score(r['score_high'])}]"
+                              for _, r in t.iterrows()]
+        t["pareto_display"] = t["pareto"].map({True: "yes", False: ""})
+        t["run"] = t["run_id"].map(_labels(res)).fillna("") if "run_id" in t else ""
+        t = t.sort_values(["overhead", "allocator"]).reset_index(drop=True)
+        figures.tradeoff_figure(res.trade, p("tradeoff.svg"), baseline)
+        t["primitive_display"] = [f"{r['primitive_points']:.1f} ({100 * r['primitive_share']:.0f}%)"
+                                  for _, r in t.iterrows()]
+        write_csv(t, p("tradeoff.csv"))
+        numbers["tradeoff"] = {"allocators": int(len(t)), "pareto": [str(a) for a in t[t["pareto"]]["allocator"]],
+                               "verdicts": {str(r["allocator"]): str(r["verdict"]) for _, r in t.iterrows()},
+                               "indistinct": int(t["verdict"].str.startswith(weight_draws.INDISTINCT).sum()),
+                               "primitive_share_percent": f"{100 * t['primitive_share'].median():.0f}",
+                               "primitive_points_max": f"{t['primitive_points'].max():.1f}",
+                               "primitive_points_max_allocator": str(t.loc[t["primitive_points"].idxmax(), "allocator"]),
+                               "sure_percent": round(100 * weight_draws.SURE),
+                               "roles": {role: sorted(str(a) for a in g["allocator"])
+                                         for role, g in t.groupby("role")}}
+        weight_front = front.write_weight_front(res, p("weight_front.csv"), baseline)
+        if weight_front:
+            numbers["weight_front"] = weight_front
+        numbers.update(_defences(res, p))
+    return numbers
+
+
+def _defences(res: Results, p) -> dict:
+    """results_defences.csv: each ablation's cost beside the primitive it removes (analysis.publish.security.defences)."""
+    from analysis.publish.security import defences
+    from analysis.publish.security.primitives import primitive_rows_if_any
+    from analysis.publish.security.writer import reported_probe_rows
+
+    if not len(res.ablation) or res.probe_run is None:
+        return {}
+    runs_dir = res.probe_run.path.parent
+    primitive_rows = primitive_rows_if_any(runs_dir)
+    table = defences.defence_table(res.ablation, res.per_free, reported_probe_rows(runs_dir), primitive_rows,
+                                        fmt_interval)
+    write_csv(table, p("defences.csv"))
+    return {"defences": {"rows": int(len(table)), "per_mille_of": defences.sequences_per_cell(primitive_rows),
+                         "techniques": defences.NOT_MEASURED,
+                         "removing": int((table["primitive_removed"] != "none measured").sum())}}
+
+
+def _attributed(res: Results, extreme: dict) -> dict:
+    """An allocator's row with the run it really comes from: its label, profile and the scale it ran at (the
+    profile's scale times the allocator's own scale factor, which slow allocators have below 1)."""
+    if not extreme or not extreme.get("run_id") or res.time_run is None:
+        return extreme
+    run_json = res.time_run.path.parent / extreme["run_id"] / "run.json"
+    info = json.loads(run_json.read_text()) if run_json.is_file() else {}
+    scale = float((info.get("profile") or {}).get("scale") or 1.0)
+    factor = float(((info.get("allocators") or {}).get(extreme["allocator"]) or {}).get("scale_factor") or 1.0)
+    return {**extreme, "run": _labels(res).get(extreme["run_id"], ""),
+            "profile": (info.get("params") or {}).get("profile", ""), "scale": f"{scale * factor:g}",
+            "reduced_scale": scale * factor < 1}
+
+
+def get_reduced(numbers: dict) -> list[str]:
+    """The allocators whose results come from a run at a fraction of the full workload scale."""
+    return list((numbers.get("speed") or {}).get("reduced_scale") or [])
+
+
+def _dearest_at_full_scale(res: Results, geo: pd.DataFrame) -> dict:
+    """The dearest allocator among those whose leading run measured it at the full workload scale: a ratio from
+    a run at a fraction of the scale, where start-up weighs more, is not a full-scale cost."""
+    for i in sorted(range(len(geo)), key=lambda k: -geo.iloc[k]["geomean_ratio"]):
+        row = _attributed(res, _extreme(geo.iloc[[i]], "geomean_ratio", max))
+        if not row.get("reduced_scale", False):
+            return row
+    return {}
+
+
+def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
+    if geo.empty:
+        return {}
+    i = pick(range(len(geo)), key=lambda k: geo.iloc[k][col])
+    r = geo.iloc[i]
+    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"]),
+            "run_id": str(r.get("run_id", ""))}

@@ -1,0 +1,146 @@
+"""The exploitation-primitive numbers (CSV, JSON) and figure (SVG) for the paper, from the primitives.csv
+tables of the probe runs (probes/primitive_sequences.c, analysis/stats/primitives.py)."""
+import json
+from pathlib import Path
+
+import numpy as np
+
+from analysis.contract.schema import read_rows
+from analysis.errors import HeapcostError
+from analysis.paths import RUNS_DIR
+from analysis.publish.render.figures import pyplot, save
+from analysis.stats import primitives as PR
+
+COLUMNS = [f"{c}/{k}" for c, k in ((c, k) for c in PR.BUG_CLASSES[:-1] for k in PR.CAPABILITIES)] + ["control/none"]
+
+
+def reported_primitive_rows(runs_dir=RUNS_DIR) -> list[dict]:
+    """Every complete probe run's primitives.csv; each allocator's rows from the newest run that has it."""
+    latest: dict[str, list[dict]] = {}
+    for run in sorted(Path(runs_dir).glob("*-probe-*")):
+        table = run / "primitives.csv"
+        try:
+            complete = json.loads((run / "run.json").read_text()).get("status") == "complete"
+        except (OSError, ValueError):
+            complete = False
+        if not complete or not table.is_file():
+            continue
+        by_alloc: dict[str, list[dict]] = {}
+        for r in read_rows(table):
+            by_alloc.setdefault(r["allocator"], []).append(r)
+        latest.update(by_alloc)
+    if not latest:
+        raise HeapcostError("no probe run of the dataset has a primitives.csv: run `make probe` first")
+    return [r for rows in latest.values() for r in rows]
+
+
+def primitive_rows_if_any(runs_dir=RUNS_DIR) -> list[dict]:
+    """reported_primitive_rows, or [] when no probe run of the dataset has a primitives.csv."""
+    try:
+        return reported_primitive_rows(runs_dir)
+    except HeapcostError:
+        return []
+
+
+def _f(v):
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x
+
+
+def table(rows: list[dict]) -> list[dict]:
+    """One row per allocator and cell: P(any primitive) with its interval, each primitive's count, detections."""
+    by_cell: dict[tuple, dict] = {}
+    for r in rows:
+        cell = by_cell.setdefault((r["allocator"], r["bug_class"], r["capability"]), {})
+        cell[r["primitive"]] = r
+    out = []
+    for (alloc, bug, cap), prims in sorted(by_cell.items()):
+        anyrow, strong = prims.get(PR.ANY, {}), prims.get(PR.STRONG, {})
+        out.append({"allocator": alloc, "bug_class": bug, "capability": cap,
+                    "sequences": int(_f(anyrow.get("sequences")) or 0),
+                    "any_rate": _f(anyrow.get("rate")), "any_ci_low": _f(anyrow.get("rate_ci_low")),
+                    "any_ci_high": _f(anyrow.get("rate_ci_high")),
+                    "strong_rate": _f(strong.get("rate")), "strong_ci_low": _f(strong.get("rate_ci_low")),
+                    "strong_ci_high": _f(strong.get("rate_ci_high")),
+                    **{p: int(_f(prims[p].get("count")) or 0) if p in prims else None for p in PR.PRIMITIVES},
+                    "detected": int(_f(anyrow.get("detected")) or 0),
+                    "median_attempts": _f(anyrow.get("median_attempts")), "detail": anyrow.get("detail", "")})
+    return out
+
+
+def matrix_figure(cells: list[dict], path: Path, key: str = "strong_rate", label: str = "P(strong primitive)") -> None:
+    """A primitive's probability per allocator (rows) and bug class / capability (columns); blank: not run."""
+    plt = pyplot()
+    order = sorted({c["allocator"] for c in cells})
+    rate = {(c["allocator"], f"{c['bug_class']}/{c['capability']}"): c[key] for c in cells if c["sequences"]}
+    grid = np.array([[rate.get((a, col), np.nan) for col in COLUMNS] for a in order], dtype=float)
+    fig, ax = plt.subplots(figsize=(1.5 + 0.45 * len(COLUMNS), 1.2 + 0.26 * len(order)))
+    im = ax.imshow(grid, cmap="rocket_r", vmin=0, vmax=1, aspect="auto")
+    for i in range(len(order)):
+        for j in range(len(COLUMNS)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}".lstrip("0") if grid[i, j] < 1 else "1", ha="center", va="center",
+                        fontsize=5.5, color="white" if grid[i, j] > 0.5 else "black")
+    ax.set_xticks(range(len(COLUMNS)), COLUMNS, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(order)), order, fontsize=7)
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, label=label, shrink=0.6)
+    save(fig, path)
+
+
+def write_outputs(rows: list[dict], out_dir, *, claims: dict | None = None, prefix: str = "primitives_") -> dict:
+    """primitives_table.csv, primitives_disagreements.csv, primitives_numbers.json, primitives_matrix.svg (the
+    strong primitives) and primitives_any_matrix.svg; returns the numbers."""
+    import csv
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if claims is None:
+        from analysis.publish.security.writer import catalogue_claims
+
+        claims = catalogue_claims()
+    cells = table(rows)
+    with open(out_dir / f"{prefix}table.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(cells[0]) if cells else ["allocator"])
+        w.writeheader()
+        for c in cells:
+            w.writerow({k: round(v, 4) if isinstance(v, float) else v for k, v in c.items()})
+    ran = [c for c in cells if c["sequences"]]
+    numbers = {
+        "allocators": sorted({c["allocator"] for c in ran}),
+        "sequences_per_cell_min": min((c["sequences"] for c in ran), default=0),
+        "cells": len(ran),
+        "seed": sorted({int(_f(r.get("seed")) or 0) for r in rows}),
+        "overflow_bytes": list(PR.OVERFLOW_BYTES),
+        "confidence_percent": round(100 * PR.CONFIDENCE),
+        "knockouts": PR.knockout_checks(rows),
+        "leak_gains": PR.leak_gains(rows),
+        "disagreements": PR.claim_disagreements(rows, claims),
+        "false_positives": [{"allocator": r["allocator"], "count": int(_f(r["count"]))}
+                            for r in PR.false_positives(rows)],
+        "none_found": sorted(a for a in {c["allocator"] for c in ran}
+                             if not PR.found_anywhere(rows, a)),
+        "no_strong_found": sorted(a for a in {c["allocator"] for c in ran}
+                                  if not PR.found_anywhere(rows, a, PR.STRONG)),
+    }
+    summary = PR.disagreement_summary(numbers["disagreements"])
+    numbers["disagreeing_allocators"] = sorted({d["allocator"] for d in summary})
+    with open(out_dir / f"{prefix}disagreements.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["allocator", "defence", "cells", "worst"])
+        w.writeheader()
+        w.writerows(summary)
+    (out_dir / f"{prefix}numbers.json").write_text(json.dumps(numbers, indent=2, sort_keys=True) + "\n")
+    if ran:
+        matrix_figure(ran, out_dir / f"{prefix}matrix.svg")
+        matrix_figure(ran, out_dir / f"{prefix}any_matrix.svg", key="any_rate", label="P(any primitive)")
+    return numbers
+
+
+def write_absent(out_dir, why: str, *, prefix: str = "primitives_") -> None:
+    """A dataset without primitives: primitives_numbers.json says why, and the paper says the part is absent."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{prefix}numbers.json").write_text(json.dumps({"absent": why}, indent=2) + "\n")
