@@ -18,6 +18,7 @@ from analysis.publish.results import ablations as ablation
 from analysis.publish.render.formats import fmt_interval
 from analysis.publish.results import cpu_split, provenance, server_metrics
 from analysis.publish.dataset import paper_runs
+from analysis.publish.security import primitives
 from analysis.publish.results.instruction_counts import missing_callgrind, per_free, per_free_geomean
 from analysis.errors import HeapcostError, warn
 from analysis.paths import repo_relative
@@ -91,15 +92,6 @@ SCORE_COLUMNS = ["allocator", "score", "score_low", "score_high", "coverage", "s
                  "above_baseline", "primitive_points", "primitive_share"]
 WEIGHT_DRAWS = 2000
 
-
-def scored_rows(runs_dir: Path, probe_rows: list[dict]) -> list[dict]:
-    """The rows the security score reads: the probes' rows and the exploitation-primitive cells of the probe
-    runs (security.primitive_score_rows), for the allocators the probe rows have."""
-    from analysis.publish.security.primitives import primitive_rows_if_any
-
-    primitive_rows = primitive_rows_if_any(runs_dir)
-    probed = {r["allocator"] for r in probe_rows}
-    return list(probe_rows) + [r for r in security.primitive_score_rows(primitive_rows) if r["allocator"] in probed]
 
 
 def security_scores(rows: list[dict], weights: dict | None, baseline: str, *, draws: int = 1000) -> pd.DataFrame:
@@ -390,7 +382,7 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
     probe_lead = paper_runs.leads("probe", probe_runs, probe_run)
     scores = pd.DataFrame(columns=SCORE_COLUMNS)
     if probe_runs:
-        scores = security_scores(scored_rows(runs_dir, paper_runs.merge_probe_rows(probe_runs, probe_lead)), weights,
+        scores = security_scores(primitives.scored_rows(runs_dir, paper_runs.merge_probe_rows(probe_runs, probe_lead)), weights,
                                  baseline)
     trade = pd.DataFrame()
     if speed is not None and len(scores):

@@ -25,6 +25,7 @@ from analysis.paths import BUILD_DIR, DATA_DIR
 from analysis.publish.render import figures, formats
 from analysis.publish.results import instruction_counts, comparisons
 from analysis.publish.dataset import paper_runs
+from analysis.publish.security import primitives
 from analysis.stats import security
 
 EXPORT_DIR = BUILD_DIR / "explore"
@@ -98,7 +99,7 @@ def load(data_dir: Path = DATA_DIR) -> Dataset:
     tables = {kind: {rt.run_id: rt.table for rt in found[kind][1] if len(rt.table)} for kind in ("time", "callgrind")}
     main = {kind: found[kind][0] for kind in found}
     probe_runs = found["probe"][1]
-    probe_rows = comparisons.scored_rows(runs_dir, paper_runs.merge_probe_rows(probe_runs, paper_runs.leads("probe", probe_runs,
+    probe_rows = primitives.scored_rows(runs_dir, paper_runs.merge_probe_rows(probe_runs, paper_runs.leads("probe", probe_runs,
                                                                                              main["probe"])))
     return Dataset(tables["time"].get(main["time"].run_id) if main["time"] else None,
                    tables["callgrind"].get(main["callgrind"].run_id) if main["callgrind"] else None,

@@ -10,12 +10,11 @@ from analysis.contract.schema import OK, measured_trials, read_table
 from analysis.publish.results import field, hosts, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
-from analysis.publish.debates.pool import SUPERSEDED
 from analysis.publish.debates.writer import write_debates
 from analysis.publish.render.products import json_text, write_csv
 from analysis.publish.results.ablations import ABLATIONS
 from analysis.publish.results.instruction_counts import main_scale
-from analysis.publish.results.comparisons import BASELINE, HEAVY, MARGIN, Results, interference_counts
+from analysis.publish.results.comparisons import BASELINE, CHECK_LOADED_AFTER_LIBRARY, HEAVY, MARGIN, Results, interference_counts
 from analysis.publish.render.formats import (WIDEST_RESOLVED, fmt_interval, fmt_percent, fmt_ratio, fmt_resolved_interval,
                                       fmt_score, fmt_share, fmt_startup_ms, shared_notes)
 from analysis.stats import compare as cmp
@@ -167,7 +166,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_tradeoff(res, p, baseline))
     numbers.update(hosts.host_outputs(res, p))
     write_csv(res.replication.assign(overlap_display=res.replication["overlap"].map({True: "yes", False: "no"}),
-                                     superseded=res.replication["run_id"].isin(SUPERSEDED)),
+                                     superseded=res.replication["run_id"].isin(CHECK_LOADED_AFTER_LIBRARY)),
               p("between_runs.csv"))
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}

@@ -182,7 +182,7 @@ def write_weight_front(res, path, baseline: str, *, draws: int = 2000) -> dict:
     """The fronts' table for the paper (the trade-off's deployable and debugging allocators) at `path`, and its
     numbers; {} when the results have no trade-off or no probe run."""
     from analysis.publish.render.products import write_csv
-    from analysis.publish.results.comparisons import scored_rows
+    from analysis.publish.security.primitives import scored_rows
     from analysis.publish.render.formats import fmt_interval, fmt_score
     from analysis.publish.security.writer import reported_probe_rows
 

@@ -10,6 +10,7 @@ from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish.render.figures import pyplot, save
 from analysis.stats import primitives as PR
+from analysis.stats import security
 
 COLUMNS = [f"{c}/{k}" for c, k in ((c, k) for c in PR.BUG_CLASSES[:-1] for k in PR.CAPABILITIES)] + ["control/none"]
 
@@ -144,3 +145,11 @@ def write_absent(out_dir, why: str, *, prefix: str = "primitives_") -> None:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{prefix}numbers.json").write_text(json.dumps({"absent": why}, indent=2) + "\n")
+
+
+def scored_rows(runs_dir: Path, probe_rows: list[dict]) -> list[dict]:
+    """The rows the security score reads: the probes' rows and the exploitation-primitive cells of the probe
+    runs (security.primitive_score_rows), for the allocators the probe rows have."""
+    primitive_rows = primitive_rows_if_any(runs_dir)
+    probed = {r["allocator"] for r in probe_rows}
+    return list(probe_rows) + [r for r in security.primitive_score_rows(primitive_rows) if r["allocator"] in probed]
