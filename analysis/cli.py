@@ -8,28 +8,45 @@ from pathlib import Path
 
 from analysis.errors import HeapcostError
 
-# command -> (module, one-line help). Each module has add_arguments(parser) and run(args); it is imported
-# only when its command runs (or its --help is asked for), so `heapcost --help` starts fast.
-COMMANDS = {
-    "allocators": ("analysis.harness.allocators.catalog", "list the allocator catalogue and what is available here"),
-    "provision": ("analysis.harness.allocators.provision", "install or build every allocator this machine can have"),
-    "measure": ("analysis.harness.measure", "run a measurement campaign into data/runs/"),
-    "validate": ("analysis.publish.dataset.validate", "check a dataset against data/datapackage.json"),
-    "compare": ("analysis.stats.compare", "ratios with 95% confidence intervals of each allocator against a baseline"),
-    "compare-pairs": ("analysis.stats.paired", "ratios with 95% confidence intervals from lockstep process pairs (pairs.csv)"),
-    "probe": ("analysis.harness.probes", "run the heap-misuse probes under allocators"),
-    "profile": ("analysis.harness.profile", "a program's allocation profile under glibc: calls per size class, reuse, "
-                "mmap and brk, wall time"),
-    "paper": ("analysis.publish.render.paper", "generate the paper's figures and numbers from the dataset"),
-    "contribute": ("analysis.publish.dataset.contribute", "pack a run with its machine description and checksums into one archive"),
-    "merge": ("analysis.publish.dataset.intake", "add runs (contribution archives or run directories) to the dataset, never overwriting"),
-    "fleet-job": ("analysis.harness.fleet.campaigns", "run one campaign of a fleet profile and pack its run (a Snakemake job)"),
-    "fleet-plan": ("analysis.harness.fleet.plan", "say what a fleet profile will run here, how long, and what is missing"),
-    "predict": ("analysis.publish.debates.predictions", "register each debate's prediction for a host not yet measured (predictions.toml)"),
-    "dataset": ("analysis.publish.dataset.archive", "write the versioned dataset archive with its checksum"),
-    "notebook": ("analysis.harness.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
-    "bench": ("analysis.harness.bench.command", "benchmark the measurement protocol against hyperfine"),
+# The commands in the order of the work: stage -> command -> (module, one-line help). Each module has
+# add_arguments(parser) and run(args); it is imported only when its command runs (or its --help is asked for),
+# so `heapcost --help` starts fast. The internal stage's commands run under make or Snakemake and are left out
+# of --help.
+STAGES = {
+    "set up": {
+        "provision": ("analysis.harness.allocators.provision", "install or build every allocator this machine can have"),
+        "allocators": ("analysis.harness.allocators.catalog", "list the allocator catalogue and what is available here"),
+    },
+    "measure": {
+        "predict": ("analysis.publish.debates.predictions", "register each debate's prediction for a host not yet measured "
+                    "(predictions.toml), before measuring it"),
+        "measure": ("analysis.harness.measure", "run a measurement campaign into data/runs/"),
+        "probe": ("analysis.harness.probes", "run the heap-misuse probes under allocators"),
+        "profile": ("analysis.harness.profile", "a program's allocation profile under glibc: calls per size class, reuse, "
+                    "mmap and brk, wall time"),
+    },
+    "look": {
+        "show": ("analysis.publish.results.summary", "one run: its host, what it measured, its cells by status"),
+        "compare": ("analysis.stats.compare", "ratios with 95% confidence intervals of each allocator against a baseline"),
+        "compare-pairs": ("analysis.stats.paired", "ratios with 95% confidence intervals from lockstep process pairs (pairs.csv)"),
+    },
+    "publish": {
+        "validate": ("analysis.publish.dataset.validate", "check a dataset against data/datapackage.json"),
+        "paper": ("analysis.publish.render.paper", "generate the paper's figures and numbers from the dataset"),
+        "dataset": ("analysis.publish.dataset.archive", "write the versioned dataset archive with its checksum"),
+    },
+    "share": {
+        "contribute": ("analysis.publish.dataset.contribute", "pack a run with its machine description and checksums into one archive"),
+        "merge": ("analysis.publish.dataset.intake", "add runs (contribution archives or run directories) to the dataset, never overwriting"),
+        "fleet-plan": ("analysis.harness.fleet.plan", "say what a fleet profile will run here, how long, and what is missing"),
+    },
+    "internal": {
+        "fleet-job": ("analysis.harness.fleet.campaigns", "run one campaign of a fleet profile and pack its run (a Snakemake job)"),
+        "notebook": ("analysis.harness.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
+        "bench": ("analysis.harness.bench.command", "benchmark the measurement protocol against hyperfine"),
+    },
 }
+COMMANDS = {name: entry for commands in STAGES.values() for name, entry in commands.items()}
 MODULE_PROG = "python -m analysis"
 
 
@@ -49,13 +66,29 @@ def invoked_as(argv0: str) -> str:
     return name
 
 
+def work_listing() -> str:
+    """The commands a user runs, stage by stage in the order of the work (the internal ones left out)."""
+    width = max(len(name) for stage, commands in STAGES.items() if stage != "internal" for name in commands)
+    lines = ["the work, in order (each command has its own --help):"]
+    for stage, commands in STAGES.items():
+        if stage == "internal":
+            continue
+        for i, (name, (_, help_text)) in enumerate(commands.items()):
+            lines.append(f"  {stage if i == 0 else '':<9} {name:<{width}}  {help_text}")
+    return "\n".join(lines)
+
+
+class WorkHelpFormatter(LiteralHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """The top-level help: the description and the stage listing as written."""
+
+
 def build_parser(prog: str, wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command; only `wanted` gets its module's arguments (and a function to run)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=LiteralHelpFormatter)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__, epilog=work_listing(),
+                                     formatter_class=WorkHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS)
     for name, (module_name, help_text) in COMMANDS.items():
-        command = sub.add_parser(name, help=help_text, description=help_text,
-                                 formatter_class=LiteralHelpFormatter)
+        command = sub.add_parser(name, description=help_text, formatter_class=LiteralHelpFormatter)
         if name == wanted:
             module = importlib.import_module(module_name)
             module.add_arguments(command)
@@ -80,3 +113,6 @@ def main(argv=None, prog: str | None = None) -> int:
     except KeyboardInterrupt:
         print("heapcost: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped early (`| head`): nothing left to say
+        sys.stderr.close()
+        return 0

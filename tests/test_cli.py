@@ -24,14 +24,61 @@ def run_in_process(capsys, argv, prog="heapcost"):
     return status, out, err
 
 
+def listed_commands(out: str) -> list[str]:
+    """The commands the top-level help lists, in its order (a stage's first line names the stage first)."""
+    listing = out.split("the work, in order", 1)[1].splitlines()[1:]
+    names = []
+    for line in listing:
+        words = line[len("  ") + 9:].split()  # past the stage column
+        if words:
+            names.append(words[0])
+    return names
+
+
 @pytest.mark.parametrize("argv", [[], ["--help"], ["-h"]], ids=["bare", "--help", "-h"])
-def test_top_level_help_lists_every_command(capsys, argv):
+def test_top_level_help_lists_the_users_commands_in_the_order_of_the_work(capsys, argv):
     status, out, err = run_in_process(capsys, argv)
     assert status == 0 and err == ""
     assert out.startswith("usage: heapcost ")
-    listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line.split()]
-    assert set(cli.COMMANDS) <= set(listed)
+    listed = listed_commands(out)
+    internal = set(cli.STAGES["internal"])
+    assert listed == [c for c in cli.COMMANDS if c not in internal]
+    assert not internal & set(out.split())  # fleet-job, notebook and bench run under make and Snakemake
+    stages = [line.split()[0] for line in out.split("the work, in order", 1)[1].splitlines()[1:]
+              if line.startswith("  ") and not line.startswith("   ")]
+    assert stages == ["set", "measure", "look", "publish", "share"]
+    assert listed.index("measure") < listed.index("show") < listed.index("paper") < listed.index("merge")
     assert "95% confidence intervals" in " ".join(out.split())  # the help that once ended in a TypeError
+
+
+def test_an_internal_command_still_runs(capsys):
+    status, out, _ = run_in_process(capsys, ["notebook", "--help"])
+    assert status == 0 and out.split()[:3] == ["usage:", "heapcost", "notebook"]
+
+
+def test_show_prints_one_runs_host_and_cells(capsys, tmp_path):
+    run = tmp_path / "20260101T000000Z-time-quick"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": run.name, "kind": "time", "status": "complete",
+                                              "started_utc": "2026-01-01T00:00:00Z", "ended_utc": "2026-01-01T00:06:00Z",
+                                              "elapsed_s": 360, "allocators": ["glibc", "jemalloc"],
+                                              "workloads": ["small-loop"], "params": {"profile": "quick"}}))
+    (run / "machine.json").write_text(json.dumps({"kernel": "6.1.0", "cpu": {"model": "Some CPU", "logical_cpus": 2,
+                                                                              "cpuinfo_mhz": [2600.0, 2600.0]}}))
+    header = "seq,block,workload,allocator,scale,status,wall_s,maxrss_kb,reason"
+    rows = [f"{i},{i // 2},small-loop,{a},1,ok,{0.5 + i / 100},1000," for i, a in enumerate(["glibc", "jemalloc"] * 3)]
+    (run / "trials.csv").write_text("\n".join([header, *rows]) + "\n")
+    status, out, err = run_in_process(capsys, ["show", str(run)])
+    assert status == 0, err
+    assert "20260101T000000Z-time-quick (time, complete)" in out and "(6.0 min)" in out
+    assert "Some CPU 2600 MHz, kernel 6.1.0, 2 CPUs" in out and "2 allocators, 1 workloads" in out
+    assert [line.split()[:3] for line in out.splitlines() if line.strip().startswith("small-loop")] == \
+        [["small-loop", "glibc", "3"], ["small-loop", "jemalloc", "3"]]
+
+
+def test_show_of_something_that_is_no_run_is_one_line(capsys, tmp_path):
+    status, out, err = run_in_process(capsys, ["show", str(tmp_path)])
+    assert status == 2 and err.count("\n") == 1 and "no run.json there" in err
 
 
 @pytest.mark.parametrize("command", list(cli.COMMANDS))

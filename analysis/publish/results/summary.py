@@ -1,9 +1,12 @@
-"""A first look at a run: what was measured, what failed and why (no statistics here)."""
+"""A first look at one run: what was measured, on which host, what failed and why (no statistics here).
+`python -m analysis show RUN` prints it; notebooks/measure.ipynb shows the same table at the end of a campaign."""
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.contract.schema import OK, declared_orientation, measured_trials, read_table
+from analysis.errors import HeapcostError
+from analysis.paths import RUNS_DIR
 
 
 def _run_info(run_dir) -> dict:
@@ -58,3 +61,59 @@ def failures(run_dir) -> pd.DataFrame:
     """Every trial that was not ok, with its reason: nothing is dropped silently."""
     df = read_trials(run_dir)
     return df[df["status"] != OK][["seq", "workload", "allocator", "status", "reason"]]
+
+
+def probes_summary(run_dir) -> pd.DataFrame:
+    """A probe run: per allocator, its probe cells by outcome."""
+    probes = read_table(Path(run_dir) / "probes.csv")
+    table = probes.pivot_table(index="allocator", columns="outcome", values="probe", aggfunc="count", fill_value=0)
+    return table.reset_index()
+
+
+def run_dir_of(name: str, runs_dir: Path = RUNS_DIR) -> Path:
+    """A run named by its folder, or by its id under the dataset's runs."""
+    for candidate in (Path(name), Path(runs_dir) / name):
+        if (candidate / "run.json").is_file():
+            return candidate
+    raise HeapcostError(f"{name}: no run.json there or under {Path(runs_dir).name}/: give a run folder or a run id")
+
+
+def header_lines(run_dir: Path) -> list[str]:
+    """The run's identity: id, kind and status, when and how long, the host, what it measured."""
+    import json
+
+    info = _run_info(run_dir)
+    try:
+        machine = json.loads((run_dir / "machine.json").read_text())
+    except (OSError, ValueError):
+        machine = {}
+    cpu = machine.get("cpu") or {}
+    mhz = sorted(set(cpu.get("cpuinfo_mhz") or []))
+    params = info.get("params") or {}
+    elapsed = info.get("elapsed_s")
+    allocators = info.get("allocators") or params.get("allocators") or []
+    if info.get("kind") == "probe":
+        measured = (f"{len(allocators)} allocators, {len(params.get('probes') or [])} probes, "
+                    f"{len(params.get('sizes') or [])} sizes, {params.get('runs', '?')} processes a cell")
+    else:
+        measured = (f"{len(allocators)} allocators, {len(info.get('workloads') or [])} workloads, "
+                    f"profile {params.get('profile', '?')}, protocol {params.get('protocol') or 'trials'}")
+    return [f"run       {info.get('run_id', run_dir.name)} ({info.get('kind', '?')}, {info.get('status', '?')})",
+            f"when      {info.get('started_utc', '?')} to {info.get('ended_utc', '?')}"
+            + (f" ({float(elapsed) / 60:.1f} min)" if elapsed not in (None, "") else ""),
+            f"host      {cpu.get('model', '?')}" + (f" {mhz[0]:g} MHz" if mhz else "")
+            + f", kernel {machine.get('kernel', '?')}, {cpu.get('logical_cpus', '?')} CPUs",
+            f"measured  {measured}"]
+
+
+def add_arguments(parser):
+    parser.add_argument("run", help="a run folder, or a run id under data/runs/")
+
+
+def run(args) -> int:
+    run_dir = run_dir_of(args.run)
+    print("\n".join(header_lines(run_dir)))
+    table = probes_summary(run_dir) if (run_dir / "probes.csv").is_file() else run_summary(run_dir)
+    print()
+    print(table.to_string(index=False) if len(table) else "no trials, pairs, counts or probes recorded yet")
+    return 0
