@@ -63,3 +63,13 @@ def copy_checkout(target):
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target / name)
     return target
+
+
+def build_fixture_libs(out: Path, source: str, variants) -> dict:
+    """Shared libraries built from tests/fixtures/<source>, one per (name, extra gcc flags)."""
+    libs = {}
+    for name, flags in variants:
+        libs[name] = out / f"lib{name}.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(REPO / "tests" / "fixtures" / source),
+                        "-o", str(libs[name])], check=True)
+    return libs

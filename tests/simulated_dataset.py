@@ -124,3 +124,13 @@ def add_lockstep_run(data: Path, run_id: str, ratios: dict, seed: int, n_pairs: 
         "params": {"profile": "quick", "protocol": "lockstep", "allocators": ["glibc", *ratios]},
         "started_utc": "2099-01-04T00:00:00Z", "ended_utc": "2099-01-04T00:10:00Z"}))
     return t
+
+
+def probe_rows_for(alloc, losses: dict, n=20):
+    """One row per probe at size 64: `missed` in round(loss * n) of n processes, caught in the rest."""
+    out = []
+    for probe, loss in losses.items():
+        k = round(loss * n)
+        out.append({"allocator": alloc, "probe": probe, "size": 64, "outcome": "missed" if k else "caught",
+                    "outcomes": f"missed={k} caught={n - k}", "trials": n})
+    return out

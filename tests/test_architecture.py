@@ -130,13 +130,13 @@ def test_each_module_opens_with_the_one_concept_it_holds(path):
 
 
 def test_test_modules_do_not_import_each_other():
-    for path in (REPO / "tests").glob("test_*.py"):
+    for path in (REPO / "tests").rglob("test_*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module:
-                assert not node.module.startswith("test_"), f"{path.name} imports {node.module}"
+                assert not node.module.startswith(("test_", "tests.")), f"{path.name} imports {node.module}"
             if isinstance(node, ast.Import):
-                assert not any(a.name.startswith("test_") for a in node.names), path.name
+                assert not any(a.name.startswith(("test_", "tests.")) for a in node.names), path.name
 
 
 # ------------------------------------------------------------------------------- the design page
@@ -168,3 +168,20 @@ def test_the_design_check_sees_a_file_that_is_gone():
     text = "the table (`publish/results/comparisons.py`, `publish/merge.py`, `blocks.py`, `nowhere_at_all.py`)"
     assert named_files(text) == {"publish/results/comparisons.py", "publish/merge.py", "blocks.py", "nowhere_at_all.py"}
     assert [n for n in sorted(named_files(text)) if not exists_somewhere(n)] == ["nowhere_at_all.py", "publish/merge.py"]
+
+
+LAYERS_TESTED = ("contract", "stats", "harness", "publish")
+
+
+def test_the_tests_are_laid_out_like_the_code():
+    """tests/<layer>/... mirrors analysis/<layer>/... (each test folder is a folder of the package), plus
+    tests/integration/ for what crosses the layers; only the package-wide tests sit at the top."""
+    for path in (REPO / "tests").rglob("test_*.py"):
+        folder = path.parent.relative_to(REPO / "tests")
+        if folder.parts and folder.parts[0] == "integration":
+            continue
+        if not folder.parts:
+            assert path.name in {"test_architecture.py", "test_cli.py"}, f"{path.name}: put it beside its layer"
+            continue
+        assert folder.parts[0] in LAYERS_TESTED and (PACKAGE / folder).is_dir(), \
+            f"tests/{folder}/ names no folder of analysis/"

@@ -7,7 +7,7 @@ of trials.csv, pairs.csv and counts.csv (the allocator cache under the home fold
 input and output paths, printed run directories). Each file's text is rewritten by
 `analysis.paths.portable_text` and nothing else: the paths contain no comma, quote or backslash, so a
 text substitution cannot touch a CSV cell or JSON value that is not a path, and every measured column
-keeps its bytes (tests/test_migrate_paths.py checks their checksums). Running it twice changes nothing.
+keeps its bytes (tests/contract/test_migrate_paths.py checks their checksums). Running it twice changes nothing.
 Afterwards datapackage.json's sha256s are stale: `python -m analysis validate --write` renews them.
 """
 import argparse

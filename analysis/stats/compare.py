@@ -24,7 +24,7 @@ EXACT_METRICS = {"instructions", "data_reads", "data_writes", "d1_read_misses", 
 DERIVED = {"cpu_s": ("user_s", "sys_s")}
 METHOD = "yuen-trim20-log"
 # Residuals of a Huber fit shrink more than least squares' q / (n - groups): by about 1.3-1.4 times
-# that for normal errors (measured by simulation, tests/test_simulate.py checks the coverage)
+# that for normal errors (measured by simulation, tests/stats/test_simulate.py checks the coverage)
 HUBER_FIT_SHRINK = 1.4
 
 RESULT_COLUMNS = [

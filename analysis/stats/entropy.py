@@ -8,19 +8,19 @@ fresh process, where the next block will lie, and which freed block comes back.
   only raise a term, so the sum is still an upper bound of the true entropy, but bits that a carry
   flips together (a random page count plus a fixed offset) count as the one bit they are. The plain
   sum of per-bit binary entropies (`per_bit_entropy`, the estimate before, kept for comparison)
-  counted each of them as random: 19.8 bits for a true 11.6 in tests/test_entropy.py. Each term is
+  counted each of them as random: 19.8 bits for a true 11.6 in tests/stats/test_entropy.py. Each term is
   plug-in with the Miller-Madow correction (per context for the conditional one) and is not capped at
   1 bit (a cap would bias the sum low); k = `context_bits(n)`: 2 below 100 processes, 3 from 100 on.
   The test keeps the sum nearly unbiased: conditioning every bit on 2 bits (each term capped at 1 bit)
   read 0.5 bit low at 8 random bits and 2 bits low at 28 from 20 processes in seeded simulations,
-  since a context then holds about five processes. Simulated (tests/test_entropy.py, 100 seeds of 20 processes): mean error -0.09
+  since a context then holds about five processes. Simulated (tests/stats/test_entropy.py, 100 seeds of 20 processes): mean error -0.09
   to -0.16 bit for 8 to 16 independent random bits, +0.17 for the correlated case; one reading's
   standard deviation 0.2-0.4 bit from 20 processes, about half that from 40. Fixed bits (alignment,
   the kernel's fixed high bits) contribute nothing. Interval: a bootstrap over processes whose
   resamples keep the sample's dependence decisions; resamples repeat processes, which lowers their
   entropy, so their percentiles are taken around their median and placed at the estimate (not
   reflected: the shift of the resamples is not the estimator's bias). Coverage of the truth, simulated
-  with 20 processes: 94-96% (tests/test_entropy.py).
+  with 20 processes: 94-96% (tests/stats/test_entropy.py).
 - Placement entropy within a process (placement-entropy): the collision (Renyi order-2) entropy of the
   distance from one allocation to the next, estimated by coincidence counting (Ma 1981): of all pairs
   of steps within a process, the share that are equal estimates sum p^2 without bias, pooled over
@@ -138,7 +138,7 @@ def address_entropy(addresses, *, seed: int = 0, reps: int = 1000,
                     confidence: float = 0.95) -> tuple[float, float, float]:
     """(bits, low, high): `chain_entropy` of addresses across fresh processes, with the percentiles of a
     bootstrap over processes around its median, placed at the estimate (the resamples keep the sample's
-    dependence decisions); all three capped at TARGET_ADDRESS_BITS (tests/test_entropy.py checks the
+    dependence decisions); all three capped at TARGET_ADDRESS_BITS (tests/stats/test_entropy.py checks the
     coverage on simulated data)."""
     addresses = [int(a) for a in addresses]
     if len(addresses) < 2:

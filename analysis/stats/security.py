@@ -365,7 +365,7 @@ def score_intervals(rows: list[dict], weights: dict | None = None, *, draws: int
     through the score (`_score_arrays`). The point is the posterior mean (`scores`), the interval the
     2.5% and 97.5% quantiles of `draws` posterior draws of the score, never widened. A row whose trials
     all agree still varies (20 of 20 caught leaves a 2.3% posterior chance of a miss), so no interval
-    ends at its point; tests/test_security.py checks that the interval covers a known score about 95%
+    ends at its point; tests/stats/test_security.py checks that the interval covers a known score about 95%
     of the time."""
     weights = weights_file().weights() if weights is None else weights
     rows = list(rows)

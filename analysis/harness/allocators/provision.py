@@ -36,7 +36,7 @@ PERL_EXTENSION_LIBS = ("libdb-dev", "libgdbm-dev", "libgdbm-compat-dev", "zlib1g
 MUSL_PACKAGE = "musl-tools"
 # what the workloads, the probes, callgrind mode, debsrc, `make bench` and `profile` (strace) run besides the allocators
 TOOL_PACKAGES = ("gcc", "g++", "make", "dpkg-dev", "perl", "python3", "sqlite3", "valgrind", "hyperfine", "strace",
-                 "redis-server", "redis-tools", "chromium",  # chromium: tests/test_browser.py opens paper.html headless
+                 "redis-server", "redis-tools", "chromium",  # chromium: tests/integration/test_browser.py opens paper.html headless
                  "slurm-wlm", "munge")  # the fleet's test starts a one-node Slurm cluster on the loopback interface
 PYPI_LIB_GLOB = "lib/python3*/site-packages/cmeel.prefix/lib/libmimalloc.so*"
 

@@ -443,7 +443,7 @@ def aa_cells(cells: pd.DataFrame, runs: dict) -> pd.DataFrame:
 
 # Published runs measured before commit bfb3990 put the malloc resolution check first in LD_PRELOAD: in them
 # a preloaded copy of libc sat in front of the check while the baseline's libc sat behind it, a layout
-# difference of its own (tests/test_paper_published.py checks this list against the runs' commits).
+# difference of its own (tests/integration/test_paper_published.py checks this list against the runs' commits).
 CHECK_LOADED_AFTER_LIBRARY = frozenset({"20261130T023620Z-time-full", "20261130T030827Z-time-full",
                                         "20261130T134138Z-time-quick", "20261130T134457Z-time-quick",
                                         "20261130T135001Z-time-quick"})

@@ -2,18 +2,10 @@
 import numpy as np
 import pytest
 
+from simulated_dataset import probe_rows_for
 from analysis.stats import security as S
 from analysis.stats import weight_draws as D
 
-
-def rows_for(alloc, losses: dict, n=20):
-    """One row per probe at size 64: `missed` in round(loss * n) of n processes, caught in the rest."""
-    out = []
-    for probe, loss in losses.items():
-        k = round(loss * n)
-        out.append({"allocator": alloc, "probe": probe, "size": 64, "outcome": "missed" if k else "caught",
-                    "outcomes": f"missed={k} caught={n - k}", "trials": n})
-    return out
 
 
 def test_the_weight_draws_centre_on_the_published_weights_and_move_each_capability_whole():
@@ -41,8 +33,8 @@ def test_the_weight_draws_centre_on_the_published_weights_and_move_each_capabili
 
 def test_weights_move_an_uneven_allocator_and_not_an_even_one():
     weights = {"double-free": 8, "uaf-read": 4, "overflow-16": 8, "reuse-immediate": 5}
-    even = rows_for("even", {p: 0.5 for p in weights})
-    uneven = rows_for("uneven", {"double-free": 1.0, "uaf-read": 0.0, "overflow-16": 0.0, "reuse-immediate": 0.0})
+    even = probe_rows_for("even", {p: 0.5 for p in weights})
+    uneven = probe_rows_for("uneven", {"double-free": 1.0, "uaf-read": 0.0, "overflow-16": 0.0, "reuse-immediate": 0.0})
     drawn = D.weighted_score_draws(even + uneven, weights, draws=4000, seed=1)
     sampling = S.score_intervals(even + uneven, weights, draws=4000, seed=1).set_index("allocator")
     published = S.scores(even + uneven, weights)

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from analysis.publish.security import front as F
-from tests.test_security_weights import rows_for
+from simulated_dataset import probe_rows_for as rows_for
 
 WEIGHTS = {"double-free": 8, "uaf-read": 4, "overflow-16": 8, "reuse-immediate": 5}
 

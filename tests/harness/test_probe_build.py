@@ -11,7 +11,7 @@ import pytest
 from analysis.errors import HeapcostError
 from analysis.harness import probes as P
 from analysis.harness.probe_build import interpreter_ldflags
-from tests.conftest import libc_path
+from conftest import libc_path
 
 
 def system_loader() -> tuple:

@@ -6,7 +6,7 @@ import pytest
 
 from analysis.harness import probes as P
 from analysis.harness.allocators.catalog import parse_extra
-from tests.test_probe import build_fixture_libs
+from conftest import build_fixture_libs
 
 
 @pytest.fixture(scope="module")

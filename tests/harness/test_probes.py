@@ -1,5 +1,5 @@
 """The probes under real allocators (known outcomes at given sizes), brought allocators (fixture libraries),
-the aggregation of trials and the CLI. The outcome rules themselves: tests/test_probe_verdict.py."""
+the aggregation of trials and the CLI. The outcome rules themselves: tests/harness/test_probe_verdict.py."""
 import csv
 import json
 import shutil
@@ -15,7 +15,7 @@ from analysis.harness import probes as P
 from analysis.harness import launcher
 from analysis.harness.allocators.catalog import load_catalog, parse_extra
 from analysis.paths import REPO
-from conftest import cli_here
+from conftest import build_fixture_libs, cli_here
 
 pytestmark = [pytest.mark.allocators, pytest.mark.slow]
 
@@ -161,15 +161,6 @@ def test_a_hang_inside_the_allocator_is_found_by_the_watchdog_long_before_the_de
     assert "hung (one allocator call stopped returning: the probe's watchdog) inside malloc" in r["detail"]
     assert "deadline" not in r["detail"]
 
-
-def build_fixture_libs(out: Path, source: str, variants) -> dict:
-    """Shared libraries built from tests/fixtures/<source>, one per (name, extra gcc flags)."""
-    libs = {}
-    for name, flags in variants:
-        libs[name] = out / f"lib{name}.so"
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(REPO / "tests" / "fixtures" / source),
-                        "-o", str(libs[name])], check=True)
-    return libs
 
 
 @pytest.fixture(scope="module")

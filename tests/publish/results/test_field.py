@@ -10,7 +10,7 @@ import pytest
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR
 from analysis.publish.results import field
-from tests.simulated_dataset import add_time_run
+from simulated_dataset import add_time_run
 
 # glibc = 1; mimalloc2 / jemalloc = 0.8 / 1.0 = 0.8 on every workload, hardened / jemalloc = 1.7
 TRUE = {"glibc": 1.0, "jemalloc": 1.0, "mimalloc2": 0.8, "hardened-2026062800": 1.7}
