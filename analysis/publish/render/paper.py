@@ -197,6 +197,11 @@ def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBO
             (generated / fname).write_bytes(blob)
     ran = run_notebooks(data_dir, generated, notebooks, log, kept)
     write_paper_numbers(data_dir, generated, ran)
+    if out_dir == PAPER_DIR.resolve():  # the repository's own paper: its map in docs/, read from its source
+        from analysis.publish.render import paper_map
+
+        if paper_map.write(NOTEBOOKS):
+            log(f"paper: rewrote {paper_map.PAPER_MAP.relative_to(REPO)} from paper/paper.typ")
     return compile_paper(out_dir)
 
 
