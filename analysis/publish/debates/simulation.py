@@ -30,7 +30,8 @@ COST = 1.06
 RUNS_PER_BUILD = 2
 TAU_BUILD, TAU_RUN, WITHIN_SE = 0.01, 0.005, 0.004
 SCENARIOS = ("uniform", "interaction")
-COLUMNS = ["scenario", "hosts", "builds", "replications", "host_intervals", "coverage", "coverage_low",
+COLUMNS = ["scenario", "cost_percent", "margin_percent", "hosts", "builds", "replications", "host_intervals",
+           "coverage", "coverage_low",
            "coverage_high", "every_host", "depends", "verdict_error", "error_low", "error_high", "power",
            "power_low", "power_high"]
 
@@ -83,7 +84,9 @@ def design_coverage(replications: int, seed: int, hosts=(2, 3, 5), builds=(2, 5)
                     depends += outcome == equivalence.DEPENDS
                     wrong += _wrong(scenario, outcome)
                 right = every if scenario == "uniform" else depends
-                rows.append({"scenario": scenario, "hosts": n_hosts, "builds": n_builds, "replications": replications,
+                rows.append({"scenario": scenario, "cost_percent": f"{100 * (COST - 1):g}",
+                             "margin_percent": f"{100 * MARGIN:g}", "hosts": n_hosts, "builds": n_builds,
+                             "replications": replications,
                              "host_intervals": intervals, "coverage": covered / intervals,
                              **dict(zip(("coverage_low", "coverage_high"), wilson(covered, intervals))),
                              "every_host": every / replications, "depends": depends / replications,
