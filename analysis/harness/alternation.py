@@ -39,8 +39,8 @@ MIN_WINDOW_S = 1.5       # a window's length: at least this ...
 RUNS_PER_WINDOW = 5      # ... and long enough for about this many completed runs of each side
 MAX_WINDOW_S = 20.0
 # a program runs other threads when more than this share of its CPU time is outside its main thread, and waits
-# when more than this share of its wall time is neither on the CPU nor queued for it
-OTHER_THREADS, WAITING = 0.10, 0.15
+# when more than this share of its wall time (and at least WAITING_MIN_S) is neither on the CPU nor queued for it
+OTHER_THREADS, WAITING, WAITING_MIN_S = 0.10, 0.15, 0.02
 
 
 @lru_cache(maxsize=None)
@@ -68,7 +68,7 @@ def fit_from(cpu_s: float, main_run_s: float, main_queued_s: float, wall_s: floa
         return Fit(False, f"it runs other threads ({100 * others / cpu_s:.0f}% of its CPU time outside its main "
                    "thread)", cpu_s, wall_s, 0.0)
     waiting = max(0.0, wall_s - main_run_s - main_queued_s)
-    if wall_s > 0 and waiting > WAITING * wall_s:
+    if wall_s > 0 and waiting > max(WAITING * wall_s, WAITING_MIN_S):
         return Fit(False, f"it waits for {100 * waiting / wall_s:.0f}% of its wall time (I/O or sleep: neither on "
                    "the CPU nor queued for it)", cpu_s, wall_s, 0.0)
     window = min(MAX_WINDOW_S, max(MIN_WINDOW_S, 2 * RUNS_PER_WINDOW * cpu_s))
@@ -76,55 +76,32 @@ def fit_from(cpu_s: float, main_run_s: float, main_queued_s: float, wall_s: floa
                "time" if wall_s > 0 else "one thread", cpu_s, wall_s, round(window, 3))
 
 
-def reference_run(argv, env: dict, cwd: Path, cpus, timeout: float | None) -> dict:
-    """One run of the program, read from the kernel's accounts at its exit: wall time, the whole process's CPU
-    time (wait4), its main thread's time on the CPU and in the run queue (/proc/PID/schedstat, read while the
-    process is a zombie, before it is reaped)."""
-    import os
-    import signal
-    import threading
-    import time
-
-    def pin():
-        if cpus:
-            os.sched_setaffinity(0, list(cpus))
-
-    with open(cwd / "stdout", "wb") as out, open(cwd / "stderr", "wb") as err:
-        started = time.monotonic()
-        try:
-            proc = subprocess.Popen([str(a) for a in argv], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=err, preexec_fn=pin, start_new_session=True)
-        except OSError as exc:
-            return {"status": "spawn-failed", "exit_code": None, "error": str(exc)}
-        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL)) if timeout else None
-        if timer:
-            timer.start()
-        try:
-            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-            wall = time.monotonic() - started
-            try:
-                run_ns, queued_ns = (int(x) for x in Path(f"/proc/{proc.pid}/schedstat").read_text().split()[:2])
-            except (OSError, ValueError):
-                run_ns = queued_ns = -1
-            _, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-        finally:
-            if timer:
-                timer.cancel()
-    exited = os.WIFEXITED(status)
-    return {"status": "exited" if exited else "signaled", "exit_code": os.WEXITSTATUS(status) if exited else None,
-            "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "main_run_s": run_ns / 1e9 if run_ns >= 0 else None, "main_queued_s": queued_ns / 1e9 if queued_ns >= 0 else None}
+def reference_run(argv, env: dict, cwd: Path, timeout: float | None) -> dict:
+    """One run of the program (`heapcost-alternate --fit`), read from the kernel's accounts at its exit: wall
+    time from the exec (by the child's own clock), the whole process's CPU time (wait4), its main thread's time
+    on the CPU and in the run queue since the exec (/proc/PID/schedstat, read while it is a zombie)."""
+    cmd = [str(driver_path()), "--fit", "1", "--a-stdout", str(cwd / "stdout"), "--a-stderr", str(cwd / "stderr"),
+           "--a-cwd", str(cwd)]
+    if timeout:
+        cmd += ["--timeout", f"{timeout:g}"]
+    for key, value in env.items():
+        cmd += ["--a-env", f"{key}={value}"]
+    proc = subprocess.run([*cmd, "--", *map(str, argv)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                          timeout=(timeout or 3600) + 60)
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise HeapcostError(f"the alternation driver printed no result: {proc.stderr.strip()[:200]}") from None
 
 
-def applies(trial: SpeedTrial, cpus) -> Fit:
-    """Run the program once as the trial runs it (the baseline's trial) on `cpus` and judge it."""
+def applies(trial: SpeedTrial) -> Fit:
+    """Run the program once as the trial runs it (the baseline's trial), unpinned, and judge it."""
     with tempfile.TemporaryDirectory(prefix="heapcost-fit-") as tmp:
         workdir = Path(tmp)
-        r = reference_run(trial.argv, trial.env(workdir, 0), workdir, cpus, trial.timeout_s)
+        r = reference_run(trial.argv, trial.env(workdir, 0), workdir, trial.timeout_s)
     if r["status"] == "spawn-failed":
         return Fit(False, f"it could not be started: {r.get('error')}", 0.0, 0.0, 0.0)
-    if r["main_run_s"] is None:
+    if r.get("main_run_s") is None:
         return Fit(False, "the kernel's scheduler statistics (/proc/PID/schedstat) are not readable here",
                    r["cpu_s"], r["wall_s"], 0.0)
     return fit_from(r["cpu_s"], r["main_run_s"], r["main_queued_s"], r["wall_s"], r["status"], r["exit_code"])

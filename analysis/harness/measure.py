@@ -349,7 +349,7 @@ class Campaign:
                 decided[w.id] = {"applies": False, "why": "trials are not pinned (PIN=none): the two processes "
                                  "of a pair need one CPU", "cpu_s": None, "wall_s": None, "window_s": 0.0}
             else:
-                fit = alternation.applies(self.trial(BASELINE, w.id, cells[0]), self.all_cpus)
+                fit = alternation.applies(self.trial(BASELINE, w.id, cells[0]))
                 decided[w.id] = {"applies": fit.applies, "why": fit.why, "cpu_s": round(fit.cpu_s, 6),
                                  "wall_s": round(fit.wall_s, 6), "window_s": fit.window_s}
             changed = True

@@ -46,6 +46,7 @@ def test_queueing_for_the_cpu_is_not_waiting_but_sleeping_is_and_other_threads_a
     assert busy_machine.applies  # a loaded machine queues it: the kernel says so, and it still applies
     sleeper = A.fit_from(cpu_s=0.2, main_run_s=0.2, main_queued_s=0.0, wall_s=0.6)
     assert not sleeper.applies and "waits for 67%" in sleeper.why
+    assert A.fit_from(cpu_s=0.01, main_run_s=0.01, main_queued_s=0.0, wall_s=0.02).applies  # 10 ms: too little
     threaded = A.fit_from(cpu_s=0.5, main_run_s=0.01, main_queued_s=0.0, wall_s=0.3)
     assert not threaded.applies and "other threads (98%" in threaded.why
     failed = A.fit_from(0.1, 0.1, 0.0, 0.1, status="exited", exit_code=3)
@@ -55,7 +56,7 @@ def test_queueing_for_the_cpu_is_not_waiting_but_sleeping_is_and_other_threads_a
 @pytest.mark.parametrize("mode,applies,why", [("", True, "one thread"), ("sleep", False, "waits"),
                                               ("threads", False, "other threads")])
 def test_the_kernels_accounts_tell_the_three_programs_apart(program, tmp_path, mode, applies, why):
-    r = A.reference_run([program, "1", *([mode] if mode else [])], {"PATH": "/usr/bin:/bin"}, tmp_path, None, 60)
+    r = A.reference_run([program, "1", *([mode] if mode else [])], {"PATH": "/usr/bin:/bin"}, tmp_path, 60)
     assert r["status"] == "exited" and r["exit_code"] == 0 and r["main_run_s"] is not None
     fit = A.fit_from(r["cpu_s"], r["main_run_s"], r["main_queued_s"], r["wall_s"])
     assert (fit.applies, why in fit.why) == (applies, True), fit.why
@@ -88,6 +89,15 @@ def test_a_failing_run_ends_the_window_and_a_missing_program_is_an_error(program
     assert d["a"]["error"] == "No such file or directory" and d["a"]["runs"] == 0
 
 
+def test_fit_reads_the_run_from_the_kernel_and_reports_a_missing_program(program, tmp_path):
+    r = A.reference_run([program, "0.5"], {"PATH": "/usr/bin:/bin"}, tmp_path, 60)
+    assert r["status"] == "exited" and r["exit_code"] == 0 and r["cpu_s"] > 0
+    assert 0 < r["main_run_s"] <= r["cpu_s"] + 0.001 and r["main_run_s"] + r["main_queued_s"] <= r["wall_s"] + 0.005
+    assert (tmp_path / "stdout").read_text().startswith("checksum=")
+    assert A.reference_run(["/nonexistent/program"], {}, tmp_path, 60) == {
+        "status": "spawn-failed", "error": "No such file or directory"}
+
+
 def test_the_driver_refuses_bad_arguments(tmp_path):
     r = subprocess.run([str(A.driver_path()), "--slice-us", "5", "--", "true", "--", "true"], capture_output=True,
                        text=True)
@@ -98,7 +108,7 @@ def test_the_driver_refuses_bad_arguments(tmp_path):
 @pytest.mark.slow
 def test_a_campaign_measures_a_one_thread_program_in_pairs_and_keeps_a_sleeper_on_trials(program, runs_dir):
     camp = Campaign(profile="smoke", allocators="glibc", extra_allocators=f"glibc-copy={libc_path()}",
-                    extra_workloads=f"busy={program} {{scale}}, sleeper={program} {{scale}} sleep", blocks=5,
+                    extra_workloads=f"busy={program} 1, sleeper={program} 1 sleep", blocks=5,
                     seed=3, runs_dir=runs_dir, progress=False)
     run_dir = camp.run()
     info = json.loads((run_dir / "run.json").read_text())

@@ -11,6 +11,11 @@
  * usage: heapcost-alternate [--cpu N] [--driver-cpu N] [--first a|b] [--slice-us U] [--window-s S]
  *          [--max-runs N] [--a-stdout F] [--a-stderr F] [--a-cwd D] [--a-env K=V ...]   (same for --b-*)
  *          -- A_PROG ARGS... -- B_PROG ARGS...
+ *        heapcost-alternate --fit 1 [--timeout S] [--a-stdout F] [--a-stderr F] [--a-cwd D] [--a-env K=V ...]
+ *          -- PROG ARGS...
+ * --fit runs one program once, unpinned, and reports what decides whether it can take turns from outside:
+ * its wall time from the exec to its exit, the whole process's CPU time (wait4), and its main thread's time on
+ * the CPU and waiting for it in the run queue (/proc/PID/schedstat, read while it is a zombie).
  * Each process gets exactly its --x-env variables. --x-stdout holds the output of the side's last run that ended
  * (the run the window cut short is left out), --x-stderr every run's. --max-runs stops the window early once each side has that
  * many completed runs (0: the window alone decides). A run that ends with a non-zero status or a signal ends
@@ -38,8 +43,15 @@ struct run {
     long maxrss_kb, minflt;
 };
 
+/* what the child sends just before its exec: the time by its own clock, and its scheduler account so far */
+struct stamp {
+    double t;
+    long long run_ns, queued_ns;
+};
+
 struct side {
     const char *out, *err, *cwd;
+    long long run0_ns, queued0_ns; /* the current run's scheduler account at its exec */
     char *out_running;  /* where the current run writes its stdout, renamed to `out` when it ends */
     char **env;
     int n_env;
@@ -59,7 +71,8 @@ static void usage(void)
     fprintf(stderr, "usage: heapcost-alternate [--cpu N] [--driver-cpu N] [--first a|b] [--slice-us U] "
                     "[--window-s S] [--max-runs N]\n"
                     "         [--a-stdout F] [--a-stderr F] [--a-cwd D] [--a-env K=V ...] (and --b-*)\n"
-                    "         -- A_PROG ARGS... -- B_PROG ARGS...\n");
+                    "         -- A_PROG ARGS... -- B_PROG ARGS...\n"
+                    "       heapcost-alternate --fit 1 [--timeout S] [--a-...] -- PROG ARGS...\n");
     exit(64);
 }
 
@@ -104,6 +117,17 @@ static int start(struct side *s, int cpu, int running)
             for (int k = 0; k < s->n_env; k++) /* look the program up in its own PATH */
                 if (!strncmp(s->env[k], "PATH=", 5))
                     setenv("PATH", s->env[k] + 5, 1);
+            /* the run starts here, by the child's own clock: a parent the machine is slow to schedule cannot
+             * move it */
+            struct stamp st = {now(), -1, -1};
+            FILE *f = fopen("/proc/self/schedstat", "r");
+            if (f) {
+                if (fscanf(f, "%lld %lld", &st.run_ns, &st.queued_ns) != 2)
+                    st.run_ns = st.queued_ns = -1;
+                fclose(f);
+            }
+            ssize_t w = write(errpipe[1], &st, sizeof st);
+            (void)w;
             execvpe(s->argv[0], s->argv, s->env);
             e = errno;
         }
@@ -115,11 +139,18 @@ static int start(struct side *s, int cpu, int running)
     close(errpipe[1]);
     /* wait for the exec to go through (the pipe closes on exec) or fail (the child wrote its errno): the new
      * process runs alone for that moment, which its CPU time counts like any other */
+    struct stamp st = {now(), -1, -1};
     int e = 0;
     ssize_t r;
     do
-        r = read(errpipe[0], &e, sizeof e);
+        r = read(errpipe[0], &st, sizeof st);
     while (r < 0 && errno == EINTR);
+    if (r == (ssize_t)sizeof st) {
+        do
+            r = read(errpipe[0], &e, sizeof e);
+        while (r < 0 && errno == EINTR);
+    } else
+        r = 0, e = 0;
     close(errpipe[0]);
     if (r == (ssize_t)sizeof e && e) {
         s->exec_errno = e;
@@ -131,7 +162,70 @@ static int start(struct side *s, int cpu, int running)
         s->stops++;
     }
     s->pid = pid;
-    s->started = now();
+    s->started = st.t;
+    s->run0_ns = st.run_ns;
+    s->queued0_ns = st.queued_ns;
+    return 0;
+}
+
+static volatile sig_atomic_t fit_timed_out;
+static pid_t fit_pid;
+
+static void fit_alarm(int sig)
+{
+    (void)sig;
+    fit_timed_out = 1;
+    if (fit_pid > 0)
+        kill(-fit_pid, SIGKILL);
+}
+
+/* --fit: one run, read from the kernel's accounts at its exit (before it is reaped). */
+static int fit(struct side *s, double timeout)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fit_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    if (start(s, -1, 1)) {
+        printf("{\"status\": \"spawn-failed\", \"error\": \"%s\"}\n", strerror(s->exec_errno));
+        return 0;
+    }
+    fit_pid = s->pid;
+    /* woken at once when the program ends, however busy the machine (root; otherwise as it comes) */
+    struct sched_param fifo = {.sched_priority = 1};
+    sched_setscheduler(0, SCHED_FIFO, &fifo);
+    if (timeout > 0) {
+        struct itimerval it = {{0, 0}, {(time_t)timeout, (suseconds_t)((timeout - (time_t)timeout) * 1e6)}};
+        setitimer(ITIMER_REAL, &it, NULL);
+    }
+    siginfo_t info;
+    while (waitid(P_PID, s->pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    double wall = now() - s->started;
+    long long run_ns = -1, queued_ns = -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)s->pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%lld %lld", &run_ns, &queued_ns) != 2)
+            run_ns = queued_ns = -1;
+        fclose(f);
+    }
+    int status;
+    struct rusage ru;
+    while (wait4(s->pid, &status, 0, &ru) < 0 && errno == EINTR)
+        ;
+    kill(-s->pid, SIGKILL);
+    double user, sys, cpu = cpu_of(&ru, &user, &sys);
+    printf("{\"status\": \"%s\", \"exit_code\": ", fit_timed_out ? "timeout" : WIFSIGNALED(status) ? "signaled" : "exited");
+    if (WIFEXITED(status)) printf("%d", WEXITSTATUS(status)); else printf("null");
+    printf(", \"wall_s\": %.6f, \"cpu_s\": %.6f, \"user_s\": %.6f, \"sys_s\": %.6f, ", wall, cpu, user, sys);
+    if (run_ns >= 0 && s->run0_ns >= 0) /* from the exec on, as the wall time */
+        printf("\"main_run_s\": %.6f, \"main_queued_s\": %.6f}\n", (run_ns - s->run0_ns) * 1e-9,
+               (queued_ns - s->queued0_ns) * 1e-9);
+    else
+        printf("\"main_run_s\": null, \"main_queued_s\": null}\n");
+    fflush(stdout);
     return 0;
 }
 
@@ -172,9 +266,9 @@ static void report(const char *name, struct side *s)
 
 int main(int argc, char **argv)
 {
-    int cpu = -1, driver_cpu = -1, first = 0;
+    int cpu = -1, driver_cpu = -1, first = 0, fit_only = 0;
     long slice_us = 1000, max_runs = 0;
-    double window = 10;
+    double window = 10, timeout = 0;
     for (int k = 0; k < 2; k++) {
         S[k].out = S[k].err = "/dev/null";
         S[k].env = calloc((size_t)argc + 2, sizeof(char *));
@@ -194,6 +288,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--slice-us")) slice_us = atol(v);
         else if (!strcmp(a, "--window-s")) window = atof(v);
         else if (!strcmp(a, "--max-runs")) max_runs = atol(v);
+        else if (!strcmp(a, "--fit")) fit_only = atoi(v) != 0;
+        else if (!strcmp(a, "--timeout")) timeout = atof(v);
         else if (!strncmp(a, "--a-", 4) || !strncmp(a, "--b-", 4)) {
             struct side *s = &S[a[2] == 'b'];
             if (!strcmp(a + 4, "stdout")) s->out = v;
@@ -209,6 +305,12 @@ int main(int argc, char **argv)
     if (i >= argc - 1)
         usage();
     S[0].argv = argv + i + 1;
+    if (fit_only) {
+        if (asprintf(&S[0].out_running, "%s", S[0].out) < 0)
+            return 70;
+        signal(SIGPIPE, SIG_IGN);
+        return fit(&S[0], timeout);
+    }
     int j;
     for (j = i + 1; j < argc && strcmp(argv[j], "--"); j++)
         ;
