@@ -176,16 +176,19 @@ PAIRS = [
        "the rows are turned so that A is the baseline).", required=True),
     _f("first", "string", "Which process got the token first (alternates between blocks).", enum=["a", "b"]),
     _f("cpu", "integer", "The CPU both processes were pinned to (the harness ran on the others).", minimum=0),
-    _f("chunk_us", "integer", "Turn length: a process passes the token after about this much of its own work.",
-       "microseconds", minimum=0),
+    _f("chunk_us", "integer", "Turn length: a process passes the token after about this much of its own work. "
+       "For a brought program taking turns from outside (run.json protocol_cells 'alternating'): the slice each "
+       "process runs before the driver stops it and continues the other.", "microseconds", minimum=0),
     _f("status", "string", "ok when both processes are ok, else the first failing process's status "
        "(statuses as in trials.csv; 'failed' also when a process printed no lockstep report).",
        required=True, enum=STATUS_TRIAL),
     _f("reason", "string", "Why the pair does not count: the failing process (a or b) and its reason."),
-    *_side("active_{}_s", "number", "Process {}'s own active time: CLOCK_MONOTONIC from getting the token to "
-           "passing it, summed over its turns (start-up and exit excluded). The measurement of the pair.",
-           "s", minimum=0),
-    *_side("turns_{}", "integer", "How many times process {} passed the token.", minimum=0),
+    *_side("active_{}_s", "number", "Process {0}'s own active time: CLOCK_MONOTONIC from getting the token to "
+           "passing it, summed over its turns (start-up and exit excluded). The measurement of the pair. For a "
+           "brought program taking turns from outside: side {0}'s CPU time (user + system) per completed run of "
+           "the window.", "s", minimum=0),
+    *_side("turns_{}", "integer", "How many times process {0} passed the token; for a brought program taking "
+           "turns from outside, side {0}'s runs completed in the window.", minimum=0),
     *_side("wall_{}_s", "number", "Process {}'s wall time from the pair's start to its reaping (waiting "
            "turns included).", "s", minimum=0),
     *_side("user_{}_s", "number", "Process {}'s user CPU time (wait4 rusage).", "s", minimum=0),

@@ -213,11 +213,14 @@ def split_cells(camp, baseline: str, direct=(), strict: bool = True) -> tuple[li
     baseline as reference, and each direct pair (a, b) of PAIRS adds (b, workload, factor, a) wherever both
     run that workload at that factor (a pair with none is an error, or with strict=False, as PAIRS=debates
     passes it, left out with a warning); the workloads that cannot take turns (perl, python, sqlite,
-    compile, server) keep ordinary pinned trials, baseline included."""
+    compile, server, brought programs that run threads or wait) keep ordinary pinned trials, baseline included;
+    a brought program that runs one thread at a time takes turns from outside (harness/alternation.py) once
+    the campaign has decided so (camp.alternation_windows)."""
     if baseline not in camp.resolved:
         raise HeapcostError(f"the lockstep protocol compares every allocator with the baseline {baseline}: "
                             "include it in ALLOCATORS")
     turns = {w for w, wl in camp.workloads.items() if supports_lockstep(wl)}
+    turns |= set(getattr(camp, "alternation_windows", {}))  # brought programs taking turns from outside
     paired = [(*c, baseline) for c in camp.pairs if c[1] in turns and c[0] != baseline]
     cells = set(camp.pairs)
     for a, b in direct:
@@ -242,8 +245,11 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     from analysis.harness.blocks import run_blocks
     from analysis.harness.trial import progress_bar
 
-    info["protocol_cells"] = {"lockstep": sorted({c[1] for c in camp.lockstep_cells}),
-                              "trials": sorted({w for _, w, _ in camp.trial_cells})}
+    windows = getattr(camp, "alternation_windows", {})
+    info["protocol_cells"] = {"lockstep": sorted({c[1] for c in camp.lockstep_cells if c[1] not in windows}),
+                              "trials": sorted({w for _, w, _ in camp.trial_cells}),
+                              **({"alternating": sorted({c[1] for c in camp.lockstep_cells if c[1] in windows})}
+                                 if windows else {})}
     info["lockstep_roles"] = {"baseline": baseline, "roles": "alternating"}
     direct = sorted({(ref, aid) for aid, _, _, ref in camp.lockstep_cells if ref != baseline})
     if direct:
@@ -264,6 +270,13 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
         if swapped_roles(block, index[cell]):
             ta, tb = tb, ta
         key = lambda t: f"{wid}|{t.alloc.variant}|{t.scale:.6g}"  # noqa: E731
+        if wid in windows:  # a brought program, made to take turns from outside
+            from analysis.harness.alternation import run_window
+
+            row = run_window(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),
+                             cpu=camp.cpu, driver_cpu=next((c for c in camp.all_cpus if c != camp.cpu), None),
+                             window_s=windows[wid], first=first_side(block, index[cell]), pads=pads)
+            return {**row, "run_id": run_dir.name}
         timeout = 2 * max(ta.timeout_s or 0, tb.timeout_s or 0) or None
         row = run_pair(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),
                        cpu=camp.cpu, first=first_side(block, index[cell]), pads=pads, timeout=timeout)

@@ -199,14 +199,17 @@ class Campaign:
             self.pairs += sorted(extra_cells - set(self.pairs))
         self.extra = extra_allocators or ""
         self.lockstep_cells, self.trial_cells = [], list(self.pairs)
-        self.direct_pairs = []
+        self.direct_pairs, self.debate_pairs = [], False
+        # brought programs that take turns from outside, with each one's window (decided at the first start)
+        self.alternation_windows = {}
         if str(pairs or "").strip() and (self.protocol != "lockstep" or mode != "time"):
             raise HeapcostError("PAIRS pairs allocators in lockstep: it needs PROTOCOL=lockstep and MODE=time")
         if self.protocol == "lockstep" and mode == "time":
             from analysis.harness.lockstep import parse_pairs, split_cells
             self.direct_pairs = parse_pairs(pairs, self.resolved, catalog_mod.load_catalog(), BASELINE)
+            self.debate_pairs = str(pairs).strip() == "debates"
             self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE, self.direct_pairs,
-                                                                strict=str(pairs).strip() != "debates")
+                                                                strict=not self.debate_pairs)
 
     def params(self) -> dict:
         """What makes a run: resuming requires all of it unchanged, the sources of what runs included."""
@@ -314,6 +317,7 @@ class Campaign:
             info["probe_iters"] = launcher.calibrate(0.002)
             info["probe_target_s"] = 0.002
             changed = True
+        changed |= self._decide_alternation(info)
         expected = info.setdefault("expected_checksums", {})
         for aid, w, factor in self.pairs:
             variant = self.resolved[aid].allocator.variant
@@ -325,6 +329,36 @@ class Campaign:
         if changed:
             runstore.write_json_atomic(run_dir / "run.json", info)
         return info
+
+    def _decide_alternation(self, info: dict) -> bool:
+        """Which brought programs take turns from outside (harness/alternation.py): decided by one run of each
+        under the baseline at the first start, kept in run.json (`alternation`) and reused on resume; their
+        cells move from trials to pairs. True when run.json changed."""
+        if self.protocol != "lockstep" or self.mode != "time" or not self.extra_workloads:
+            return False
+        from analysis.harness import alternation
+        from analysis.harness.lockstep import split_cells
+
+        decided = info.setdefault("alternation", {})
+        changed = False
+        for w in self.extra_workloads:
+            cells = [f for a, ww, f in self.pairs if ww == w.id and a == BASELINE]
+            if w.id in decided or not cells:
+                continue
+            if self.cpu is None:
+                decided[w.id] = {"applies": False, "why": "trials are not pinned (PIN=none): the two processes "
+                                 "of a pair need one CPU", "cpu_s": None, "wall_s": None, "window_s": 0.0}
+            else:
+                fit = alternation.applies(self.trial(BASELINE, w.id, cells[0]))
+                decided[w.id] = {"applies": fit.applies, "why": fit.why, "cpu_s": round(fit.cpu_s, 6),
+                                 "wall_s": round(fit.wall_s, 6), "window_s": fit.window_s}
+            changed = True
+        self.alternation_windows = {w: d["window_s"] for w, d in decided.items() if d.get("applies")}
+        for w in self.alternation_windows:
+            info.setdefault("trial_cpus", {})[w] = self.cpu
+        self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE, self.direct_pairs,
+                                                            strict=not self.debate_pairs)
+        return changed
 
     def trial(self, aid, wid, factor) -> SpeedTrial:
         timeout = min(self.profile.timeout_s, self.resolved[aid].allocator.timeout_s or self.profile.timeout_s)

@@ -59,6 +59,15 @@ def _design(frame: pd.DataFrame) -> list[list[int]]:
 # a fixed order, and so is the optimiser (a Nelder-Mead simplex of our own): the same runs give the same bits
 # on any host. The covariance V = D + sum_l tau_l Z_l Z_l' (D diagonal: within-run variance + tau_run) is
 # inverted through Woodbury's identity, so only a matrix of the size of the number of groups is factored.
+# The per-run estimates themselves come from numpy and scipy, whose sums and kernels are chosen by the processor
+# (SIMD width, the BLAS core type) and may differ in their last bits from host to host; the optimiser would carry
+# such a difference into the fourth digit where the likelihood is flat. So they enter rounded to INPUT_DIGITS
+# significant digits, far above any difference in rounding and far below anything a run can measure.
+INPUT_DIGITS = 12
+
+
+def _quantized(value: float) -> float:
+    return float(f"{value:.{INPUT_DIGITS}g}")
 
 def _cholesky(a: list[list[float]]) -> list[list[float]]:
     n = len(a)
@@ -191,8 +200,8 @@ def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE, start: float | Non
     if frame.empty:
         raise ValueError("no runs to pool")
     frame = frame.reset_index(drop=True)
-    y = [float(v) for v in frame["estimate"]]
-    s2 = [float(v) ** 2 for v in frame["se"]]
+    y = [_quantized(float(v)) for v in frame["estimate"]]
+    s2 = [_quantized(float(v)) ** 2 for v in frame["se"]]
     k = len(y)
     hosts, builds = (int(frame[c].astype(str).nunique()) for c in ("host", "build"))
     if k == 1:

@@ -25,10 +25,11 @@ security_writer.write_outputs(security_writer.reported_probe_rows(data / "runs")
 reanalysis.write_outputs(out, data / "literature" / "figures.csv")
 """
 
-# two hosts in one: the BLAS thread count and numpy's SIMD dispatch differ (X86_V3/V4 are AVX2/AVX-512)
+# two hosts in one: the BLAS thread count, the BLAS kernels (OpenBLAS's core type: the processor's own, or the
+# SSE3 kernels of a 2004 processor) and numpy's SIMD dispatch differ (X86_V3/V4 are AVX2/AVX-512)
 HOSTS = {
     "wide": {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "NPY_DISABLE_CPU_FEATURES": ""},
-    "narrow": {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+    "narrow": {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_CORETYPE": "Prescott",
                "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"},
 }
 
