@@ -34,6 +34,7 @@ from analysis.stats import compare
 from analysis.stats import simulate
 from analysis.errors import HeapcostError, warn
 from analysis.harness.bench import aa as bench_aa, interference as bench_interference, layout as bench_layout, precision as bench_precision
+from analysis.harness.bench import alternation as bench_alternation
 from analysis.harness.bench.precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
 from analysis.harness.bench.protocols import CANDIDATES, protocol_candidates
 from analysis.paths import REPO
@@ -217,6 +218,8 @@ def format_results(r: dict) -> str:
                          f"{c.get('note', '')} |")
     lines += bench_interference.format_interference(r.get("interference"))
     lines += bench_layout.format_layout(r.get("layout"))
+    if r.get("alternation"):
+        lines += bench_alternation.format_alternation(r["alternation"])
     return "\n".join(lines)
 
 
@@ -250,6 +253,8 @@ def add_arguments(parser) -> None:
                         help="interference: machine time for all its conditions together (default 5 minutes)")
     parser.add_argument("--layout-budget-min", type=float, default=4.0,
                         help="layout: machine time for all its conditions together (default 4 minutes)")
+    parser.add_argument("--alternation-windows", type=int, default=12,
+                        help="alternation: windows per brought program (default 12)")
     parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
@@ -257,6 +262,7 @@ PARTS = {  # the benchmarks (--only) and their keys in results.json
     "overhead": ("overhead",), "adaptive": ("adaptive",), "aa": ("aa",),
     "precision": ("precision", "precision_rounds", "precision_grid"), "protocols": ("protocols",),
     "hyperfine-aa": ("hyperfine_aa",), "interference": ("interference",), "layout": ("layout",),
+    "alternation": ("alternation",),
 }
 NO_MACHINE_TIME = {"adaptive": " (simulated: no machine time)", "aa": " (published data: no machine time)"}
 
@@ -349,6 +355,9 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
     if "layout" in wanted:
         _measure_part(results, "layout", lambda: bench_layout.layout_bench(
             tuple(pair), args.workload, args.layout_budget_min, args.seed, "1", out, libc=args.aa_libc or None))
+    if "alternation" in wanted:
+        _measure_part(results, "alternation", lambda: bench_alternation.alternation_bench(
+            args.alternation_windows, args.seed, "1"))
     results["loadavg_after"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))

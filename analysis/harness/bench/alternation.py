@@ -1,0 +1,117 @@
+"""`make bench --only alternation`: brought programs taking turns from outside (harness/alternation.py), A/A.
+
+The baseline against a preloaded copy of its own library (the true ratio is one) on programs a user might bring,
+none of them written for heapcost: perl, python, sqlite, gzip and sort from Debian, each run as
+EXTRA_WORKLOADS runs it, in one quick campaign. For each program: whether it took turns from outside (and why
+not), its window, the paired interval of the A/A ratio over its windows, and the machine time its pair took
+(every window's wall time). The target: every interval within ±1% and containing one, in at most 30 s of
+machine time per pair.
+"""
+import json
+import math
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.errors import HeapcostError
+
+BASELINE, COPY = "glibc", "glibc-copy"
+TARGET_HALFWIDTH, TARGET_SECONDS = 0.01, 30.0
+# {input} is a text file of the bench's own (generated, fixed seed); {scale} the campaign's scale
+PROGRAMS = {
+    "perl-words": "perl -ne '$w{$_}++ for split; END { print scalar(keys %w), qq(\\n) }' {input}",
+    "python-json": "python3 -c 'import json,sys; d=[{\"k\": i, \"v\": str(i) * 8} for i in range(60000)]; "
+                   "print(len(json.loads(json.dumps(d))))'",
+    "sqlite-group": "sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<150000) "
+                    "SELECT count(DISTINCT x % 977), sum(length(printf(\"%x\", x))) FROM c;'",
+    "gzip-text": "gzip -6 -c {input}",
+    "sort-text": "sort {input}",
+}
+PACKAGES = {"perl": "perl", "python3": "python3", "sqlite3": "sqlite3", "gzip": "gzip", "sort": "coreutils"}
+
+
+def write_input(path: Path, lines: int = 60000) -> Path:
+    """A text of words with a fixed seed: what perl counts, gzip packs and sort orders."""
+    import random
+
+    rng = random.Random(2026)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(4000)]
+    path.write_text("\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) for _ in range(lines))
+                    + "\n")
+    return path
+
+
+def extra_workloads(input_path: Path, programs=PROGRAMS) -> str:
+    """The EXTRA_WORKLOADS value of the programs (quoted as the campaign's parser splits it)."""
+    for word in {cmd.split()[0] for cmd in programs.values()}:
+        if shutil.which(word) is None:
+            raise HeapcostError(f"the alternation bench runs {word}: install {PACKAGES.get(word, word)}")
+    return ", ".join(f"{name}={cmd.replace('{input}', str(input_path))}" for name, cmd in programs.items())
+
+
+def summarize(pairs: pd.DataFrame, alternation: dict) -> list[dict]:
+    """Per program: whether it alternated (and why not), its window, the A/A ratio's paired interval and the
+    machine time of its pair."""
+    from analysis.contract.schema import OK, measured_trials, oriented_pairs
+    from analysis.stats import paired
+
+    rows = []
+    measured = measured_trials(pairs) if len(pairs) else pairs
+    for name, fit in alternation.items():
+        row = {"program": name, "alternates": bool(fit.get("applies")), "why": fit.get("why", ""),
+               "window_s": fit.get("window_s"), "pairs": 0, "ratio": None, "ci_low": None, "ci_high": None,
+               "halfwidth": None, "machine_s": None, "runs_per_window": None}
+        sub = measured[measured["workload"] == name] if len(measured) else measured
+        ok = sub[sub["status"] == OK] if len(sub) else sub
+        if len(ok) >= 3:
+            turned = oriented_pairs(ok.reset_index(drop=True), BASELINE)
+            d, _ = paired.paired_difference(paired.log_ratios(turned).to_numpy())
+            lo, hi = d.interval()
+            row.update(pairs=int(len(ok)), ratio=math.exp(d.estimate), ci_low=math.exp(lo), ci_high=math.exp(hi),
+                       halfwidth=math.expm1((hi - lo) / 2),
+                       machine_s=float(pd.to_numeric(sub["wall_a_s"], errors="coerce").sum()),
+                       runs_per_window=float(pd.to_numeric(ok["turns_a"], errors="coerce").median()))
+        rows.append(row)
+    return rows
+
+
+def alternation_bench(blocks: int = 12, seed: int = 1, force: str = "1", programs=PROGRAMS) -> dict:
+    """One quick campaign of the programs under the baseline and its copy, in a private runs folder."""
+    from analysis.harness import measure
+    from analysis.harness.bench.aa import running_libc
+
+    with tempfile.TemporaryDirectory(prefix="heapcost-bench-alt-") as tmp:
+        tmp = Path(tmp)
+        spec = extra_workloads(write_input(tmp / "words.txt"), programs)
+        camp = measure.Campaign(profile="quick", allocators=BASELINE, extra_allocators=f"{COPY}={running_libc()}",
+                                extra_workloads=spec, blocks=blocks, seed=seed, runs_dir=tmp / "runs",
+                                progress=False, force=force)
+        run_dir = camp.run()
+        info = json.loads((run_dir / "run.json").read_text())
+        pairs_csv = run_dir / "pairs.csv"
+        pairs = pd.read_csv(pairs_csv, dtype=str) if pairs_csv.is_file() else pd.DataFrame()
+        for col in ("block", "warmup", "active_a_s", "active_b_s", "wall_a_s", "turns_a"):
+            if col in pairs:
+                pairs[col] = pd.to_numeric(pairs[col], errors="coerce")
+        rows = summarize(pairs, info.get("alternation") or {})
+    return {"blocks": blocks, "target_halfwidth": TARGET_HALFWIDTH, "target_seconds": TARGET_SECONDS,
+            "programs": rows}
+
+
+def format_alternation(result: dict) -> list[str]:
+    lines = ["", "### Brought programs taking turns from outside: A/A (glibc against a copy of itself)", "",
+             f"{result.get('blocks', '?')} windows a program; target: within ±{100 * TARGET_HALFWIDTH:g}% and "
+             f"containing 1, in at most {TARGET_SECONDS:g} s of machine time per pair.", "",
+             "| program | alternates | window (s) | windows | runs a side a window | ratio [95% CI] | ± | machine s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in result.get("programs", []):
+        if r["ratio"] is None:
+            lines.append(f"| {r['program']} | {'yes' if r['alternates'] else 'no: ' + r['why']} | | | | | | |")
+            continue
+        lines.append(f"| {r['program']} | yes | {r['window_s']:g} | {r['pairs']} | {r['runs_per_window']:g} | "
+                     f"{r['ratio']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}] | {100 * r['halfwidth']:.2f}% | "
+                     f"{r['machine_s']:.0f} |")
+    return lines
+

@@ -1,0 +1,43 @@
+"""The alternation bench's pure parts: the programs' command line as EXTRA_WORKLOADS splits it, its input text,
+and the summary of an A/A campaign's windows."""
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.harness.bench import alternation as B
+from analysis.harness.brought_workloads import split_items
+
+
+def test_the_programs_split_into_their_own_workloads(tmp_path):
+    text = B.write_input(tmp_path / "words.txt", lines=50)
+    assert len(text.read_text().splitlines()) == 50 and text.read_text() == B.write_input(tmp_path / "again.txt", 50).read_text()
+    items = split_items(B.extra_workloads(text))
+    assert [name for name, _ in items] == list(B.PROGRAMS)
+    assert dict(items)["gzip-text"] == f"gzip -6 -c {text}"
+
+
+def fake_pairs(name: str, ratios, window_s=2.0, runs=6) -> pd.DataFrame:
+    rows = []
+    for i, r in enumerate(ratios):
+        base, other = ("glibc", "glibc-copy") if i % 2 == 0 else ("glibc-copy", "glibc")
+        a, b = (0.1, 0.1 * r) if base == "glibc" else (0.1 * r, 0.1)
+        rows.append({"run_id": "x", "seq": i, "block": i, "warmup": 0, "workload": name, "scale": "0.25",
+                     "allocator_a": base, "allocator_b": other, "status": "ok", "active_a_s": a, "active_b_s": b,
+                     "wall_a_s": window_s, "turns_a": runs})
+    return pd.DataFrame(rows)
+
+
+def test_the_summary_gives_each_programs_interval_machine_time_and_why_not():
+    rng = np.random.default_rng(5)
+    pairs = fake_pairs("perl-words", np.exp(rng.normal(0, 0.004, 12)))
+    rows = B.summarize(pairs, {"perl-words": {"applies": True, "why": "one thread", "window_s": 2.0},
+                               "sleepy": {"applies": False, "why": "it waits for 60% of its wall time"}})
+    perl, sleepy = rows
+    assert perl["pairs"] == 12 and perl["ci_low"] < 1 < perl["ci_high"] and perl["halfwidth"] < 0.01
+    assert perl["machine_s"] == 24.0 and perl["runs_per_window"] == 6
+    assert sleepy["ratio"] is None and not sleepy["alternates"]
+    lines = B.format_alternation({"blocks": 12, "programs": rows})
+    assert any(line.startswith("| perl-words | yes | 2 | 12 | 6 |") for line in lines)
+    assert any("no: it waits for 60%" in line for line in lines)
+    assert math.isclose(perl["ratio"], math.exp(np.log(pairs["active_b_s"] / pairs["active_a_s"]).mean()), rel_tol=0.01)
