@@ -108,17 +108,22 @@ def test_the_driver_refuses_bad_arguments(tmp_path):
 @pytest.mark.slow
 def test_a_campaign_measures_a_one_thread_program_in_pairs_and_keeps_a_sleeper_on_trials(program, runs_dir):
     camp = Campaign(profile="smoke", allocators="glibc", extra_allocators=f"glibc-copy={libc_path()}",
-                    extra_workloads=f"busy={program} 1, sleeper={program} 1 sleep", blocks=5,
+                    extra_workloads=f"busy={program} 1, sleeper={program} 1 sleep, differs={program} 1 preload",
+                    blocks=5,
                     seed=3, runs_dir=runs_dir, progress=False)
     run_dir = camp.run()
     info = json.loads((run_dir / "run.json").read_text())
     assert info["alternation"]["busy"]["applies"] and not info["alternation"]["sleeper"]["applies"]
     assert "waits" in info["alternation"]["sleeper"]["why"]
-    assert info["protocol_cells"]["alternating"] == ["busy"] and info["protocol_cells"]["trials"] == ["sleeper"]
+    assert info["protocol_cells"]["alternating"] == ["busy", "differs"]
+    assert info["protocol_cells"]["trials"] == ["sleeper"]
     with open(run_dir / "pairs.csv") as fh:
-        pairs = [r for r in csv.DictReader(fh) if r["warmup"] == "0"]
-    assert len(pairs) == 5 and {r["workload"] for r in pairs} == {"busy"}
+        every = [r for r in csv.DictReader(fh) if r["warmup"] == "0"]
+    pairs = [r for r in every if r["workload"] == "busy"]
+    assert len(pairs) == 5
     assert all(r["status"] == "ok" and int(r["turns_a"]) >= 1 and float(r["active_b_s"]) > 0 for r in pairs)
+    # a checksum that depends on what is preloaded: each side's last finished run is checked, and differs
+    assert {r["status"] for r in every if r["workload"] == "differs"} == {"bad-checksum"}
     assert {r["malloc_lib_a"] for r in pairs} | {r["malloc_lib_b"] for r in pairs} >= {libc_path()}
     with open(run_dir / "trials.csv") as fh:
         assert {r["workload"] for r in csv.DictReader(fh)} == {"sleeper"}

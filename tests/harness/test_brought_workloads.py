@@ -84,8 +84,10 @@ def test_the_cli_says_what_is_wrong_in_one_line(runs_dir):
 
 
 def _campaign(runs_dir, spec, blocks=5):
+    """The trials protocol: these programs would otherwise take turns from outside (test_alternation.py)."""
     return Campaign(profile="smoke", allocators="glibc", extra_allocators=f"glibc-copy={libc_path()}",
-                    extra_workloads=spec, blocks=blocks, seed=1, runs_dir=runs_dir, progress=False)
+                    extra_workloads=spec, blocks=blocks, seed=1, runs_dir=runs_dir, progress=False,
+                    protocol="trials")
 
 
 def _trials(run_dir):
@@ -136,7 +138,9 @@ def test_make_measure_with_a_brought_workload_under_two_allocators_reaches_the_r
     assert info["params"]["workloads"] == ["mine"]
     (recorded,) = info["params"]["extra_workloads"]["mine"]["files"]
     assert recorded["path"].startswith("{tmp}/") and len(recorded["sha256"]) == 64
-    assert info["trial_cpus"]["mine"] in (None, sorted(os.sched_getaffinity(0)))
+    # a one-thread program that does not wait takes turns from outside, on the pair's one CPU
+    assert info["alternation"]["mine"]["applies"], info["alternation"]["mine"]["why"]
+    assert info["protocol_cells"]["alternating"] == ["mine"] and isinstance(info["trial_cpus"]["mine"], int)
 
     from analysis.publish.results import comparisons, writer
 
