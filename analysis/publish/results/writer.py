@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.contract.runstore import Run
-from analysis.contract.schema import OK, measured_trials, read_table
+from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials, read_table
 from analysis.publish.results import field, hosts, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
@@ -129,7 +129,9 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     trials = None
     if res.time_run is not None:
         info = res.time_run.info
-        trials = read_table(res.time_run.path / "trials.csv")
+        trials_csv = res.time_run.path / "trials.csv"
+        # a run whose every cell took turns (built-in lockstep workloads, brought programs alternated) has no trials
+        trials = read_table(trials_csv) if trials_csv.is_file() else pd.DataFrame(columns=TRIAL_COLUMNS)
         measured = measured_trials(trials)
         numbers["time_run"] = {
             "run_id": res.time_run.run_id, "profile": (info.get("params") or {}).get("profile", ""),
