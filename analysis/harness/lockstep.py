@@ -23,7 +23,7 @@ from analysis.errors import HeapcostError, warn
 from analysis.harness import machine, quiet
 from analysis.harness.build import build_c
 from analysis.harness.launcher import _DEFAULTS, LaunchResult
-from analysis.harness.trial import SpeedTrial, first_line
+from analysis.harness.trial import SpeedTrial, first_line, side_arguments
 from analysis.paths import NATIVE_DIR, WORKLOADS_DIR
 
 CHUNK_US = 1000  # default turn length: about 1 ms of a process's own work
@@ -56,13 +56,9 @@ def driver_command(trial_a: SpeedTrial, trial_b: SpeedTrial, dirs, pads, *, cpu,
     if timeout:
         cmd += ["--timeout", f"{timeout:g}"]
     for side, trial, workdir, pad in (("a", trial_a, dirs[0], pads[0]), ("b", trial_b, dirs[1], pads[1])):
-        cmd += [f"--{side}-stdout", str(workdir / "stdout"), f"--{side}-stderr", str(workdir / "stderr"),
-                f"--{side}-cwd", str(workdir)]
-        for key, value in trial.env(workdir, pad).items():
-            if "\0" in f"{key}{value}":
-                raise HeapcostError(f"environment variable {key!r} contains a NUL byte")
-            cmd += [f"--{side}-env", f"{key}={value}"]
+        cmd += side_arguments(side, trial, workdir, pad)
     return [*cmd, "--", *map(str, trial_a.argv), "--", *map(str, trial_b.argv)]
+
 
 
 def _launch_result(d: dict) -> LaunchResult:

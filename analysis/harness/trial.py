@@ -326,3 +326,13 @@ class NoBar:
         pass
 
 
+def side_arguments(side: str, trial: SpeedTrial, workdir: Path, pad: int) -> list[str]:
+    """One process's --x-stdout, --x-stderr, --x-cwd and --x-env arguments, as both drivers of a pair take them
+    (lockstep.c, alternate.c)."""
+    args = [f"--{side}-stdout", str(workdir / "stdout"), f"--{side}-stderr", str(workdir / "stderr"),
+            f"--{side}-cwd", str(workdir)]
+    for key, value in trial.env(workdir, pad).items():
+        if "\0" in f"{key}{value}":
+            raise HeapcostError(f"environment variable {key!r} contains a NUL byte")
+        args += [f"--{side}-env", f"{key}={value}"]
+    return args
