@@ -1,6 +1,7 @@
 """What the paper tests check of a rendered paper: it states exactly what generated/ holds (no tests here)."""
 import csv
 import json
+import os
 import re
 from pathlib import Path
 
@@ -13,9 +14,24 @@ def squash(text: str) -> str:
 
 
 def pdf_text(pdf: Path) -> str:
+    """The PDF's text (pypdf), extracted once per PDF's bytes: several tests read the same rendered paper, each
+    in its own worker, and extraction takes most of a minute on a slow host."""
+    import hashlib
+
     from pypdf import PdfReader
 
-    return "".join(page.extract_text() for page in PdfReader(str(pdf)).pages)
+    from analysis.paths import BUILD_DIR
+
+    data = Path(pdf).read_bytes()
+    stored = BUILD_DIR / "memo" / "pdf_text" / f"{hashlib.sha256(data).hexdigest()}.txt"
+    if stored.is_file():
+        return stored.read_text()
+    text = "".join(page.extract_text() for page in PdfReader(str(pdf)).pages)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    temporary = stored.with_name(f"{stored.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, stored)
+    return text
 
 
 def generated_csv(out: Path, name: str) -> list[dict]:

@@ -10,6 +10,7 @@ The lead goes first to the run that measured the allocator on the most workloads
 mean in one table covers the same kind of workload set, and only then to the one with more measurements.
 """
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -32,6 +33,30 @@ class RunTable:
     @property
     def run_id(self) -> str:
         return self.run.run_id
+
+    @cached_property
+    def usable(self) -> pd.DataFrame:
+        """The usable trials of a time run (read once: the lead is decided for every allocator of every run)."""
+        return usable_trials(self.table)
+
+    @cached_property
+    def usable_pairs(self) -> pd.DataFrame:
+        if self.pairs is None or self.pairs.empty:
+            return pd.DataFrame(columns=["workload", "allocator_a", "allocator_b"])
+        return usable_trials(self.pairs)
+
+    @cached_property
+    def amounts(self) -> dict[str, tuple[int, int]]:
+        """allocator -> (workloads, measurements) of a time run: its usable trials and the pairs it was in."""
+        workloads, counts = {}, {}
+        rows = [(a, w) for a, w in zip(self.usable["allocator"].astype(str), self.usable["workload"])]
+        pairs = self.usable_pairs
+        for a, b, w in zip(pairs["allocator_a"].astype(str), pairs["allocator_b"].astype(str), pairs["workload"]):
+            rows += [(a, w)] if a == b else [(a, w), (b, w)]  # a pair counts once for each allocator in it
+        for a, w in rows:
+            workloads.setdefault(a, set()).add(w)
+            counts[a] = counts.get(a, 0) + 1
+        return {a: (len(workloads[a]), counts[a]) for a in counts}
 
 
 def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTable]]:
@@ -80,8 +105,8 @@ def standard_workloads() -> frozenset[str]:
 
 
 def _lead_workloads(rt: RunTable, allocator: str) -> set[str]:
-    trials = usable_trials(rt.table)
-    return set(trials.loc[trials["allocator"] == allocator, "workload"]) | set(_pair_rows(rt.pairs, allocator)["workload"])
+    trials = rt.usable
+    return set(trials.loc[trials["allocator"] == allocator, "workload"]) | set(_pair_rows(rt, allocator)["workload"])
 
 
 def led_cells(runs: list[RunTable], standard: frozenset[str] | None = None) -> dict[str, int]:
@@ -110,12 +135,10 @@ def leading_run(runs: list[RunTable], standard: frozenset[str] | None = None) ->
 def has_usable_cell(rt: RunTable) -> bool:
     """Whether a time run has one cell any analysis can use: MIN_RUNS usable trials of an allocator on a
     workload, or MIN_PAIRS usable lockstep pairs of two allocators on a workload."""
-    trials = usable_trials(rt.table)
+    trials = rt.usable
     if len(trials) and (trials.groupby(["workload", "allocator"]).size() >= MIN_RUNS).any():
         return True
-    if rt.pairs is None or rt.pairs.empty:
-        return False
-    pairs = usable_trials(rt.pairs)
+    pairs = rt.usable_pairs
     return bool(len(pairs) and (pairs.groupby(["workload", "allocator_a", "allocator_b"]).size() >= MIN_PAIRS).any())
 
 
@@ -130,10 +153,8 @@ def _probe_design(run: Run) -> tuple:
     return tuple(params.get("probes") or ()), tuple(params.get("sizes") or ())
 
 
-def _pair_rows(pairs: pd.DataFrame | None, allocator: str) -> pd.DataFrame:
-    if pairs is None or pairs.empty:
-        return pd.DataFrame(columns=["workload"])
-    used = usable_trials(pairs)
+def _pair_rows(rt: RunTable, allocator: str) -> pd.DataFrame:
+    used = rt.usable_pairs
     return used[(used["allocator_a"] == allocator) | (used["allocator_b"] == allocator)]
 
 
@@ -142,10 +163,7 @@ def measured_amount(kind: str, rt: RunTable, allocator: str) -> tuple[int, int]:
     probe processes (one workload set for those)."""
     table = rt.table
     if kind == "time":
-        trials = usable_trials(table)
-        trials = trials[trials["allocator"] == allocator]
-        pairs = _pair_rows(rt.pairs, allocator)
-        return len(set(trials["workload"]) | set(pairs["workload"])), len(trials) + len(pairs)
+        return rt.amounts.get(allocator, (0, 0))
     if kind == "callgrind":
         ok = table[(table["allocator"] == allocator) & (table["status"] == "ok")]
         return ok["workload"].nunique(), len(ok)
@@ -164,12 +182,14 @@ def allocators_of(kind: str, rt: RunTable) -> set[str]:
 def leads(kind: str, runs: list[RunTable], main: Run | None) -> dict[str, str]:
     """allocator -> run id of the run that leads for it."""
     out = {}
-    for alloc in sorted(set().union(*(allocators_of(kind, rt) for rt in runs)) if runs else ()):
-        ranked = sorted(runs, key=lambda rt: (measured_amount(kind, rt, alloc),
-                                              main is not None and rt.run_id == main.run_id, rt.run_id))
+    present_in = {rt.run_id: allocators_of(kind, rt) for rt in runs}
+    for alloc in sorted(set().union(*present_in.values()) if runs else ()):
+        amount = {rt.run_id: measured_amount(kind, rt, alloc) for rt in runs}
+        ranked = sorted(runs, key=lambda rt: (amount[rt.run_id], main is not None and rt.run_id == main.run_id,
+                                              rt.run_id))
         # an allocator nothing could be measured of still leads somewhere: its rows say why (n/a, failures)
-        present = [rt for rt in ranked if alloc in allocators_of(kind, rt)]
-        out[alloc] = (ranked[-1] if measured_amount(kind, ranked[-1], alloc)[1] > 0 else present[-1]).run_id
+        present = [rt for rt in ranked if alloc in present_in[rt.run_id]]
+        out[alloc] = (ranked[-1] if amount[ranked[-1].run_id][1] > 0 else present[-1]).run_id
     return out
 
 

@@ -88,16 +88,36 @@ def _pairs(path: Path) -> pd.DataFrame | None:
     return pd.read_csv(path, low_memory=False) if path.is_file() else None
 
 
+def _pair_key(a, b):
+    """One name for an unordered pair of allocators (a lockstep pair runs either side first)."""
+    return a + "\0" + b if a <= b else b + "\0" + a
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_groups(path: Path) -> dict[tuple[str, str], pd.Index]:
+    """(workload, unordered pair of two different allocators) -> the rows of a run's pairs.csv that put them in
+    turn with each other (indexed once per run: every debate and A/A copy asks each run)."""
+    pairs = _pairs(path)
+    if pairs is None:
+        return {}
+    a, b = pairs["allocator_a"].astype(str), pairs["allocator_b"].astype(str)
+    two = pairs[a != b]
+    names = [_pair_key(x, y) for x, y in zip(a[a != b], b[a != b])]
+    return {key: rows for key, rows in two.groupby([two["workload"].astype(str), pd.Series(names, index=two.index)],
+                                                    sort=False).groups.items()}
+
+
 def _direct(run: Run, with_: str, without: str, workload: str) -> Difference | None:
     """with/without from the run's lockstep pairs that put the two in turn with each other (largest scale)."""
-    pairs = _pairs(run.path / "pairs.csv")
-    if pairs is None:
+    return _direct_at(run.path / "pairs.csv", with_, without, workload)
+
+
+@functools.lru_cache(maxsize=4096)
+def _direct_at(path: Path, with_: str, without: str, workload: str) -> Difference | None:
+    rows = _pair_groups(path).get((str(workload), _pair_key(with_, without))) if with_ != without else None
+    if rows is None:
         return None
-    two = {with_, without}
-    mine = pairs[(pairs["workload"] == workload) & pairs["allocator_a"].isin(two) & pairs["allocator_b"].isin(two)
-                 & (pairs["allocator_a"] != pairs["allocator_b"])]
-    if mine.empty:
-        return None
+    mine = _pairs(path).loc[rows]
     try:
         rows = paired.as_comparison(mine, without).results
     except HeapcostError:

@@ -9,6 +9,7 @@ import pandas as pd
 
 from analysis.stats import compare as cmp
 from analysis.stats import estimators
+from analysis.publish.results import memo
 
 MARGIN = 0.05  # as results.MARGIN: the non-inferiority margin of the comparisons
 
@@ -56,7 +57,8 @@ def ablations(trials: pd.DataFrame, metric: str = "wall_s", plan=ABLATIONS) -> p
         sub = data[data["allocator"].isin([alloc, base]) & data["workload"].isin(common)]
         if sub.empty:
             continue
-        comp = cmp.compare(sub, base, metric, margin=MARGIN)
+        comp = memo.remembered("compare", (sub, base, metric, MARGIN),
+                               lambda: cmp.compare(sub, base, metric, margin=MARGIN))
         for _, r in comp.results.iterrows():
             rows.append({"defence": defence, "allocator": alloc, "base": base, "metric": metric,
                          "workload": r["workload"], "ratio": r["ratio"], "ci_low": r["ci_low"],

@@ -16,7 +16,7 @@ from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
 from analysis.publish.results import ablations as ablation
 from analysis.publish.render.formats import fmt_interval
-from analysis.publish.results import cpu_split, provenance, server_metrics
+from analysis.publish.results import cpu_split, memo, provenance, server_metrics
 from analysis.publish.dataset import paper_runs
 from analysis.publish.security import primitives
 from analysis.publish.results.instruction_counts import missing_callgrind, per_free, per_free_geomean
@@ -84,7 +84,8 @@ def against(trials: pd.DataFrame, baseline: str, metric: str, margin: float = MA
     if data.empty:
         raise HeapcostError(f"no usable runs of the baseline {baseline!r} for {metric}; allocators with runs: "
                             f"{', '.join(sorted(trials['allocator'].unique()))}")
-    return cmp.compare(data, baseline, metric, margin=margin)
+    return memo.remembered("compare", (data, baseline, metric, margin),
+                           lambda: cmp.compare(data, baseline, metric, margin=margin))
 
 
 # ---------------------------------------------------------------------------------------------- trade-off
@@ -319,7 +320,8 @@ def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
     if baseline in set(rt.table["allocator"].astype(str)):
         parts.append(against(rt.table, baseline, metric))
     if rt.pairs is not None and len(rt.pairs):
-        parts.append(paired.as_comparison(rt.pairs, baseline, metric))
+        parts.append(memo.remembered("paired", (rt.pairs, baseline, metric),
+                                     lambda: paired.as_comparison(rt.pairs, baseline, metric)))
     if not parts:
         raise HeapcostError(f"no trials or pairs of the baseline {baseline!r}")
     if len(parts) == 1:
@@ -354,10 +356,19 @@ def _speed(time_runs, main, baseline: str):
 
 
 def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = None) -> Results:
-    """Every result of the paper from a dataset directory (runs/ inside): every complete run contributes (merge)."""
+    """Every result of the paper from a dataset directory (runs/ inside): every complete run contributes (merge).
+    Remembered by the folder's bytes, the folder as given and where it is (the runs it returns are named by that
+    path, relative or not), the arguments and the code (memo)."""
+    folder = Path(data_dir).resolve()
+    if not (folder / "runs").is_dir():
+        raise HeapcostError(f"{Path(data_dir) / 'runs'} does not exist; give a dataset directory holding runs/ "
+                            "(e.g. data)")
+    return memo.remembered("results", (str(data_dir), str(folder), folder, baseline, weights),
+                           lambda: _compute(Path(data_dir), baseline, weights))
+
+
+def _compute(data_dir: Path, baseline: str, weights: dict | None) -> Results:
     runs_dir = Path(data_dir) / "runs"
-    if not runs_dir.is_dir():
-        raise HeapcostError(f"{runs_dir} does not exist; give a dataset directory holding runs/ (e.g. data)")
     time_run, time_runs = paper_runs.contributing_runs(runs_dir, "time")
     cg_run, cg_runs = paper_runs.contributing_runs(runs_dir, "callgrind")
     probe_run, probe_runs = paper_runs.contributing_runs(runs_dir, "probe")

@@ -55,7 +55,8 @@ def test_rounded_reaches_into_tables_and_nested_numbers(tmp_path):
 
 
 def write_products(data, out, env_change: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO), **env_change}
+    # HEAPCOST_MEMO=0: each host computes its products; a remembered result would agree by construction
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HEAPCOST_MEMO": "0", **env_change}
     done = subprocess.run([sys.executable, "-c", WRITE_PRODUCTS, str(data), str(out)], env=env, cwd=REPO,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
