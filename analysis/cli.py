@@ -29,6 +29,8 @@ STAGES = {
         "show": ("analysis.publish.results.summary", "one run: its host, what it measured, its cells by status"),
         "compare": ("analysis.stats.compare", "ratios with 95% confidence intervals of each allocator against a baseline"),
         "compare-pairs": ("analysis.stats.paired", "ratios with 95% confidence intervals from lockstep process pairs (pairs.csv)"),
+        "cost": ("analysis.publish.results.cost", "a program's predicted cost under each allocator, from its allocation "
+                 "profile and the per-call costs measured on each host"),
     },
     "publish": {
         "validate": ("analysis.publish.dataset.validate", "check a dataset against data/datapackage.json"),

@@ -105,6 +105,27 @@ class CWorkload(Workload):
 
 
 @dataclass(frozen=True)
+class CallWorkload(CWorkload):
+    """One size class and reuse pattern of workloads/calls.c: a known number of malloc+free pairs, so a
+    process's time per pair is its time over pairs_at(scale) (the per-call costs of the cost model)."""
+    size_class: int = 64
+    pattern: str = "lifo"
+    pairs_full: int = 1_000_000
+
+    def binary(self, variant) -> Path:
+        _check_variant(variant, self.variants)
+        defines = [f"-DCALL_CLASS={self.size_class}", f"-DCALL_PATTERN={CALL_PATTERNS.index(self.pattern)}",
+                   f"-DCALL_PAIRS={self.pairs_full}L"]
+        return native.build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
+                              variant=variant, cflags=[*NO_ALLOC_BUILTINS, *defines])
+
+    def pairs_at(self, scale) -> int:
+        """The pairs the program does at `scale`: wl_common.h's wl_scaled (the same double arithmetic)."""
+        v = float(self.pairs_full) * float(scale) + 0.5
+        return 1 if v < 1.0 else int(v)
+
+
+@dataclass(frozen=True)
 class PerlWorkload(Workload):
     script: str = ""
     case: str = ""  # one case of the script alone (its second argument)
@@ -445,6 +466,31 @@ for _case in PERL_CASES:
         "000_df6142052d7a08fc.txt", "the case alone, rounds as perl_strcat.pl's REPEAT says",
         default=False, script="perl_strcat.pl", case=_case)
 
+# The per-call costs (workloads/calls.c): malloc+free pairs of one size class in one reuse pattern, a block of
+# fresh pages apart. Pairs at scale 1 are chosen so that glibc spends about 0.8 s on each (0.2 s at the quick
+# profile's scale); the pages cell does fewer, since an allocator that maps every such block spends ~0.2 ms on one.
+CALL_PATTERNS = ("lifo", "fifo", "random", "pages")
+CALL_CLASSES = {16: 32_000_000, 64: 32_000_000, 256: 32_000_000, 1024: 32_000_000, 4096: 8_000_000,
+                32768: 2_000_000}
+CALL_PAGES = (262144, 20_000)
+_PATTERN_WORDS = {"lifo": "the block allocated last freed first (a stack of 256)",
+                  "fifo": "the oldest of 256 live blocks freed (a ring)",
+                  "random": "a random one of 256 live blocks freed (a fixed seed)"}
+CALL_WORKLOADS = {}
+for _class, _pairs in CALL_CLASSES.items():
+    for _pattern in CALL_PATTERNS[:3]:
+        CALL_WORKLOADS[f"calls-{_class}-{_pattern}"] = CallWorkload(
+            f"calls-{_class}-{_pattern}", "c",
+            f"malloc+free pairs of {_class // 2 + 1}..{_class} bytes, {_PATTERN_WORDS[_pattern]}: the per-call cost",
+            None, f"{_pairs:,} pairs", default=False, source="calls.c", size_class=_class, pattern=_pattern,
+            pairs_full=_pairs)
+CALL_WORKLOADS[f"calls-{CALL_PAGES[0]}-pages"] = CallWorkload(
+    f"calls-{CALL_PAGES[0]}-pages", "c",
+    f"one block of {CALL_PAGES[0] // 1024} KiB at a time, every page written, then freed: the cost of fresh pages",
+    None, f"{CALL_PAGES[1]:,} blocks", default=False, source="calls.c", size_class=CALL_PAGES[0], pattern="pages",
+    pairs_full=CALL_PAGES[1])
+WORKLOADS.update(CALL_WORKLOADS)
+
 DEFAULT_WORKLOADS = [w.id for w in WORKLOADS.values() if w.default]
 WORKLOAD_GROUPS = {
     "c": [w.id for w in WORKLOADS.values() if w.kind == "c" and w.default],
@@ -455,6 +501,7 @@ WORKLOAD_GROUPS = {
     "seed-003": ["pow2-churn", "pow2-ladder"],
     "seed-001": ["compile", "build"],
     "servers": ["server", "redis"],
+    "calls": list(CALL_WORKLOADS),
 }
 
 

@@ -68,7 +68,7 @@ def test_registry_has_the_designed_workloads():
     assert set(wl.DEFAULT_WORKLOADS) == {"perl-strcat", "compile", "dom-churn", "pow2-churn", "small-loop",
                                          "server", "pareto", "sqlite", "python"}
     assert set(wl.WORKLOADS) == {*wl.DEFAULT_WORKLOADS, "pow2-ladder", "build", "redis",
-                                 *(f"perl-{c}" for c in wl.PERL_CASES)}
+                                 *(f"perl-{c}" for c in wl.PERL_CASES), *wl.CALL_WORKLOADS}
     for wid, w in wl.WORKLOADS.items():
         assert w.id == wid
         assert w.kind in ("c", "perl", "python", "program")
@@ -92,7 +92,7 @@ def test_groups_cover_every_workload_once():
     assert wl.WORKLOAD_GROUPS["seed-001"] == ["compile", "build"]
     assert wl.WORKLOAD_GROUPS["servers"] == ["server", "redis"]
     rest = {w for w in wl.WORKLOADS if w not in wl.DEFAULT_WORKLOADS}
-    assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder", "build", "redis"}
+    assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder", "build", "redis", *wl.WORKLOAD_GROUPS["calls"]}
     assert wl.expand(["*"]) == wl.DEFAULT_WORKLOADS
     for gid in kinds:
         assert all(wl.WORKLOADS[i].kind == gid for i in wl.WORKLOAD_GROUPS[gid])
@@ -158,7 +158,12 @@ def test_sqlite_script_is_deterministic_and_ends_with_the_checksum_select():
 
 # ---- running them --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("wid", list(wl.WORKLOADS))
+# the calls workloads are one source built 19 ways: one of each pattern stands for the others
+RUN_HERE = [w for w in wl.WORKLOADS if w not in wl.CALL_WORKLOADS or w in (
+    "calls-16-lifo", "calls-1024-fifo", "calls-32768-random", "calls-262144-pages")]
+
+
+@pytest.mark.parametrize("wid", RUN_HERE)
 def test_checksum_depends_on_scale_not_on_allocator(wid, prepared):
     w = prepared(wl.WORKLOADS[wid])
     reference = run(w, SMALL, quiet=True)
@@ -168,7 +173,7 @@ def test_checksum_depends_on_scale_not_on_allocator(wid, prepared):
     assert run(w, OTHER.get(wid, OTHER_DEFAULT)) != reference
 
 
-@pytest.mark.parametrize("wid", [w.id for w in wl.WORKLOADS.values() if w.kind == "c"])
+@pytest.mark.parametrize("wid", [w for w in RUN_HERE if wl.WORKLOADS[w].kind == "c"])
 def test_musl_build_is_static_and_agrees_with_glibc(wid, prepared):
     w = prepared(prepared(wl.WORKLOADS[wid], "glibc"), "musl")
     binary = Path(w.argv(SMALL, "musl", {})[0])
@@ -239,3 +244,48 @@ def test_below_one_round_the_work_still_shrinks_with_the_scale(wid, prepared):
     tiny = run(w, 0.001)
     assert run(w, 0.001, extra_env=other_allocator_env()) == tiny
     assert run(w, 0.002) != tiny
+
+
+# ---- the per-call workloads ------------------------------------------------------------------
+
+def test_the_calls_workloads_cover_every_class_and_pattern_and_the_pages():
+    calls = wl.WORKLOAD_GROUPS["calls"]
+    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 1
+    assert {(wl.WORKLOADS[i].size_class, wl.WORKLOADS[i].pattern) for i in calls} == \
+        {*((c, p) for c in wl.CALL_CLASSES for p in ("lifo", "fifo", "random")), (wl.CALL_PAGES[0], "pages")}
+    assert all(not wl.WORKLOADS[i].default for i in calls)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.25, 1e-9, 0.3333333333333333])
+def test_pairs_at_a_scale_are_what_the_program_does(scale):
+    w = wl.WORKLOADS["calls-64-lifo"]
+    assert w.pairs_at(scale) == max(1, int(w.pairs_full * scale + 0.5))
+    assert wl.WORKLOADS["calls-64-lifo"].pairs_at(1.0) == wl.CALL_CLASSES[64]
+
+
+@pytest.mark.parametrize("wid", ["calls-16-lifo", "calls-256-fifo", "calls-32768-random", "calls-262144-pages"])
+def test_a_calls_program_does_its_pairs_whatever_the_allocator(wid, tmp_path):
+    """Counted by the profile's own shim: the program makes pairs_at(scale) allocations of its class (plus the
+    working set's first fill), each freed; its checksum does not depend on the allocator (jemalloc, if here)."""
+    import subprocess
+
+    from analysis.harness.profile import allocprofile_path
+
+    w = wl.WORKLOADS[wid]
+    scale = 0.0005 if w.pattern != "pages" else 0.01
+    argv = w.argv(scale, "glibc", {})
+    shim = allocprofile_path()
+    report = tmp_path / "profile.txt"
+    done = subprocess.run(argv, env={"LD_PRELOAD": str(shim), "HEAPCOST_PROFILE": str(report)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    counts = {}
+    for line in report.read_text().splitlines():
+        quantity, size_class, value = line.split()
+        counts[(quantity, size_class)] = counts.get((quantity, size_class), 0) + float(value)
+    first_fill = 0 if w.pattern == "pages" else 256
+    expected = w.pairs_at(scale) + first_fill
+    assert counts.get(("malloc_calls", str(w.size_class)), 0) == expected
+    assert counts.get(("free_calls", str(w.size_class)), 0) == expected
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert plain.stdout == done.stdout and plain.stdout.startswith("checksum=")

@@ -343,7 +343,7 @@ def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str
     frees_per_scale = float(top["free_calls"]) / float(top["scale"])
     times = []
     for run_id in runs.loc[~runs["superseded"].astype(bool), "run_id"]:
-        t = _time_of(Path(runs_dir_of(res)) / run_id, without, workload)
+        t = time_of(Path(runs_dir_of(res)) / run_id, without, workload)
         if t:
             times.append(t)
     if not times:
@@ -355,7 +355,7 @@ def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str
     return {"added_ns_per_pair": ns, "added_ns_low": lo, "added_ns_high": hi}
 
 
-def _time_of(run_dir: Path, allocator: str, workload: str) -> tuple[float, float] | None:
+def time_of(run_dir: Path, allocator: str, workload: str) -> tuple[float, float] | None:
     """The median active time of one process of `allocator` on the workload in a lockstep run, and its scale."""
     pairs = _pairs(run_dir / "pairs.csv")
     if pairs is None:

@@ -1,0 +1,118 @@
+"""What an allocator will cost a program, predicted from its allocation profile and measured per-call costs.
+
+The per-call costs (publish/results/per_call.py) are the time one malloc+free pair adds under an allocator
+over the baseline, per size class and reuse pattern, measured by the calls-<class>-<pattern> workloads in
+lockstep with the baseline. The program's profile (harness/profile.py) counts its allocation calls per size
+class and the share of its frees whose memory was taken again soon (reuse_share). The model:
+
+    added = sum over classes c of  n_c * (s_c * lifo(m(c)) + (1 - s_c) * random(m(c)))
+    predicted ratio = 1 + added / T
+
+- n_c: the program's allocation calls in class c (every entry point that returns a block: malloc, calloc,
+  realloc, reallocarray and the aligned ones); each is counted as one pair (its free is in the pair);
+- s_c: the class's reuse share (0 where the profile has none): a reused block is the LIFO pattern's case, one
+  that is not, the random pattern's;
+- m(c): the measured class nearest to c on a log scale; a class above the largest measured small class is a
+  large block: the pages cell's cost times c / its class (a block's fresh pages, in proportion to its size);
+- T: the program's wall time under the baseline (the profile's untimed run with nothing preloaded).
+
+The interval propagates the per-call intervals (each cell's standard error from its interval, cells
+independent) through the sum; the program's own run-to-run variation of T and what the model leaves out
+(page-level costs of small classes, threads, cache effects of the program's other work) are not in it. How
+often such intervals hold is what predicting programs nobody tuned for, then measuring them, checks.
+"""
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from analysis.errors import HeapcostError
+
+ALLOCATING_CALLS = ("malloc_calls", "calloc_calls", "realloc_calls", "reallocarray_calls", "posix_memalign_calls",
+                    "aligned_alloc_calls", "memalign_calls", "valloc_calls", "pvalloc_calls")
+REUSED, NOT_REUSED, PAGES = "lifo", "random", "pages"
+Z = 1.959963984540054
+COST_COLUMNS = ["pattern", "size_class", "added_ns", "added_ns_low", "added_ns_high"]
+
+
+@dataclass
+class Prediction:
+    ratio: float
+    low: float
+    high: float
+    added_s: float
+    base_s: float
+    calls: int
+    parts: pd.DataFrame = field(repr=False)  # per measured cell: its calls' weight and what it adds
+
+
+def class_calls(profile: pd.DataFrame) -> pd.DataFrame:
+    """Per size class: the allocating calls and the reuse share (0 where the profile gives none)."""
+    rows = profile[profile["size_class"].notna() & (profile["size_class"].astype(str) != "")]
+    rows = rows.assign(size_class=pd.to_numeric(rows["size_class"]).astype(int),
+                       value=pd.to_numeric(rows["value"]))
+    calls = rows[rows["quantity"].isin(ALLOCATING_CALLS)].groupby("size_class")["value"].sum()
+    share = rows[rows["quantity"] == "reuse_share"].set_index("size_class")["value"]
+    out = pd.DataFrame({"calls": calls})
+    out["reuse_share"] = share.reindex(out.index).fillna(0.0).clip(0.0, 1.0)
+    return out[out["calls"] > 0]
+
+
+def profile_value(profile: pd.DataFrame, quantity: str) -> float | None:
+    rows = profile[(profile["quantity"] == quantity)
+                   & (profile["size_class"].isna() | (profile["size_class"].astype(str) == ""))]
+    return float(pd.to_numeric(rows["value"]).iloc[0]) if len(rows) else None
+
+
+def _nearest(c: int, classes: list[int]) -> int:
+    return min(classes, key=lambda m: (abs(math.log2(max(c, 1)) - math.log2(m)), m))
+
+
+def weights(calls: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
+    """How many pairs of each measured cell (pattern, class) the program's calls stand for."""
+    small = sorted(int(c) for c in costs.loc[costs["pattern"] != PAGES, "size_class"].unique())
+    pages = costs.loc[costs["pattern"] == PAGES, "size_class"]
+    if not small:
+        raise HeapcostError("no per-call cost of a small size class is measured: run the calls workloads "
+                            "(WORKLOADS=calls) against the baseline first")
+    have = set(zip(costs["pattern"], costs["size_class"].astype(int)))
+    out: dict[tuple[str, int], float] = {}
+    for c, r in calls.iterrows():
+        if c > max(small) and len(pages):
+            big = int(pages.iloc[0])
+            out[(PAGES, big)] = out.get((PAGES, big), 0.0) + r["calls"] * c / big
+            continue
+        m = _nearest(int(c), small)
+        for pattern, share in ((REUSED, r["reuse_share"]), (NOT_REUSED, 1.0 - r["reuse_share"])):
+            if share <= 0:
+                continue
+            if (pattern, m) not in have:
+                raise HeapcostError(f"no per-call cost of the {pattern} pattern at class {m} is measured")
+            out[(pattern, m)] = out.get((pattern, m), 0.0) + r["calls"] * share
+    return pd.DataFrame([{"pattern": p, "size_class": c, "pairs": n} for (p, c), n in sorted(out.items())],
+                        columns=["pattern", "size_class", "pairs"])
+
+
+def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = None) -> Prediction:
+    """The predicted ratio of the program's time under the allocator whose per-call `costs` (COST_COLUMNS, in
+    nanoseconds added per pair) are given, over the baseline's."""
+    missing = [c for c in COST_COLUMNS if c not in costs.columns]
+    if missing:
+        raise HeapcostError(f"the per-call costs lack the column(s) {', '.join(missing)}")
+    base_s = profile_value(profile, "wall_s") if base_s is None else base_s
+    if not base_s or base_s <= 0:
+        raise HeapcostError("the profile has no wall time under the baseline (wall_s): profile the program again")
+    calls = class_calls(profile)
+    w = weights(calls, costs)
+    cells = costs.assign(size_class=costs["size_class"].astype(int)).set_index(["pattern", "size_class"])
+    parts = []
+    for r in w.itertuples():
+        cell = cells.loc[(r.pattern, r.size_class)]
+        se = (float(cell["added_ns_high"]) - float(cell["added_ns_low"])) / (2 * Z)
+        parts.append({"pattern": r.pattern, "size_class": r.size_class, "pairs": r.pairs,
+                      "added_ns": float(cell["added_ns"]), "se_ns": se, "added_s": r.pairs * float(cell["added_ns"]) * 1e-9})
+    parts = pd.DataFrame(parts, columns=["pattern", "size_class", "pairs", "added_ns", "se_ns", "added_s"])
+    added = float(parts["added_s"].sum()) if len(parts) else 0.0
+    sd = math.sqrt(float(((parts["pairs"] * parts["se_ns"] * 1e-9) ** 2).sum())) if len(parts) else 0.0
+    return Prediction(1 + added / base_s, 1 + (added - Z * sd) / base_s, 1 + (added + Z * sd) / base_s, added, base_s,
+                      int(calls["calls"].sum()), parts)

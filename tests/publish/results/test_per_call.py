@@ -1,0 +1,84 @@
+"""Per-call costs from lockstep runs of the calls workloads: the added nanoseconds per pair recover the truth
+a simulation put in, per host, and a program's prediction reads them."""
+import json
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from analysis.contract.runstore import Run
+from analysis.harness.workloads import CALL_WORKLOADS
+from analysis.publish.results import cost, per_call
+from analysis.stats import simulate
+
+BASE_S = 0.2  # the baseline's active time per process at scale 1
+TRUTH = {("hardened", "calls-16-lifo"): 1.5, ("hardened", "calls-16-random"): 2.5,
+         ("hardened", "calls-262144-pages"): 40.0, ("scudo", "calls-16-lifo"): 1.2,
+         ("scudo", "calls-16-random"): 1.3, ("scudo", "calls-262144-pages"): 3.0}
+
+
+def lockstep_run(runs, run_id, seed, machine):
+    frames = []
+    for i, ((alloc, workload), ratio) in enumerate(sorted(TRUTH.items())):
+        frames.append(simulate.simulate_pairs(ratio, 30, seed + i, active_s=BASE_S, workload=workload,
+                                              baseline="glibc", other=alloc))
+    pairs = pd.concat(frames, ignore_index=True).assign(run_id=run_id)
+    pairs["seq"] = range(len(pairs))
+    folder = runs / run_id
+    folder.mkdir(parents=True)
+    pairs.to_csv(folder / "pairs.csv", index=False)
+    (folder / "machine.json").write_text(json.dumps(machine))
+    info = {"format": "heapcost-run/1", "run_id": run_id, "kind": "time", "status": "complete",
+            "params": {"profile": "quick", "protocol": "lockstep"}}
+    (folder / "run.json").write_text(json.dumps(info))
+    cells = pairs[["run_id", "workload", "allocator_b"]].drop_duplicates().rename(columns={"allocator_b": "allocator"})
+    return Run(folder, info), cells.assign(baseline="glibc", scale=1.0)
+
+
+@pytest.fixture(scope="module")
+def costs(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("data") / "runs"
+    machine = {"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0", "cpu_family": 1, "cpu_model_number": 1,
+               "cpu_stepping": 1}
+    run, cells = lockstep_run(runs, "20990101T000000Z-time-quick", 7, machine)
+    _, more = lockstep_run(runs, "20990102T000000Z-time-quick", 70, machine)
+    res = SimpleNamespace(cells={"wall_s": pd.concat([cells, more], ignore_index=True)}, time_run=run,
+                          callgrind_run=None)
+    return per_call.table(res, "glibc")
+
+
+def test_the_added_time_per_pair_covers_the_truth(costs):
+    assert set(zip(costs["allocator"], costs["workload"])) == set(TRUTH)
+    assert (costs["n_runs"] == 2).all() and costs["processor"].nunique() == 1
+    for r in costs.itertuples():
+        spec = CALL_WORKLOADS[r.workload]
+        base_ns = BASE_S / spec.pairs_at(1.0) * 1e9
+        # the simulated machine runs at full speed or up to its slow regime's factor slower, as this VM does
+        assert base_ns * 0.99 <= r.base_ns <= base_ns * simulate.RegimeNoise().factor
+        truth = (TRUTH[(r.allocator, r.workload)] - 1) * r.base_ns
+        assert r.added_ns_low <= truth <= r.added_ns_high, r.workload
+        assert (r.pattern, r.size_class) == (spec.pattern, spec.size_class)
+
+
+def test_a_program_is_predicted_from_its_profile(costs, tmp_path):
+    profile = pd.DataFrame([{"quantity": "malloc_calls", "size_class": 16, "value": 1e6},
+                            {"quantity": "reuse_share", "size_class": 16, "value": 0.5},
+                            {"quantity": "wall_s", "size_class": None, "value": 0.5}])
+    out = cost.predictions(profile, costs)
+    assert list(out["allocator"]) == ["hardened", "scudo"] and (out["why"] == "").all()
+    hardened, scudo = out.iloc[0], out.iloc[1]
+    assert hardened["ratio"] > scudo["ratio"] > 1
+    assert hardened["low"] < hardened["ratio"] < hardened["high"]
+    with pytest.raises(Exception, match="no per-call costs of nope"):
+        cost.predictions(profile, costs, allocators=["nope"])
+
+
+def test_a_file_that_is_no_profile_is_a_one_line_error(tmp_path):
+    from conftest import cli
+
+    bad = tmp_path / "p.csv"
+    bad.write_text("a,b\n1,2\n")
+    done = cli("cost", str(bad))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "not an allocation profile" in done.stderr
+    done = cli("cost", str(tmp_path / "missing.csv"))
+    assert done.returncode == 2 and "not a readable profile" in done.stderr

@@ -1,0 +1,66 @@
+"""The cost model on profiles and per-call costs whose answer is known by hand."""
+import math
+
+import pandas as pd
+import pytest
+
+from analysis.errors import HeapcostError
+from analysis.stats import cost_model
+
+
+def profile(rows, wall_s=2.0) -> pd.DataFrame:
+    out = [{"quantity": q, "size_class": c, "value": v} for q, c, v in rows]
+    out.append({"quantity": "wall_s", "size_class": None, "value": wall_s})
+    return pd.DataFrame(out)
+
+
+def costs(cells) -> pd.DataFrame:
+    """cells: (pattern, class, added ns, half-width ns)"""
+    return pd.DataFrame([{"pattern": p, "size_class": c, "added_ns": a, "added_ns_low": a - h, "added_ns_high": a + h}
+                         for p, c, a, h in cells], columns=cost_model.COST_COLUMNS)
+
+
+COSTS = costs([("lifo", 16, 2.0, 0.5), ("random", 16, 10.0, 1.0), ("lifo", 256, 4.0, 0.5),
+               ("random", 256, 20.0, 2.0), ("pages", 262144, 50_000.0, 5_000.0)])
+
+
+def test_the_added_time_is_the_calls_times_their_cells_costs():
+    # 1e6 mallocs of class 16 (30% reused), 2e5 callocs of class 256 (none reused), 10 blocks of 1 MiB
+    p = profile([("malloc_calls", 16, 1e6), ("reuse_share", 16, 0.3), ("calloc_calls", 256, 2e5),
+                 ("malloc_calls", 1048576, 10), ("free_calls", 16, 1e6)])
+    got = cost_model.predict(p, COSTS)
+    added_ns = 1e6 * (0.3 * 2.0 + 0.7 * 10.0) + 2e5 * 20.0 + 10 * 4 * 50_000.0
+    assert got.added_s == pytest.approx(added_ns * 1e-9)
+    assert got.ratio == pytest.approx(1 + added_ns * 1e-9 / 2.0)
+    se = {("lifo", 16): 0.5, ("random", 16): 1.0, ("random", 256): 2.0, ("pages", 262144): 5000.0}
+    pairs = {("lifo", 16): 3e5, ("random", 16): 7e5, ("random", 256): 2e5, ("pages", 262144): 40}
+    sd = math.sqrt(sum((pairs[k] * se[k] / cost_model.Z * 1e-9) ** 2 for k in se))
+    assert got.high - got.ratio == pytest.approx(cost_model.Z * sd / 2.0)
+    assert got.ratio - got.low == pytest.approx(got.high - got.ratio)
+    assert got.calls == 1e6 + 2e5 + 10  # frees are in the pairs, not counted again
+
+
+def test_a_class_takes_the_nearest_measured_class_on_a_log_scale():
+    # 32 is nearer 16 than 256 on a log scale (1 against 3 doublings); 128 nearer 256
+    w = cost_model.weights(cost_model.class_calls(profile([("malloc_calls", 32, 5), ("malloc_calls", 128, 7)])),
+                           COSTS)
+    assert {(r.pattern, r.size_class): r.pairs for r in w.itertuples()} == {("random", 16): 5, ("random", 256): 7}
+
+
+def test_no_calls_predicts_no_cost_and_bad_input_says_what_is_wrong():
+    assert cost_model.predict(profile([("malloc_calls", 16, 0)]), COSTS).ratio == 1.0
+    with pytest.raises(HeapcostError, match="wall time"):
+        cost_model.predict(profile([("malloc_calls", 16, 1)], wall_s=0), COSTS)
+    with pytest.raises(HeapcostError, match="lack the column"):
+        cost_model.predict(profile([("malloc_calls", 16, 1)]), COSTS.drop(columns="added_ns_low"))
+    with pytest.raises(HeapcostError, match="lifo pattern at class 16"):
+        cost_model.predict(profile([("malloc_calls", 16, 1), ("reuse_share", 16, 1.0)]),
+                           COSTS[COSTS["pattern"] != "lifo"])
+    with pytest.raises(HeapcostError, match="small size class"):
+        cost_model.predict(profile([("malloc_calls", 16, 1)]), COSTS[COSTS["pattern"] == "pages"])
+
+
+def test_a_cheaper_allocator_predicts_below_one():
+    cheap = costs([("lifo", 16, -3.0, 0.2), ("random", 16, -3.0, 0.2)])
+    got = cost_model.predict(profile([("malloc_calls", 16, 1e8)], wall_s=10.0), cheap)
+    assert got.ratio == pytest.approx(1 - 0.03) and got.high < 1
