@@ -94,29 +94,11 @@ static int start(struct side *s, int cpu, int running)
     if (pid < 0)
         return errno;
     if (pid == 0) {
-        int e = 0;
         close(errpipe[0]);
-        setpgid(0, 0);
-        if (cpu >= 0) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            if (sched_setaffinity(0, sizeof set, &set) != 0)
-                e = errno;
-        }
-        if (!e && s->cwd && chdir(s->cwd) != 0) e = errno;
-        if (!e && redirect("/dev/null", 0, O_RDONLY) != 0) e = errno;
         /* the stdout of the last run that ended is kept (a checksum line is read from it): each run writes its
          * own file, renamed when it ends; stderr gathers every run's */
-        if (!e && redirect(s->out_running, 1, O_WRONLY | O_CREAT | O_TRUNC) != 0) e = errno;
-        if (!e && redirect(s->err, 2, O_WRONLY | O_CREAT | O_APPEND) != 0) e = errno;
+        int e = child_setup(cpu, s->cwd, s->out_running, s->err, 1);
         if (!e) {
-            struct rlimit nocore = {0, 0};
-            setrlimit(RLIMIT_CORE, &nocore);
-            s->env[s->n_env] = NULL;
-            for (int k = 0; k < s->n_env; k++) /* look the program up in its own PATH */
-                if (!strncmp(s->env[k], "PATH=", 5))
-                    setenv("PATH", s->env[k] + 5, 1);
             /* the run starts here, by the child's own clock: a parent the machine is slow to schedule cannot
              * move it */
             struct stamp st = {now(), -1, -1};
@@ -128,8 +110,7 @@ static int start(struct side *s, int cpu, int running)
             }
             ssize_t w = write(errpipe[1], &st, sizeof st);
             (void)w;
-            execvpe(s->argv[0], s->argv, s->env);
-            e = errno;
+            e = child_exec(s->argv, s->env, s->n_env);
         }
         ssize_t unused = write(errpipe[1], &e, sizeof e);
         (void)unused;

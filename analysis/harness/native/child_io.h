@@ -1,19 +1,25 @@
-/* What the trial launcher (launcher.c) and the lockstep driver (lockstep.c) both need around a child: the
- * monotonic clock and a standard stream redirected to a file. */
+/* What the drivers that start a measured child (launcher.c, lockstep.c, alternate.c) share: the monotonic
+ * clock, a standard stream redirected to a file, and a forked child's set-up and exec. Needs _GNU_SOURCE
+ * (sched_setaffinity, execvpe) defined before the first include. */
 #ifndef HEAPCOST_CHILD_IO_H
 #define HEAPCOST_CHILD_IO_H
+#include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
+static inline double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int redirect(const char *path, int fd, int flags)
+static inline int redirect(const char *path, int fd, int flags)
 {
     int f = open(path, flags, 0644);
     if (f < 0)
@@ -23,6 +29,44 @@ static int redirect(const char *path, int fd, int flags)
         close(f);
     }
     return 0;
+}
+
+/* In a forked child, before its exec: a process group of its own, pinned to `cpu` (when >= 0), in `cwd` (when
+ * not NULL), stdin from /dev/null, stdout to `out` (truncated), stderr to `err` (appended when `err_append`,
+ * else truncated), no core files. 0, or the errno of the first step that failed. */
+static inline int child_setup(int cpu, const char *cwd, const char *out, const char *err, int err_append)
+{
+    setpgid(0, 0);
+    if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0)
+            return errno;
+    }
+    if (cwd && chdir(cwd) != 0)
+        return errno;
+    if (redirect("/dev/null", 0, O_RDONLY) != 0)
+        return errno;
+    if (redirect(out, 1, O_WRONLY | O_CREAT | O_TRUNC) != 0)
+        return errno;
+    if (redirect(err, 2, O_WRONLY | O_CREAT | (err_append ? O_APPEND : O_TRUNC)) != 0)
+        return errno;
+    struct rlimit nocore = {0, 0};
+    setrlimit(RLIMIT_CORE, &nocore);
+    return 0;
+}
+
+/* Exec `argv` with exactly the `n_env` variables of `env` (NULL-terminated here: env has room for one more),
+ * the program looked up in that environment's own PATH. Returns only on failure, with its errno. */
+static inline int child_exec(char **argv, char **env, int n_env)
+{
+    env[n_env] = NULL;
+    for (int k = 0; k < n_env; k++)
+        if (!strncmp(env[k], "PATH=", 5))
+            setenv("PATH", env[k] + 5, 1);
+    execvpe(argv[0], argv, env);
+    return errno;
 }
 
 #endif

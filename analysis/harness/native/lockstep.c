@@ -78,33 +78,15 @@ static int no_aslr;
 /* The child: pinned, redirected, with only its own end of each pipe open, then exec. */
 static void child(struct proc *p, int cpu, int in, int out, int ready, long chunk_us, int errpipe)
 {
-    int e = 0;
-    setpgid(0, 0);
-    if (cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(0, sizeof set, &set) != 0)
-            e = errno;
-    }
-    if (!e && no_aslr && personality(ADDR_NO_RANDOMIZE) == -1) e = errno;
-    if (!e && p->cwd && chdir(p->cwd) != 0) e = errno;
-    if (!e && redirect("/dev/null", 0, O_RDONLY) != 0) e = errno;
-    if (!e && redirect(p->out, 1, O_WRONLY | O_CREAT | O_TRUNC) != 0) e = errno;
-    if (!e && redirect(p->err, 2, O_WRONLY | O_CREAT | O_TRUNC) != 0) e = errno;
+    int e = no_aslr && personality(ADDR_NO_RANDOMIZE) == -1 ? errno : 0;
+    if (!e)
+        e = child_setup(cpu, p->cwd, p->out, p->err, 0);
     if (!e) {
-        struct rlimit nocore = {0, 0};
-        setrlimit(RLIMIT_CORE, &nocore);
         p->env[p->n_env++] = fmt("HEAPCOST_LOCKSTEP_IN", in);
         p->env[p->n_env++] = fmt("HEAPCOST_LOCKSTEP_OUT", out);
         p->env[p->n_env++] = fmt("HEAPCOST_LOCKSTEP_READY", ready);
         p->env[p->n_env++] = fmt("HEAPCOST_LOCKSTEP_CHUNK_US", chunk_us);
-        p->env[p->n_env] = NULL;
-        for (int k = 0; k < p->n_env; k++) /* look the program up in its own PATH */
-            if (!strncmp(p->env[k], "PATH=", 5))
-                setenv("PATH", p->env[k] + 5, 1);
-        execvpe(p->argv[0], p->argv, p->env);
-        e = errno;
+        e = child_exec(p->argv, p->env, p->n_env);
     }
     ssize_t unused = write(errpipe, &e, sizeof e);
     (void)unused;

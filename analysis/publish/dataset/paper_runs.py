@@ -5,7 +5,9 @@ profile and scale, so a ratio across runs would mix their conditions). When seve
 allocator, the one with the most usable measurements leads (then the run reported for the kind, then the
 newest); the others are shown beside it in the replication table. A user's run of the baseline and a
 brought allocator (EXTRA_ALLOCATORS) thus adds that allocator to every table without re-running the rest.
-A lockstep run's process pairs (pairs.csv) count like trials: a pair measures both of its allocators.
+A lockstep run's process pairs (pairs.csv) count like trials: a pair measures both of its allocators. The
+instrument workloads (the per-call costs) are left out of every time run here: publish/results/per_call.py
+reads them from the runs' folders.
 The lead goes first to the run that measured the allocator on the most workloads, so that every geometric
 mean in one table covers the same kind of workload set, and only then to the one with more measurements.
 """
@@ -86,15 +88,37 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
             columns=["workload", "allocator", "status", "warmup"])
         pairs = (declared_orientation(r.info, read_table(r.path / "pairs.csv"))
                  if kind == "time" and (r.path / "pairs.csv").is_file() else None)
+        instruments = False  # whether the run measured instrument workloads (left to their own readers)
+        if kind == "time":
+            kept_table, kept_pairs = _without_instruments(table), _without_instruments(pairs)
+            instruments = len(kept_table) < len(table) or (pairs is not None and len(kept_pairs) < len(pairs))
+            table, pairs = kept_table, kept_pairs
         rt = RunTable(r, table, pairs)
         if kind == "time" and not has_usable_cell(rt):
-            warn(too_few_note(rt))
+            if not instruments:
+                warn(too_few_note(rt))
             continue
         out.append(rt)
     if kind == "time" and out:
         # the run the paper describes is the one that leads the most cells of the standard set, never the newest
         main = leading_run(out)
     return main, out
+
+
+def instrument_workloads() -> frozenset[str]:
+    """Workloads that measure a quantity for a model rather than a program's speed: the per-call cost
+    workloads (calls-<class>-<pattern>), read by publish/results/per_call.py and never by the speed tables,
+    the host panel or the lead of a run (a run of them alone contributes nothing else)."""
+    from analysis.harness.workloads import CALL_WORKLOADS
+
+    return frozenset(CALL_WORKLOADS)
+
+
+def _without_instruments(table: pd.DataFrame | None) -> pd.DataFrame | None:
+    if table is None or "workload" not in table.columns:
+        return table
+    keep = ~table["workload"].astype(str).isin(instrument_workloads())
+    return table if keep.all() else table[keep].reset_index(drop=True)
 
 
 def standard_workloads() -> frozenset[str]:

@@ -82,6 +82,11 @@ def _runs(runs_dir: Path, run_ids) -> dict[str, Run]:
             if (runs_dir / rid / "run.json").is_file()}
 
 
+def pairs_of(path: Path) -> pd.DataFrame | None:
+    """A run's pairs.csv as read once for every reader (never change it), or None."""
+    return _pairs(path)
+
+
 @functools.lru_cache(maxsize=32)
 def _pairs(path: Path) -> pd.DataFrame | None:
     """A run's pairs.csv, read once for all the debates that ask it (callers never change it)."""

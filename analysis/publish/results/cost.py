@@ -66,10 +66,12 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
-    from analysis.publish.results import comparisons, per_call
+    from analysis.publish.results import per_call
 
     profile = read_profile(args.profile)
-    costs = per_call.table(comparisons.compute(args.data), args.baseline)
+    if not (args.data / "runs").is_dir():
+        raise HeapcostError(f"{args.data / 'runs'} does not exist; give a dataset directory holding runs/ (--data)")
+    costs = per_call.table(args.data / "runs", args.baseline)
     out = predictions(profile, costs, [a for a in args.allocators.split(",") if a], args.processor or None)
     for r in out.itertuples():
         if r.ratio is None or pd.isna(r.ratio):

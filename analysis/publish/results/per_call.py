@@ -9,10 +9,13 @@ the baseline's time per pair on that host (the median active time of its process
 scale), with the ratio's interval. stats.cost_model turns these into a program's predicted cost.
 """
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from analysis.contract.runstore import runs_of_kind
+from analysis.contract.schema import OK
 from analysis.harness.workloads import CALL_WORKLOADS
 from analysis.publish.debates import pool
 from analysis.stats import random_effects
@@ -21,13 +24,13 @@ COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_cl
            "base_ns", "ratio", "ci_low", "ci_high", "added_ns", "added_ns_low", "added_ns_high"]
 
 
-def table(res, baseline: str) -> pd.DataFrame:
-    """One row per host, allocator and calls workload measured against the baseline."""
-    cells = res.cells.get("wall_s") if res.cells else None
-    runs_dir = pool.runs_dir_of(res)
-    if cells is None or cells.empty or runs_dir is None:
+def table(runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """One row per host, allocator and calls workload measured against the baseline, from every complete time
+    run of the dataset whose pairs.csv holds calls workloads (the speed tables leave them out:
+    paper_runs.instrument_workloads)."""
+    cells = measured_cells(runs_dir)
+    if cells.empty:
         return pd.DataFrame(columns=COLUMNS)
-    cells = cells[cells["workload"].isin(CALL_WORKLOADS)]
     rows = []
     for workload, mine in cells.groupby("workload", sort=True):
         spec = CALL_WORKLOADS[workload]
@@ -49,6 +52,22 @@ def table(res, baseline: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def measured_cells(runs_dir: Path) -> pd.DataFrame:
+    """(run_id, workload, allocator) of every allocator a complete run put in turn on a calls workload."""
+    frames = []
+    for run in runs_of_kind(Path(runs_dir), "time"):
+        pairs = pool.pairs_of(run.path / "pairs.csv") if run.complete else None
+        if pairs is None:
+            continue
+        mine = pairs[pairs["workload"].astype(str).isin(CALL_WORKLOADS) & (pairs["status"] == OK)]
+        for side in ("allocator_a", "allocator_b"):
+            frames.append(pd.DataFrame({"run_id": run.run_id, "workload": mine["workload"].astype(str),
+                                        "allocator": mine[side].astype(str)}))
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "workload", "allocator"])
+    return pd.concat(frames, ignore_index=True).drop_duplicates().reset_index(drop=True)
+
+
 def _base_ns(runs_dir, run_ids, baseline: str, workload: str, spec) -> float | None:
     """The baseline's time per pair on a host: the median over its runs of the median process's active time
     over the pairs it did at its scale."""
@@ -59,3 +78,25 @@ def _base_ns(runs_dir, run_ids, baseline: str, workload: str, spec) -> float | N
             seconds, scale = found
             per_pair.append(seconds / spec.pairs_at(scale) * 1e9)
     return float(np.median(per_pair)) if per_pair else None
+
+
+def added_display(added: float, low: float, high: float) -> str:
+    """Nanoseconds added per pair with the interval, at a precision the interval resolves."""
+    digits = 0 if max(abs(low), abs(high)) >= 100 else 1
+    return f"{added:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def wide(costs: pd.DataFrame) -> pd.DataFrame:
+    """One row per host, allocator and pattern, one column per size class: the nanoseconds each pair adds
+    (the estimate; the intervals are in the long table), and the baseline's own time per pair as a row."""
+    if costs.empty:
+        return pd.DataFrame(columns=["processor", "allocator", "pattern"])
+    out = []
+    for (processor, pattern), mine in costs.groupby(["processor", "pattern"], sort=True):
+        base = mine.groupby("size_class")["base_ns"].median()
+        out.append({"processor": processor, "allocator": f"{mine['baseline'].iloc[0]} (its own ns per pair)",
+                    "pattern": pattern, **{f"c{int(c)}": f"{v:.1f}" for c, v in base.items()}})
+        for allocator, cells in mine.groupby("allocator", sort=True):
+            out.append({"processor": processor, "allocator": allocator, "pattern": pattern,
+                        **{f"c{int(r.size_class)}": f"{r.added_ns:+.1f}" for r in cells.itertuples()}})
+    return pd.DataFrame(out).fillna("")

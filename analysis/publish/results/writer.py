@@ -7,7 +7,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials, read_table
-from analysis.publish.results import field, hosts, server_metrics
+from analysis.publish.results import field, hosts, per_call, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
 from analysis.publish.debates.writer import write_debates
@@ -173,6 +173,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
     numbers.update(write_debates(res, p, _labels(res), baseline))
+    numbers.update(_per_call(res, p, baseline))
     numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
@@ -471,3 +472,27 @@ def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
     r = geo.iloc[i]
     return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"]),
             "run_id": str(r.get("run_id", ""))}
+
+
+def _per_call(res: Results, p, baseline: str) -> dict:
+    """results_per_call.csv (per host, allocator and calls workload: the ratio and the nanoseconds a pair adds)
+    and results_per_call_wide.csv (the added nanoseconds by size class, a row per allocator and pattern)."""
+    runs_dir = res.time_run.path.parent if res.time_run is not None else None
+    costs = per_call.table(runs_dir, baseline) if runs_dir is not None else pd.DataFrame(columns=per_call.COLUMNS)
+    costs = costs.assign(display=[fmt_interval(r.ratio, r.ci_low, r.ci_high) for r in costs.itertuples()],
+                         added_display=[per_call.added_display(r.added_ns, r.added_ns_low, r.added_ns_high)
+                                        for r in costs.itertuples()])
+    write_csv(costs, p("per_call.csv"))
+    write_csv(per_call.wide(costs), p("per_call_wide.csv"))
+    if costs.empty:
+        return {"per_call": {"rows": 0}}
+    pages = costs[costs["pattern"] == "pages"]
+    return {"per_call": {
+        "rows": int(len(costs)), "allocators": sorted(set(costs["allocator"])),
+        "processors": sorted(set(costs["processor"])), "workloads": int(costs["workload"].nunique()),
+        "runs": int(costs["n_runs"].max()),
+        "classes": sorted(int(c) for c in set(costs.loc[costs["pattern"] != "pages", "size_class"])),
+        "pages_class_kib": int(pages["size_class"].iloc[0]) // 1024 if len(pages) else 0,
+        "pages": [{"allocator": r.allocator, "processor": r.processor, "added_us": f"{r.added_ns / 1000:.1f}",
+                   "display": r.added_display} for r in pages.itertuples()],
+    }}
