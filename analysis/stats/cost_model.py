@@ -18,7 +18,11 @@ class and the share of its frees whose memory was taken again soon (reuse_share)
 
 The interval propagates the per-call intervals (each cell's standard error from its interval, cells
 independent) through the sum; the program's own run-to-run variation of T and what the model leaves out
-(page-level costs of small classes, threads, cache effects of the program's other work) are not in it. How
+(page-level costs of small classes, threads, cache effects of the program's other work) are not in it.
+A large block is charged the pages cell's difference, measured in a loop where glibc takes the same pages again
+(its mmap threshold rises after the first free), every page of it written. A program that allocates a large
+block once pays glibc's page faults too, and one that touches little of its block (GNU sort reserves a buffer
+of 256 MiB) pays for few pages under any allocator: for such programs the model overstates the difference. How
 often such intervals hold is what predicting programs nobody tuned for, then measuring them, checks.
 """
 import math
