@@ -1,6 +1,7 @@
 /* calls-<class>-<pattern>: what one malloc+free pair costs, for one size class and one way of reusing memory
  * (analysis/harness/workloads.py registers one workload per class and pattern, each built from this file with
- * -DCALL_CLASS=<bytes> -DCALL_PATTERN=<0 lifo, 1 fifo, 2 random, 3 pages> -DCALL_PAIRS=<pairs at scale 1>).
+ * -DCALL_CLASS=<bytes> -DCALL_PATTERN=<0 lifo, 1 fifo, 2 random, 3 pages> -DCALL_PAIRS=<pairs at scale 1>
+ * -DCALL_SLOTS=<live blocks>).
  *
  * Sizes are drawn (a fixed seed) from the class: CALL_CLASS/2+1 .. CALL_CLASS bytes, the profile's size class
  * (analysis/contract/profile_schema.py). A working set of SLOTS blocks is kept live; each step frees one and
@@ -26,7 +27,10 @@
 #ifndef CALL_PAIRS
 #define CALL_PAIRS 1000000L
 #endif
-#define SLOTS 256
+#ifndef CALL_SLOTS
+#define CALL_SLOTS 256
+#endif
+#define SLOTS CALL_SLOTS
 #define PAGE 4096
 
 static size_t draw_size(uint64_t *rng)

@@ -115,7 +115,7 @@ class CallWorkload(CWorkload):
     def binary(self, variant) -> Path:
         _check_variant(variant, self.variants)
         defines = [f"-DCALL_CLASS={self.size_class}", f"-DCALL_PATTERN={CALL_PATTERNS.index(self.pattern)}",
-                   f"-DCALL_PAIRS={self.pairs_full}L"]
+                   f"-DCALL_PAIRS={self.pairs_full}L", f"-DCALL_SLOTS={CALL_SLOTS}"]
         return native.build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
                               variant=variant, cflags=[*NO_ALLOC_BUILTINS, *defines])
 
@@ -470,12 +470,13 @@ for _case in PERL_CASES:
 # fresh pages apart. Pairs at scale 1 are chosen so that glibc spends about 0.8 s on each (0.2 s at the quick
 # profile's scale); the pages cell does fewer, since an allocator that maps every such block spends ~0.2 ms on one.
 CALL_PATTERNS = ("lifo", "fifo", "random", "pages")
+CALL_SLOTS = 256  # live blocks of the lifo, fifo and random patterns
 CALL_CLASSES = {16: 32_000_000, 64: 32_000_000, 256: 32_000_000, 1024: 32_000_000, 4096: 8_000_000,
                 32768: 2_000_000}
 CALL_PAGES = (262144, 20_000)
-_PATTERN_WORDS = {"lifo": "the block allocated last freed first (a stack of 256)",
-                  "fifo": "the oldest of 256 live blocks freed (a ring)",
-                  "random": "a random one of 256 live blocks freed (a fixed seed)"}
+_PATTERN_WORDS = {"lifo": f"the block allocated last freed first (a stack of {CALL_SLOTS})",
+                  "fifo": f"the oldest of {CALL_SLOTS} live blocks freed (a ring)",
+                  "random": f"a random one of {CALL_SLOTS} live blocks freed (a fixed seed)"}
 CALL_WORKLOADS = {}
 for _class, _pairs in CALL_CLASSES.items():
     for _pattern in CALL_PATTERNS[:3]:

@@ -271,15 +271,20 @@ def test_explore_profiles_the_program_its_parameter_names_and_otherwise_says_so(
 
     from analysis.paths import REPO
 
-    shown = {}
+    shown, predicted = {}, {}
     for name, command in (("named", f"{fixture_program} baseline"), ("none", "")):
         output = tmp_path / f"explore-{name}.ipynb"
         pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
                             parameters={"workloads": "python", "allocators": "musl", "draws": 20,
                                         "profile_command": command},
                             cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
-        last = json.loads(output.read_text())["cells"][-1]
-        assert not any(o["output_type"] == "error" for o in last["outputs"])
-        shown[name] = "".join("".join(o.get("text", "")) for o in last["outputs"])
+        cells = [c for c in json.loads(output.read_text())["cells"] if c["cell_type"] == "code"]
+        profiled = next(c for c in cells if "allocation_profile.profile(" in "".join(c["source"]))
+        for cell, into in ((profiled, shown), (cells[-1], predicted)):
+            assert not any(o["output_type"] == "error" for o in cell["outputs"])
+            into[name] = "".join("".join(o.get("text", "")) for o in cell["outputs"])
     assert "threads that allocated: 1" in shown["named"] and "wall" in shown["named"]
     assert shown["none"].startswith("No program named")
+    # the prediction cell: musl (the allocator named) has no per-call costs, and it says which ones have
+    assert predicted["none"].startswith("No profile above")
+    assert "no per-call costs of musl" in predicted["named"] or "no per-call costs" in predicted["named"]

@@ -16,10 +16,11 @@ import pandas as pd
 
 from analysis.contract.runstore import runs_of_kind
 from analysis.contract.schema import OK
-from analysis.harness.workloads import CALL_WORKLOADS
+from analysis.harness.workloads import CALL_SLOTS, CALL_WORKLOADS
 from analysis.publish.debates import pool
 from analysis.stats import random_effects
 
+SLOTS = CALL_SLOTS  # the live blocks of the lifo, fifo and random patterns (the paper says it)
 COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_class", "n_runs", "n_builds",
            "base_ns", "ratio", "ci_low", "ci_high", "added_ns", "added_ns_low", "added_ns_high"]
 

@@ -492,6 +492,8 @@ def _per_call(res: Results, p, baseline: str) -> dict:
         "processors": sorted(set(costs["processor"])), "workloads": int(costs["workload"].nunique()),
         "runs": int(costs["n_runs"].max()),
         "classes": sorted(int(c) for c in set(costs.loc[costs["pattern"] != "pages", "size_class"])),
+        "largest_class_kib": int(costs.loc[costs["pattern"] != "pages", "size_class"].max()) // 1024,
+        "slots": per_call.SLOTS,
         "pages_class_kib": int(pages["size_class"].iloc[0]) // 1024 if len(pages) else 0,
         "pages": [{"allocator": r.allocator, "processor": r.processor, "added_us": f"{r.added_ns / 1000:.1f}",
                    "display": r.added_display} for r in pages.itertuples()],
