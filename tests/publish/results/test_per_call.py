@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import pytest
 
+from analysis.errors import HeapcostError
 from analysis.harness.workloads import CALL_WORKLOADS
 from analysis.publish.results import cost, per_call
 from analysis.stats import simulate
@@ -64,7 +65,7 @@ def test_a_program_is_predicted_from_its_profile(costs, tmp_path):
     hardened, scudo = out.iloc[0], out.iloc[1]
     assert hardened["ratio"] > scudo["ratio"] > 1
     assert hardened["low"] < hardened["ratio"] < hardened["high"]
-    with pytest.raises(Exception, match="no per-call costs of nope"):
+    with pytest.raises(HeapcostError, match="no per-call costs of nope"):
         cost.predictions(profile, costs, allocators=["nope"])
 
 
