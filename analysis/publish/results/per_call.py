@@ -3,7 +3,7 @@ reuse pattern, on each host (results_per_call.csv).
 
 The calls-<class>-<pattern> workloads (workloads/calls.c) each do a known number of pairs of one size class in
 one pattern. Measured in lockstep with the baseline, a run gives the ratio of an allocator's time over the
-baseline's on each (its direct pairs, or through the baseline: debates.pool.run_estimates); a host's runs and
+baseline's on each (the pairs that put it in turn with the baseline: debates.pool.run_estimates); a host's runs and
 builds are pooled as a debate's are (stats.random_effects.pool). The added time per pair is (ratio - 1) times
 the baseline's time per pair on that host (the median active time of its processes over the pairs of their
 scale), with the ratio's interval. stats.cost_model turns these into a program's predicted cost.
@@ -29,7 +29,7 @@ def table(runs_dir: Path, baseline: str) -> pd.DataFrame:
     """One row per host, allocator and calls workload measured against the baseline, from every complete time
     run of the dataset whose pairs.csv holds calls workloads (the speed tables leave them out:
     paper_runs.instrument_workloads)."""
-    cells = measured_cells(runs_dir)
+    cells = measured_cells(runs_dir, baseline)
     if cells.empty:
         return pd.DataFrame(columns=COLUMNS)
     rows = []
@@ -53,14 +53,17 @@ def table(runs_dir: Path, baseline: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def measured_cells(runs_dir: Path) -> pd.DataFrame:
-    """(run_id, workload, allocator) of every allocator a complete run put in turn on a calls workload."""
+def measured_cells(runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """(run_id, workload, allocator) of every allocator a complete run put in turn with the baseline on a calls
+    workload (the baseline's own rows included)."""
     frames = []
     for run in runs_of_kind(Path(runs_dir), "time"):
         pairs = pool.pairs_of(run.path / "pairs.csv") if run.complete else None
         if pairs is None:
             continue
-        mine = pairs[pairs["workload"].astype(str).isin(CALL_WORKLOADS) & (pairs["status"] == OK)]
+        a, b = pairs["allocator_a"].astype(str), pairs["allocator_b"].astype(str)
+        mine = pairs[pairs["workload"].astype(str).isin(CALL_WORKLOADS) & (pairs["status"] == OK)
+                     & ((a == baseline) | (b == baseline))]
         for side in ("allocator_a", "allocator_b"):
             frames.append(pd.DataFrame({"run_id": run.run_id, "workload": mine["workload"].astype(str),
                                         "allocator": mine[side].astype(str)}))
