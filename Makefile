@@ -36,7 +36,7 @@ SIZES ?=
 JOBS ?=
 ALARM ?=
 
-PAPER_INPUTS := $(shell find data notebooks analysis paper/paper.typ paper/refs.bib -type f \
+PAPER_INPUTS := $(shell find data notebooks analysis cost_predictions predictions.toml paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
 .PHONY: help venv git-filter test test-fast measure probe fleet debates debates-secondary contribute merge allocators system-deps lab paper bench dataset validate clean

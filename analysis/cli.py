@@ -24,6 +24,8 @@ STAGES = {
         "probe": ("analysis.harness.probes", "run the heap-misuse probes under allocators"),
         "profile": ("analysis.harness.profile", "a program's allocation profile under glibc: calls per size class, reuse, "
                     "mmap and brk, wall time"),
+        "cost-check": ("analysis.publish.results.cost_check", "the cost model checked out of sample: register predicted "
+                       "costs of programs nobody tuned for, measure them, print predicted against measured"),
     },
     "look": {
         "show": ("analysis.publish.results.summary", "one run: its host, what it measured, its cells by status"),

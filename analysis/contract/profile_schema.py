@@ -86,11 +86,15 @@ def _profile_quantities() -> dict:
         "madvise_release_bytes": ("bytes", False, "Bytes given back by madvise MADV_DONTNEED, MADV_FREE or "
                                   "MADV_REMOVE (the allocator returning pages it keeps mapped; glibc a finished "
                                   "thread's stack)."),
-        "wall_s": ("s", False, "Wall time of one run of the program with nothing preloaded (heapcost's "
-                   "launcher, CLOCK_MONOTONIC): one run, not a measurement with an interval."),
-        "user_s": ("s", False, "User CPU time of that run (wait4 rusage)."),
-        "sys_s": ("s", False, "System CPU time of that run."),
-        "maxrss_kb": ("KiB", False, "Peak resident set size of that run (ru_maxrss)."),
+        "timed_runs": ("count", False, "Runs of the program with nothing preloaded (heapcost's launcher); the "
+                       "times below are their medians, each quantity's own."),
+        "wall_s": ("s", False, "Wall time of those runs, the median (CLOCK_MONOTONIC): a few runs of one "
+                   "machine state, not a measurement with an interval."),
+        "user_s": ("s", False, "User CPU time of those runs, the median (wait4 rusage)."),
+        "sys_s": ("s", False, "System CPU time of those runs, the median."),
+        "cpu_sd_log": ("log", False, "The standard deviation of the natural log of those runs' CPU times (user + "
+                       "system): their run-to-run spread (0 for one run)."),
+        "maxrss_kb": ("KiB", False, "Peak resident set size of those runs, the median (ru_maxrss)."),
     })
     return q
 

@@ -105,7 +105,11 @@ def dynamic_program(word: str, where: str = "", preload_does: str = "replace its
 def _named_file(word: str) -> Path | None:
     """The existing file a command word names (itself, or the value of `--option=value`), relative to here."""
     for candidate in (word, word.partition("=")[2] if word.startswith("-") else ""):
-        if candidate and SCALE_FIELD not in candidate and Path(candidate).expanduser().is_file():
+        try:
+            named = bool(candidate) and SCALE_FIELD not in candidate and Path(candidate).expanduser().is_file()
+        except OSError:  # a word longer than a file name can be (an SQL statement) names no file
+            named = False
+        if named:
             return Path(candidate).expanduser().absolute()
     return None
 

@@ -6,7 +6,8 @@ folder, the fixed small environment of trial.clean_env, arguments naming existin
    reuse of freed sizes, threads, peak live bytes (the shim's report format is in its header);
 2. under `strace -f` (when installed): the mmap, munmap, brk, mremap, mprotect and madvise calls of every
    process and thread, and the bytes they map and unmap (a preloaded shim cannot see the allocator's own);
-3. with nothing preloaded, through heapcost's launcher: wall time, CPU time and peak RSS.
+3. with nothing preloaded, through heapcost's launcher, TIMED_RUNS times: the medians of wall time, CPU time
+   and peak RSS, and the run-to-run spread of the CPU times.
 The profile is a tidy CSV: quantity, size_class, value (contract/profile_schema.py: PROFILE, PROFILE_QUANTITIES).
 The counting run and the system-call run are separate runs of the same command: a program that does not
 allocate the same way every time gives each its own run's numbers.
@@ -14,8 +15,10 @@ allocate the same way every time gives each its own run's numbers.
 import argparse
 import csv
 import io
+import math
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 from collections import defaultdict
@@ -30,6 +33,7 @@ from analysis.harness.trial import clean_env, first_line, preloadable_path
 from analysis.paths import NATIVE_DIR
 
 TIMEOUT_S = 600
+TIMED_RUNS = 5
 TRACED = ("execve", "mmap", "munmap", "brk", "mremap", "mprotect", "madvise")
 RELEASE_ADVICE = ("MADV_DONTNEED", "MADV_FREE", "MADV_REMOVE")
 PER_CLASS = [q for q, (_, per_class, _) in PROFILE_QUANTITIES.items() if per_class]
@@ -200,11 +204,18 @@ def trace_memory_calls(argv, timeout: float = TIMEOUT_S) -> dict:
 
 # ---- the timed run, the profile ----
 
-def time_run(argv, timeout: float = TIMEOUT_S) -> dict:
-    with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
-        result = _run(argv, Path(tmp), clean_env(Path(tmp)), timeout, "timed run")
-    return {("wall_s", None): result.wall_s, ("user_s", None): result.user_s, ("sys_s", None): result.sys_s,
-            ("maxrss_kb", None): result.maxrss_kb}
+def time_run(argv, timeout: float = TIMEOUT_S, runs: int = TIMED_RUNS) -> dict:
+    """The medians of `runs` runs with nothing preloaded, and the spread of their CPU times (SD of the log)."""
+    results = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
+            results.append(_run(argv, Path(tmp), clean_env(Path(tmp)), timeout, "timed run"))
+    logs = [math.log(max(r.user_s + r.sys_s, 1e-6)) for r in results]
+    return {("timed_runs", None): runs, ("wall_s", None): statistics.median(r.wall_s for r in results),
+            ("user_s", None): statistics.median(r.user_s for r in results),
+            ("sys_s", None): statistics.median(r.sys_s for r in results),
+            ("cpu_sd_log", None): statistics.stdev(logs) if len(logs) > 1 else 0.0,
+            ("maxrss_kb", None): int(statistics.median(r.maxrss_kb for r in results))}
 
 
 def profile_rows(values: dict) -> list[dict]:
@@ -219,7 +230,7 @@ def profile_rows(values: dict) -> list[dict]:
     return rows
 
 
-def profile(command, timeout: float = TIMEOUT_S, syscalls: bool = True) -> list[dict]:
+def profile(command, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: int = TIMED_RUNS) -> list[dict]:
     """The allocation profile of `command` (PROGRAM ARGS...) as tidy rows. Without strace (or with syscalls
     False) the system-call quantities are left out, with a warning when strace was wanted."""
     argv = resolve_command(list(command))
@@ -229,7 +240,7 @@ def profile(command, timeout: float = TIMEOUT_S, syscalls: bool = True) -> list[
             values.update(trace_memory_calls(argv, timeout))
         else:
             warn("strace is not installed: the profile has no mmap, munmap or brk counts (apt-get install strace)")
-    values.update(time_run(argv, timeout))
+    values.update(time_run(argv, timeout, runs))
     return profile_rows(values)
 
 
@@ -255,10 +266,12 @@ def summary(rows: list[dict]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.usage = "%(prog)s [--out FILE.csv] [--timeout S] [--no-syscalls] -- PROGRAM ARGS..."
+    parser.usage = "%(prog)s [--out FILE.csv] [--timeout S] [--runs N] [--no-syscalls] -- PROGRAM ARGS..."
     parser.add_argument("--out", help="write the profile CSV here (default: standard output)")
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S,
                         help=f"seconds each run of the program may take (default {TIMEOUT_S})")
+    parser.add_argument("--runs", type=int, default=TIMED_RUNS,
+                        help=f"timed runs with nothing preloaded; the profile keeps their medians (default {TIMED_RUNS})")
     parser.add_argument("--no-syscalls", action="store_true",
                         help="skip the system-call run under strace (no mmap, munmap or brk quantities)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
@@ -267,7 +280,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     if args.timeout <= 0:
         raise HeapcostError(f"--timeout must be positive, not {args.timeout:g}")
-    rows = profile(args.command, timeout=args.timeout, syscalls=not args.no_syscalls)
+    if args.runs < 1:
+        raise HeapcostError(f"--runs must be at least 1, not {args.runs}")
+    rows = profile(args.command, timeout=args.timeout, syscalls=not args.no_syscalls, runs=args.runs)
     text = csv_text(rows)
     if not args.out:
         sys.stdout.write(text)

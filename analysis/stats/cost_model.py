@@ -14,11 +14,14 @@ class and the share of its frees whose memory was taken again soon (reuse_share)
   that is not, the random pattern's;
 - m(c): the measured class nearest to c on a log scale; a class above the largest measured small class is a
   large block: the pages cell's cost times c / its class (a block's fresh pages, in proportion to its size);
-- T: the program's wall time under the baseline (the profile's untimed run with nothing preloaded).
+- T: the program's CPU time under the baseline (user + system, the medians of the profile's timed runs with
+  nothing preloaded); its wall time where the profile records no CPU time. CPU time, because a pair's added
+  time is time on the CPU and a brought program taking turns is measured by its CPU time per run.
 
 The interval propagates the per-call intervals (each cell's standard error from its interval, cells
-independent) through the sum; the program's own run-to-run variation of T and what the model leaves out
-(page-level costs of small classes, threads, cache effects of the program's other work) are not in it.
+independent) through the sum, and T's standard error (the spread of the profile's timed runs, cpu_sd_log over
+the square root of timed_runs) through added / T. What the model leaves out (page-level costs of small classes,
+threads, cache effects of the program's other work) is not in it.
 A large block is charged the pages cell's difference, measured in a loop where glibc takes the same pages again
 (its mmap threshold rises after the first free), every page of it written. A program that allocates a large
 block once pays glibc's page faults too, and one that touches little of its block (GNU sort reserves a buffer
@@ -68,6 +71,14 @@ def profile_value(profile: pd.DataFrame, quantity: str) -> float | None:
     return float(pd.to_numeric(rows["value"]).iloc[0]) if len(rows) else None
 
 
+def base_time(profile: pd.DataFrame) -> float | None:
+    """T: the program's CPU time under the baseline (user + system), or its wall time without them."""
+    user, system = profile_value(profile, "user_s"), profile_value(profile, "sys_s")
+    if user is not None and system is not None and user + system > 0:
+        return user + system
+    return profile_value(profile, "wall_s")
+
+
 def _nearest(c: int, classes: list[int]) -> int:
     return min(classes, key=lambda m: (abs(math.log2(max(c, 1)) - math.log2(m)), m))
 
@@ -103,9 +114,10 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
     missing = [c for c in COST_COLUMNS if c not in costs.columns]
     if missing:
         raise HeapcostError(f"the per-call costs lack the column(s) {', '.join(missing)}")
-    base_s = profile_value(profile, "wall_s") if base_s is None else base_s
+    base_s = base_time(profile) if base_s is None else base_s
     if not base_s or base_s <= 0:
-        raise HeapcostError("the profile has no wall time under the baseline (wall_s): profile the program again")
+        raise HeapcostError("the profile has no time under the baseline (user_s and sys_s, or wall_s): profile "
+                            "the program again")
     calls = class_calls(profile)
     w = weights(calls, costs)
     cells = costs.assign(size_class=costs["size_class"].astype(int)).set_index(["pattern", "size_class"])
@@ -118,5 +130,9 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
     parts = pd.DataFrame(parts, columns=["pattern", "size_class", "pairs", "added_ns", "se_ns", "added_s"])
     added = float(parts["added_s"].sum()) if len(parts) else 0.0
     sd = math.sqrt(float(((parts["pairs"] * parts["se_ns"] * 1e-9) ** 2).sum())) if len(parts) else 0.0
-    return Prediction(1 + added / base_s, 1 + (added - Z * sd) / base_s, 1 + (added + Z * sd) / base_s, added, base_s,
-                      int(calls["calls"].sum()), parts)
+    # T's own uncertainty: the standard error of the log of the timed runs' CPU time, carried by added / T
+    runs, sd_log = profile_value(profile, "timed_runs"), profile_value(profile, "cpu_sd_log")
+    t_se = sd_log / math.sqrt(runs) if runs and sd_log else 0.0
+    half = Z * math.hypot(sd / base_s, added / base_s * t_se)
+    ratio = 1 + added / base_s
+    return Prediction(ratio, ratio - half, ratio + half, added, base_s, int(calls["calls"].sum()), parts)

@@ -49,6 +49,12 @@ def test_the_program_and_the_files_it_names_are_recorded_by_hash_and_made_absolu
     assert w.record()["command"].endswith("/brought_workload {scale} input.txt --in=input.txt --n=3")
 
 
+def test_an_argument_longer_than_a_file_name_is_kept_as_it_is(program):
+    statement = "SELECT " + " + ".join(["1"] * 200) + ";"  # over 255 bytes: no file could have this name
+    (w,) = parse_extra_workloads([f"mine={program} '{statement}'"])
+    assert w.argv(1.0) == [str(program), statement] and len(w.files) == 1
+
+
 def test_bad_commands_are_refused_with_one_line_before_anything_runs(program, tmp_path):
     not_exec = tmp_path / "script.sh"
     not_exec.write_text("#!/bin/sh\n")

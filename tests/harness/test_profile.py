@@ -204,12 +204,14 @@ def check_schema(rows: list[dict]) -> dict:
 
 def test_the_command_writes_the_documented_table(fixture_program, tmp_path):
     out = tmp_path / "profile.csv"
-    done = cli("profile", "--no-syscalls", "--out", str(out), "--", fixture_program, str(tmp_path / "moved.txt"))
+    done = cli("profile", "--no-syscalls", "--runs", "3", "--out", str(out), "--", fixture_program,
+               str(tmp_path / "moved.txt"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{out}: ") and "threads that allocated: 2" in done.stdout
     values = check_schema(read_profile(out.read_text()))
     assert values[("malloc_calls", 4096)] == 10 and values[("calloc_calls", 1024)] == 5
     assert values[("wall_s", None)] > 0 and values[("maxrss_kb", None)] > 0
+    assert values[("timed_runs", None)] == 3 and values[("cpu_sd_log", None)] >= 0
     assert not any(q.startswith(("mmap", "brk", "syscall")) for q, _ in values)
 
 
@@ -223,6 +225,7 @@ def test_the_command_prints_the_table_with_the_system_calls_by_default(fixture_p
 
 @pytest.mark.parametrize("args, message", [
     ([], "no program to profile"),
+    (["--runs", "0", "--", "true"], "--runs must be at least 1"),
     (["--"], "no program to profile"),
     (["--", "/nonexistent/program"], "program /nonexistent/program not found"),
     (["--", "no-such-program-here"], "program 'no-such-program-here' not found on PATH"),

@@ -49,7 +49,7 @@ def test_a_class_takes_the_nearest_measured_class_on_a_log_scale():
 
 def test_no_calls_predicts_no_cost_and_bad_input_says_what_is_wrong():
     assert cost_model.predict(profile([("malloc_calls", 16, 0)]), COSTS).ratio == 1.0
-    with pytest.raises(HeapcostError, match="wall time"):
+    with pytest.raises(HeapcostError, match="no time under the baseline"):
         cost_model.predict(profile([("malloc_calls", 16, 1)], wall_s=0), COSTS)
     with pytest.raises(HeapcostError, match="lack the column"):
         cost_model.predict(profile([("malloc_calls", 16, 1)]), COSTS.drop(columns="added_ns_low"))
@@ -58,6 +58,26 @@ def test_no_calls_predicts_no_cost_and_bad_input_says_what_is_wrong():
                            COSTS[COSTS["pattern"] != "lifo"])
     with pytest.raises(HeapcostError, match="small size class"):
         cost_model.predict(profile([("malloc_calls", 16, 1)]), COSTS[COSTS["pattern"] == "pages"])
+
+
+def test_the_programs_time_is_its_cpu_time_where_the_profile_has_it():
+    p = pd.concat([profile([("malloc_calls", 16, 1e6)], wall_s=4.0),
+                   pd.DataFrame([{"quantity": "user_s", "size_class": None, "value": 1.5},
+                                 {"quantity": "sys_s", "size_class": None, "value": 0.5}])])
+    assert cost_model.base_time(p) == 2.0
+    assert cost_model.predict(p, COSTS).ratio == pytest.approx(1 + 1e6 * 10.0e-9 / 2.0)
+    assert cost_model.base_time(profile([], wall_s=4.0)) == 4.0
+
+
+def test_the_spread_of_the_timed_runs_widens_the_interval_through_added_over_t():
+    base = profile([("malloc_calls", 16, 1e6)], wall_s=2.0)
+    timed = pd.concat([base, pd.DataFrame([{"quantity": "timed_runs", "size_class": None, "value": 4},
+                                           {"quantity": "cpu_sd_log", "size_class": None, "value": 0.1}])])
+    plain, spread = cost_model.predict(base, COSTS), cost_model.predict(timed, COSTS)
+    assert spread.ratio == plain.ratio
+    per_call_half = (plain.high - plain.low) / 2
+    t_half = cost_model.Z * (plain.ratio - 1) * 0.1 / 2  # the log's SE over sqrt(4) runs, on added / T
+    assert (spread.high - spread.low) / 2 == pytest.approx(math.hypot(per_call_half, t_half))
 
 
 def test_a_cheaper_allocator_predicts_below_one():

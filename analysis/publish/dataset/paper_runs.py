@@ -107,11 +107,13 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
 
 def instrument_workloads() -> frozenset[str]:
     """Workloads that measure a quantity for a model rather than a program's speed: the per-call cost
-    workloads (calls-<class>-<pattern>), read by publish/results/per_call.py and never by the speed tables,
+    workloads (calls-<class>-<pattern>), read by publish/results/per_call.py, and the programs that check the
+    cost model (harness/cost_programs.py), read by publish/results/cost_check.py; never by the speed tables,
     the host panel or the lead of a run (a run of them alone contributes nothing else)."""
+    from analysis.harness.cost_programs import BY_NAME
     from analysis.harness.workloads import CALL_WORKLOADS
 
-    return frozenset(CALL_WORKLOADS)
+    return frozenset(CALL_WORKLOADS) | frozenset(BY_NAME)
 
 
 def _without_instruments(table: pd.DataFrame | None) -> pd.DataFrame | None:

@@ -195,6 +195,38 @@ def per_free_figure(table: pd.DataFrame, path: Path, baseline: str) -> None:
     save(fig, path)
 
 
+@draws_rounded
+def cost_check_figure(table: pd.DataFrame, path: Path) -> None:
+    """Measured against predicted ratio, both with their intervals, one marker per configuration, log axes,
+    the line where the two agree."""
+    plt = pyplot()
+    done = table[table["measured"].notna() & table["predicted"].notna()]
+    allocs = sorted(done["allocator"].unique())
+    markers = "osD^v<>phX*"
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    lo = min(done[["low", "measured_low"]].min().min(), 0.9)
+    hi = max(done[["high", "measured_high"]].max().max(), 1.1)
+    ax.plot([lo, hi], [lo, hi], color="0.6", lw=0.8, zorder=0)
+    for i, a in enumerate(allocs):
+        sub = done[done["allocator"] == a]
+        ax.errorbar(sub["predicted"], sub["measured"],
+                    xerr=[sub["predicted"] - sub["low"], sub["high"] - sub["predicted"]],
+                    yerr=[sub["measured"] - sub["measured_low"], sub["measured_high"] - sub["measured"]],
+                    fmt=markers[i % len(markers)], ms=4, lw=0.7, capsize=0, alpha=0.85, label=a)
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_scale("log")
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0)))
+        axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        axis.set_minor_formatter(plt_null_formatter())
+    ax.set_xlabel("predicted ratio over the baseline (95% interval of the per-call costs)")
+    ax.set_ylabel("measured ratio (95% confidence interval)")
+    ax.legend(fontsize=6, frameon=False, loc="upper left")
+    fig.tight_layout()
+    save(fig, path)
+
+
 def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
     """Security score against overhead, both with their intervals; the Pareto front as a step line; the
     labels placed by adjustText so that none covers another."""

@@ -53,16 +53,16 @@ def table(runs_dir: Path, baseline: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def measured_cells(runs_dir: Path, baseline: str) -> pd.DataFrame:
-    """(run_id, workload, allocator) of every allocator a complete run put in turn with the baseline on a calls
-    workload (the baseline's own rows included)."""
+def measured_cells(runs_dir: Path, baseline: str, workloads=CALL_WORKLOADS) -> pd.DataFrame:
+    """(run_id, workload, allocator) of every allocator a complete run put in turn with the baseline on one of
+    `workloads` (the calls workloads unless told; the baseline's own rows included)."""
     frames = []
     for run in runs_of_kind(Path(runs_dir), "time"):
         pairs = pool.pairs_of(run.path / "pairs.csv") if run.complete else None
         if pairs is None:
             continue
         a, b = pairs["allocator_a"].astype(str), pairs["allocator_b"].astype(str)
-        mine = pairs[pairs["workload"].astype(str).isin(CALL_WORKLOADS) & (pairs["status"] == OK)
+        mine = pairs[pairs["workload"].astype(str).isin(set(workloads)) & (pairs["status"] == OK)
                      & ((a == baseline) | (b == baseline))]
         for side in ("allocator_a", "allocator_b"):
             frames.append(pd.DataFrame({"run_id": run.run_id, "workload": mine["workload"].astype(str),

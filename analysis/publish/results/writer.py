@@ -7,7 +7,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials, read_table
-from analysis.publish.results import field, hosts, per_call, server_metrics
+from analysis.publish.results import cost_check, field, hosts, per_call, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
 from analysis.publish.debates.writer import write_debates
@@ -174,6 +174,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                               "overlapping": int(res.replication["overlap"].sum())}
     numbers.update(write_debates(res, p, _labels(res), baseline))
     numbers.update(_per_call(res, p, baseline))
+    numbers.update(_cost_check(res, p))
     numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
@@ -472,6 +473,31 @@ def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
     r = geo.iloc[i]
     return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"]),
             "run_id": str(r.get("run_id", ""))}
+
+
+def _cost_check(res: Results, p) -> dict:
+    """results_cost_check.csv: the registered predictions of programs nobody tuned for against their measured
+    ratios (publish/results/cost_check.py), and its figure once any is measured."""
+    if not (cost_check.REGISTRY / cost_check.REGISTERED).is_file():
+        return {"cost_check": {"registered": ""}}
+    reg = cost_check.load()
+    runs_dir = res.time_run.path.parent if res.time_run is not None else None
+    table = cost_check.check(runs_dir) if runs_dir is not None else pd.DataFrame(columns=cost_check.COLUMNS)
+
+    def shown(value, low, high):
+        return "" if value is None or pd.isna(value) else fmt_interval(value, low, high)
+
+    table = table.assign(predicted_display=[shown(r.predicted, r.low, r.high) for r in table.itertuples()],
+                         measured_display=[shown(r.measured, r.measured_low, r.measured_high)
+                                           for r in table.itertuples()])
+    write_csv(table, p("cost_check.csv"))
+    summary = cost_check.summary(table)
+    if summary["cells"]:
+        figures.cost_check_figure(table, p("cost_check.svg"))
+    head = reg["registration"]
+    return {"cost_check": {"registered": head["registered"], "processor": head["processor"],
+                           "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
+                           "allocators": list(head.get("allocators", [])), **summary}}
 
 
 def _per_call(res: Results, p, baseline: str) -> dict:

@@ -1,0 +1,294 @@
+"""The cost model checked out of sample: predictions registered before the programs are measured, then the
+measured ratios against them.
+
+`python -m analysis cost-check register` profiles each program of harness/cost_programs.py on this host, predicts
+its ratio under each configuration from this host's per-call costs in the dataset (stats/cost_model.py), and
+writes the predictions with their profiles into cost_predictions/ (never edited by hand). Committed before the
+measuring campaign, the commit and date it names fix the model that made them.
+
+`python -m analysis cost-check measure` runs the programs against the baseline under the registered
+configurations (brought ones given as EXTRA_ALLOCATORS), in turns from outside where a program allows it, into
+data/runs/. `check` reads those runs: a run counts for a program only on the registration's processor and with
+the registered input and program bytes (by sha256). The measured ratio is each run's paired estimate over its
+windows (stats/paired.py), the runs pooled as the debates pool them (publish/debates/pool.py).
+
+The table: predicted against measured per program and configuration; whether the measured ratio lies inside
+the prediction interval (the prediction intervals' coverage) and whether the two intervals overlap; and the
+error of the log ratio, whose median absolute value over the cells is the model's typical error.
+"""
+import datetime
+import json
+import math
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.errors import HeapcostError, read_toml
+from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
+
+REGISTRY = REPO / "cost_predictions"
+REGISTERED = "registered.toml"
+INPUTS_DIR = BUILD_DIR / "cost-inputs"
+BASELINE = "glibc"
+# the configurations a registration predicts by default: those whose per-call costs the dataset holds
+DEFAULT_ALLOCATORS = ("jemalloc", "mimalloc2", "scudo", "mozjemalloc-poison", "hardened-72fb357",
+                      "hardened-light-72fb357", "omalloc-1.128")
+COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
+           "measured_high", "runs", "inside", "overlaps", "log_error", "why"]
+
+
+# ---- the registration ----
+
+def _head() -> tuple[str, bool]:
+    """The commit the model is at, and whether analysis/ has changes not committed."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return ""
+    return git("rev-parse", "--short", "HEAD") or "unknown", bool(git("status", "--porcelain", "--", "analysis"))
+
+
+def this_processor() -> str:
+    from analysis.contract.host import host_identity, processor_label
+    from analysis.harness.machine import describe_machine
+
+    return processor_label(host_identity(describe_machine()))
+
+
+def _toml(v) -> str:
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return str(v)
+
+
+def render(head: dict, programs: list[dict], predictions: list[dict]) -> str:
+    lines = ["# Predicted costs of programs nobody tuned for, registered before they were measured",
+             "# (`python -m analysis cost-check register`, analysis/publish/results/cost_check.py). Never edited by",
+             "# hand: a new registration replaces this folder in a commit of its own.", "", "[registration]"]
+    lines += [f"{k} = {_toml(v)}" for k, v in head.items()]
+    for block, rows in (("program", programs), ("prediction", predictions)):
+        for row in rows:
+            lines += ["", f"[[{block}]]", *(f"{k} = {_toml(v)}" for k, v in row.items())]
+    return "\n".join(lines) + "\n"
+
+
+def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DIR, folder: Path = REGISTRY,
+             baseline: str = BASELINE, today: str | None = None, runs: int | None = None) -> Path:
+    from analysis.harness import cost_programs, profile
+    from analysis.publish.results import cost, per_call
+    from analysis.stats import cost_model
+
+    programs = cost_programs.chosen(names)
+    inputs = cost_programs.write_inputs(INPUTS_DIR)
+    commands = cost_programs.commands(programs, inputs)
+    processor = this_processor()
+    costs = per_call.table(Path(data_dir) / "runs", baseline)
+    mine = costs[costs["processor"] == processor] if len(costs) else costs
+    if mine.empty:
+        raise HeapcostError(f"the dataset has no per-call costs on this host's processor ({processor}): measure the "
+                            "calls workloads here first (make measure WORKLOADS=calls PROTOCOL=lockstep ...)")
+    unknown = sorted(set(allocators) - set(mine["allocator"]))
+    if unknown:
+        raise HeapcostError(f"no per-call costs of {', '.join(unknown)} on {processor}; measured: "
+                            f"{', '.join(sorted(set(mine['allocator'])))}")
+    commit, dirty = _head()
+    if dirty:
+        raise HeapcostError("analysis/ has changes not committed: commit the model before registering what it predicts")
+    profiles = Path(folder) / "profiles"
+    profiles.mkdir(parents=True, exist_ok=True)
+    program_rows, prediction_rows = [], []
+    for p in programs:
+        rows = profile.profile(shlex.split(commands[p.name]), **({"runs": runs} if runs else {}))
+        (profiles / f"{p.name}.csv").write_text(profile.csv_text(rows))
+        prof = pd.DataFrame(rows).replace({"size_class": {"": None}})
+        program_path = shlex.split(commands[p.name])[0]
+        program_rows.append({
+            "name": p.name, "command": p.command, "input": p.input,
+            "input_sha256": file_sha256(inputs[p.input]) if p.input else "",
+            "program_sha256": file_sha256(shutil.which(program_path) or program_path),
+            "package": p.package, "what": p.what, "base_cpu_s": round(float(cost_model.base_time(prof)), 6),
+            "calls": int(cost_model.class_calls(prof)["calls"].sum())})
+        for r in cost.predictions(prof, mine, list(allocators), processor).itertuples():
+            prediction_rows.append({"program": p.name, "allocator": r.allocator,
+                                    "ratio": None if r.ratio is None or pd.isna(r.ratio) else round(float(r.ratio), 6),
+                                    "low": None if r.low is None or pd.isna(r.low) else round(float(r.low), 6),
+                                    "high": None if r.high is None or pd.isna(r.high) else round(float(r.high), 6),
+                                    "why": r.why})
+    head = {"registered": f"{today or datetime.date.today().isoformat()}, commit {commit}", "processor": processor,
+            "baseline": baseline, "model": "analysis/stats/cost_model.py",
+            "per_call_runs": sorted(set(";".join(mine["runs"]).split(";"))) if "runs" in mine else [],
+            "allocators": list(allocators)}
+    for row in prediction_rows:  # TOML has no null: a cell the model could not predict keeps only its reason
+        for k in ("ratio", "low", "high"):
+            if row[k] is None:
+                del row[k]
+    out = Path(folder) / REGISTERED
+    out.write_text(render(head, program_rows, prediction_rows))
+    return out
+
+
+def load(folder: Path = REGISTRY) -> dict:
+    path = Path(folder) / REGISTERED
+    if not path.is_file():
+        raise HeapcostError(f"{path} does not exist: register predictions first (python -m analysis cost-check register)")
+    reg = read_toml(path)
+    for key in ("registration", "program", "prediction"):
+        if key not in reg:
+            raise HeapcostError(f"{path} has no [{key}] entries: not a registration of predicted costs")
+    return reg
+
+
+# ---- the measurement ----
+
+def measure(extra_allocators: str = "", blocks: int = 8, folder: Path = REGISTRY, runs_dir: Path | None = None,
+            force=None, names=None) -> Path:
+    from analysis.harness import cost_programs
+    from analysis.harness.allocators import catalog
+    from analysis.harness.measure import Campaign, RUNS_DIR
+
+    reg = load(folder)
+    wanted = list(reg["registration"]["allocators"])
+    brought = {item.partition("=")[0] for item in extra_allocators.split(",") if item.strip()}
+    known = set(catalog.load_catalog())
+    missing = [a for a in wanted if a not in known and a not in brought]
+    if missing:
+        raise HeapcostError(f"the registration predicts {', '.join(missing)}, which the catalogue does not build: "
+                            "bring each as EXTRA_ALLOCATORS=name=/path/lib.so (the library the per-call runs used)")
+    registered = {p["name"]: p for p in reg["program"]}
+    programs = cost_programs.chosen(names or list(registered))
+    inputs = cost_programs.write_inputs(INPUTS_DIR)
+    for p in programs:
+        if p.input and file_sha256(inputs[p.input]) != registered[p.name]["input_sha256"]:
+            raise HeapcostError(f"{p.name}'s input differs from the registered one (its sha256): this host makes "
+                                "other bytes, so its runs would not check the registered predictions")
+    extra = ",".join(x for x in extra_allocators.split(",") if x.strip() and x.partition("=")[0] in wanted)
+    camp = Campaign(profile="quick", allocators=",".join(a for a in wanted if a in known and a not in brought),
+                    extra_allocators=extra, extra_workloads=cost_programs.extra_workloads(programs, inputs),
+                    blocks=blocks, runs_dir=runs_dir or RUNS_DIR, force=force)
+    return camp.run()
+
+
+# ---- the check ----
+
+def _matching_runs(runs_dir: Path, reg: dict) -> dict[str, set[str]]:
+    """{program: ids of the runs whose brought workload of that name ran the registered program and input
+    bytes (their sha256s in run.json)}."""
+    programs = {p["name"]: p for p in reg["program"]}
+    out: dict[str, set[str]] = {}
+    for run in sorted(Path(runs_dir).iterdir()) if Path(runs_dir).is_dir() else []:
+        try:
+            info = json.loads((run / "run.json").read_text())
+        except (OSError, ValueError):
+            continue
+        for name, rec in (info.get("workloads") or {}).items():
+            if name not in programs:
+                continue
+            hashes = {f.get("sha256") for f in rec.get("files", []) if isinstance(f, dict)}
+            if {programs[name]["program_sha256"], programs[name]["input_sha256"]} - {""} <= hashes:
+                out.setdefault(name, set()).add(run.name)
+    return out
+
+
+def check(runs_dir: Path, folder: Path = REGISTRY) -> pd.DataFrame:
+    """Predicted against measured, a row per registered prediction (measured left empty where no run checks
+    it yet). The measured ratio pools the matching runs on the registration's processor as the debates pool
+    (publish/debates/pool.py: each run's paired estimate over its windows, then the runs and builds)."""
+    from analysis.publish.debates import pool
+    from analysis.publish.results import per_call
+    from analysis.stats import random_effects
+
+    reg = load(folder)
+    baseline = reg["registration"].get("baseline", BASELINE)
+    processor = reg["registration"]["processor"]
+    matching = _matching_runs(runs_dir, reg)
+    cells = per_call.measured_cells(runs_dir, baseline, set(matching))
+    cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]]
+    rows = []
+    for p in reg["prediction"]:
+        row = {"program": p["program"], "allocator": p["allocator"], "processor": processor,
+               "predicted": p.get("ratio"), "low": p.get("low"), "high": p.get("high"), "measured": None,
+               "measured_low": None, "measured_high": None, "runs": 0, "inside": None, "overlaps": None,
+               "log_error": None, "why": p.get("why", "")}
+        est = pool.run_estimates(cells, runs_dir, "cost-check", p["allocator"], baseline, p["program"])
+        est = est[(est["processor"] == processor) & ~est["superseded"].astype(bool)]
+        if est.empty:
+            row["why"] = row["why"] or "not measured in turns with the baseline on this processor yet"
+        else:
+            pooled = random_effects.pool(est)
+            lo, hi = pooled.interval()
+            m, mlo, mhi = math.exp(pooled.estimate), math.exp(lo), math.exp(hi)
+            row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=int(pooled.runs))
+            if row["predicted"] is not None:
+                row.update(inside=bool(row["low"] <= m <= row["high"]),
+                           overlaps=bool(row["low"] <= mhi and mlo <= row["high"]),
+                           log_error=math.log(m) - math.log(row["predicted"]))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def summary(table: pd.DataFrame) -> dict:
+    done = table[table["log_error"].notna()] if len(table) else table
+    if done.empty:
+        return {"cells": 0}
+    err = done["log_error"].astype(float).abs()
+    return {"cells": int(len(done)), "programs": int(done["program"].nunique()),
+            "configurations": int(done["allocator"].nunique()),
+            "inside": int(done["inside"].astype(bool).sum()),
+            "coverage_percent": f"{100 * done['inside'].astype(bool).mean():.0f}",
+            "overlaps": int(done["overlaps"].astype(bool).sum()),
+            "overlap_percent": f"{100 * done['overlaps'].astype(bool).mean():.0f}",
+            "median_abs_error_percent": f"{100 * math.expm1(float(err.median())):.1f}",
+            "largest_abs_error_percent": f"{100 * math.expm1(float(err.max())):.0f}"}
+
+
+# ---- the command ----
+
+def add_arguments(parser):
+    sub = parser.add_subparsers(dest="action", required=True)
+    reg = sub.add_parser("register", help="profile the programs here and register their predicted costs")
+    reg.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS), help="the configurations to predict")
+    reg.add_argument("--programs", default="", help="comma-separated programs (default: every one)")
+    reg.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset whose per-call costs predict")
+    mea = sub.add_parser("measure", help="measure the registered programs against the baseline into data/runs/")
+    mea.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
+    mea.add_argument("--blocks", type=int, default=8, help="windows per program and configuration (default 8)")
+    mea.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
+    chk = sub.add_parser("check", help="print predicted against measured")
+    chk.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset holding the measuring runs")
+
+
+def run(args) -> int:
+    if args.action in ("register", "check") and not (args.data / "runs").is_dir():
+        raise HeapcostError(f"{args.data / 'runs'} does not exist; give a dataset directory holding runs/ (--data)")
+    if args.action == "register":
+        out = register([a for a in args.allocators.split(",") if a], [n for n in args.programs.split(",") if n] or None,
+                       args.data)
+        print(f"{out.relative_to(REPO) if out.is_relative_to(REPO) else out}: registered; commit it before measuring")
+        return 0
+    if args.action == "measure":
+        if args.blocks < 3:
+            raise HeapcostError(f"--blocks must be at least 3, not {args.blocks}")
+        print(measure(args.extra_allocators, args.blocks, force=args.force))
+        return 0
+    table = check(args.data / "runs")
+    for r in table.itertuples():
+        measured = "not measured" if r.measured is None or pd.isna(r.measured) else \
+            f"{r.measured:.3f} [{r.measured_low:.3f}, {r.measured_high:.3f}]"
+        predicted = "not predicted" if r.predicted is None or pd.isna(r.predicted) else \
+            f"{r.predicted:.3f} [{r.low:.3f}, {r.high:.3f}]"
+        print(f"{r.program:16s} {r.allocator:24s} predicted {predicted}  measured {measured}")
+    s = summary(table)
+    if s["cells"]:
+        print(f"{s['inside']} of {s['cells']} measured ratios inside their prediction interval; median absolute "
+              f"error {s['median_abs_error_percent']}%")
+    return 0

@@ -1,0 +1,52 @@
+"""The cost check's programs: inputs with the same bytes every time, commands the campaign's parser accepts as
+brought workloads (their input among the files it hashes), and names that keep them out of the speed tables."""
+import pytest
+
+from analysis.errors import HeapcostError
+from analysis.harness import cost_programs
+from analysis.harness.bench import alternation
+from analysis.harness.brought_workloads import parse_extra_workloads
+from analysis.publish.dataset.paper_runs import instrument_workloads
+
+
+def test_the_generated_inputs_are_the_same_bytes_each_time(tmp_path):
+    assert cost_programs.words_text() == cost_programs.words_text()
+    assert cost_programs.json_text() == cost_programs.json_text()
+    assert cost_programs.c_unit() == cost_programs.c_unit()
+    # the words are the alternation bench's text: its A/A and the check run on one input
+    assert cost_programs.words_text() == alternation.write_input(tmp_path / "w.txt").read_text()
+    assert cost_programs.json_text().startswith("[\n{\"id\":0,") and cost_programs.json_text().endswith("}\n]\n")
+
+
+def test_writing_the_inputs_twice_leaves_them_untouched(tmp_path):
+    first = cost_programs.write_inputs(tmp_path)
+    stamps = {k: p.stat().st_mtime_ns for k, p in first.items()}
+    again = cost_programs.write_inputs(tmp_path)
+    assert {k: p.stat().st_mtime_ns for k, p in again.items() if k != "cxx-unit"} == \
+        {k: v for k, v in stamps.items() if k != "cxx-unit"}
+    assert set(first) == {p.input for p in cost_programs.PROGRAMS if p.input}
+
+
+def test_every_command_is_a_brought_workload_that_hashes_its_input(tmp_path):
+    programs = [p for p in cost_programs.PROGRAMS if not cost_programs.missing_programs([p])]
+    if len(programs) < len(cost_programs.PROGRAMS):
+        pytest.skip(f"this host lacks {', '.join(cost_programs.missing_programs(cost_programs.PROGRAMS))}")
+    inputs = cost_programs.write_inputs(tmp_path)
+    parsed = {w.id: w for w in parse_extra_workloads(cost_programs.extra_workloads(programs, inputs))}
+    assert list(parsed) == [p.name for p in programs]
+    for p in programs:
+        if p.input:
+            assert str(inputs[p.input]) in {path for path, _ in parsed[p.name].files}, p.name
+
+
+def test_unknown_programs_and_missing_packages_are_named():
+    with pytest.raises(HeapcostError, match="no cost-check program nope"):
+        cost_programs.chosen(["nope"])
+    fake = cost_programs.Program("x", "/no/such/program {input}", "words", "some-package")
+    assert cost_programs.missing_programs([fake]) == ["some-package"]
+    with pytest.raises(HeapcostError, match="install some-package"):
+        cost_programs.commands([fake], {"words": "w"})
+
+
+def test_the_programs_are_instruments_not_speed_table_workloads():
+    assert {p.name for p in cost_programs.PROGRAMS} <= instrument_workloads()

@@ -1,0 +1,129 @@
+"""The cost model's out-of-sample check: registered predictions read back, the runs that measure the registered
+bytes on the registered processor found, and the measured ratios recovering the truth a simulation put in."""
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from analysis.contract.host import processor_groups
+from analysis.errors import HeapcostError
+from analysis.publish.results import cost_check
+from analysis.stats import simulate
+
+MACHINE = {"cpu": {"model": "Simulated CPU", "family": 1, "model_number": 2, "stepping": 3, "logical_cpus": 2},
+           "kernel": "6.0"}
+OTHER_MACHINE = {"cpu": {"model": "Other CPU", "family": 9, "model_number": 9, "stepping": 9, "logical_cpus": 2},
+                 "kernel": "6.0"}
+PROCESSOR = processor_groups({"r": MACHINE})["r"]
+TRUTH = {("prog-a", "hardened"): 1.30, ("prog-a", "scudo"): 1.05, ("prog-b", "hardened"): 2.00,
+         ("prog-b", "scudo"): 1.10}
+PREDICTED = {("prog-a", "hardened"): (1.28, 1.25, 1.31), ("prog-a", "scudo"): (1.20, 1.18, 1.22),
+             ("prog-b", "hardened"): (1.60, 1.50, 1.70)}
+SHA = {"prog-a": ("a" * 64, "1" * 64), "prog-b": ("b" * 64, "2" * 64)}
+
+
+def registration(folder):
+    head = {"registered": "2099-01-01, commit abc1234", "processor": PROCESSOR, "baseline": "glibc",
+            "model": "analysis/stats/cost_model.py", "per_call_runs": ["x"], "allocators": ["hardened", "scudo"]}
+    programs = [{"name": n, "command": f"{n} {{input}}", "input": "words", "input_sha256": s[1],
+                 "program_sha256": s[0], "package": "p", "what": "w", "base_cpu_s": 0.2, "calls": 10}
+                for n, s in SHA.items()]
+    predictions = [{"program": p, "allocator": a, "ratio": r, "low": lo, "high": hi, "why": ""}
+                   for (p, a), (r, lo, hi) in PREDICTED.items()]
+    predictions.append({"program": "prog-b", "allocator": "scudo", "why": "no per-call cost of the lifo pattern"})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / cost_check.REGISTERED).write_text(cost_check.render(head, programs, predictions))
+    return folder
+
+
+def alternation_run(runs, run_id, seed, machine=MACHINE, sha=SHA):
+    frames = [simulate.simulate_pairs(ratio, 12, seed + i, active_s=0.2, workload=prog, baseline="glibc", other=alloc)
+              for i, ((prog, alloc), ratio) in enumerate(sorted(TRUTH.items()))]
+    pairs = pd.concat(frames, ignore_index=True).assign(run_id=run_id)
+    pairs["seq"] = range(len(pairs))
+    folder = runs / run_id
+    folder.mkdir(parents=True)
+    pairs.to_csv(folder / "pairs.csv", index=False)
+    (folder / "machine.json").write_text(json.dumps(machine))
+    workloads = {n: {"kind": "command", "files": [{"path": f"/usr/bin/{n}", "sha256": s[0]},
+                                                  {"path": "{elsewhere}/words.txt", "sha256": s[1]}]}
+                 for n, s in sha.items()}
+    info = {"format": "heapcost-run/1", "run_id": run_id, "kind": "time", "status": "complete",
+            "params": {"profile": "quick", "protocol": "lockstep"}, "workloads": workloads}
+    (folder / "run.json").write_text(json.dumps(info))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+    root = tmp_path_factory.mktemp("check")
+    runs = root / "data" / "runs"
+    alternation_run(runs, "20990101T000000Z-time-quick", 11)
+    alternation_run(runs, "20990102T000000Z-time-quick", 31)
+    # neither of these checks the registration: another processor; other input bytes
+    alternation_run(runs, "20990103T000000Z-time-quick", 51, machine=OTHER_MACHINE)
+    alternation_run(runs, "20990104T000000Z-time-quick", 71, sha={n: (s[0], "f" * 64) for n, s in SHA.items()})
+    return cost_check.check(runs, registration(root / "reg"))
+
+
+def test_the_registration_reads_back_as_it_was_written(tmp_path):
+    reg = cost_check.load(registration(tmp_path))
+    assert reg["registration"]["processor"] == PROCESSOR
+    assert [p["name"] for p in reg["program"]] == ["prog-a", "prog-b"]
+    assert {(p["program"], p["allocator"]): (p["ratio"], p["low"], p["high"])
+            for p in reg["prediction"] if "ratio" in p} == PREDICTED
+
+
+def test_the_measured_ratios_recover_the_truth_from_the_matching_runs_alone(checked):
+    measured = checked[checked["measured"].notna()]
+    assert len(measured) == len(TRUTH)
+    for r in measured.itertuples():
+        assert r.runs == 2, (r.program, r.allocator)  # the other processor's run and the other input's are left out
+        assert r.measured_low <= TRUTH[(r.program, r.allocator)] <= r.measured_high, (r.program, r.allocator)
+
+
+def test_inside_overlap_and_error_follow_from_the_intervals(checked):
+    row = {(r.program, r.allocator): r for r in checked.itertuples()}
+    # prog-a under scudo: predicted 1.20 [1.18, 1.22], truth 1.05: outside, about 13% off
+    a = row[("prog-a", "scudo")]
+    assert a.inside is False and a.overlaps is False
+    assert a.log_error == pytest.approx(math.log(a.measured / 1.20))
+    # prog-a under hardened: predicted 1.28 [1.25, 1.31], truth 1.30
+    assert row[("prog-a", "hardened")].overlaps is True
+    # the cell the model could not predict keeps its reason and no error
+    b = row[("prog-b", "scudo")]
+    assert pd.isna(b.predicted) and pd.isna(b.log_error) and b.inside is None and "lifo" in b.why
+    assert b.measured_low <= TRUTH[("prog-b", "scudo")] <= b.measured_high  # measured all the same
+
+
+def test_the_summary_counts_the_checked_cells(checked):
+    s = cost_check.summary(checked)
+    done = checked[checked["log_error"].notna()]
+    assert s["cells"] == 3 and s["programs"] == 2 and s["configurations"] == 2
+    assert s["inside"] == int(done["inside"].sum())
+    errors = sorted(abs(e) for e in done["log_error"])
+    assert s["median_abs_error_percent"] == f"{100 * math.expm1(errors[1]):.1f}"
+    assert cost_check.summary(checked.iloc[0:0]) == {"cells": 0}
+
+
+def test_a_missing_or_foreign_registration_is_a_one_line_error(tmp_path):
+    with pytest.raises(HeapcostError, match="register predictions first"):
+        cost_check.load(tmp_path)
+    (tmp_path / cost_check.REGISTERED).write_text("[registration]\nprocessor = 'x'\n")
+    with pytest.raises(HeapcostError, match=r"no \[program\] entries"):
+        cost_check.load(tmp_path)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["cost-check", "check", "--data", "/nonexistent"], "/nonexistent/runs does not exist"),
+    (["cost-check", "register", "--data", "/nonexistent"], "/nonexistent/runs does not exist"),
+    (["cost-check", "measure", "--blocks", "1"], "--blocks must be at least 3"),
+    (["cost-check"], "required"),
+])
+def test_bad_input_is_one_line_and_a_non_zero_exit(args, message):
+    from conftest import cli
+
+    done = cli(*args)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.strip().count("\n") <= 1 or done.stderr.startswith("usage:")
