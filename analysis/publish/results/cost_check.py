@@ -236,19 +236,37 @@ def check(runs_dir: Path, folder: Path = REGISTRY) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def summary(table: pd.DataFrame) -> dict:
+def _pct(log_value: float) -> str:
+    return f"{100 * math.expm1(log_value):+.1f}"
+
+
+def summary(table: pd.DataFrame, misses: int = 5) -> dict:
+    """The check in numbers: cells measured, the share inside the prediction intervals and overlapping them, the
+    median and largest absolute error of the ratio; per configuration the same with the median signed error
+    (above zero: measured dearer than predicted); and the largest misses."""
     done = table[table["log_error"].notna()] if len(table) else table
     if done.empty:
         return {"cells": 0}
-    err = done["log_error"].astype(float).abs()
+    done = done.assign(log_error=done["log_error"].astype(float), abs_error=done["log_error"].astype(float).abs())
+    by_allocator = []
+    for allocator, sub in done.groupby("allocator", sort=True):
+        by_allocator.append({"allocator": allocator, "cells": int(len(sub)), "inside": int(sub["inside"].astype(bool).sum()),
+                             "median_abs_error_percent": f"{100 * math.expm1(float(sub['abs_error'].median())):.1f}",
+                             "median_error_percent": _pct(float(sub["log_error"].median()))})
+    worst = done.sort_values(["abs_error", "program", "allocator"], ascending=[False, True, True]).head(misses)
     return {"cells": int(len(done)), "programs": int(done["program"].nunique()),
             "configurations": int(done["allocator"].nunique()),
             "inside": int(done["inside"].astype(bool).sum()),
             "coverage_percent": f"{100 * done['inside'].astype(bool).mean():.0f}",
             "overlaps": int(done["overlaps"].astype(bool).sum()),
             "overlap_percent": f"{100 * done['overlaps'].astype(bool).mean():.0f}",
-            "median_abs_error_percent": f"{100 * math.expm1(float(err.median())):.1f}",
-            "largest_abs_error_percent": f"{100 * math.expm1(float(err.max())):.0f}"}
+            "median_abs_error_percent": f"{100 * math.expm1(float(done['abs_error'].median())):.1f}",
+            "largest_abs_error_percent": f"{100 * math.expm1(float(done['abs_error'].max())):.0f}",
+            "median_error_percent": _pct(float(done["log_error"].median())),
+            "by_allocator": by_allocator,
+            "misses": [{"program": r.program, "allocator": r.allocator, "predicted": f"{r.predicted:.3f}",
+                        "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error)}
+                       for r in worst.itertuples()]}
 
 
 # ---- the command ----

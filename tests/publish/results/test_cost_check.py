@@ -104,6 +104,11 @@ def test_the_summary_counts_the_checked_cells(checked):
     assert s["inside"] == int(done["inside"].sum())
     errors = sorted(abs(e) for e in done["log_error"])
     assert s["median_abs_error_percent"] == f"{100 * math.expm1(errors[1]):.1f}"
+    assert [a["allocator"] for a in s["by_allocator"]] == ["hardened", "scudo"]
+    assert sum(a["cells"] for a in s["by_allocator"]) == 3
+    worst = done.loc[done["log_error"].abs().idxmax()]
+    assert (s["misses"][0]["program"], s["misses"][0]["allocator"]) == (worst["program"], worst["allocator"])
+    assert s["misses"][0]["error_percent"] == f"{100 * math.expm1(worst['log_error']):+.1f}"
     assert cost_check.summary(checked.iloc[0:0]) == {"cells": 0}
 
 
