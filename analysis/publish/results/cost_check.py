@@ -65,7 +65,8 @@ def _toml(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
-        return f"{v:.6g}"
+        text = f"{v:.6g}"
+        return text if any(c in text for c in ".en") else text + ".0"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml(x) for x in v) + "]"
     return str(v)
@@ -80,6 +81,17 @@ def render(head: dict, programs: list[dict], predictions: list[dict]) -> str:
         for row in rows:
             lines += ["", f"[[{block}]]", *(f"{k} = {_toml(v)}" for k, v in row.items())]
     return "\n".join(lines) + "\n"
+
+
+def _per_call_runs(runs_dir: Path, baseline: str, processor: str) -> list[str]:
+    """The runs whose calls workloads give this processor's per-call costs."""
+    from analysis.contract.host import processor_groups
+    from analysis.publish.results import per_call
+
+    runs = sorted(set(per_call.measured_cells(runs_dir, baseline)["run_id"]))
+    kinds = processor_groups({r: json.loads((runs_dir / r / "machine.json").read_text()) for r in runs
+                              if (runs_dir / r / "machine.json").is_file()})
+    return [r for r in runs if kinds.get(r) == processor]
 
 
 def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DIR, folder: Path = REGISTRY,
@@ -126,7 +138,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
                                     "why": r.why})
     head = {"registered": f"{today or datetime.date.today().isoformat()}, commit {commit}", "processor": processor,
             "baseline": baseline, "model": "analysis/stats/cost_model.py",
-            "per_call_runs": sorted(set(";".join(mine["runs"]).split(";"))) if "runs" in mine else [],
+            "per_call_runs": _per_call_runs(Path(data_dir) / "runs", baseline, processor),
             "allocators": list(allocators)}
     for row in prediction_rows:  # TOML has no null: a cell the model could not predict keeps only its reason
         for k in ("ratio", "low", "high"):
