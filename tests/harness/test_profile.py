@@ -274,7 +274,7 @@ def test_explore_profiles_the_program_its_parameter_names_and_otherwise_says_so(
 
     from analysis.paths import REPO
 
-    shown, predicted = {}, {}
+    shown, predicted, checked = {}, {}, {}
     for name, command in (("named", f"{fixture_program} baseline"), ("none", "")):
         output = tmp_path / f"explore-{name}.ipynb"
         pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
@@ -283,7 +283,8 @@ def test_explore_profiles_the_program_its_parameter_names_and_otherwise_says_so(
                             cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
         cells = [c for c in json.loads(output.read_text())["cells"] if c["cell_type"] == "code"]
         profiled = next(c for c in cells if "allocation_profile.profile(" in "".join(c["source"]))
-        for cell, into in ((profiled, shown), (cells[-1], predicted)):
+        prediction = next(c for c in cells if "cost.predictions(" in "".join(c["source"]))
+        for cell, into in ((profiled, shown), (prediction, predicted), (cells[-1], checked)):
             assert not any(o["output_type"] == "error" for o in cell["outputs"])
             into[name] = "".join("".join(o.get("text", "")) for o in cell["outputs"])
     assert "threads that allocated: 1" in shown["named"] and "wall" in shown["named"]
@@ -291,3 +292,5 @@ def test_explore_profiles_the_program_its_parameter_names_and_otherwise_says_so(
     # the prediction cell: musl (the allocator named) has no per-call costs, and it says which ones have
     assert predicted["none"].startswith("No profile above")
     assert "no per-call costs of musl" in predicted["named"]
+    # the measuring cell measures nothing unless allocators are named
+    assert checked["named"].startswith("No allocators named to measure")

@@ -36,6 +36,7 @@ BASELINE = "glibc"
 # the configurations a registration predicts by default: those whose per-call costs the dataset holds
 DEFAULT_ALLOCATORS = ("jemalloc", "mimalloc2", "scudo", "mozjemalloc-poison", "hardened-72fb357",
                       "hardened-light-72fb357", "omalloc-1.128")
+MIN_BLOCKS = 6  # a cell's paired estimate needs 5 windows after the first, the warm-up
 COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
            "measured_high", "runs", "inside", "overlaps", "log_error", "why"]
 
@@ -211,13 +212,62 @@ def _matching_runs(runs_dir: Path, reg: dict) -> dict[str, set[str]]:
     return out
 
 
+def measured_ratio(cells: pd.DataFrame, runs_dir: Path, program: str, allocator: str, baseline: str,
+                   processor: str | None = None):
+    """(ratio, low, high, runs) of `allocator` over the baseline on `program`, its runs in `cells`
+    (per_call.measured_cells) on `processor` (any, when None: then one processor's runs only) pooled as a
+    debate's are; None where no run measured it."""
+    from analysis.publish.debates import pool
+    from analysis.stats import random_effects
+
+    est = pool.run_estimates(cells, runs_dir, "cost-check", allocator, baseline, program)
+    est = est[~est["superseded"].astype(bool)]
+    if processor is not None:
+        est = est[est["processor"] == processor]
+    if est.empty:
+        return None
+    if est["processor"].nunique() > 1:
+        raise HeapcostError(f"{program} under {allocator} was measured on several processors: name one")
+    pooled = random_effects.pool(est)
+    lo, hi = pooled.interval()
+    return math.exp(pooled.estimate), math.exp(lo), math.exp(hi), int(pooled.runs)
+
+
+def measure_program(command: str, allocators, extra_allocators: str = "", blocks: int = 6,
+                    baseline: str = BASELINE, force=None) -> pd.DataFrame:
+    """One program measured against the baseline under `allocators`, in a scratch runs folder (nothing is
+    published): a row per allocator with the measured ratio, or why it has none (the program cannot take
+    turns from outside: threads, waits)."""
+    import tempfile
+
+    from analysis.harness.measure import Campaign
+    from analysis.publish.results import per_call
+
+    if blocks < MIN_BLOCKS:
+        raise HeapcostError(f"blocks must be at least {MIN_BLOCKS} (a cell's estimate needs 5 windows), not {blocks}")
+    name = "your-program"
+    with tempfile.TemporaryDirectory(prefix="heapcost-check-") as tmp:
+        runs_dir = Path(tmp) / "runs"
+        camp = Campaign(profile="quick", allocators=",".join(allocators), extra_allocators=extra_allocators,
+                        extra_workloads=f"{name}={command}", blocks=blocks, runs_dir=runs_dir, force=force,
+                        progress=False)
+        run_dir = camp.run()
+        fit = (json.loads((run_dir / "run.json").read_text()).get("alternation") or {}).get(name, {})
+        cells = per_call.measured_cells(runs_dir, baseline, {name})
+        rows = []
+        for allocator in [a.id for a in camp.allocs if a.id != baseline]:
+            got = measured_ratio(cells, runs_dir, name, allocator, baseline)
+            rows.append({"allocator": allocator, "measured": got[0] if got else None,
+                         "low": got[1] if got else None, "high": got[2] if got else None,
+                         "why": "" if got else (fit.get("why") or "no window measured it")})
+    return pd.DataFrame(rows, columns=["allocator", "measured", "low", "high", "why"])
+
+
 def check(runs_dir: Path, folder: Path = REGISTRY) -> pd.DataFrame:
     """Predicted against measured, a row per registered prediction (measured left empty where no run checks
     it yet). The measured ratio pools the matching runs on the registration's processor as the debates pool
     (publish/debates/pool.py: each run's paired estimate over its windows, then the runs and builds)."""
-    from analysis.publish.debates import pool
     from analysis.publish.results import per_call
-    from analysis.stats import random_effects
 
     reg = load(folder)
     baseline = reg["registration"].get("baseline", BASELINE)
@@ -231,15 +281,12 @@ def check(runs_dir: Path, folder: Path = REGISTRY) -> pd.DataFrame:
                "predicted": p.get("ratio"), "low": p.get("low"), "high": p.get("high"), "measured": None,
                "measured_low": None, "measured_high": None, "runs": 0, "inside": None, "overlaps": None,
                "log_error": None, "why": p.get("why", "")}
-        est = pool.run_estimates(cells, runs_dir, "cost-check", p["allocator"], baseline, p["program"])
-        est = est[(est["processor"] == processor) & ~est["superseded"].astype(bool)]
-        if est.empty:
+        got = measured_ratio(cells, runs_dir, p["program"], p["allocator"], baseline, processor)
+        if got is None:
             row["why"] = row["why"] or "not measured in turns with the baseline on this processor yet"
         else:
-            pooled = random_effects.pool(est)
-            lo, hi = pooled.interval()
-            m, mlo, mhi = math.exp(pooled.estimate), math.exp(lo), math.exp(hi)
-            row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=int(pooled.runs))
+            m, mlo, mhi, n = got
+            row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=n)
             if row["predicted"] is not None:
                 row.update(inside=bool(row["low"] <= m <= row["high"]),
                            overlaps=bool(row["low"] <= mhi and mlo <= row["high"]),
@@ -306,8 +353,8 @@ def run(args) -> int:
         print(f"{out.relative_to(REPO) if out.is_relative_to(REPO) else out}: registered; commit it before measuring")
         return 0
     if args.action == "measure":
-        if args.blocks < 3:
-            raise HeapcostError(f"--blocks must be at least 3, not {args.blocks}")
+        if args.blocks < MIN_BLOCKS:
+            raise HeapcostError(f"--blocks must be at least {MIN_BLOCKS} (a cell's estimate needs 5 windows), not {args.blocks}")
         print(measure(args.extra_allocators, args.blocks, force=args.force))
         return 0
     table = check(args.data / "runs")

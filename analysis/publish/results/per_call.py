@@ -54,7 +54,7 @@ def table(runs_dir: Path, baseline: str) -> pd.DataFrame:
 
 
 def measured_cells(runs_dir: Path, baseline: str, workloads=CALL_WORKLOADS) -> pd.DataFrame:
-    """(run_id, workload, allocator) of every allocator a complete run put in turn with the baseline on one of
+    """(run_id, workload, allocator, scale) of every allocator a complete run put in turn with the baseline on one of
     `workloads` (the calls workloads unless told; the baseline's own rows included)."""
     frames = []
     for run in runs_of_kind(Path(runs_dir), "time"):
@@ -66,9 +66,9 @@ def measured_cells(runs_dir: Path, baseline: str, workloads=CALL_WORKLOADS) -> p
                      & ((a == baseline) | (b == baseline))]
         for side in ("allocator_a", "allocator_b"):
             frames.append(pd.DataFrame({"run_id": run.run_id, "workload": mine["workload"].astype(str),
-                                        "allocator": mine[side].astype(str)}))
+                                        "allocator": mine[side].astype(str), "scale": mine["scale"]}))
     if not frames:
-        return pd.DataFrame(columns=["run_id", "workload", "allocator"])
+        return pd.DataFrame(columns=["run_id", "workload", "allocator", "scale"])
     return pd.concat(frames, ignore_index=True).drop_duplicates().reset_index(drop=True)
 
 

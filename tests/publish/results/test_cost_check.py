@@ -123,7 +123,7 @@ def test_a_missing_or_foreign_registration_is_a_one_line_error(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["cost-check", "check", "--data", "/nonexistent"], "/nonexistent/runs does not exist"),
     (["cost-check", "register", "--data", "/nonexistent"], "/nonexistent/runs does not exist"),
-    (["cost-check", "measure", "--blocks", "1"], "--blocks must be at least 3"),
+    (["cost-check", "measure", "--blocks", "1"], "--blocks must be at least 6"),
     (["cost-check"], "required"),
 ])
 def test_bad_input_is_one_line_and_a_non_zero_exit(args, message):
@@ -132,3 +132,25 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(args, message):
     done = cli(*args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert done.stderr.strip().count("\n") <= 1 or done.stderr.startswith("usage:")
+
+
+@pytest.mark.slow
+def test_a_program_is_measured_against_the_baseline_in_a_scratch_folder(tmp_path):
+    """The explore notebook's check: a one-thread program takes turns and gets a ratio with its interval; a
+    program that sleeps cannot and says why."""
+    import shutil
+    import subprocess
+
+    from conftest import FIXTURES, libc_path
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed")
+    program = tmp_path / "brought_workload"
+    subprocess.run(["gcc", "-O2", "-o", str(program), str(FIXTURES / "brought_workload.c")], check=True)
+    copy = f"glibc-copy={libc_path()}"
+    busy = cost_check.measure_program(f"{program} 1", ["glibc", "glibc-copy"], copy, blocks=6, force="1")
+    assert list(busy["allocator"]) == ["glibc-copy"] and busy["why"].iloc[0] == ""
+    row = busy.iloc[0]
+    assert 0 < row["low"] <= row["measured"] <= row["high"]
+    sleeper = cost_check.measure_program(f"{program} 1 sleep", ["glibc", "glibc-copy"], copy, blocks=6, force="1")
+    assert sleeper["measured"].isna().all() and "waits" in sleeper["why"].iloc[0]
