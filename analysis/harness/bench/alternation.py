@@ -19,10 +19,12 @@ from analysis.errors import HeapcostError
 
 BASELINE, COPY = "glibc", "glibc-copy"
 TARGET_HALFWIDTH, TARGET_SECONDS = 0.01, 30.0
-# {input} is a text file of the bench's own (generated, fixed seed); {scale} the campaign's scale
+# {input} is a text file of the bench's own (generated, fixed seed); {scale} the campaign's scale. Python is the
+# distribution's by its path: a python3 found first on PATH may be a version manager's shim (a shell script
+# that starts the interpreter in another process), which the fit reads as other threads and keeps on trials.
 PROGRAMS = {
     "perl-words": "perl -ne '$w{$_}++ for split; END { print scalar(keys %w), qq(\\n) }' {input}",
-    "python-json": "python3 -c 'import json,sys; d=[{\"k\": i, \"v\": str(i) * 8} for i in range(60000)]; "
+    "python-json": "/usr/bin/python3 -c 'import json,sys; d=[{\"k\": i, \"v\": str(i) * 8} for i in range(60000)]; "
                    "print(len(json.loads(json.dumps(d))))'",
     "sqlite-group": "sqlite3 :memory: 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<150000) "
                     "SELECT count(DISTINCT x % 977), sum(length(printf(\"%x\", x))) FROM c;'",

@@ -215,8 +215,9 @@ def cost_check_figure(table: pd.DataFrame, path: Path) -> None:
                     fmt=markers[i % len(markers)], ms=4, lw=0.7, capsize=0, alpha=0.85, label=a)
     from matplotlib.ticker import FuncFormatter, LogLocator
 
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_scale("log")
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0)))
         axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         axis.set_minor_formatter(plt_null_formatter())

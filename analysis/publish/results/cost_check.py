@@ -36,9 +36,14 @@ BASELINE = "glibc"
 # the configurations a registration predicts by default: those whose per-call costs the dataset holds
 DEFAULT_ALLOCATORS = ("jemalloc", "mimalloc2", "scudo", "mozjemalloc-poison", "hardened-72fb357",
                       "hardened-light-72fb357", "omalloc-1.128")
+# the check's cells in three kinds: a prediction resting mostly on large blocks (the pages cell scaled by size);
+# a program that allocates less than once per millisecond of its CPU time (what it pays is not per call); the rest
+LARGE, SPARSE = 0.5, 1.0
+# a configuration whose median signed error over the programs is beyond this is missed systematically
+SYSTEMATIC = 0.05
 MIN_BLOCKS = 6  # a cell's paired estimate needs 5 windows after the first, the warm-up
 COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
-           "measured_high", "runs", "inside", "overlaps", "log_error", "why"]
+           "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why"]
 
 
 # ---- the registration ----
@@ -263,10 +268,35 @@ def measure_program(command: str, allocators, extra_allocators: str = "", blocks
     return pd.DataFrame(rows, columns=["allocator", "measured", "low", "high", "why"])
 
 
-def check(runs_dir: Path, folder: Path = REGISTRY) -> pd.DataFrame:
+def large_shares(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
+    """{(program, allocator): the share of the predicted added time that the model charges to blocks above the
+    largest measured small class (the pages cell scaled by size)}, from the registered profiles and the per-call
+    costs: where a prediction rests on large blocks. A description of each prediction, read after the fact."""
+    from analysis.publish.results import cost
+    from analysis.stats import cost_model
+
+    out = {}
+    mine = costs[costs["processor"] == processor] if len(costs) else costs
+    for path in sorted((Path(folder) / "profiles").glob("*.csv")):
+        profile = cost.read_profile(path)
+        for allocator, cells in mine.groupby("allocator", sort=True):
+            try:
+                parts = cost_model.predict(profile, cells).parts
+            except HeapcostError:
+                continue
+            total = float(parts["added_s"].abs().sum())
+            large = float(parts.loc[parts["pattern"] == cost_model.PAGES, "added_s"].abs().sum())
+            out[(path.stem, allocator)] = large / total if total > 0 else 0.0
+    return out
+
+
+def check(runs_dir: Path, folder: Path = REGISTRY, costs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Predicted against measured, a row per registered prediction (measured left empty where no run checks
     it yet). The measured ratio pools the matching runs on the registration's processor as the debates pool
-    (publish/debates/pool.py: each run's paired estimate over its windows, then the runs and builds)."""
+    (publish/debates/pool.py: each run's paired estimate over its windows, then the runs and builds). Each row
+    also says how densely the program allocates (its calls per millisecond of CPU time under the baseline) and
+    what share of its prediction rests on large blocks (`large_shares`; `costs`: the per-call table, computed
+    from runs_dir when not given)."""
     from analysis.publish.results import per_call
 
     reg = load(folder)
@@ -275,12 +305,18 @@ def check(runs_dir: Path, folder: Path = REGISTRY) -> pd.DataFrame:
     matching = _matching_runs(runs_dir, reg)
     cells = per_call.measured_cells(runs_dir, baseline, set(matching))
     cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]]
+    baseline_costs = per_call.table(Path(runs_dir), baseline) if costs is None else costs
+    large = large_shares(folder, baseline_costs, processor)
+    base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
+    density = {p["name"]: p["calls"] / (1000 * p["base_cpu_s"]) if p.get("base_cpu_s") else None
+               for p in reg["program"]}
     rows = []
     for p in reg["prediction"]:
         row = {"program": p["program"], "allocator": p["allocator"], "processor": processor,
                "predicted": p.get("ratio"), "low": p.get("low"), "high": p.get("high"), "measured": None,
                "measured_low": None, "measured_high": None, "runs": 0, "inside": None, "overlaps": None,
-               "log_error": None, "why": p.get("why", "")}
+               "log_error": None, "base_cpu_s": base.get(p["program"]), "calls_per_ms": density.get(p["program"]),
+               "large_share": large.get((p["program"], p["allocator"])), "why": p.get("why", "")}
         got = measured_ratio(cells, runs_dir, p["program"], p["allocator"], baseline, processor)
         if got is None:
             row["why"] = row["why"] or "not measured in turns with the baseline on this processor yet"
@@ -302,7 +338,8 @@ def _pct(log_value: float) -> str:
 def summary(table: pd.DataFrame, misses: int = 5) -> dict:
     """The check in numbers: cells measured, the share inside the prediction intervals and overlapping them, the
     median and largest absolute error of the ratio; per configuration the same with the median signed error
-    (above zero: measured dearer than predicted); and the largest misses."""
+    (above zero: measured dearer than predicted); the largest misses; and the errors in three kinds of cell
+    (`groups`: the prediction rests mostly on large blocks; the program allocates sparsely; the rest)."""
     done = table[table["log_error"].notna()] if len(table) else table
     if done.empty:
         return {"cells": 0}
@@ -313,6 +350,24 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
                              "median_abs_error_percent": f"{100 * math.expm1(float(sub['abs_error'].median())):.1f}",
                              "median_error_percent": _pct(float(sub["log_error"].median()))})
     worst = done.sort_values(["abs_error", "program", "allocator"], ascending=[False, True, True]).head(misses)
+    groups = {}
+    share = pd.to_numeric(done["large_share"], errors="coerce").fillna(0.0)
+    density = pd.to_numeric(done["calls_per_ms"], errors="coerce").fillna(0.0)
+    for key, mask in (("large_blocks", share >= LARGE), ("small_blocks", (share < LARGE) & (density >= SPARSE)),
+                      ("sparse", (share < LARGE) & (density < SPARSE))):
+        sub = done[mask]
+        groups[key] = {"cells": int(len(sub)), "programs": sorted(set(sub["program"])),
+                       "inside": int(sub["inside"].astype(bool).sum()),
+                       "median_abs_error_percent": (f"{100 * math.expm1(float(sub['abs_error'].median())):.1f}"
+                                                    if len(sub) else ""),
+                       "median_error_percent": _pct(float(sub["log_error"].median())) if len(sub) else "",
+                       "largest_abs_error_percent": (f"{100 * math.expm1(float(sub['abs_error'].max())):.0f}"
+                                                     if len(sub) else "")}
+    # what a run of a sparse program pays under each configuration: (measured - 1) x its CPU time, the median
+    sparse = done[(share < LARGE) & (density < SPARSE)]
+    groups["sparse"]["added_ms"] = [
+        {"allocator": a, "ms": f"{1000 * float(((sub['measured'] - 1) * sub['base_cpu_s'].astype(float)).median()):.2f}"}
+        for a, sub in sparse.groupby("allocator", sort=True)]
     return {"cells": int(len(done)), "programs": int(done["program"].nunique()),
             "configurations": int(done["allocator"].nunique()),
             "inside": int(done["inside"].astype(bool).sum()),
@@ -322,7 +377,12 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
             "median_abs_error_percent": f"{100 * math.expm1(float(done['abs_error'].median())):.1f}",
             "largest_abs_error_percent": f"{100 * math.expm1(float(done['abs_error'].max())):.0f}",
             "median_error_percent": _pct(float(done["log_error"].median())),
-            "by_allocator": by_allocator,
+            "by_allocator": by_allocator, "groups": groups, "systematic_percent": f"{100 * SYSTEMATIC:g}",
+            "dearer_than_predicted": [a["allocator"] for a in by_allocator
+                                      if float(a["median_error_percent"]) > 100 * SYSTEMATIC],
+            "cheaper_than_predicted": [a["allocator"] for a in by_allocator
+                                       if float(a["median_error_percent"]) < -100 * SYSTEMATIC], "large_share_percent": f"{100 * LARGE:g}",
+            "sparse_below_calls_per_ms": f"{SPARSE:g}",
             "misses": [{"program": r.program, "allocator": r.allocator, "predicted": f"{r.predicted:.3f}",
                         "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error)}
                        for r in worst.itertuples()]}

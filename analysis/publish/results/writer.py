@@ -173,8 +173,10 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
     numbers.update(write_debates(res, p, _labels(res), baseline))
-    numbers.update(_per_call(res, p, baseline))
-    numbers.update(_cost_check(res, p))
+    runs_dir = res.time_run.path.parent if res.time_run is not None else None
+    costs = per_call.table(runs_dir, baseline) if runs_dir is not None else pd.DataFrame(columns=per_call.COLUMNS)
+    numbers.update(_per_call(costs, p))
+    numbers.update(_cost_check(runs_dir, costs, p))
     numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
@@ -475,14 +477,14 @@ def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
             "run_id": str(r.get("run_id", ""))}
 
 
-def _cost_check(res: Results, p) -> dict:
+def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
     """results_cost_check.csv: the registered predictions of programs nobody tuned for against their measured
     ratios (publish/results/cost_check.py), and its figure once any is measured."""
     if not (cost_check.REGISTRY / cost_check.REGISTERED).is_file():
         return {"cost_check": {"registered": ""}}
     reg = cost_check.load()
-    runs_dir = res.time_run.path.parent if res.time_run is not None else None
-    table = cost_check.check(runs_dir) if runs_dir is not None else pd.DataFrame(columns=cost_check.COLUMNS)
+    table = (cost_check.check(runs_dir, costs=costs) if runs_dir is not None
+             else pd.DataFrame(columns=cost_check.COLUMNS))
 
     def shown(value, low, high):
         return "" if value is None or pd.isna(value) else fmt_interval(value, low, high)
@@ -497,14 +499,13 @@ def _cost_check(res: Results, p) -> dict:
     head = reg["registration"]
     return {"cost_check": {"registered": head["registered"], "processor": head["processor"],
                            "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
+                           "program_names": [p["name"] for p in reg["program"]],
                            "allocators": list(head.get("allocators", [])), **summary}}
 
 
-def _per_call(res: Results, p, baseline: str) -> dict:
+def _per_call(costs: pd.DataFrame, p) -> dict:
     """results_per_call.csv (per host, allocator and calls workload: the ratio and the nanoseconds a pair adds)
     and results_per_call_wide.csv (the added nanoseconds by size class, a row per allocator and pattern)."""
-    runs_dir = res.time_run.path.parent if res.time_run is not None else None
-    costs = per_call.table(runs_dir, baseline) if runs_dir is not None else pd.DataFrame(columns=per_call.COLUMNS)
     costs = costs.assign(display=[fmt_interval(r.ratio, r.ci_low, r.ci_high) for r in costs.itertuples()],
                          added_display=[per_call.added_display(r.added_ns, r.added_ns_low, r.added_ns_high)
                                         for r in costs.itertuples()])

@@ -109,7 +109,31 @@ def test_the_summary_counts_the_checked_cells(checked):
     worst = done.loc[done["log_error"].abs().idxmax()]
     assert (s["misses"][0]["program"], s["misses"][0]["allocator"]) == (worst["program"], worst["allocator"])
     assert s["misses"][0]["error_percent"] == f"{100 * math.expm1(worst['log_error']):+.1f}"
+    # every program here allocates 10 times in 0.2 s: sparse, none resting on large blocks (no profile registered)
+    assert checked["calls_per_ms"].tolist() == [pytest.approx(0.05)] * len(checked)
+    assert checked["large_share"].isna().all()
+    assert s["groups"]["sparse"]["cells"] == 3 and s["groups"]["large_blocks"]["cells"] == 0
+    assert s["groups"]["sparse"]["median_abs_error_percent"] == s["median_abs_error_percent"]
+    # a run of prog-a or prog-b (0.2 s under the baseline) under hardened: (measured - 1) x 0.2 s, the median
+    hardened = done[done["allocator"] == "hardened"]
+    ms = 1000 * ((hardened["measured"] - 1) * 0.2).median()
+    assert {"allocator": "hardened", "ms": f"{ms:.2f}"} in s["groups"]["sparse"]["added_ms"]
+    # prog-a and prog-b under hardened: predicted 1.28 and 1.60, truth 1.30 and 2.00: dearer by more than 5%
+    assert s["dearer_than_predicted"] == ["hardened"] and s["cheaper_than_predicted"] == ["scudo"]
     assert cost_check.summary(checked.iloc[0:0]) == {"cells": 0}
+
+
+def test_the_large_block_share_is_what_the_model_charges_to_the_pages_cell(tmp_path):
+    costs = pd.DataFrame([{"processor": PROCESSOR, "allocator": "hardened", "pattern": p, "size_class": c,
+                           "added_ns": a, "added_ns_low": a - 1, "added_ns_high": a + 1}
+                          for p, c, a in (("lifo", 16, 10.0), ("random", 16, 10.0), ("pages", 262144, 1000.0))])
+    (tmp_path / "profiles").mkdir()
+    # 1000 small calls (10 us added) and one 1 MiB block (4 x 1000 ns = 4 us added): 4/14 of it large
+    (tmp_path / "profiles" / "prog-a.csv").write_text(
+        "quantity,size_class,value\nmalloc_calls,16,1000\nmalloc_calls,1048576,1\nuser_s,,0.1\nsys_s,,0.0\n")
+    shares = cost_check.large_shares(tmp_path, costs, PROCESSOR)
+    assert shares == {("prog-a", "hardened"): pytest.approx(4 / 14)}
+    assert cost_check.large_shares(tmp_path, costs, "another processor") == {}
 
 
 def test_a_missing_or_foreign_registration_is_a_one_line_error(tmp_path):
