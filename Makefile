@@ -35,6 +35,7 @@ RUNS ?=
 SIZES ?=
 JOBS ?=
 ALARM ?=
+TECHNIQUES ?=
 
 PAPER_INPUTS := $(shell find data notebooks analysis cost_predictions predictions.toml paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
@@ -55,6 +56,8 @@ help: ## list the targets
 	@echo "probe parameters (defaults: python -m analysis probe --help): ALLOCATORS=a,b EXTRA_ALLOCATORS=name=/path/lib.so"
 	@echo "  PROBES=x,y RUNS=N (processes per cell) SIZES=16,4000 (block sizes of the misuse probes)"
 	@echo "  JOBS=N (cells run in parallel) ALARM=S (seconds after which a running probe reports itself hung)"
+	@echo "  TECHNIQUES=/path (known exploitation techniques: bring how2heap's glibc_2.36 programs, built by hand;"
+	@echo "    each runs RUNS times under every allocator into the run's techniques.csv; PROBES=none: these alone)"
 	@echo "fleet parameters: PROFILE=smoke|quick|debates (workflow/profiles/) HOSTS=a,b (Slurm node features) EXECUTOR=local|slurm"
 	@echo "  contribute: RUN=data/runs/ID (default the newest complete run); merge: ARCHIVE=dist/ID.heapcost-run.tar.gz"
 
@@ -101,7 +104,8 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \
 		$(if $(EXTRA_ALLOCATORS),--extra-allocators "$(EXTRA_ALLOCATORS)") \
 		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)") \
-		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)")
+		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)") \
+		$(if $(TECHNIQUES),--techniques "$(TECHNIQUES)")
 
 fleet: $(VENV_STAMP) ## a fleet profile's campaigns on every host (HOSTS=a,b PROFILE=smoke|quick|debates EXECUTOR=local|slurm), merged into data/runs/, then the paper
 	$(if $(filter 1,$(FORCE)),HEAPCOST_FORCE=1) $(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \

@@ -239,13 +239,42 @@ PRIMITIVES = [
     _f("detail", "string", "Why a cell has no sequences (not runnable here), else empty."),
 ]
 
+TECHNIQUE_OUTCOMES = ["works", "stopped", "not-applicable", "crashes", "hangs", "not-run"]
+TECHNIQUES = [
+    _f("run_id", "string", "The probe run (directory name).", required=True),
+    _f("technique", "string", "The brought technique program, by file name (how2heap's glibc_2.36 programs, built "
+       "by hand: run.json's params.techniques has each program's sha256, the upstream revision and the build flags).",
+       required=True),
+    _f("allocator", "string", "Allocator id.", required=True),
+    _f("outcome", "string", "works: the program exited 0, its own checks of the technique held; stopped: the "
+       "allocator ended it with its own message (glibc's malloc(): / free(): / double free or corruption, scudo, "
+       "hardened_malloc, ...) or a deliberate trap or write to address 0 in its own code; not-applicable: the "
+       "technique's own assertion failed (its precondition or result did not hold here) before the allocator "
+       "ended it; crashes: another signal or a non-zero exit without an allocator message; hangs: killed at the "
+       "timeout; not-run: it could not run under this allocator (detail). The outcome of the most runs (ties go "
+       "to the one better for the attacker); see outcomes. Rules: analysis/harness/technique_verdict.py.",
+       required=True, enum=TECHNIQUE_OUTCOMES),
+    _f("outcomes", "string", "Count of each outcome over the runs, most frequent first, as `name=count` "
+       "separated by spaces (more than one name: the outcome is random here)."),
+    _f("runs", "integer", "Fresh processes run for this cell (fewer than asked when three hung, or malloc came "
+       "from another library).", minimum=0),
+    _f("works", "integer", "Runs in which the technique worked.", minimum=0),
+    _f("rate", "number", "works over the runs that ran (not not-run).", minimum=0, maximum=1),
+    _f("rate_ci_low", "number", "Clopper-Pearson 95% lower bound of rate.", minimum=0, maximum=1),
+    _f("rate_ci_high", "number", "Clopper-Pearson 95% upper bound of rate.", minimum=0, maximum=1),
+    _f("program_sha256", "string", "sha256 of the program that ran.", pattern="[0-9a-f]{64}"),
+    _f("detail", "string", "How many runs gave the outcome and one run's account: the allocator's message, the "
+       "technique's failed assertion, the signal and the object it was raised in."),
+]
+
 TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES, "pairs.csv": PAIRS,
-                 "primitives.csv": PRIMITIVES}
+                 "primitives.csv": PRIMITIVES, "techniques.csv": TECHNIQUES}
 TRIAL_COLUMNS = [f["name"] for f in TRIALS]
 PAIR_COLUMNS = [f["name"] for f in PAIRS]
 COUNT_COLUMNS = [f["name"] for f in COUNTS]
 PROBE_COLUMNS = [f["name"] for f in PROBES]
 PRIMITIVE_COLUMNS = [f["name"] for f in PRIMITIVES]
+TECHNIQUE_COLUMNS = [f["name"] for f in TECHNIQUES]
 
 
 def table_schema(filename: str, header: list[str] | None = None) -> dict | None:

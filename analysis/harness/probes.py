@@ -20,7 +20,7 @@ from pathlib import Path
 
 from analysis.contract import runstore
 from analysis.contract.schema import PROBE_COLUMNS
-from analysis.harness import launcher, primitive_probe
+from analysis.harness import launcher, primitive_probe, techniques
 from analysis.harness.probe_build import (  # noqa: F401 (PROBE_*FLAGS, probe_binary: callers import them here)
     PROBE_CFLAGS, PROBE_LDFLAGS, binary_for, probe_binary,
 )
@@ -358,6 +358,8 @@ def _with_alarm(target: Target, alarm: int) -> Target:
 
 
 def _probes(names: str) -> list[Probe]:
+    if (names or "").strip() == "none":  # only the brought techniques (--techniques)
+        return []
     wanted = [n.strip() for n in (names or "").split(",") if n.strip()] or list(PROBES)
     unknown = [n for n in wanted if n not in PROBES]
     if unknown:
@@ -381,7 +383,15 @@ def add_arguments(parser):
     parser.add_argument("--allocators", default="", help="comma-separated catalogue ids (default: all of them)")
     parser.add_argument("--extra-allocators", "--extra", dest="extra", default="",
                         help="bring-your-own allocators: name=/path/lib.so,...")
-    parser.add_argument("--probes", default="", help=f"comma-separated probe ids (default: all): {', '.join(PROBES)}")
+    parser.add_argument("--probes", default="", help=f"comma-separated probe ids (default: all; none: only the "
+                        f"--techniques): {', '.join(PROBES)}")
+    parser.add_argument("--techniques", default="", metavar="DIR",
+                        help="a folder of brought exploitation-technique programs, each asserting its own success "
+                             "(bring how2heap's glibc_2.36 programs, built by hand; provenance.json beside them says "
+                             "the upstream revision and the flags): each runs --runs times under every allocator "
+                             "into the run's techniques.csv")
+    parser.add_argument("--technique-timeout", type=float, default=techniques.DEFAULT_TIMEOUT,
+                        help=f"seconds before a technique program is killed as hung (default {techniques.DEFAULT_TIMEOUT:g})")
     parser.add_argument("--sizes", default="", help=f"block sizes of the misuse probes (default: {','.join(map(str, SIZES))})")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,
                         help=f"fresh processes per (allocator, probe, size) (default {DEFAULT_RUNS})")
@@ -442,6 +452,11 @@ def run(args) -> int:
         raise HeapcostError(f"--jobs must be at least 1, got {args.jobs}")
     probes = _probes(args.probes)
     sizes = _sizes(args.sizes)
+    brought = techniques.bring(args.techniques) if getattr(args, "techniques", "") else None
+    if not probes and brought is None:
+        raise HeapcostError("--probes none runs nothing without --techniques DIR")
+    if brought is not None and args.technique_timeout <= 0:
+        raise HeapcostError(f"--technique-timeout must be positive, got {args.technique_timeout}")
     from analysis.harness.allocators.brought import library_records
     from analysis.harness.allocators.catalog import select
 
@@ -451,6 +466,9 @@ def run(args) -> int:
               "runs": args.runs, "sizes": list(sizes or SIZES), "timeout": args.timeout, "alarm": args.alarm, "seed": args.seed}
     if library_records(allocators):
         params["brought_libraries"] = library_records(allocators)
+    if brought is not None:
+        params["techniques"] = brought.record()
+        params["technique_timeout"] = args.technique_timeout
     run_dir, info = _open_run(args, params)
     table = runstore.AppendTable(run_dir / "probes.csv", PROBE_COLUMNS)
     done = {(r["allocator"], r["probe"], r.get("size") or "") for r in table.rows()}
@@ -473,8 +491,11 @@ def run(args) -> int:
     finally:
         table.close()
     primitive_probe.run_cells(args, run_dir, info["run_id"], targets, probes, (_skip, binary_for, _launch, _results))
+    if probes:
+        print(f"wrote {run_dir / 'probes.csv'}: {len(jobs)} cells in {time.monotonic() - started:.0f} s")
+    if brought is not None:
+        techniques.run_cells(args, run_dir, info["run_id"], targets, brought, _results)
     runstore.finish_run(run_dir)
-    print(f"wrote {run_dir / 'probes.csv'}: {len(jobs)} cells in {time.monotonic() - started:.0f} s")
     return 0
 
 

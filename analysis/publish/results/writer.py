@@ -429,13 +429,21 @@ def _defences(res: Results, p) -> dict:
 
     if not len(res.ablation) or res.probe_run is None:
         return {}
+    from analysis.errors import HeapcostError
+    from analysis.publish.security import techniques as known
+
     runs_dir = res.probe_run.path.parent
     primitive_rows = primitive_rows_if_any(runs_dir)
+    try:  # the known exploitation techniques of the newest techniques run (publish/security/techniques.py)
+        technique_run, _, technique_rows = known.newest_run(runs_dir)
+    except HeapcostError:
+        technique_run, technique_rows = "", []
     table = defences.defence_table(res.ablation, res.per_free, reported_probe_rows(runs_dir), primitive_rows,
-                                        fmt_interval)
+                                        fmt_interval, techniques=pd.DataFrame(technique_rows) if technique_rows else None)
     write_csv(table, p("defences.csv"))
     return {"defences": {"rows": int(len(table)), "per_mille_of": defences.sequences_per_cell(primitive_rows),
-                         "techniques": defences.NOT_MEASURED,
+                         "techniques": defences.NOT_MEASURED if not technique_rows else "measured",
+                         "techniques_run": technique_run,
                          "removing": int((table["primitive_removed"] != "none measured").sum())}}
 
 

@@ -1,0 +1,229 @@
+"""The known exploitation techniques for the paper: the newest techniques.csv of the dataset (brought programs, each
+asserting its own success: how2heap's glibc_2.36 folder; analysis/harness/techniques.py) as a table, a figure and
+numbers, the glibc family's place on the security axis checked against them, and what each glibc defence buys
+against them.
+
+- techniques_table.csv: one row per technique and allocator (outcome, outcomes, runs, the rate it worked with its
+  interval); techniques_summary.csv: per allocator, how many techniques ended in each outcome.
+- techniques_matrix.svg: the outcome of every technique under every allocator.
+- techniques_numbers.json: the run, the programs' upstream revision and build flags, the summary, the techniques
+  that work under every allocator that ran them, the score check and the defence comparisons; or `absent` with the
+  reason when the dataset has no techniques run (the paper then says so).
+"""
+import csv
+import json
+from pathlib import Path
+
+from analysis.contract.runstore import runs_of_kind
+from analysis.contract.schema import read_rows
+from analysis.errors import HeapcostError
+from analysis.paths import RUNS_DIR
+from analysis.publish.render.products import json_text
+
+TABLE = "techniques.csv"
+OUTCOMES = ("works", "stopped", "not-applicable", "crashes", "hangs", "not-run")
+COLOURS = {"works": "#d73027", "stopped": "#1a9850", "not-applicable": "#a6d96a", "crashes": "#fdae61",
+           "hangs": "#9e9ac8", "not-run": "#e0e0e0"}
+GLIBC_FAMILIES = ("glibc", "glibc-built")  # the system's glibc configurations and the builds from its source
+BASELINE = "glibc"
+
+
+def newest_run(runs_dir=RUNS_DIR):
+    """(run id, run.json, rows) of the newest complete probe run holding a techniques.csv."""
+    runs = [r for r in runs_of_kind(Path(runs_dir), "probe") if r.complete and (r.path / TABLE).is_file()]
+    if not runs:
+        raise HeapcostError(f"no probe run of the dataset has a {TABLE}: bring how2heap's glibc_2.36 programs, "
+                            "built by hand, and run `make probe TECHNIQUES=/path/to/them`")
+    run = runs[-1]
+    return run.run_id, run.info, read_rows(run.path / TABLE)
+
+
+def _number(value):
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Per allocator (in the order of the rows): techniques run and how many ended in each outcome."""
+    out: dict = {}
+    for r in rows:
+        s = out.setdefault(r["allocator"], {"allocator": r["allocator"], "ran": 0, **{o: 0 for o in OUTCOMES}})
+        outcome = r["outcome"] if r["outcome"] in OUTCOMES else "not-run"
+        s[outcome] += 1
+        s["ran"] += outcome != "not-run"
+    return list(out.values())
+
+
+def works_everywhere(rows: list[dict]) -> list[str]:
+    """Techniques that worked under every allocator that ran them (at least two): their own check cannot tell
+    allocators apart (a check that holds whatever the allocator did), or no allocator here stops them."""
+    ran: dict = {}
+    for r in rows:
+        if r["outcome"] != "not-run":
+            ran.setdefault(r["technique"], []).append(r["outcome"])
+    return sorted(t for t, found in ran.items() if len(found) >= 2 and all(o == "works" for o in found))
+
+
+def score_check(sums: list[dict], scores: dict, families: dict) -> dict:
+    """Do the glibc configurations that score higher on the security axis stop more techniques? Over every pair
+    of the family's configurations with a score and techniques run: concordant (the higher score stops more),
+    discordant (it stops fewer), tied (equal scores or equal counts)."""
+    members = [s for s in sums if families.get(s["allocator"]) in GLIBC_FAMILIES and s["ran"]
+               and _number(scores.get(s["allocator"])) is not None]
+    members.sort(key=lambda s: (-_number(scores[s["allocator"]]), s["allocator"]))
+    table = [{"allocator": s["allocator"], "score": _number(scores[s["allocator"]]), "stopped": s["stopped"],
+              "works": s["works"], "ran": s["ran"]} for s in members]
+    concordant = discordant = tied = 0
+    for i, a in enumerate(table):
+        for b in table[i + 1:]:
+            if a["score"] == b["score"] or a["stopped"] == b["stopped"]:
+                tied += 1
+            elif a["stopped"] > b["stopped"]:
+                concordant += 1
+            else:
+                discordant += 1
+    return {"configurations": table, "pairs": concordant + discordant + tied, "concordant": concordant,
+            "discordant": discordant, "tied": tied}
+
+
+def defence_pairs(catalog: dict) -> list[tuple[str, str, str]]:
+    """(configuration with the defence, configuration without it, what differs) for the glibc families: each
+    knock-out build against its control, and each configuration of the system's glibc against glibc itself."""
+    pairs = []
+    for name, entry in sorted(catalog.items()):
+        if entry.get("family") not in GLIBC_FAMILIES:
+            continue
+        if entry.get("knock_out_of"):
+            pairs.append((entry["knock_out_of"], name, entry.get("description", "")))
+        elif entry.get("family") == BASELINE and name != BASELINE:
+            pairs.append((BASELINE, name, entry.get("description", "")))
+    return pairs
+
+
+def defences(rows: list[dict], catalog: dict) -> list[dict]:
+    """What the difference between two glibc configurations changes against the techniques both ran: the
+    techniques that work under one and not the other, and the ones one stops and the other does not."""
+    outcome = {(r["technique"], r["allocator"]): r["outcome"] for r in rows}
+    techniques = sorted({r["technique"] for r in rows})
+    out = []
+    for ref, other, what in defence_pairs(catalog):
+        both = [t for t in techniques if outcome.get((t, ref), "not-run") != "not-run"
+                and outcome.get((t, other), "not-run") != "not-run"]
+        if not both:
+            continue
+        out.append({
+            "reference": ref, "configuration": other, "change": what, "techniques": len(both),
+            "works_only_configuration": [t for t in both if outcome[(t, other)] == "works" != outcome[(t, ref)]],
+            "works_only_reference": [t for t in both if outcome[(t, ref)] == "works" != outcome[(t, other)]],
+            "stopped_only_reference": [t for t in both if outcome[(t, ref)] == "stopped" != outcome[(t, other)]],
+            "stopped_only_configuration": [t for t in both if outcome[(t, other)] == "stopped" != outcome[(t, ref)]],
+            "same": sum(outcome[(t, ref)] == outcome[(t, other)] for t in both),
+        })
+    return out
+
+
+def catalogue_entries() -> dict:
+    """{id: family, knock_out_of, description} of allocators.toml."""
+    from analysis.harness.allocators.catalog import load_catalog
+
+    return {a.id: {"family": a.family, "knock_out_of": a.knock_out_of, "description": a.description}
+            for a in load_catalog().values()}
+
+
+def matrix_figure(rows: list[dict], techniques: list[str], allocators: list[str], path: Path) -> None:
+    """Outcome of every technique (columns) under every allocator (rows)."""
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+
+    from analysis.publish.render.figures import pyplot, save
+
+    plt = pyplot()
+    outcome = {(r["allocator"], r["technique"]): r["outcome"] for r in rows}
+    names = list(COLOURS)
+    grid = np.array([[names.index(outcome.get((a, t), "not-run")) if outcome.get((a, t), "not-run") in names
+                      else names.index("not-run") for t in techniques] for a in allocators])
+    fig, ax = plt.subplots(figsize=(1.4 + 0.3 * len(techniques), 1.3 + 0.28 * len(allocators)))
+    ax.imshow(grid, cmap=ListedColormap(list(COLOURS.values())), vmin=0, vmax=len(names) - 1, aspect="auto")
+    ax.set_xticks(range(len(techniques)), techniques, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(allocators)), allocators, fontsize=7)
+    ax.grid(False)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
+    ax.legend(handles, names, ncol=len(names), fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.01), frameon=False)
+    save(fig, path)
+
+
+def _write(path: Path, rows: list[dict], fields: list[str]) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores: dict | None = None,
+                  catalog: dict | None = None, prefix: str = "techniques_") -> dict:
+    """techniques_table.csv, techniques_summary.csv, techniques_matrix.svg and techniques_numbers.json; returns
+    the numbers. `scores`: the security score per allocator (security_numbers.json's), for the glibc check;
+    `catalog`: {id: family, knock_out_of, description} (default: allocators.toml's)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    catalog = catalogue_entries() if catalog is None else catalog
+    scores = scores or {}
+    families = {name: entry.get("family") for name, entry in catalog.items()}
+    sums = summary(rows)
+    # allocators: most techniques stopped first, then fewest working; techniques: most allocators they work under
+    order = [s["allocator"] for s in sorted(sums, key=lambda s: (-s["stopped"], s["works"], s["allocator"]))]
+    works_under = {}
+    for r in rows:
+        works_under[r["technique"]] = works_under.get(r["technique"], 0) + (r["outcome"] == "works")
+    techniques = sorted(works_under, key=lambda t: (-works_under[t], t))
+    table = [{k: r.get(k, "") for k in ("technique", "allocator", "outcome", "outcomes", "runs", "works", "rate",
+                                        "rate_ci_low", "rate_ci_high")} for r in rows]
+    table.sort(key=lambda r: (r["technique"], order.index(r["allocator"])))
+    _write(out_dir / f"{prefix}table.csv", table, list(table[0]) if table else ["technique"])
+    sums.sort(key=lambda s: order.index(s["allocator"]))
+    _write(out_dir / f"{prefix}summary.csv", [{**s, "family": families.get(s["allocator"], ""),
+                                               "score": scores.get(s["allocator"], "")} for s in sums],
+           ["allocator", "family", "score", "ran", *OUTCOMES])
+    if rows:
+        matrix_figure(rows, techniques, order, out_dir / f"{prefix}matrix.svg")
+    params = info.get("params") or {}
+    brought = params.get("techniques") or {}
+    provenance = brought.get("provenance") or {}
+    runs = [int(_number(r.get("runs")) or 0) for r in rows if r["outcome"] != "not-run"]
+    numbers = {
+        "run_id": run_id,
+        "upstream": provenance.get("upstream", ""), "revision": provenance.get("revision", ""),
+        "folder": provenance.get("folder", ""), "compiler": provenance.get("compiler", ""),
+        "flags": provenance.get("flags", ""),
+        "techniques": len(techniques), "allocators": order,
+        "runs_per_cell": max(runs, default=0), "runs_per_cell_min": min(runs, default=0),
+        "timeout_s": params.get("technique_timeout"),
+        "summary": sums,
+        "works_everywhere": works_everywhere(rows),
+        "not_run": sorted({r["allocator"] for r in rows if r["outcome"] == "not-run"}),
+        "random_cells": sum(len((r.get("outcomes") or "").split()) > 1 for r in rows),
+        "score_check": score_check(sums, scores, families),
+        "defences": defences(rows, catalog),
+    }
+    (out_dir / f"{prefix}numbers.json").write_text(json_text(numbers, indent=2) + "\n")
+    return numbers
+
+
+def write_absent(out_dir, why: str, *, prefix: str = "techniques_") -> None:
+    """A dataset without a techniques run: techniques_numbers.json says why, and the paper says the part is absent."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{prefix}numbers.json").write_text(json.dumps({"absent": why}, indent=2) + "\n")
+
+
+def write_from_dataset(runs_dir, out_dir, *, scores: dict | None = None) -> dict:
+    """The products from the dataset's newest techniques run, or techniques_numbers.json saying none exists."""
+    try:
+        run_id, info, rows = newest_run(runs_dir)
+    except HeapcostError as exc:
+        write_absent(out_dir, str(exc))
+        return {"absent": str(exc)}
+    return write_outputs(rows, out_dir, run_id=run_id, info=info, scores=scores)

@@ -1,0 +1,116 @@
+"""The known techniques' products (analysis/publish/security/techniques.py) on a simulated techniques.csv with a
+known truth: the summary, the techniques that work everywhere, the glibc score check, what each glibc defence
+buys, the files written, the newest run chosen, and a dataset without a techniques run."""
+import csv
+import json
+
+from analysis.publish.security import techniques as T
+
+CATALOG = {
+    "glibc": {"family": "glibc", "knock_out_of": "", "description": "glibc defaults"},
+    "glibc-notcache": {"family": "glibc", "knock_out_of": "", "description": "tcache off"},
+    "glibc-built": {"family": "glibc-built", "knock_out_of": "", "description": "built unchanged"},
+    "glibc-no-tcache-key": {"family": "glibc-built", "knock_out_of": "glibc-built", "description": "no key"},
+    "glibc-no-safe-linking": {"family": "glibc-built", "knock_out_of": "glibc-built", "description": "no SL"},
+    "scudo": {"family": "scudo", "knock_out_of": "", "description": "scudo"},
+}
+# technique -> allocator -> outcome (the truth the products must give back)
+TRUTH = {
+    "always": {"glibc": "works", "glibc-notcache": "works", "glibc-built": "works", "glibc-no-tcache-key": "works",
+               "glibc-no-safe-linking": "not-run", "scudo": "works"},
+    "dup": {"glibc": "works", "glibc-notcache": "stopped", "glibc-built": "stopped", "glibc-no-tcache-key": "works",
+            "glibc-no-safe-linking": "not-run", "scudo": "stopped"},
+    "poison": {"glibc": "stopped", "glibc-notcache": "stopped", "glibc-built": "stopped",
+               "glibc-no-tcache-key": "stopped", "glibc-no-safe-linking": "not-run", "scudo": "not-applicable"},
+    "spirit": {"glibc": "works", "glibc-notcache": "not-applicable", "glibc-built": "works",
+               "glibc-no-tcache-key": "works", "glibc-no-safe-linking": "not-run", "scudo": "crashes"},
+}
+SCORES = {"glibc": 79.5, "glibc-notcache": 81.5, "glibc-built": 79.4, "glibc-no-tcache-key": 75.6, "scudo": 90.0}
+
+
+def rows():
+    out = []
+    for tech, by in TRUTH.items():
+        for alloc, outcome in by.items():
+            n = 0 if outcome == "not-run" else 20
+            out.append({"run_id": "R", "technique": tech, "allocator": alloc, "outcome": outcome,
+                        "outcomes": f"{outcome}={n}" if n else "", "runs": str(n),
+                        "works": str(n if outcome == "works" else 0) if n else "", "rate": "", "rate_ci_low": "",
+                        "rate_ci_high": "", "program_sha256": "0" * 64, "detail": ""})
+    return out
+
+
+def test_summary_counts_each_outcome_per_allocator():
+    s = {x["allocator"]: x for x in T.summary(rows())}
+    assert (s["glibc"]["works"], s["glibc"]["stopped"], s["glibc"]["ran"]) == (3, 1, 4)
+    assert (s["glibc-notcache"]["stopped"], s["glibc-notcache"]["not-applicable"]) == (2, 1)
+    assert (s["glibc-no-safe-linking"]["ran"], s["glibc-no-safe-linking"]["not-run"]) == (0, 4)
+    assert (s["scudo"]["crashes"], s["scudo"]["not-applicable"], s["scudo"]["stopped"]) == (1, 1, 1)
+
+
+def test_a_technique_that_works_under_every_allocator_that_ran_it_is_named():
+    assert T.works_everywhere(rows()) == ["always"]
+
+
+def test_the_score_check_counts_the_glibc_pairs_in_and_against_the_order_of_the_scores():
+    check = T.score_check(T.summary(rows()), SCORES, {k: v["family"] for k, v in CATALOG.items()})
+    # scored and run glibc configurations, best score first; scudo is another family, no-safe-linking ran nothing
+    assert [c["allocator"] for c in check["configurations"]] == ["glibc-notcache", "glibc", "glibc-built",
+                                                                  "glibc-no-tcache-key"]
+    assert [c["stopped"] for c in check["configurations"]] == [2, 1, 2, 1]
+    # notcache>glibc +, notcache=built tie, notcache>nokey +, glibc<built -, glibc=nokey tie, built>nokey +
+    assert (check["pairs"], check["concordant"], check["discordant"], check["tied"]) == (6, 3, 1, 2)
+
+
+def test_each_glibc_defence_is_compared_with_its_control_over_the_techniques_both_ran():
+    found = {(d["reference"], d["configuration"]): d for d in T.defences(rows(), CATALOG)}
+    # no-safe-linking ran nothing: no comparison; scudo is no glibc configuration
+    assert set(found) == {("glibc-built", "glibc-no-tcache-key"), ("glibc", "glibc-notcache")}
+    key = found[("glibc-built", "glibc-no-tcache-key")]
+    assert key["works_only_configuration"] == ["dup"] and key["stopped_only_reference"] == ["dup"]
+    assert key["works_only_reference"] == [] and key["same"] == 3 and key["techniques"] == 4
+    tcache = found[("glibc", "glibc-notcache")]
+    assert tcache["works_only_reference"] == ["dup", "spirit"] and tcache["stopped_only_configuration"] == ["dup"]
+
+
+def test_the_products_are_written_with_the_runs_provenance(tmp_path):
+    info = {"params": {"technique_timeout": 10.0, "techniques": {"provenance": {
+        "upstream": "shellphish/how2heap", "revision": "b931ae3b", "folder": "glibc_2.36", "flags": "-std=c99 -g"}}}}
+    numbers = T.write_outputs(rows(), tmp_path, run_id="R", info=info, scores=SCORES, catalog=CATALOG)
+    assert (numbers["revision"], numbers["folder"], numbers["techniques"]) == ("b931ae3b", "glibc_2.36", 4)
+    assert (numbers["runs_per_cell"], numbers["not_run"]) == (20, ["glibc-no-safe-linking"])
+    assert json.loads((tmp_path / "techniques_numbers.json").read_text())["score_check"]["concordant"] == 3
+    table = list(csv.DictReader(open(tmp_path / "techniques_table.csv")))
+    assert len(table) == 24 and {r["outcome"] for r in table} == {*T.OUTCOMES} - {"hangs"}
+    summary = {r["allocator"]: r for r in csv.DictReader(open(tmp_path / "techniques_summary.csv"))}
+    assert summary["glibc-notcache"]["score"] == "81.5" and summary["glibc-notcache"]["stopped"] == "2"
+    assert (tmp_path / "techniques_matrix.svg").read_text().startswith("<?xml")
+
+
+def _run(runs_dir, name, status, table_rows):
+    run = runs_dir / name
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"kind": "probe", "status": status, "params": {}}))
+    if table_rows is not None:
+        with open(run / "techniques.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(table_rows[0]))
+            w.writeheader()
+            w.writerows(table_rows)
+
+
+def test_the_newest_complete_run_with_a_techniques_table_is_read(tmp_path):
+    old = [dict(r, run_id="A") for r in rows()]
+    _run(tmp_path, "20260101T000000Z-probe-security", "complete", old)
+    _run(tmp_path, "20260102T000000Z-probe-security", "complete", [dict(r, run_id="B") for r in rows()])
+    _run(tmp_path, "20260103T000000Z-probe-security", "running", [dict(r, run_id="C") for r in rows()])
+    _run(tmp_path, "20260104T000000Z-probe-security", "complete", None)
+    run_id, _, found = T.newest_run(tmp_path)
+    assert run_id == "20260102T000000Z-probe-security" and {r["run_id"] for r in found} == {"B"}
+
+
+def test_a_dataset_without_a_techniques_run_says_so_in_the_numbers(tmp_path):
+    out = tmp_path / "generated"
+    numbers = T.write_from_dataset(tmp_path / "runs", out)
+    assert "no probe run of the dataset has a techniques.csv" in numbers["absent"]
+    assert json.loads((out / "techniques_numbers.json").read_text()) == numbers
+    assert not (out / "techniques_table.csv").exists()
