@@ -1,7 +1,6 @@
 """What the paper tests check of a rendered paper: it states exactly what generated/ holds (no tests here)."""
 import csv
 import json
-import os
 import re
 from pathlib import Path
 
@@ -13,25 +12,27 @@ def squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+def pdf_pages(pdf: Path) -> list[str]:
+    """Each page's text, extracted by PDFium (pypdfium2, which pdfplumber brings): under a second for the whole
+    paper where a pure-Python extractor takes most of a minute. Line ends normalised; PDFium's marks for a
+    hyphen at a line break and for a zero-width break opportunity read as "-" and nothing."""
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(str(pdf))
+    try:
+        pages = []
+        for i in range(len(doc)):
+            page = doc[i]
+            text = page.get_textpage().get_text_range()
+            pages.append(text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufffe", "-").replace("\u200b", ""))
+        return pages
+    finally:
+        doc.close()
+
+
 def pdf_text(pdf: Path) -> str:
-    """The PDF's text (pypdf), extracted once per PDF's bytes: several tests read the same rendered paper, each
-    in its own worker, and extraction takes most of a minute on a slow host."""
-    import hashlib
-
-    from pypdf import PdfReader
-
-    from analysis.paths import BUILD_DIR
-
-    data = Path(pdf).read_bytes()
-    stored = BUILD_DIR / "memo" / "pdf_text" / f"{hashlib.sha256(data).hexdigest()}.txt"
-    if stored.is_file():
-        return stored.read_text()
-    text = "".join(page.extract_text() for page in PdfReader(str(pdf)).pages)
-    stored.parent.mkdir(parents=True, exist_ok=True)
-    temporary = stored.with_name(f"{stored.name}.{os.getpid()}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, stored)
-    return text
+    """The PDF's text, pages joined."""
+    return "".join(pdf_pages(pdf))
 
 
 def generated_csv(out: Path, name: str) -> list[dict]:
@@ -91,32 +92,74 @@ TOLERANCE_PT = 2.0
 
 def layout_faults(pdf: Path) -> list[str]:
     """What a reader would see as broken layout: text drawn past the text block's left or right edge (a
-    table or line wider than the page allows), words printed over other words, and pages (but the last)
-    whose content stops above the middle of the page."""
-    import pdfplumber
+    table or line wider than the page allows), text printed over other text, and pages (but the last) whose
+    content stops above the middle of the page. Read with PDFium, a text object at a time (a run of glyphs
+    the typesetter placed together; PDFium's text extraction would drop a glyph printed exactly over its
+    twin), boxes in points from the page's top."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
 
     faults = []
-    with pdfplumber.open(str(pdf)) as doc:
-        for number, page in enumerate(doc.pages, start=1):
-            words = page.extract_words(use_text_flow=False, keep_blank_chars=False)
-            for w in words:
-                if w["x0"] < MARGIN_PT - TOLERANCE_PT or w["x1"] > page.width - MARGIN_PT + TOLERANCE_PT:
-                    faults.append(f"page {number}: {w['text']!r} runs outside the text block")
-            # characters, not words: text extraction merges overprinted letters into one "word"
-            # (letters and digits only: kerning tucks punctuation under a quote or a W, by design)
-            chars = [c for c in page.chars if c["text"].isalnum()]
-            faults += [f"page {number}: {a!r} printed over {b!r}" for a, b in overprinted(chars)]
-            body = [o for o in page.chars + page.lines + page.rects + page.curves + page.images
-                    if o["bottom"] < page.height - MARGIN_PT]  # the page number sits in the bottom margin
-            if number < len(doc.pages) and body:
-                filled = (max(o["bottom"] for o in body) - MARGIN_PT) / (page.height - 2 * MARGIN_PT)
+    doc = pdfium.PdfDocument(str(pdf))
+    try:
+        for number in range(1, len(doc) + 1):
+            page = doc[number - 1]
+            width, height = page.get_size()
+            textpage = page.get_textpage()
+            texts = []
+            for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_TEXT], max_depth=3):
+                left, bottom, right, top = obj.get_bounds()
+                obj.textpage = textpage
+                name = obj.extract().strip() or f"text at ({left:.0f}, {height - top:.0f}) pt"
+                texts.append({"text": name[:40], "x0": left, "x1": right, "top": height - top, "bottom": height - bottom})
+            lo, hi = MARGIN_PT - TOLERANCE_PT, width - MARGIN_PT + TOLERANCE_PT
+            wide = [t for t in texts if t["x0"] < lo or t["x1"] > hi]
+            if wide:  # an object's bounds take in a space's advance at a line's end: its glyphs' ink decides
+                ink = _ink_boxes(textpage, height)
+                for t in wide:
+                    inside = [g for g in ink if t["x0"] - 0.5 <= g["x0"] and g["x1"] <= t["x1"] + 0.5
+                              and t["top"] - 0.5 <= g["top"] and g["bottom"] <= t["bottom"] + 0.5]
+                    if any(g["x0"] < lo or g["x1"] > hi for g in inside):
+                        faults.append(f"page {number}: {t['text']!r} runs outside the text block")
+            faults += [f"page {number}: {a!r} printed over {b!r}" for a, b in overprinted(texts)]
+            bottoms = [height - obj.get_bounds()[1] for obj in page.get_objects(max_depth=3)]
+            body = [b for b in bottoms if b < height - MARGIN_PT]  # the page number sits in the bottom margin
+            if number < len(doc) and body:
+                filled = (max(body) - MARGIN_PT) / (height - 2 * MARGIN_PT)
                 if filled < 0.5:
                     faults.append(f"page {number}: content ends {filled:.0%} of the way down the page")
+    finally:
+        doc.close()
     return faults
 
 
+def _ink_boxes(textpage, height: float) -> list[dict]:
+    """The box of every glyph on the page that is not a space (x0, x1, top, bottom from the page's top): its
+    ink, cut at the next glyph's origin on the same line (an italic f's overhang is kerning into the next
+    character, as a typesetter measures it, not text past the margin)."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    raw = textpage.raw
+    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+    x, y = ctypes.c_double(), ctypes.c_double()
+    glyphs = []
+    for i in range(pdfium_c.FPDFText_CountChars(raw)):
+        if pdfium_c.FPDFText_IsGenerated(raw, i) == 1 or not pdfium_c.FPDFText_GetCharBox(raw, i, left, right, bottom, top):
+            continue
+        pdfium_c.FPDFText_GetCharOrigin(raw, i, x, y)
+        glyphs.append({"space": chr(pdfium_c.FPDFText_GetUnicode(raw, i)).isspace(), "x0": left.value,
+                       "x1": right.value, "top": height - top.value, "bottom": height - bottom.value,
+                       "origin": x.value, "line": y.value})
+    for a, b in zip(glyphs, glyphs[1:]):
+        if abs(a["line"] - b["line"]) < 0.5 and a["origin"] < b["origin"] < a["x1"]:
+            a["x1"] = b["origin"]
+    return [g for g in glyphs if not g["space"]]
+
+
 def overprinted(boxes: list[dict], share: float = 0.3) -> list[tuple[str, str]]:
-    """Pairs of glyphs (or words) whose boxes overlap by more than `share` of the smaller one (a sweep by top)."""
+    """Pairs of texts whose boxes overlap by more than `share` of the smaller one (a sweep by top)."""
     found = []
     boxes = sorted(boxes, key=lambda w: w["top"])
     for i, a in enumerate(boxes):

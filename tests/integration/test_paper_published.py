@@ -10,7 +10,7 @@ import pytest
 
 from analysis.publish.render import paper
 from analysis.paths import DATA_DIR, REPO
-from paper_checks import assert_paper_states_generated, layout_faults
+from paper_checks import assert_paper_states_generated, layout_faults, pdf_pages
 
 pytestmark = pytest.mark.paper
 
@@ -118,10 +118,6 @@ def test_runs_measured_with_the_check_behind_the_library_are_the_listed_ones():
 MAIN_TEXT_PAGES = 16  # the main text's budget: pages before the references
 
 
-def _pages(pdf: Path) -> list[str]:
-    from pypdf import PdfReader
-
-    return [page.extract_text() for page in PdfReader(str(pdf)).pages]
 
 
 def test_the_main_text_fits_its_budget_and_page_one_gives_the_five_answers():
@@ -136,7 +132,7 @@ def test_the_main_text_fits_its_budget_and_page_one_gives_the_five_answers():
     pdf = REPO / "paper" / "paper.pdf"
     if not pdf.is_file():
         pytest.skip("paper/paper.pdf is not built: `make paper` makes it (`make test` does first)")
-    pages = _pages(pdf)
+    pages = pdf_pages(pdf)
     references = next(i for i, text in enumerate(pages) if re.search(r"^References$", text, re.M))
     assert references + 1 <= MAIN_TEXT_PAGES, f"the references start on page {references + 1}"
     with open(REPO / "paper" / "generated" / "results_front.csv", newline="") as fh:
@@ -160,7 +156,7 @@ def test_no_sentence_of_the_main_text_is_said_twice():
     pdf = REPO / "paper" / "paper.pdf"
     if not pdf.is_file():
         pytest.skip("paper/paper.pdf is not built: `make paper` makes it (`make test` does first)")
-    pages = _pages(pdf)
+    pages = pdf_pages(pdf)
     references = next(i for i, text in enumerate(pages) if re.search(r"^References$", text, re.M))
     main = " ".join(pages[:references]).replace("\n", " ")
     sentences = [s.strip() for s in re.split(r"(?<=[.;])\s+", main) if len(s.split()) >= 12]
