@@ -117,7 +117,10 @@ CHILD = textwrap.dedent("""
         if sys.argv[3] == "crash":
             import os, signal
             os.kill(os.getpid(), signal.SIGKILL)
-        time.sleep(120)
+        # short sleeps: a signal that lands between the interpreter's last check and the start of a sleep's
+        # system call is handled only when that sleep ends
+        for _ in range(1200):
+            time.sleep(0.1)
 """)
 
 
