@@ -14,6 +14,7 @@ import base64
 import io
 import math
 import tempfile
+from functools import cached_property
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,12 +51,12 @@ class Dataset:
     time_runs: list = field(default_factory=list)  # paper_runs.RunTable of every contributing time run (pairs too)
     time_main: object = None  # the time run the paper reports (paper_runs.contributing_runs)
 
-    @property
+    @cached_property
     def workloads(self) -> list[str]:
         return sorted({w for kind in ("time", "callgrind") for table in self._all(kind) for w in _col(table, "workload")}
                       | {w for pairs in self._pairs() for w in _col(pairs, "workload")})
 
-    @property
+    @cached_property
     def allocators(self) -> list[str]:
         return sorted({a for kind in ("time", "callgrind") for table in self._all(kind) for a in _col(table, "allocator")}
                       | {a for pairs in self._pairs() for a in _col(pairs, "allocator_a") | _col(pairs, "allocator_b")}
@@ -88,7 +89,7 @@ class Dataset:
 
 
 def _col(table, column) -> set:
-    return set() if table is None else set(table[column].astype(str))
+    return set() if table is None else {str(v) for v in table[column].unique()}
 
 
 def load(data_dir: Path = DATA_DIR) -> Dataset:
@@ -268,10 +269,8 @@ def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
     kept = []
     for a in others:
         have = set(rows.loc[rows["allocator"] == a, "workload"])
-        measured = {w for rt in ds.time_runs for w in _on(rt.table, a)} | {
-            w for rt in ds.time_runs if rt.pairs is not None for w in
-            rt.pairs.loc[(rt.pairs["allocator_a"] == a) | (rt.pairs["allocator_b"] == a), "workload"]}
         if not have or a not in set(geomean.get("allocator", [])):
+            measured = _measured_on(ds, a)
             why = (f"no usable runs on {_listing(workloads)}" + _why(bad, a) + f" (measured on: {_listing(measured)})"
                    + _no_pairs(metric, ds, a))
             if scales(a) and not scales(a) & scales(baseline):
@@ -283,7 +282,7 @@ def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
         kept.append(a)
         missing = base_w - have
         if missing:
-            left.add(a, _listing(missing), ("no usable runs there" + _why(bad, a) if missing & measured
+            left.add(a, _listing(missing), ("no usable runs there" + _why(bad, a) if missing & _measured_on(ds, a)
                                              else "not measured there") + "; its overhead is the geometric mean over its other workloads")
     for w in sorted(set(workloads) - base_w):
         left.add(baseline, w, f"no allocator has a usable comparison there{_why(bad, baseline)}: the workload is "
@@ -346,6 +345,13 @@ def _no_pairs(metric: str, ds: Dataset, allocator: str) -> str:
                                            for pairs in ds._pairs()):
         return ""
     return f"; its lockstep pairs record no {METRICS[metric]}"
+
+
+def _measured_on(ds: Dataset, allocator: str) -> set:
+    """The workloads any time run measured the allocator on, in trials or in lockstep pairs."""
+    return {w for rt in ds.time_runs for w in _on(rt.table, allocator)} | {
+        w for rt in ds.time_runs if rt.pairs is not None for w in
+        rt.pairs.loc[(rt.pairs["allocator_a"] == allocator) | (rt.pairs["allocator_b"] == allocator), "workload"]}
 
 
 def _on(table: pd.DataFrame, allocator: str) -> set:
