@@ -57,6 +57,32 @@ def summary(rows: list[dict]) -> list[dict]:
     return list(out.values())
 
 
+def fold_layouts(rows: list[dict]) -> tuple[list[dict], dict, list[dict]]:
+    """A configuration's further layout builds (`<id>_l<N>`, the same source linked in another code order) folded
+    into its first: (the rows of first builds and of anything else, {configuration: [its further layouts]}, the
+    cells where a further layout ended otherwise than the first). A layout build whose first build did not run
+    is kept as a configuration of its own."""
+    from analysis.harness.allocators.catalog import layout_of
+
+    first = {(r["technique"], r["allocator"]): r["outcome"] for r in rows if layout_of(r["allocator"])[1] == 1}
+    ran_first = {a for (_, a), o in first.items() if o != "not-run"}
+    kept, layouts, differ = [], {}, []
+    for r in rows:
+        base, layout = layout_of(r["allocator"])
+        if layout == 1 or base not in ran_first:
+            kept.append(r)
+            continue
+        if r["outcome"] == "not-run":
+            continue
+        layouts.setdefault(base, set()).add(layout)
+        ref = first.get((r["technique"], base), "not-run")
+        if ref != "not-run" and r["outcome"] != ref:
+            differ.append({"allocator": base, "layout": layout, "technique": r["technique"], "outcome": r["outcome"],
+                           "first_layout": ref})
+    differ.sort(key=lambda d: (d["technique"], d["allocator"], d["layout"]))
+    return kept, {b: sorted(ls) for b, ls in sorted(layouts.items())}, differ
+
+
 def works_everywhere(rows: list[dict]) -> list[str]:
     """Techniques that worked under every allocator that ran them (at least two): their own check cannot tell
     allocators apart (a check that holds whatever the allocator did), or no allocator here stops them."""
@@ -172,6 +198,8 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
     catalog = catalogue_entries() if catalog is None else catalog
     scores = scores or {}
     families = {name: entry.get("family") for name, entry in catalog.items()}
+    every_row = rows
+    rows, layouts, layout_differences = fold_layouts(rows)
     sums = summary(rows)
     # allocators: most techniques stopped first, then fewest working; techniques: most allocators they work under
     order = [s["allocator"] for s in sorted(sums, key=lambda s: (-s["stopped"], s["works"], s["allocator"]))]
@@ -185,26 +213,29 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
     _write(out_dir / f"{prefix}table.csv", table, list(table[0]) if table else ["technique"])
     sums.sort(key=lambda s: order.index(s["allocator"]))
     _write(out_dir / f"{prefix}summary.csv", [{**s, "family": families.get(s["allocator"], ""),
-                                               "score": scores.get(s["allocator"], "")} for s in sums],
+                                               "score": scores.get(s["allocator"], "")} for s in sums if s["ran"]],
            ["allocator", "family", "score", "ran", *OUTCOMES])
-    if rows:
-        matrix_figure(rows, techniques, order, out_dir / f"{prefix}matrix.svg")
+    ran = [a for a in order if any(s["allocator"] == a and s["ran"] for s in sums)]
+    if ran:
+        matrix_figure(rows, techniques, ran, out_dir / f"{prefix}matrix.svg")
     params = info.get("params") or {}
     brought = params.get("techniques") or {}
     provenance = brought.get("provenance") or {}
-    runs = [int(_number(r.get("runs")) or 0) for r in rows if r["outcome"] != "not-run"]
+    runs = [int(_number(r.get("runs")) or 0) for r in every_row if r["outcome"] != "not-run"]
     numbers = {
         "run_id": run_id,
         "upstream": provenance.get("upstream", ""), "revision": provenance.get("revision", ""),
         "folder": provenance.get("folder", ""), "compiler": provenance.get("compiler", ""),
         "flags": provenance.get("flags", ""),
-        "techniques": len(techniques), "allocators": order,
+        "techniques": len(techniques), "allocators": ran,
+        "layout_builds": layouts, "layout_build_count": sum(len(ls) for ls in layouts.values()),
+        "layout_differences": layout_differences,
         "runs_per_cell": max(runs, default=0), "runs_per_cell_min": min(runs, default=0),
         "timeout_s": params.get("technique_timeout"),
         "summary": sums,
         "works_everywhere": works_everywhere(rows),
-        "not_run": sorted({r["allocator"] for r in rows if r["outcome"] == "not-run"}),
-        "random_cells": sum(len((r.get("outcomes") or "").split()) > 1 for r in rows),
+        "not_run": sorted(s["allocator"] for s in sums if not s["ran"]),
+        "random_cells": sum(len((r.get("outcomes") or "").split()) > 1 for r in every_row),
         "score_check": score_check(sums, scores, families),
         "defences": defences(rows, catalog),
     }

@@ -114,3 +114,21 @@ def test_a_dataset_without_a_techniques_run_says_so_in_the_numbers(tmp_path):
     assert "no probe run of the dataset has a techniques.csv" in numbers["absent"]
     assert json.loads((out / "techniques_numbers.json").read_text()) == numbers
     assert not (out / "techniques_table.csv").exists()
+
+
+def test_further_layout_builds_fold_into_their_first_and_a_different_outcome_is_named(tmp_path):
+    layouts = []
+    for r in rows():
+        if r["allocator"] == "glibc-built":
+            for n in (2, 3):
+                changed = n == 3 and r["technique"] == "spirit"
+                layouts.append(dict(r, allocator=f"glibc-built_l{n}", outcome="crashes" if changed else r["outcome"]))
+    orphan = dict(rows()[0], allocator="scudo-zero_l2")  # a further layout whose first build is not in the run
+    kept, folded, differ = T.fold_layouts(rows() + layouts + [orphan])
+    assert {r["allocator"] for r in kept} == {*CATALOG, "scudo-zero_l2"}
+    assert folded == {"glibc-built": [2, 3]}
+    assert differ == [{"allocator": "glibc-built", "layout": 3, "technique": "spirit", "outcome": "crashes",
+                       "first_layout": "works"}]
+    numbers = T.write_outputs(rows() + layouts, tmp_path, run_id="R", info={}, scores=SCORES, catalog=CATALOG)
+    assert (numbers["layout_build_count"], numbers["layout_differences"]) == (2, differ)
+    assert "glibc-built_l2" not in numbers["allocators"] and "glibc-no-safe-linking" not in numbers["allocators"]
