@@ -65,6 +65,28 @@ def copy_checkout(target):
     return target
 
 
+# Two small published runs (a probe run, a callgrind run): a clone reduced to them (keep_only_runs) still has
+# published runs for a new one to join, and renders its paper without computing every published result.
+SMALL_PUBLISHED_RUNS = ("20261130T021342Z-probe-security", "20261130T125006Z-callgrind-full")
+
+
+def keep_only_runs(clone, kept) -> None:
+    """A clone's dataset reduced to the runs `kept`: the others' folders and their entries in
+    datapackage.json removed, as if they had never been published."""
+    import json
+
+    runs = clone / "data" / "runs"
+    assert all((runs / name).is_dir() for name in kept), "a kept run is no longer published: name another"
+    for run in runs.iterdir():
+        if run.name not in kept:
+            shutil.rmtree(run)
+    package_path = clone / "data" / "datapackage.json"
+    package = json.loads(package_path.read_text())
+    package["resources"] = [r for r in package["resources"]
+                            if not r["path"].startswith("runs/") or r["path"].split("/")[1] in kept]
+    package_path.write_text(json.dumps(package, indent=2) + "\n")
+
+
 def build_fixture_libs(out: Path, source: str, variants) -> dict:
     """Shared libraries built from tests/fixtures/<source>, one per (name, extra gcc flags)."""
     libs = {}

@@ -9,29 +9,9 @@ import tarfile
 
 import pytest
 
-from conftest import REPO, copy_checkout, libc_path
+from conftest import REPO, SMALL_PUBLISHED_RUNS, copy_checkout, keep_only_runs, libc_path
 
 pytestmark = pytest.mark.slow
-# The published runs the clone keeps: a probe run and a callgrind run, so that the paper step has runs of its
-# own to keep described beside the new one, without rendering every published result (tested elsewhere).
-KEPT_RUNS = ("20261130T021342Z-probe-security", "20261130T125006Z-callgrind-full")
-
-
-def keep_only(clone, kept) -> None:
-    """The clone's dataset reduced to the runs `kept`: the others' folders and their entries in
-    datapackage.json removed, as if they had never been published."""
-    import shutil
-
-    runs = clone / "data" / "runs"
-    assert all((runs / name).is_dir() for name in kept), "a kept run is no longer published: name another"
-    for run in runs.iterdir():
-        if run.name not in kept:
-            shutil.rmtree(run)
-    package_path = clone / "data" / "datapackage.json"
-    package = json.loads(package_path.read_text())
-    package["resources"] = [r for r in package["resources"]
-                            if not r["path"].startswith("runs/") or r["path"].split("/")[1] in kept]
-    package_path.write_text(json.dumps(package, indent=2) + "\n")
 
 
 def heapcost(clone, *args):
@@ -43,7 +23,7 @@ def heapcost(clone, *args):
 
 def test_measure_then_paper_then_dataset_in_a_dotted_folder_with_a_space(tmp_path):
     clone = copy_checkout(tmp_path / ".hidden dir" / "clone")
-    keep_only(clone, KEPT_RUNS)
+    keep_only_runs(clone, SMALL_PUBLISHED_RUNS)
     runs_before = {p.name for p in (clone / "data" / "runs").iterdir()}
     described_before = {res["path"] for res in json.loads((clone / "data" / "datapackage.json").read_text())["resources"]}
 

@@ -59,7 +59,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     for (seed, conf, wl), g in (per_host.groupby(["seed", "configuration", "workload"], sort=True) if len(per_host) else []):
         if len(g) >= 2 and g["ci_low"].max() > g["ci_high"].min():
             apart.append({"seed": seed, "configuration": conf, "workload": wl,
-                          "hosts": "; ".join(f"{h.processor}: {h.display}" for h in g.itertuples())})
+                          "hosts": "; ".join(f"{h.processor}: {_host_display(h)}" for h in g.itertuples())})
     registered = predictions.load()
     replication = predictions.replication(registered, per_host)
     write_csv(replication, p("replication.csv"))
@@ -90,3 +90,15 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
                       "percent_excluding_1": f"{100 * aa['excludes_1'].mean():.1f}" if len(aa) else "",
                       "min_runs": int(aa["n_runs"].min()) if len(aa) else 0},
     }
+
+
+def _host_display(h) -> str:
+    """A host's interval as the main text lists it. Where the host's builds (code layouts, or libraries built
+    again) leave the interval a single degree of freedom, it holds almost any value: the estimate is named with
+    its builds and runs instead of printed with it."""
+    df = pd.to_numeric(pd.Series([h.df]), errors="coerce").iloc[0]
+    builds = pd.to_numeric(pd.Series([h.n_builds]), errors="coerce").iloc[0]
+    if pd.notna(df) and df < 2 and pd.notna(builds) and builds >= 2:
+        return (f"{h.ratio:.3f} from {builds:g} builds that differ over {h.n_runs} runs, its interval on "
+                f"{df:g} degree of freedom not shown")
+    return h.display

@@ -16,7 +16,7 @@ TOLD_APART = 0.1  # a probe changes when its loss falls by at least this share (
 SCORED_PRIMITIVES = ("overlap", "chosen-address", "allocator-write", "metadata-write")
 COLUMNS = ["defence", "with", "without", "pair", "workloads", "time_display", "instructions_per_pair",
            "primitive_removed", "primitive_without", "primitive_with", "primitive_display", "probes_changed",
-           "techniques_stopped"]
+           "techniques_stopped", "techniques_stopped_names"]
 
 
 def _num(v):
@@ -85,12 +85,15 @@ def defence_table(ablation: pd.DataFrame, per_free: pd.DataFrame, probe_rows: li
         with_, without = r["allocator"], r["base"]
         cell = primitive_removed(primitive_rows, with_, without)
         extra = instructions_per_pair(per_free, with_, without)
-        stopped = NOT_MEASURED
+        stopped, stopped_names = NOT_MEASURED, ""
         if techniques is not None and len(techniques):
-            def works(a):
-                return set(techniques.loc[(techniques["allocator"] == a) & (techniques["outcome"] == "works"),
-                                          "technique"])
-            stopped = ", ".join(sorted(works(without) - works(with_))) or "none"
+            def outcomes(a, wanted=None):
+                mine = techniques[(techniques["allocator"] == a) & (techniques["outcome"] != "not-run")]
+                return set(mine.loc[mine["outcome"] == wanted, "technique"] if wanted else mine["technique"])
+            both = outcomes(with_) & outcomes(without)
+            names = sorted((outcomes(without, "works") - outcomes(with_, "works")) & both)
+            # the table shows a count (a column of names would not fit); the CSV keeps the names
+            stopped, stopped_names = (f"{len(names)} of {len(both)}" if both else "none ran"), ", ".join(names)
         out.append({"defence": r["defence"], "with": with_, "without": without, "pair": f"{with_} / {without}",
                     "workloads": int(r["n"]),
                     "time_display": fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]),
@@ -101,7 +104,7 @@ def defence_table(ablation: pd.DataFrame, per_free: pd.DataFrame, probe_rows: li
                     "primitive_display": "none measured" if cell is None else
                     f"{_label(cell)}: {round(PER_MILLE * cell['without'])} \u2192 {round(PER_MILLE * cell['with'])}",
                     "probes_changed": ", ".join(probes_changed(probe_rows, with_, without)) or "none",
-                    "techniques_stopped": stopped})
+                    "techniques_stopped": stopped, "techniques_stopped_names": stopped_names})
     return pd.DataFrame(out, columns=COLUMNS)
 
 

@@ -83,6 +83,18 @@ def fold_layouts(rows: list[dict]) -> tuple[list[dict], dict, list[dict]]:
     return kept, {b: sorted(ls) for b, ls in sorted(layouts.items())}, differ
 
 
+def layout_difference_groups(differ: list[dict]) -> list[dict]:
+    """fold_layouts' differing cells grouped by technique and the two outcomes: each group names the
+    configurations and their layouts."""
+    groups: dict = {}
+    for d in differ:
+        g = groups.setdefault((d["technique"], d["outcome"], d["first_layout"]), {})
+        g.setdefault(d["allocator"], []).append(d["layout"])
+    return [{"technique": t, "outcome": o, "first_layout": f,
+             "configurations": [{"allocator": a, "layouts": sorted(ls)} for a, ls in sorted(by.items())]}
+            for (t, o, f), by in sorted(groups.items())]
+
+
 def works_everywhere(rows: list[dict]) -> list[str]:
     """Techniques that worked under every allocator that ran them (at least two): their own check cannot tell
     allocators apart (a check that holds whatever the allocator did), or no allocator here stops them."""
@@ -230,6 +242,7 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
         "techniques": len(techniques), "allocators": ran,
         "layout_builds": layouts, "layout_build_count": sum(len(ls) for ls in layouts.values()),
         "layout_differences": layout_differences,
+        "layout_difference_groups": layout_difference_groups(layout_differences),
         "runs_per_cell": max(runs, default=0), "runs_per_cell_min": min(runs, default=0),
         "timeout_s": params.get("technique_timeout"),
         "summary": sums,

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import REPO, copy_checkout
+from conftest import REPO, SMALL_PUBLISHED_RUNS, copy_checkout, keep_only_runs
 from analysis.errors import HeapcostError
 from analysis.contract import contribution, run_check
 from analysis.harness.fleet import campaigns
@@ -160,6 +160,7 @@ def check_fleet_landed(clone, host, result):
 @pytest.mark.paper
 def test_the_smoke_fleet_through_the_local_executor_lands_in_the_dataset(tmp_path):
     clone = copy_checkout(tmp_path / "clone")
+    keep_only_runs(clone, SMALL_PUBLISHED_RUNS)  # the paper at the end: of these and the new runs only
     check_fleet_landed(clone, "local", run_workflow(clone, "local", "local", os.environ))
 
 
@@ -170,6 +171,7 @@ def test_the_smoke_fleet_through_slurm_on_a_loopback_cluster_lands_in_the_datase
     missing = missing_daemons()
     assert not missing, f"Slurm and munge are needed (.ci/run installs them): {', '.join(missing)} missing"
     clone = copy_checkout(tmp_path / "clone")
+    keep_only_runs(clone, SMALL_PUBLISHED_RUNS)
     with loopback_cluster(tmp_path / "slurm") as env:
         result = run_workflow(clone, "slurm", FEATURE, env)
         jobs = subprocess.run(["squeue", "-h", "--states=all", "-o", "%T|%N|%f|%h"], env=env, capture_output=True,

@@ -43,5 +43,5 @@ def test_the_table_pairs_the_cost_with_the_primitive_and_says_techniques_are_not
     assert row["techniques_stopped"] == D.NOT_MEASURED
     techniques = pd.DataFrame([{"technique": "fastbin_dup", "allocator": "without", "outcome": "works"},
                                {"technique": "fastbin_dup", "allocator": "with", "outcome": "stopped"}])
-    assert D.defence_table(ablation, per_free, probes, rows, fmt_interval, techniques).iloc[0][
-        "techniques_stopped"] == "fastbin_dup"
+    row = D.defence_table(ablation, per_free, probes, rows, fmt_interval, techniques).iloc[0]
+    assert (row["techniques_stopped"], row["techniques_stopped_names"]) == ("1 of 1", "fastbin_dup")

@@ -132,3 +132,14 @@ def test_further_layout_builds_fold_into_their_first_and_a_different_outcome_is_
     numbers = T.write_outputs(rows() + layouts, tmp_path, run_id="R", info={}, scores=SCORES, catalog=CATALOG)
     assert (numbers["layout_build_count"], numbers["layout_differences"]) == (2, differ)
     assert "glibc-built_l2" not in numbers["allocators"] and "glibc-no-safe-linking" not in numbers["allocators"]
+
+
+def test_layout_differences_are_grouped_by_technique_and_outcomes():
+    differ = [{"allocator": a, "layout": n, "technique": "rel", "outcome": "crashes", "first_layout": "works"}
+              for a in ("b", "a") for n in (4, 3)] + [
+             {"allocator": "a", "layout": 5, "technique": "rel", "outcome": "not-applicable", "first_layout": "works"}]
+    assert T.layout_difference_groups(differ) == [
+        {"technique": "rel", "outcome": "crashes", "first_layout": "works",
+         "configurations": [{"allocator": "a", "layouts": [3, 4]}, {"allocator": "b", "layouts": [3, 4]}]},
+        {"technique": "rel", "outcome": "not-applicable", "first_layout": "works",
+         "configurations": [{"allocator": "a", "layouts": [5]}]}]
