@@ -1,14 +1,15 @@
 """The known exploitation techniques for the paper: the newest techniques.csv of the dataset (brought programs, each
 asserting its own success: how2heap's glibc_2.36 folder; analysis/harness/techniques.py) as a table, a figure and
 numbers, the glibc family's place on the security axis checked against them, and what each glibc defence buys
-against them.
+against them. Written by notebooks/security.ipynb, hence the files' prefix:
 
-- techniques_table.csv: one row per technique and allocator (outcome, outcomes, runs, the rate it worked with its
-  interval); techniques_summary.csv: per allocator, how many techniques ended in each outcome.
-- techniques_matrix.svg: the outcome of every technique under every allocator.
-- techniques_numbers.json: the run, the programs' upstream revision and build flags, the summary, the techniques
-  that work under every allocator that ran them, the score check and the defence comparisons; or `absent` with the
-  reason when the dataset has no techniques run (the paper then says so).
+- security_techniques_table.csv: one row per technique and allocator (outcome, outcomes, runs, the rate it
+  worked with its interval); security_techniques_summary.csv: per allocator, how many techniques ended in each
+  outcome.
+- security_techniques_matrix.svg: the outcome of every technique under every allocator.
+- security_techniques_numbers.json: the run, the programs' upstream revision and build flags, the summary, the
+  techniques that work under every allocator that ran them, the score check and the defence comparisons; or
+  `absent` with the reason when the dataset has no techniques run (the paper then says so).
 """
 import csv
 import json
@@ -201,9 +202,9 @@ def _write(path: Path, rows: list[dict], fields: list[str]) -> None:
 
 
 def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores: dict | None = None,
-                  catalog: dict | None = None, prefix: str = "techniques_") -> dict:
-    """techniques_table.csv, techniques_summary.csv, techniques_matrix.svg and techniques_numbers.json; returns
-    the numbers. `scores`: the security score per allocator (security_numbers.json's), for the glibc check;
+                  catalog: dict | None = None, prefix: str = "security_techniques_") -> dict:
+    """<prefix>table.csv, <prefix>summary.csv, <prefix>matrix.svg and <prefix>numbers.json; returns the numbers.
+    `scores`: the security score per allocator (security_numbers.json's), for the glibc check;
     `catalog`: {id: family, knock_out_of, description} (default: allocators.toml's)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -256,15 +257,15 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
     return numbers
 
 
-def write_absent(out_dir, why: str, *, prefix: str = "techniques_") -> None:
-    """A dataset without a techniques run: techniques_numbers.json says why, and the paper says the part is absent."""
+def write_absent(out_dir, why: str, *, prefix: str = "security_techniques_") -> None:
+    """A dataset without a techniques run: <prefix>numbers.json says why, and the paper says the part is absent."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{prefix}numbers.json").write_text(json.dumps({"absent": why}, indent=2) + "\n")
 
 
 def write_from_dataset(runs_dir, out_dir, *, scores: dict | None = None) -> dict:
-    """The products from the dataset's newest techniques run, or techniques_numbers.json saying none exists."""
+    """The products from the dataset's newest techniques run, or security_techniques_numbers.json saying none exists."""
     try:
         run_id, info, rows = newest_run(runs_dir)
     except HeapcostError as exc:

@@ -79,12 +79,12 @@ def test_the_products_are_written_with_the_runs_provenance(tmp_path):
     numbers = T.write_outputs(rows(), tmp_path, run_id="R", info=info, scores=SCORES, catalog=CATALOG)
     assert (numbers["revision"], numbers["folder"], numbers["techniques"]) == ("b931ae3b", "glibc_2.36", 4)
     assert (numbers["runs_per_cell"], numbers["not_run"]) == (20, ["glibc-no-safe-linking"])
-    assert json.loads((tmp_path / "techniques_numbers.json").read_text())["score_check"]["concordant"] == 3
-    table = list(csv.DictReader(open(tmp_path / "techniques_table.csv")))
+    assert json.loads((tmp_path / "security_techniques_numbers.json").read_text())["score_check"]["concordant"] == 3
+    table = list(csv.DictReader(open(tmp_path / "security_techniques_table.csv")))
     assert len(table) == 24 and {r["outcome"] for r in table} == {*T.OUTCOMES} - {"hangs"}
-    summary = {r["allocator"]: r for r in csv.DictReader(open(tmp_path / "techniques_summary.csv"))}
+    summary = {r["allocator"]: r for r in csv.DictReader(open(tmp_path / "security_techniques_summary.csv"))}
     assert summary["glibc-notcache"]["score"] == "81.5" and summary["glibc-notcache"]["stopped"] == "2"
-    assert (tmp_path / "techniques_matrix.svg").read_text().startswith("<?xml")
+    assert (tmp_path / "security_techniques_matrix.svg").read_text().startswith("<?xml")
 
 
 def _run(runs_dir, name, status, table_rows):
@@ -112,8 +112,8 @@ def test_a_dataset_without_a_techniques_run_says_so_in_the_numbers(tmp_path):
     out = tmp_path / "generated"
     numbers = T.write_from_dataset(tmp_path / "runs", out)
     assert "no probe run of the dataset has a techniques.csv" in numbers["absent"]
-    assert json.loads((out / "techniques_numbers.json").read_text()) == numbers
-    assert not (out / "techniques_table.csv").exists()
+    assert json.loads((out / "security_techniques_numbers.json").read_text()) == numbers
+    assert not (out / "security_techniques_table.csv").exists()
 
 
 def test_further_layout_builds_fold_into_their_first_and_a_different_outcome_is_named(tmp_path):
