@@ -30,6 +30,8 @@ import re
 import signal as _signals
 from typing import Iterable, NamedTuple
 
+from analysis.harness.probe_verdict import signal_name
+
 OUTCOMES = ("works", "stopped", "not-applicable", "crashes", "hangs")
 NOT_RUN = "not-run"  # the runner could not run the program under the allocator (its rows say why)
 FAULT_PREFIX = "heapcost-technique:"
@@ -102,13 +104,6 @@ def parse_fault(stderr: str) -> Fault | None:
                 return Fault(int(m["sig"]), int(m["code"]), int(m["addr"], 16), int(m["pc"], 16),
                              m["object"].strip() or "-")
     return None
-
-
-def signal_name(num: int | None) -> str:
-    try:
-        return _signals.Signals(num).name
-    except (ValueError, TypeError):
-        return f"signal {num}"
 
 
 def _matches(obj: str, allocator_objects: Iterable[str]) -> bool:
