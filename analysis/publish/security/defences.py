@@ -7,6 +7,7 @@ says so)."""
 import numpy as np
 import pandas as pd
 
+from analysis.publish.security.primitives import number_or_none
 from analysis.stats import primitives as PR
 from analysis.stats import security as S
 
@@ -19,14 +20,6 @@ COLUMNS = ["defence", "with", "without", "pair", "workloads", "time_display", "i
            "techniques_stopped", "techniques_stopped_names"]
 
 
-def _num(v):
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if x != x else x
-
-
 def primitive_removed(rows: list[dict], with_: str, without: str) -> dict | None:
     """The primitive cell (bug class, attacker, primitive) whose rate falls most from `without` to `with_`, when
     the Wilson interval under `with_` lies wholly below the one under `without`; None when no cell falls so."""
@@ -37,15 +30,15 @@ def primitive_removed(rows: list[dict], with_: str, without: str) -> dict | None
         if alloc != without:
             continue
         kept = cells.get((with_, bug, cap, prim))
-        if kept is None or not _num(gone.get("sequences")) or not _num(kept.get("sequences")):
+        if kept is None or not number_or_none(gone.get("sequences")) or not number_or_none(kept.get("sequences")):
             continue
-        high_with, low_without = _num(kept.get("rate_ci_high")), _num(gone.get("rate_ci_low"))
+        high_with, low_without = number_or_none(kept.get("rate_ci_high")), number_or_none(gone.get("rate_ci_low"))
         if high_with is None or low_without is None or high_with >= low_without:
             continue
-        drop = _num(gone["rate"]) - _num(kept["rate"])
+        drop = number_or_none(gone["rate"]) - number_or_none(kept["rate"])
         if best is None or drop > best["drop"]:
             best = {"bug_class": bug, "capability": cap, "primitive": prim, "drop": drop,
-                    "without": _num(gone["rate"]), "with": _num(kept["rate"])}
+                    "without": number_or_none(gone["rate"]), "with": number_or_none(kept["rate"])}
     return best
 
 
@@ -110,5 +103,5 @@ def defence_table(ablation: pd.DataFrame, per_free: pd.DataFrame, probe_rows: li
 
 def sequences_per_cell(primitive_rows: list[dict]) -> int:
     """The sequences of a cell (the per-mille column's base), the smallest over the cells that ran."""
-    counts = [int(_num(r.get("sequences")) or 0) for r in primitive_rows if r.get("primitive") == PR.ANY]
+    counts = [int(number_or_none(r.get("sequences")) or 0) for r in primitive_rows if r.get("primitive") == PR.ANY]
     return min((c for c in counts if c), default=0)

@@ -43,7 +43,8 @@ def primitive_rows_if_any(runs_dir=RUNS_DIR) -> list[dict]:
         return []
 
 
-def _f(v):
+def number_or_none(v):
+    """A table cell as a float, or None when it is empty, not a number or NaN."""
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -61,14 +62,14 @@ def table(rows: list[dict]) -> list[dict]:
     for (alloc, bug, cap), prims in sorted(by_cell.items()):
         anyrow, strong = prims.get(PR.ANY, {}), prims.get(PR.STRONG, {})
         out.append({"allocator": alloc, "bug_class": bug, "capability": cap,
-                    "sequences": int(_f(anyrow.get("sequences")) or 0),
-                    "any_rate": _f(anyrow.get("rate")), "any_ci_low": _f(anyrow.get("rate_ci_low")),
-                    "any_ci_high": _f(anyrow.get("rate_ci_high")),
-                    "strong_rate": _f(strong.get("rate")), "strong_ci_low": _f(strong.get("rate_ci_low")),
-                    "strong_ci_high": _f(strong.get("rate_ci_high")),
-                    **{p: int(_f(prims[p].get("count")) or 0) if p in prims else None for p in PR.PRIMITIVES},
-                    "detected": int(_f(anyrow.get("detected")) or 0),
-                    "median_attempts": _f(anyrow.get("median_attempts")), "detail": anyrow.get("detail", "")})
+                    "sequences": int(number_or_none(anyrow.get("sequences")) or 0),
+                    "any_rate": number_or_none(anyrow.get("rate")), "any_ci_low": number_or_none(anyrow.get("rate_ci_low")),
+                    "any_ci_high": number_or_none(anyrow.get("rate_ci_high")),
+                    "strong_rate": number_or_none(strong.get("rate")), "strong_ci_low": number_or_none(strong.get("rate_ci_low")),
+                    "strong_ci_high": number_or_none(strong.get("rate_ci_high")),
+                    **{p: int(number_or_none(prims[p].get("count")) or 0) if p in prims else None for p in PR.PRIMITIVES},
+                    "detected": int(number_or_none(anyrow.get("detected")) or 0),
+                    "median_attempts": number_or_none(anyrow.get("median_attempts")), "detail": anyrow.get("detail", "")})
     return out
 
 
@@ -114,13 +115,13 @@ def write_outputs(rows: list[dict], out_dir, *, claims: dict | None = None, pref
         "allocators": sorted({c["allocator"] for c in ran}),
         "sequences_per_cell_min": min((c["sequences"] for c in ran), default=0),
         "cells": len(ran),
-        "seed": sorted({int(_f(r.get("seed")) or 0) for r in rows}),
+        "seed": sorted({int(number_or_none(r.get("seed")) or 0) for r in rows}),
         "overflow_bytes": list(PR.OVERFLOW_BYTES),
         "confidence_percent": round(100 * PR.CONFIDENCE),
         "knockouts": PR.knockout_checks(rows),
         "leak_gains": PR.leak_gains(rows),
         "disagreements": PR.claim_disagreements(rows, claims),
-        "false_positives": [{"allocator": r["allocator"], "count": int(_f(r["count"]))}
+        "false_positives": [{"allocator": r["allocator"], "count": int(number_or_none(r["count"]))}
                             for r in PR.false_positives(rows)],
         "none_found": sorted(a for a in {c["allocator"] for c in ran}
                              if not PR.found_anywhere(rows, a)),

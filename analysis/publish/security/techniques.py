@@ -20,6 +20,7 @@ from analysis.contract.schema import read_rows
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish.render.products import json_text
+from analysis.publish.security.primitives import number_or_none
 
 TABLE = "techniques.csv"
 OUTCOMES = ("works", "stopped", "not-applicable", "crashes", "hangs", "not-run")
@@ -37,14 +38,6 @@ def newest_run(runs_dir=RUNS_DIR):
                             "built by hand, and run `make probe TECHNIQUES=/path/to/them`")
     run = runs[-1]
     return run.run_id, run.info, read_rows(run.path / TABLE)
-
-
-def _number(value):
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if x != x else x
 
 
 def summary(rows: list[dict]) -> list[dict]:
@@ -111,9 +104,9 @@ def score_check(sums: list[dict], scores: dict, families: dict) -> dict:
     of the family's configurations with a score and techniques run: concordant (the higher score stops more),
     discordant (it stops fewer), tied (equal scores or equal counts)."""
     members = [s for s in sums if families.get(s["allocator"]) in GLIBC_FAMILIES and s["ran"]
-               and _number(scores.get(s["allocator"])) is not None]
-    members.sort(key=lambda s: (-_number(scores[s["allocator"]]), s["allocator"]))
-    table = [{"allocator": s["allocator"], "score": _number(scores[s["allocator"]]), "stopped": s["stopped"],
+               and number_or_none(scores.get(s["allocator"])) is not None]
+    members.sort(key=lambda s: (-number_or_none(scores[s["allocator"]]), s["allocator"]))
+    table = [{"allocator": s["allocator"], "score": number_or_none(scores[s["allocator"]]), "stopped": s["stopped"],
               "works": s["works"], "ran": s["ran"]} for s in members]
     concordant = discordant = tied = 0
     for i, a in enumerate(table):
@@ -234,7 +227,7 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
     params = info.get("params") or {}
     brought = params.get("techniques") or {}
     provenance = brought.get("provenance") or {}
-    runs = [int(_number(r.get("runs")) or 0) for r in every_row if r["outcome"] != "not-run"]
+    runs = [int(number_or_none(r.get("runs")) or 0) for r in every_row if r["outcome"] != "not-run"]
     numbers = {
         "run_id": run_id,
         "upstream": provenance.get("upstream", ""), "revision": provenance.get("revision", ""),
