@@ -20,6 +20,8 @@ STAGES = {
     "measure": {
         "predict": ("analysis.publish.debates.predictions", "register each debate's prediction for a host not yet measured "
                     "(predictions.toml), before measuring it"),
+        "predict-build": ("analysis.publish.debates.long_build", "register seed 001's long build predicted from the short "
+                          "build's per-unit cost on each host (predictions.toml), before measuring it"),
         "measure": ("analysis.harness.measure", "run a measurement campaign into data/runs/"),
         "probe": ("analysis.harness.probes", "run the heap-misuse probes under allocators"),
         "profile": ("analysis.harness.profile", "a program's allocation profile under glibc: calls per size class, reuse, "

@@ -57,6 +57,17 @@ def cost_model(trials: pd.DataFrame, metric: str = "wall_s") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def per_unit_difference(row, base) -> stats.Difference | None:
+    """The log of one fitted row's per-unit cost over the baseline's fitted row on the same workload (delta
+    method), or None where either slope is not positive."""
+    if row["per_unit_s"] <= 0 or base["per_unit_s"] <= 0:
+        return None
+    se_r = _se(row, "per_unit") / row["per_unit_s"]
+    se_b = _se(base, "per_unit") / base["per_unit_s"]
+    return stats.Difference(math.log(row["per_unit_s"] / base["per_unit_s"]), math.hypot(se_r, se_b),
+                            float(min(row["df"], base["df"])))
+
+
 def per_unit_ratios(model: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Each allocator's per-unit cost over the baseline's on the same workload (delta method on logs), and
     its start-up cost in milliseconds beside the baseline's."""
@@ -66,12 +77,9 @@ def per_unit_ratios(model: pd.DataFrame, baseline: str) -> pd.DataFrame:
         if r["workload"] not in base.index:
             continue
         b = base.loc[r["workload"]]
-        if r["per_unit_s"] <= 0 or b["per_unit_s"] <= 0:
+        d = per_unit_difference(r, b)
+        if d is None:
             continue
-        se_r = _se(r, "per_unit") / r["per_unit_s"]
-        se_b = _se(b, "per_unit") / b["per_unit_s"]
-        d = stats.Difference(math.log(r["per_unit_s"] / b["per_unit_s"]), math.hypot(se_r, se_b),
-                             float(min(r["df"], b["df"])))
         lo, hi = d.interval()
         rows.append({"workload": r["workload"], "allocator": r["allocator"], "baseline": baseline,
                      "per_unit_ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),

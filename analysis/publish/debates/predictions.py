@@ -49,7 +49,7 @@ def ablation_cells(cells: pd.DataFrame, runs_dir: Path, skip=()) -> dict:
     return out
 
 
-def _head_commit() -> str:
+def head_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     except OSError:
@@ -86,24 +86,45 @@ def _toml_value(v) -> str:
     return repr(v)
 
 
-def render(entries: list[dict]) -> str:
-    head = ("# Predictions of each debate's primary answer on a host not yet measured, registered before it is\n"
-            "# measured (`python -m analysis predict`, analysis/publish/debates/predictions.py): the interval a new host's\n"
-            "# answer should fall in (95%), from the hosts named, with the between-host spread borrowed from the\n"
-            "# catalogue's ablation pairs. Never edited by hand; a new registration is added below the old ones.\n")
-    blocks = ["[[prediction]]\n" + "".join(f"{k} = {_toml_value(e[k])}\n" for k in KEYS) for e in entries]
+def _block(kind: str, entry: dict, keys) -> str:
+    return f"[[{kind}]]\n" + "".join(f"{k} = {_toml_value(entry[k])}\n" for k in keys)
+
+
+def render(entries: list[dict], long_builds: list[dict] = ()) -> str:
+    from analysis.publish.debates import long_build
+    head = ("# Predictions registered before they are measured. [[prediction]]: each debate's primary answer on a\n"
+            "# host not yet measured (`python -m analysis predict`, analysis/publish/debates/predictions.py): the\n"
+            "# interval a new host's answer should fall in (95%), from the hosts named, with the between-host spread\n"
+            "# borrowed from the catalogue's ablation pairs. [[long_build]]: seed 001's long build on a host, from the\n"
+            "# short build's per-unit cost there (`python -m analysis predict-build`, analysis/publish/debates/\n"
+            "# long_build.py). Never edited by hand; a new registration is added below the old ones.\n")
+    blocks = [_block("prediction", e, KEYS) for e in entries] + \
+        [_block("long_build", e, long_build.KEYS) for e in long_builds]
     return head + "\n" + "\n".join(blocks)
 
 
-def load(path: Path = PREDICTIONS_TOML) -> list[dict]:
+def write(path: Path, entries: list[dict], long_builds: list[dict] = ()) -> None:
+    Path(path).write_text(render(entries, long_builds))
+
+
+def _entries(path: Path, kind: str, keys) -> list[dict]:
     if not Path(path).is_file():
         return []
-    entries = read_toml(Path(path)).get("prediction", [])
+    entries = read_toml(Path(path)).get(kind, [])
     for i, e in enumerate(entries):
-        missing = [k for k in KEYS if k not in e]
+        missing = [k for k in keys if k not in e]
         if missing:
-            raise HeapcostError(f"{Path(path).name}: prediction {i + 1} lacks {', '.join(missing)}")
+            raise HeapcostError(f"{Path(path).name}: {kind} {i + 1} lacks {', '.join(missing)}")
     return entries
+
+
+def load(path: Path = PREDICTIONS_TOML) -> list[dict]:
+    return _entries(path, "prediction", KEYS)
+
+
+def load_long_builds(path: Path = PREDICTIONS_TOML) -> list[dict]:
+    from analysis.publish.debates import long_build
+    return _entries(path, "long_build", long_build.KEYS)
 
 
 def _same_host(label: str, earlier: list[str]) -> bool:
@@ -141,11 +162,11 @@ def run(args) -> int:
     spec = debates_spec.load()
     _, _, per_host = questions.answers(res, res.figures, spec)
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    new = compute(res, per_host, spec, today, _head_commit())
+    new = compute(res, per_host, spec, today, head_commit())
     if not new:
         raise HeapcostError("no primary cell has an answer on any host: nothing to predict from")
-    old = load(Path(args.output))
-    Path(args.output).write_text(render(old + new))
+    path = Path(args.output)
+    write(path, load(path) + new, load_long_builds(path))
     for e in new:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']}: a new host should read "
               f"{e['centre']} [{e['low']}, {e['high']}] (from {len(e['from_hosts'])} host(s); between-host spread "
