@@ -128,3 +128,40 @@ def run(args) -> int:
               f"{e['centre']} [{e['low']}, {e['high']}] from the per-unit cost of {e['from_workload']} "
               f"({len(e['from_runs'])} run(s))")
     return 0
+
+
+# ---- what the long build measured, host by host ------------------------------------------------------------
+
+TREE_PEAK = "tree_peak_rss_kb"  # the build's whole process tree at its peak (the workload's driver samples it)
+METRICS = ("wall_s", "user_s", "sys_s", TREE_PEAK)
+MEASURED_COLUMNS = ["seed", "configuration", "workload", "processor", "metric", "n_runs", "ratio", "ci_low",
+                    "ci_high", "display"]
+
+
+def measured(cells: dict, runs_dir: Path, pairs, workload: str = LONG_BUILD) -> pd.DataFrame:
+    """Per contested pair, host and metric (wall, user and system time, the process tree's peak memory): the
+    with/without ratio of the long build, each run's through its own baseline, a host's runs pooled."""
+    from analysis.publish.render.formats import fmt_interval
+    from analysis.publish.results.ablations import ratio_within_run
+    processors = pool._processors(Path(runs_dir))
+    rows = []
+    for metric in METRICS:
+        table = cells.get(metric)
+        if table is None or table.empty or "workload" not in table:
+            continue
+        table = table[table["workload"] == workload]
+        for with_, without in pairs:
+            per_run = []
+            for run_id, sub in table.groupby("run_id", sort=True):
+                d = ratio_within_run(sub, with_, without)
+                if d is not None:
+                    per_run.append({"processor": processors.get(run_id, "?"), "estimate": d.estimate, "se": d.se,
+                                    "df": d.df, "build": "one"})
+            for processor, sub in pd.DataFrame(per_run).groupby("processor", sort=True) if per_run else []:
+                p = random_effects.pool(sub.assign(host="one"))
+                lo, hi = Difference(p.estimate, p.se, p.df).interval()
+                ratio, lo, hi = math.exp(p.estimate), math.exp(lo), math.exp(hi)
+                rows.append({"seed": SEED, "configuration": f"{with_} / {without}", "workload": workload,
+                             "processor": processor, "metric": metric, "n_runs": len(sub), "ratio": ratio,
+                             "ci_low": lo, "ci_high": hi, "display": fmt_interval(ratio, lo, hi)})
+    return pd.DataFrame(rows, columns=MEASURED_COLUMNS)

@@ -4,12 +4,14 @@ quantities), results_debate_hosts.csv (a row per debate cell and host: its runs 
 floor, the rule's decision there), results_debate_runs.csv (every run behind them, superseded ones marked),
 results_aa_pooled.csv and results_aa_hosts.csv (A/A across runs, over every host and on each alone),
 results_kernel_part.csv (where each side's time goes on each host: user, system, minor faults),
-results_code_census.csv (what each debated library's code is made of: instructions, rep stos, memset calls) and a
-forest plot per debate."""
+results_code_census.csv (what each debated library's code is made of: instructions, rep stos, memset calls),
+results_long_build.csv (seed 001's long build on each host: wall, user and system time and the process tree's
+peak memory), results_long_build_check.csv (its registered prediction beside the measured answer) and a forest
+plot per debate."""
 import pandas as pd
 
 from analysis.contract import debates_spec
-from analysis.publish.debates import forest, pool, questions, predictions
+from analysis.publish.debates import forest, long_build, pool, questions, predictions
 from analysis.publish.results.comparisons import BASELINE, Results
 from analysis.publish.render.formats import fmt_interval
 from analysis.publish.render.products import write_csv
@@ -63,6 +65,13 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     registered = predictions.load()
     replication = predictions.replication(registered, per_host)
     write_csv(replication, p("replication.csv"))
+    long_pairs = spec[long_build.SEED].contested if long_build.SEED in spec else []
+    long_measured = long_build.measured(res.cells, runs_dir, long_pairs) if runs_dir else \
+        pd.DataFrame(columns=long_build.MEASURED_COLUMNS)
+    write_csv(long_measured, p("long_build.csv"))
+    long_registered = predictions.load_long_builds()
+    long_checked = long_build.check(long_registered, per_host)
+    write_csv(long_checked, p("long_build_check.csv"))
     return {
         "debates": {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)},
         "debate_figures": drawn,
@@ -86,6 +95,10 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
                         "registered": sorted({e["registered"] for e in registered}),
                         "spread_percent": sorted({e["tau_percent"] for e in registered}),
                         "spread_cells": sorted({e["spread_cells"] for e in registered})},
+        "long_build": {"workload": long_build.LONG_BUILD, "from_workload": long_build.SHORT_BUILD,
+                       "predictions": len(long_registered), "checked": int(len(long_checked)),
+                       "held": int(long_checked["held"].sum()) if len(long_checked) else 0,
+                       "registered": sorted({e["registered"] for e in long_registered})},
         "aa_pooled": {"cells": int(len(aa)), "excluding_1": int(aa["excludes_1"].sum()) if len(aa) else 0,
                       "percent_excluding_1": f"{100 * aa['excludes_1'].mean():.1f}" if len(aa) else "",
                       "min_runs": int(aa["n_runs"].min()) if len(aa) else 0},

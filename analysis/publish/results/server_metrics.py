@@ -1,11 +1,14 @@
-"""A server's own measures beside its time: the throughput and latency percentiles a request-serving workload
-(redis) reports per trial (trial columns requests_per_s, p50_ms, p99_ms), each compared with the baseline's in the
-same run, with intervals, as wall time is. A throughput ratio above 1 is faster; a latency ratio above 1 slower."""
+"""A workload's own measures beside its time, each compared with the baseline's in the same run, with intervals,
+as wall time is: the throughput and latency percentiles a request-serving workload (redis) reports per trial
+(trial columns requests_per_s, p50_ms, p99_ms; a throughput ratio above 1 is faster, a latency ratio above 1
+slower), and the peak resident memory of a build's whole process tree (tree_peak_rss_kb, which its driver
+samples: ru_maxrss holds only the largest single process)."""
 import pandas as pd
 
 from analysis.publish.results.cpu_split import comparisons_by_run
 
-METRICS = ("requests_per_s", "p50_ms", "p99_ms")
+METRICS = ("requests_per_s", "p50_ms", "p99_ms")  # a server's (results_server.csv)
+BUILD_METRICS = ("tree_peak_rss_kb",)  # a build's
 
 
 def _reported(rt, metric):
@@ -18,7 +21,7 @@ def _reported(rt, metric):
 def cells(time_runs, baseline: str, against) -> dict:
     """metric -> every run's comparisons with its own baseline on the workloads that reported the metric (rows
     with run_id), each made by `against` (results.against)."""
-    return comparisons_by_run(time_runs, baseline, against, METRICS, _reported)
+    return comparisons_by_run(time_runs, baseline, against, METRICS + BUILD_METRICS, _reported)
 
 
 def table(cells_by_metric: dict) -> pd.DataFrame:

@@ -97,3 +97,22 @@ def test_registering_without_a_scaling_run_is_a_one_line_error(tmp_path, capsys)
     assert main(["predict-build", "--data", str(tmp_path), "--output", str(tmp_path / "p.toml")], prog="heapcost") != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "SCALES" in err[0]
+
+
+def test_the_long_build_is_reported_per_host_and_metric_with_each_host_runs_pooled(runs):
+    def rows(metric_ratio):
+        out = []
+        for run_id, ratio in (("r1-amd", metric_ratio), ("r2-amd", metric_ratio * 1.01), ("r3-intel", 1.3)):
+            out.append({"workload": long_build.LONG_BUILD, "allocator": "hardened", "baseline": "glibc",
+                        "ratio": ratio, "ci_low": ratio * 0.98, "ci_high": ratio * 1.02, "df": 4.0, "run_id": run_id})
+        out.append({"workload": "build", "allocator": "hardened", "baseline": "glibc", "ratio": 9.0,
+                    "ci_low": 8.0, "ci_high": 10.0, "df": 4.0, "run_id": "r1-amd"})
+        return pd.DataFrame(out)
+    cells = {"wall_s": rows(1.30), "user_s": rows(1.35), "sys_s": rows(1.9), long_build.TREE_PEAK: rows(1.1)}
+    out = long_build.measured(cells, runs, [("hardened", "glibc"), ("light", "glibc")])
+    assert set(out["metric"]) == set(long_build.METRICS) and len(out) == 8  # 4 metrics x 2 hosts, light unmeasured
+    amd = out[out["processor"].str.startswith("AMD")].set_index("metric")
+    assert (amd["n_runs"] == 2).all()
+    assert 1.30 < amd.loc["wall_s", "ratio"] < 1.313 and amd.loc["wall_s", "ci_low"] < 1.30
+    assert amd.loc["sys_s", "ratio"] == pytest.approx(1.9 * math.sqrt(1.01), rel=1e-3)
+    assert long_build.measured({}, runs, [("hardened", "glibc")]).empty
