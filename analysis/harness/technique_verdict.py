@@ -2,24 +2,31 @@
 hand: analysis/harness/techniques.py): did the technique work under the allocator, or who stopped it.
 
 Such a program asserts its own success: it ends with status 0 when the technique's checks held, and with the C
-library's `Assertion ... failed.` message and SIGABRT when one of them did not. One pure function, `verdict`,
-classifies a run from how it ended (exit status, signal, timeout) and its stderr; it reads no file and runs
-nothing. The fault line `heapcost-technique: signal ... object=<path>` is written by the preloaded
-native/faultwhere.c when the program dies of a fault or a trap.
+library's assertion message (glibc's `prog: file.c:58: main: Assertion `...' failed.`, musl's `Assertion failed: ...
+(file.c: main: 58)`) and SIGABRT when one of them did not. One pure function, `verdict`, classifies a run from how
+it ended (exit status, signal, timeout) and its stderr; it reads no file and runs nothing. The fault line
+`heapcost-technique: signal ... object=<path>` is written when the program dies of a fault or a trap: by the
+preloaded native/faultwhere.c in a dynamically linked program, by native/faulttrace.c (ptrace, with the first bytes
+of the instruction at pc: `insn=`) around a statically linked one. In a static program the C library's allocator
+shares the program's file, so its own code is told by function: the caller passes the program's functions and which
+of them are the allocator's (`functions`).
 
 The rules, in the order they are applied (the first that matches decides):
 - hangs: the runner killed the program at its timeout (or its CPU limit).
 - works: the program exited with status 0: its own checks of the technique held. An allocator message printed
   on the way is named in the detail (reported without stopping it).
-- not-applicable: the program's own assertion failed (`Assertion ... failed.`): the technique's precondition or
-  result did not hold under this allocator, and the allocator did not end the program first. An allocator message
-  printed before it is named in the detail.
+- not-applicable: the program's own assertion failed (the C library's assertion message): the technique's
+  precondition or result did not hold under this allocator, and the allocator did not end the program first. An
+  allocator message printed before it is named in the detail. (A cell is not-applicable without any run, too, when
+  the program does not build against the configuration's C library: analysis/harness/techniques.py.)
 - stopped: the allocator ended the program with a message of its own (ALLOCATOR_MESSAGES: glibc's
   `malloc(): ...`, `free(): ...`, `double free or corruption (...)`, scudo, hardened_malloc, mimalloc, jemalloc,
   tcmalloc, OpenBSD's malloc, mozjemalloc's release assertion, efence, duma, dmalloc); or, without a message, with
   a deliberate trap in its own code: SIGILL or SIGTRAP raised there, or a write to address 0 (mozjemalloc's
-  release assertions crash so, silently). Its own code means one of its own libraries (`allocator_objects`: the
-  preloaded ones; glibc's checks always print, so libc.so.6 is not one).
+  release assertions crash so, silently), or a privileged `hlt` (musl's a_crash: its mallocng's failed consistency
+  checks end the program so, the kernel reporting SIGSEGV with code SI_KERNEL at address 0). Its own code means one
+  of its own libraries (`allocator_objects`: the preloaded ones; glibc's checks always print, so libc.so.6 is not
+  one) or, in a statically linked program, one of its own functions (`functions`).
 - crashes: any other abnormal end: a signal (a fault in the program, in libc or in the allocator at an address
   the allocator did not choose), an abort without any message, a non-zero exit without one.
 """
@@ -62,11 +69,14 @@ ALLOCATOR_MESSAGES = (
     ("dmalloc", re.compile(r"debug-malloc library: dumping program")),
     ("tbbmalloc", re.compile(r"Assertion .+ failed \(located in the .+ function")),
 )
-# the C library's assert(3): "prog: file.c:58: main: Assertion `evil == &stack_target' failed."
-ASSERTION = re.compile(r"Assertion `.*' failed\.?")
+# the C library's assert(3): glibc's "prog: file.c:58: main: Assertion `evil == &stack_target' failed.", musl's
+# "Assertion failed: evil == &stack_target (file.c: main: 58)"
+ASSERTION = re.compile(r"Assertion `.*' failed\.?|Assertion failed: .+ \(\S+: \S+: \d+\)")
 _FAULT_LINE = re.compile(r"signal sig=(?P<sig>-?\d+) code=(?P<code>-?\d+) addr=(?P<addr>0x[0-9a-fA-F]+) "
-                         r"pc=(?P<pc>0x[0-9a-fA-F]+) object=(?P<object>.*)$")
+                         r"pc=(?P<pc>0x[0-9a-fA-F]+) object=(?P<object>.*?)(?: insn=(?P<insn>[0-9a-f]+|-))?$")
 _TRAPS = {_signals.SIGILL, _signals.SIGTRAP}
+SI_KERNEL = 128  # si_code of a general-protection fault (a privileged instruction, a non-canonical address)
+HLT = "f4"  # x86-64's privileged halt: musl's a_crash
 
 
 class Verdict(NamedTuple):
@@ -80,6 +90,7 @@ class Fault(NamedTuple):
     addr: int
     pc: int
     object: str
+    insn: str = ""  # hex bytes at pc (faulttrace.c), '' when not recorded
 
 
 def allocator_message(line: str) -> tuple[str, str] | None:
@@ -102,7 +113,7 @@ def parse_fault(stderr: str) -> Fault | None:
             m = _FAULT_LINE.search(line[len(FAULT_PREFIX):].strip())
             if m:
                 return Fault(int(m["sig"]), int(m["code"]), int(m["addr"], 16), int(m["pc"], 16),
-                             m["object"].strip() or "-")
+                             m["object"].strip() or "-", "" if m["insn"] in (None, "-") else m["insn"])
     return None
 
 
@@ -113,21 +124,37 @@ def _matches(obj: str, allocator_objects: Iterable[str]) -> bool:
     return any(obj == a or base == os.path.basename(a) for a in allocator_objects if a)
 
 
-def _ending(signal: int | None, exit_code: int | None, fault: Fault | None) -> str:
+def function_at(functions: Iterable[tuple], pc: int) -> tuple[str, bool]:
+    """(name, the allocator's) of the function of `functions` ((start, end, name, the allocator's)) holding pc,
+    or ('', False)."""
+    for start, end, name, allocators in functions:
+        if start <= pc < end:
+            return name, bool(allocators)
+    return "", False
+
+
+def _ending(signal: int | None, exit_code: int | None, fault: Fault | None, function: str = "",
+            allocators: bool = False) -> str:
     if signal is not None:
         text = signal_name(signal)
         if fault is not None and fault.sig == signal:
-            where = "the program" if fault.object == "(main program)" else os.path.basename(fault.object)
-            text += f" at {fault.addr:#x} in {where}"
+            if function:
+                where = function + (" (the allocator's code)" if allocators else "")
+            else:
+                where = "the program" if fault.object == "(main program)" else os.path.basename(fault.object)
+            # a general-protection fault reports no address (a privileged instruction, a non-canonical address)
+            text += (" (general protection)" if fault.code == SI_KERNEL and not fault.addr else f" at {fault.addr:#x}")
+            text += f" in {where}"
         return text
     return f"exit {exit_code}"
 
 
 def verdict(*, exit_code: int | None = None, signal: int | None = None, stderr: str = "",
-            timed_out: bool = False, allocator_objects: Iterable[str] = ()) -> Verdict:
+            timed_out: bool = False, allocator_objects: Iterable[str] = (), functions: Iterable[tuple] = ()) -> Verdict:
     """The outcome of one run of a technique program and its detail (the rules: the module docstring).
     exit_code: the status when it exited; signal: the signal that ended it; timed_out: the runner killed it at
-    its timeout; allocator_objects: the allocator's own libraries (the preloaded ones)."""
+    its timeout; allocator_objects: the allocator's own libraries (the preloaded ones); functions: a statically
+    linked program's functions as (start, end, name, the allocator's), () for a dynamically linked one."""
     if timed_out or signal in (_signals.SIGXCPU, _signals.SIGKILL):
         return Verdict("hangs", "killed at the timeout" if timed_out else f"{signal_name(signal)} (the CPU limit)")
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
@@ -138,17 +165,20 @@ def verdict(*, exit_code: int | None = None, signal: int | None = None, stderr: 
         return Verdict("works", "the technique's checks held"
                        + (f"; the allocator reported without stopping it ({said})" if said else ""))
     fault = parse_fault(stderr)
-    ending = _ending(signal, exit_code, fault)
+    function, in_allocator = function_at(functions, fault.pc) if fault is not None else ("", False)
+    ending = _ending(signal, exit_code, fault, function, in_allocator)
     if assertion is not None:
         text = ASSERTION.search(assertion).group(0)
         return Verdict("not-applicable", f"the technique's own check failed: {text[:200]}"
                        + (f"; the allocator reported before ({said})" if said else ""))
     if messages:
         return Verdict("stopped", f"{said}; {ending}")
-    if fault is not None and fault.sig == signal and _matches(fault.object, allocator_objects):
+    if fault is not None and fault.sig == signal and (in_allocator or _matches(fault.object, allocator_objects)):
         if signal in _TRAPS:
             return Verdict("stopped", f"{ending}: a trap in the allocator's own code")
-        if signal == _signals.SIGSEGV and fault.addr == 0:
+        if signal == _signals.SIGSEGV and fault.code == SI_KERNEL and fault.insn.startswith(HLT):
+            return Verdict("stopped", f"{ending}: a privileged hlt there (a deliberate crash: musl's a_crash)")
+        if signal == _signals.SIGSEGV and fault.addr == 0 and fault.code != SI_KERNEL:
             return Verdict("stopped", f"{ending}: a write to address 0 in the allocator's own code (a deliberate "
                                       "crash, as mozjemalloc's release assertions)")
     if signal is not None:

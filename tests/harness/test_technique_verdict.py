@@ -1,5 +1,6 @@
 """The outcome of one run of a brought technique program (analysis/harness/technique_verdict.py) on synthetic
-endings and stderr: one test per rule, each allocator's abort message, and a cell's aggregation."""
+endings and stderr: one test per rule, each allocator's abort message, a statically linked (musl) program's
+assertion and faults located by function, and a cell's aggregation."""
 import signal
 
 import pytest
@@ -124,3 +125,47 @@ def test_a_cells_outcome_is_the_most_frequent_ties_to_the_attacker_with_the_rate
     one = summarize([("crashes", "SIGSEGV")] * 3 + [("hangs", "killed")])
     assert one["outcome"] == "crashes" and one["works"] == 0 and one["rate_ci_high"] < 1
     assert summarize([])["outcome"] == "not-run"
+
+
+# a static musl program's functions (start, end, name, the allocator's), as techniques.bring reads them
+FUNCTIONS = ((0x401100, 0x401400, "main", False), (0x401b70, 0x401c80, "get_meta", True),
+             (0x404b00, 0x404c00, "__stack_chk_fail", False))
+PROGRAM = "/work/built-musl/fastbin_dup"
+
+
+def static_fault(sig, code, addr, pc, insn="-"):
+    return f"heapcost-technique: signal sig={sig} code={code} addr={addr:#x} pc={pc:#x} object={PROGRAM} insn={insn}"
+
+
+def test_musls_failed_assertion_is_not_applicable():
+    line = "Assertion failed: plaintext == (long)a (decrypt_safe_linking.c: main: 65)"
+    assert allocator_message(line) is None
+    assert verdict(signal=signal.SIGABRT, stderr=line + "\n") == (
+        "not-applicable", "the technique's own check failed: " + line)
+
+
+def test_musls_deliberate_crash_a_hlt_in_its_malloc_is_stopped():
+    v = verdict(signal=signal.SIGSEGV, stderr=static_fault(11, 128, 0, 0x401b97, "f48b4818440fa3c1"),
+                functions=FUNCTIONS)
+    assert v == ("stopped", "SIGSEGV (general protection) in get_meta (the allocator's code): a privileged hlt there "
+                            "(a deliberate crash: musl's a_crash)")
+
+
+def test_a_static_programs_other_faults_crash_named_by_function():
+    # mallocng's check reading a forged meta pointer: a fault in the allocator at an address it did not choose
+    assert verdict(signal=signal.SIGSEGV, stderr=static_fault(11, 1, 0x10, 0x401bb5, "483948107401f40f"),
+                   functions=FUNCTIONS) == ("crashes", "SIGSEGV at 0x10 in get_meta (the allocator's code)")
+    # a general-protection fault at a non-canonical address, not a hlt
+    assert verdict(signal=signal.SIGSEGV, stderr=static_fault(11, 128, 0, 0x401bb5, "483948107401f40f"),
+                   functions=FUNCTIONS).outcome == "crashes"
+    # a hlt outside the allocator (musl's stack protector) and a fault in the program's own code
+    assert verdict(signal=signal.SIGSEGV, stderr=static_fault(11, 128, 0, 0x404b10, "f4"),
+                   functions=FUNCTIONS).outcome == "crashes"
+    assert verdict(signal=signal.SIGSEGV, stderr=static_fault(11, 1, 0x7ffd0000, 0x401318, "4889"),
+                   functions=FUNCTIONS) == ("crashes", "SIGSEGV at 0x7ffd0000 in main")
+
+
+def test_parse_fault_reads_faulttraces_instruction_bytes():
+    f = parse_fault(static_fault(11, 128, 0, 0x401b97, "f48b"))
+    assert (f.code, f.pc, f.object, f.insn) == (128, 0x401b97, PROGRAM, "f48b")
+    assert parse_fault(static_fault(11, 1, 8, 0x401b97)).insn == ""
