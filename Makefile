@@ -36,6 +36,7 @@ SIZES ?=
 JOBS ?=
 ALARM ?=
 TECHNIQUES ?=
+TECHNIQUES_MUSL ?=
 
 PAPER_INPUTS := $(shell find data notebooks analysis cost_predictions predictions.toml paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
@@ -58,6 +59,7 @@ help: ## list the targets
 	@echo "  JOBS=N (cells run in parallel) ALARM=S (seconds after which a running probe reports itself hung)"
 	@echo "  TECHNIQUES=/path (known exploitation techniques: bring how2heap's glibc_2.36 programs, built by hand;"
 	@echo "    each runs RUNS times under every allocator into the run's techniques.csv; PROBES=none: these alone)"
+	@echo "  TECHNIQUES_MUSL=/path (the same programs built with musl-gcc -static: run under the musl configuration)"
 	@echo "fleet parameters: PROFILE=smoke|quick|debates (workflow/profiles/) HOSTS=a,b (Slurm node features) EXECUTOR=local|slurm"
 	@echo "  contribute: RUN=data/runs/ID (default the newest complete run); merge: ARCHIVE=dist/ID.heapcost-run.tar.gz"
 
@@ -105,7 +107,7 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 		$(if $(EXTRA_ALLOCATORS),--extra-allocators "$(EXTRA_ALLOCATORS)") \
 		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)") \
 		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)") \
-		$(if $(TECHNIQUES),--techniques "$(TECHNIQUES)")
+		$(if $(TECHNIQUES),--techniques "$(TECHNIQUES)") $(if $(TECHNIQUES_MUSL),--techniques-musl "$(TECHNIQUES_MUSL)")
 
 fleet: $(VENV_STAMP) ## a fleet profile's campaigns on every host (HOSTS=a,b PROFILE=smoke|quick|debates EXECUTOR=local|slurm), merged into data/runs/, then the paper
 	$(if $(filter 1,$(FORCE)),HEAPCOST_FORCE=1) $(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \

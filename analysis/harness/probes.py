@@ -390,6 +390,11 @@ def add_arguments(parser):
                              "(bring how2heap's glibc_2.36 programs, built by hand; provenance.json beside them says "
                              "the upstream revision and the flags): each runs --runs times under every allocator "
                              "into the run's techniques.csv")
+    parser.add_argument("--techniques-musl", default="", metavar="DIR",
+                        help="the same technique programs built statically against musl (musl-gcc -static; "
+                             "provenance.json says libc musl): run under the configurations whose probes are relinked "
+                             "against musl instead of --techniques' glibc-linked ones; a technique of --techniques "
+                             "missing here is not-applicable there (it does not build against musl)")
     parser.add_argument("--technique-timeout", type=float, default=techniques.DEFAULT_TIMEOUT,
                         help=f"seconds before a technique program is killed as hung (default {techniques.DEFAULT_TIMEOUT:g})")
     parser.add_argument("--sizes", default="", help=f"block sizes of the misuse probes (default: {','.join(map(str, SIZES))})")
@@ -452,7 +457,10 @@ def run(args) -> int:
         raise HeapcostError(f"--jobs must be at least 1, got {args.jobs}")
     probes = _probes(args.probes)
     sizes = _sizes(args.sizes)
+    if getattr(args, "techniques_musl", "") and not getattr(args, "techniques", ""):
+        raise HeapcostError("--techniques-musl DIR completes a glibc-linked set: give --techniques DIR too")
     brought = techniques.bring(args.techniques) if getattr(args, "techniques", "") else None
+    others = {"musl": techniques.bring(args.techniques_musl, "musl")} if getattr(args, "techniques_musl", "") else {}
     if not probes and brought is None:
         raise HeapcostError("--probes none runs nothing without --techniques DIR")
     if brought is not None and args.technique_timeout <= 0:
@@ -468,6 +476,8 @@ def run(args) -> int:
         params["brought_libraries"] = library_records(allocators)
     if brought is not None:
         params["techniques"] = brought.record()
+        for libc, other in others.items():
+            params[f"techniques_{libc}"] = other.record()
         params["technique_timeout"] = args.technique_timeout
     run_dir, info = _open_run(args, params)
     table = runstore.AppendTable(run_dir / "probes.csv", PROBE_COLUMNS)
@@ -494,7 +504,7 @@ def run(args) -> int:
     if probes:
         print(f"wrote {run_dir / 'probes.csv'}: {len(jobs)} cells in {time.monotonic() - started:.0f} s")
     if brought is not None:
-        techniques.run_cells(args, run_dir, info["run_id"], targets, brought, _results)
+        techniques.run_cells(args, run_dir, info["run_id"], targets, brought, _results, others)
     runstore.finish_run(run_dir)
     return 0
 
