@@ -267,14 +267,48 @@ TECHNIQUES = [
        "technique's failed assertion, the signal and the object it was raised in."),
 ]
 
+# The store sequences a poisoning free can execute, timed alone (mechanism runs: harness/store_sequence.py,
+# native/store_sequence.c); the program's names
+STORE_SEQUENCES = ["none", "rep-stosb", "rep-stosq-gcc", "memset-call", "stores-16"]
+WORKING_SETS = ["hot", "heap"]
+STORE_SEQUENCE = [
+    _f("run_id", "string", "The mechanism run (directory name).", required=True),
+    _f("seq", "integer", "Position of the measurement in the run's order; unique within a run.", required=True,
+       minimum=0),
+    _f("block", "integer", "Block: every cell (working set, bytes, sequence) is measured once per block, the groups "
+       "(working set, bytes) in a fresh random order and a group's sequences back to back in a fresh random order. "
+       "Block 0 is the warm-up, which also calibrates each cell's repetitions.", required=True, minimum=0),
+    _f("warmup", "integer", "1 for the warm-up block, excluded from statistics.", enum=[0, 1]),
+    _f("working_set", "string", "Where the stores go. hot: one 16-byte-aligned block stored over and over (it "
+       "stays in the L1 cache: the cheapest case); heap: blocks of `bytes` bytes packed in a region of run.json's "
+       "params.heap_kib KiB, visited in a fixed random order, as the frees of a busy heap reach them.",
+       required=True, enum=WORKING_SETS),
+    _f("sequence", "string", "What one repetition stores over the block (the poison byte 0xe5): none (the walk "
+       "to the next block alone), rep-stosb (`rep stosb` of the block's bytes), rep-stosq-gcc (gcc's lowering "
+       "of a bounded memset as the gcc build of mozjemalloc has it: an 8-byte store at each end, then `rep stosq` "
+       "over the 8-aligned rest), memset-call (a call to libc's memset through the PLT, as the clang build makes "
+       "it), stores-16 (a loop of aligned 16-byte SSE2 stores). analysis/harness/native/store_sequence.c.",
+       required=True, enum=STORE_SEQUENCES),
+    _f("bytes", "integer", "Bytes one sequence stores (the size of the block poisoned).", "bytes", required=True,
+       minimum=16),
+    _f("repetitions", "integer", "Sequences run back to back in this measurement (each cell's count is "
+       "calibrated in the warm-up block to about run.json's params.target_us microseconds).", required=True,
+       minimum=1),
+    _f("elapsed_ns", "integer", "CLOCK_MONOTONIC time of the repetitions, on the pinned CPU.", "ns",
+       required=True, minimum=0),
+    _f("ns", "number", "elapsed_ns / repetitions: one sequence's time, the walk to its block included (the "
+       "sequence none is the walk alone).", "ns", minimum=0),
+]
+
 TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES, "pairs.csv": PAIRS,
-                 "primitives.csv": PRIMITIVES, "techniques.csv": TECHNIQUES}
+                 "primitives.csv": PRIMITIVES, "techniques.csv": TECHNIQUES, "store_sequence.csv": STORE_SEQUENCE}
 TRIAL_COLUMNS = [f["name"] for f in TRIALS]
 PAIR_COLUMNS = [f["name"] for f in PAIRS]
 COUNT_COLUMNS = [f["name"] for f in COUNTS]
 PROBE_COLUMNS = [f["name"] for f in PROBES]
 PRIMITIVE_COLUMNS = [f["name"] for f in PRIMITIVES]
 TECHNIQUE_COLUMNS = [f["name"] for f in TECHNIQUES]
+STORE_SEQUENCE_COLUMNS = [f["name"] for f in STORE_SEQUENCE]
 
 
 def table_schema(filename: str, header: list[str] | None = None) -> dict | None:

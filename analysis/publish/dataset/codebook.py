@@ -34,6 +34,12 @@ HOW_MEASURED = {
                  "alive at once, pinned to one CPU and taking turns of about a millisecond of their own work "
                  "under a token, so both run in the same speed regime of that CPU; each reports its own active "
                  "time. Statistics use the ratio active_b_s / active_a_s of each pair (analysis/stats/paired.py).",
+    "store_sequence.csv": "The store sequences a poisoning free can execute, timed alone (`python -m analysis "
+                          "mechanism`, kind `mechanism`; analysis/harness/native/store_sequence.c). One row per "
+                          "measurement: many repetitions of one sequence back to back on one working set and size, "
+                          "pinned to one CPU, timed with CLOCK_MONOTONIC; every cell once per block, a block's "
+                          "groups and each group's sequences in a fresh random order, after a warm-up block that "
+                          "calibrates the repetitions. Statistics over blocks: analysis/stats/store_sequence.py.",
 }
 
 RUN_FILES = {

@@ -22,6 +22,8 @@ def _json(path: Path) -> dict:
 def command(info: dict) -> str:
     """The make command that makes a run like this one, from its recorded parameters."""
     params = info.get("params") or {}
+    if info.get("kind") == "mechanism":
+        return mechanism_command(params)
     target = "probe" if info.get("kind") == "probe" else "measure"
     parts = [f"make {target}"]
     for key, var in MAKE_VARIABLES:
@@ -36,6 +38,22 @@ def command(info: dict) -> str:
             parts.append(f"{var}=" + ",".join(map(str, names)))
     if extra:
         parts.append(f"EXTRA_ALLOCATORS={extra}")
+    return " ".join(parts)
+
+
+# a mechanism run's params -> the option of `python -m analysis mechanism` that sets it
+MECHANISM_OPTIONS = (("sizes", "--sizes"), ("blocks", "--blocks"), ("target_us", "--target-us"),
+                     ("heap_kib", "--heap-kib"), ("repetitions", "--repetitions"), ("sequences", "--sequences"),
+                     ("working_sets", "--working-sets"), ("seed", "--seed"))
+
+
+def mechanism_command(params: dict) -> str:
+    """The command that makes a mechanism run like this one (it has no make variables of its own)."""
+    parts = ["python -m analysis mechanism"]
+    for key, option in MECHANISM_OPTIONS:
+        value = params.get(key)
+        if value not in (None, "", []):
+            parts.append(f"{option} {','.join(map(str, value)) if isinstance(value, list) else value}")
     return " ".join(parts)
 
 

@@ -16,3 +16,12 @@ def test_a_runs_command_names_the_make_variables_it_was_made_with():
     assert run_history.command(info) == ("make measure PROFILE=quick PROTOCOL=lockstep ALLOCATORS=glibc "
                                          "WORKLOADS=build EXTRA_ALLOCATORS=hm={elsewhere}/libhm.so")
 
+
+
+def test_a_mechanism_runs_command_is_the_one_with_its_options():
+    from analysis.publish.dataset import run_history
+
+    info = {"kind": "mechanism", "params": {"sizes": [16, 256], "blocks": 40, "target_us": 5000, "heap_kib": 2048,
+                                            "sequences": ["rep-stosb", "memset-call"], "pin": "auto"}}
+    assert run_history.command(info) == ("python -m analysis mechanism --sizes 16,256 --blocks 40 --target-us 5000 "
+                                         "--heap-kib 2048 --sequences rep-stosb,memset-call")
