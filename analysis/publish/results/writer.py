@@ -436,6 +436,7 @@ def _defences(res: Results, p) -> dict:
     primitive_rows = primitive_rows_if_any(runs_dir)
     try:  # the known exploitation techniques of the newest techniques run (publish/security/techniques.py)
         technique_run, _, technique_rows = known.newest_run(runs_dir)
+        technique_rows = [r for r in technique_rows if not known.not_built(r)]  # not run: neither stopped nor working
     except HeapcostError:
         technique_run, technique_rows = "", []
     table = defences.defence_table(res.ablation, res.per_free, reported_probe_rows(runs_dir), primitive_rows,

@@ -8,8 +8,14 @@ against them. Written by notebooks/security.ipynb, hence the files' prefix:
   outcome.
 - security_techniques_matrix.svg: the outcome of every technique under every allocator.
 - security_techniques_numbers.json: the run, the programs' upstream revision and build flags, the summary, the
-  techniques that work under every allocator that ran them, the score check and the defence comparisons; or
-  `absent` with the reason when the dataset has no techniques run (the paper then says so).
+  techniques that work under every allocator that ran them, the score check and the defence comparisons, and the
+  sets built against another C library than glibc (musl: which configurations ran them, how they were built, the
+  techniques that do not build there); or `absent` with the reason when the dataset has no techniques run (the
+  paper then says so).
+
+A cell whose technique does not build against the configuration's C library (techniques.csv: not-applicable
+without any run, analysis/harness/techniques.py) is neither stopped nor working: it is shown as `not-built` and
+counted apart from the techniques run, in every "N of M".
 """
 import csv
 import json
@@ -23,9 +29,11 @@ from analysis.publish.render.products import json_text
 from analysis.publish.security.primitives import number_or_none
 
 TABLE = "techniques.csv"
-OUTCOMES = ("works", "stopped", "not-applicable", "crashes", "hangs", "not-run")
+NOT_BUILT = "not-built"  # shown for a cell whose program does not build against the configuration's C library
+OUTCOMES = ("works", "stopped", "not-applicable", "crashes", "hangs", "not-run", NOT_BUILT)
 COLOURS = {"works": "#d73027", "stopped": "#1a9850", "not-applicable": "#a6d96a", "crashes": "#fdae61",
-           "hangs": "#9e9ac8", "not-run": "#e0e0e0"}
+           "hangs": "#9e9ac8", "not-run": "#e0e0e0", NOT_BUILT: "#ffffff"}
+UNRUN = ("not-run", NOT_BUILT)  # no run of the technique under the configuration
 GLIBC_FAMILIES = ("glibc", "glibc-built")  # the system's glibc configurations and the builds from its source
 BASELINE = "glibc"
 
@@ -40,14 +48,26 @@ def newest_run(runs_dir=RUNS_DIR):
     return run.run_id, run.info, read_rows(run.path / TABLE)
 
 
+def not_built(row: dict) -> bool:
+    """The cell of a technique that does not build against the configuration's C library: not-applicable without
+    any run (a not-applicable run is the technique's own failed assertion)."""
+    return row.get("outcome") == "not-applicable" and number_or_none(row.get("runs")) == 0
+
+
+def shown(rows: list[dict]) -> list[dict]:
+    """The rows with the outcome the products show: NOT_BUILT for a technique that does not build there."""
+    return [dict(r, outcome=NOT_BUILT) if not_built(r) else r for r in rows]
+
+
 def summary(rows: list[dict]) -> list[dict]:
-    """Per allocator (in the order of the rows): techniques run and how many ended in each outcome."""
+    """Per allocator (in the order of the rows): techniques run and how many ended in each outcome (rows as
+    `shown` gives them: the ones that do not build against its C library are counted apart, not run)."""
     out: dict = {}
     for r in rows:
         s = out.setdefault(r["allocator"], {"allocator": r["allocator"], "ran": 0, **{o: 0 for o in OUTCOMES}})
         outcome = r["outcome"] if r["outcome"] in OUTCOMES else "not-run"
         s[outcome] += 1
-        s["ran"] += outcome != "not-run"
+        s["ran"] += outcome not in UNRUN
     return list(out.values())
 
 
@@ -59,18 +79,18 @@ def fold_layouts(rows: list[dict]) -> tuple[list[dict], dict, list[dict]]:
     from analysis.harness.allocators.catalog import layout_of
 
     first = {(r["technique"], r["allocator"]): r["outcome"] for r in rows if layout_of(r["allocator"])[1] == 1}
-    ran_first = {a for (_, a), o in first.items() if o != "not-run"}
+    ran_first = {a for (_, a), o in first.items() if o not in UNRUN}
     kept, layouts, differ = [], {}, []
     for r in rows:
         base, layout = layout_of(r["allocator"])
         if layout == 1 or base not in ran_first:
             kept.append(r)
             continue
-        if r["outcome"] == "not-run":
+        if r["outcome"] in UNRUN:
             continue
         layouts.setdefault(base, set()).add(layout)
         ref = first.get((r["technique"], base), "not-run")
-        if ref != "not-run" and r["outcome"] != ref:
+        if ref not in UNRUN and r["outcome"] != ref:
             differ.append({"allocator": base, "layout": layout, "technique": r["technique"], "outcome": r["outcome"],
                            "first_layout": ref})
     differ.sort(key=lambda d: (d["technique"], d["allocator"], d["layout"]))
@@ -94,7 +114,7 @@ def works_everywhere(rows: list[dict]) -> list[str]:
     allocators apart (a check that holds whatever the allocator did), or no allocator here stops them."""
     ran: dict = {}
     for r in rows:
-        if r["outcome"] != "not-run":
+        if r["outcome"] not in UNRUN:
             ran.setdefault(r["technique"], []).append(r["outcome"])
     return sorted(t for t, found in ran.items() if len(found) >= 2 and all(o == "works" for o in found))
 
@@ -142,8 +162,8 @@ def defences(rows: list[dict], catalog: dict) -> list[dict]:
     techniques = sorted({r["technique"] for r in rows})
     out = []
     for ref, other, what in defence_pairs(catalog):
-        both = [t for t in techniques if outcome.get((t, ref), "not-run") != "not-run"
-                and outcome.get((t, other), "not-run") != "not-run"]
+        both = [t for t in techniques if outcome.get((t, ref), "not-run") not in UNRUN
+                and outcome.get((t, other), "not-run") not in UNRUN]
         if not both:
             continue
         out.append({
@@ -204,7 +224,7 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
     catalog = catalogue_entries() if catalog is None else catalog
     scores = scores or {}
     families = {name: entry.get("family") for name, entry in catalog.items()}
-    every_row = rows
+    every_row = rows = shown(rows)
     rows, layouts, layout_differences = fold_layouts(rows)
     sums = summary(rows)
     # allocators: most techniques stopped first, then fewest working; techniques: most allocators they work under
@@ -227,7 +247,7 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
     params = info.get("params") or {}
     brought = params.get("techniques") or {}
     provenance = brought.get("provenance") or {}
-    runs = [int(number_or_none(r.get("runs")) or 0) for r in every_row if r["outcome"] != "not-run"]
+    runs = [int(number_or_none(r.get("runs")) or 0) for r in every_row if r["outcome"] not in UNRUN]
     numbers = {
         "run_id": run_id,
         "upstream": provenance.get("upstream", ""), "revision": provenance.get("revision", ""),
@@ -242,12 +262,42 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
         "summary": sums,
         "works_everywhere": works_everywhere(rows),
         "not_run": sorted(s["allocator"] for s in sums if not s["ran"]),
+        "not_built": {s["allocator"]: sorted(r["technique"] for r in rows if r["allocator"] == s["allocator"]
+                                             and r["outcome"] == NOT_BUILT) for s in sums if s[NOT_BUILT]},
+        "not_built_cells": sum(s[NOT_BUILT] for s in sums),
+        "other_libc_sets": other_libc_sets(params, rows),
         "random_cells": sum(len((r.get("outcomes") or "").split()) > 1 for r in every_row),
         "score_check": score_check(sums, scores, families),
         "defences": defences(rows, catalog),
     }
     (out_dir / f"{prefix}numbers.json").write_text(json_text(numbers, indent=2) + "\n")
     return numbers
+
+
+def other_libc_sets(params: dict, rows: list[dict]) -> list[dict]:
+    """The sets of a run built against another C library than glibc (run.json's params `techniques_<libc>`): how
+    they were built, the configurations that ran them (their cells' programs are the set's), the techniques that
+    do not build there with the compiler's reason, and the programs whose malloc is not the library's main one
+    (musl's lite_malloc, which a static program that never calls free gets)."""
+    out = []
+    for key in sorted(k for k in params if k.startswith("techniques_") and isinstance(params[k], dict)):
+        brought = params[key]
+        libc = brought.get("libc") or key.removeprefix("techniques_")
+        programs = set((brought.get("programs") or {}).values())
+        provenance = brought.get("provenance") or {}
+        mallocs = brought.get("malloc") or {}
+        main = max(set(mallocs.values()), key=list(mallocs.values()).count) if mallocs else ""
+        out.append({
+            "libc": libc,
+            "compiler": provenance.get("compiler", ""), "flags": provenance.get("flags", ""),
+            "programs": len(programs),
+            "configurations": sorted({r["allocator"] for r in rows if r.get("program_sha256") in programs or (
+                r["outcome"] == NOT_BUILT and (r.get("detail") or "").startswith(f"does not build against {libc}"))}),
+            "not_built": [{"technique": t, "reason": why} for t, why in sorted((brought.get("not_built") or {}).items())],
+            "malloc": main,
+            "other_malloc": [{"technique": t, "malloc": m} for t, m in sorted(mallocs.items()) if m != main],
+        })
+    return out
 
 
 def write_absent(out_dir, why: str, *, prefix: str = "security_techniques_") -> None:

@@ -1,6 +1,7 @@
 """The known techniques' products (analysis/publish/security/techniques.py) on a simulated techniques.csv with a
 known truth: the summary, the techniques that work everywhere, the glibc score check, what each glibc defence
-buys, the files written, the newest run chosen, and a dataset without a techniques run."""
+buys, the files written, the newest run chosen, a dataset without a techniques run, and the musl row run from a set
+built against musl with a technique that does not build there (counted apart)."""
 import csv
 import json
 
@@ -81,7 +82,7 @@ def test_the_products_are_written_with_the_runs_provenance(tmp_path):
     assert (numbers["runs_per_cell"], numbers["not_run"]) == (20, ["glibc-no-safe-linking"])
     assert json.loads((tmp_path / "security_techniques_numbers.json").read_text())["score_check"]["concordant"] == 3
     table = list(csv.DictReader(open(tmp_path / "security_techniques_table.csv")))
-    assert len(table) == 24 and {r["outcome"] for r in table} == {*T.OUTCOMES} - {"hangs"}
+    assert len(table) == 24 and {r["outcome"] for r in table} == {*T.OUTCOMES} - {"hangs", T.NOT_BUILT}
     summary = {r["allocator"]: r for r in csv.DictReader(open(tmp_path / "security_techniques_summary.csv"))}
     assert summary["glibc-notcache"]["score"] == "81.5" and summary["glibc-notcache"]["stopped"] == "2"
     assert (tmp_path / "security_techniques_matrix.svg").read_text().startswith("<?xml")
@@ -143,3 +144,51 @@ def test_layout_differences_are_grouped_by_technique_and_outcomes():
          "configurations": [{"allocator": "a", "layouts": [3, 4]}, {"allocator": "b", "layouts": [3, 4]}]},
         {"technique": "rel", "outcome": "not-applicable", "first_layout": "works",
          "configurations": [{"allocator": "a", "layouts": [5]}]}]
+
+
+def musl_rows():
+    """musl's row: the musl set's programs, with `spirit` not built against musl (not-applicable without a run)."""
+    out = []
+    for tech, outcome in (("always", "works"), ("dup", "stopped"), ("poison", "not-applicable"), ("spirit", None)):
+        n = 0 if outcome is None else 20
+        out.append({"run_id": "R", "technique": tech, "allocator": "musl", "outcome": outcome or "not-applicable",
+                    "outcomes": f"{outcome}={n}" if n else "", "runs": str(n),
+                    "works": str(n if outcome == "works" else 0) if n else "", "rate": "", "rate_ci_low": "",
+                    "rate_ci_high": "", "program_sha256": "" if outcome is None else "1" * 64,
+                    "detail": "does not build against musl: spirit.c:4:10: fatal error: gnu/libc-version.h: No such "
+                              "file or directory" if outcome is None else ""})
+    return out
+
+
+MUSL_INFO = {"params": {"techniques": {"provenance": {"folder": "glibc_2.36"}}, "techniques_musl": {
+    "libc": "musl", "provenance": {"compiler": "musl-gcc", "flags": "-static -std=c99", "libc": "musl"},
+    "programs": {"always": "1" * 64, "dup": "1" * 64, "poison": "1" * 64},
+    "not_built": {"spirit": "spirit.c:4:10: fatal error: gnu/libc-version.h: No such file or directory"},
+    "malloc": {"always": "mallocng", "dup": "mallocng", "poison": "lite_malloc"}}}}
+
+
+def test_a_technique_that_does_not_build_against_musl_is_counted_apart_neither_stopped_nor_working(tmp_path):
+    catalog = {**CATALOG, "musl": {"family": "musl", "knock_out_of": "", "description": "musl mallocng"}}
+    s = {x["allocator"]: x for x in T.summary(T.shown(rows() + musl_rows()))}
+    assert (s["musl"]["ran"], s["musl"][T.NOT_BUILT], s["musl"]["not-applicable"]) == (3, 1, 1)
+    assert (s["musl"]["works"], s["musl"]["stopped"], s["musl"]["not-run"]) == (1, 1, 0)
+    assert T.works_everywhere(T.shown(rows() + musl_rows())) == ["always"]
+    numbers = T.write_outputs(rows() + musl_rows(), tmp_path, run_id="R", info=MUSL_INFO, scores=SCORES,
+                              catalog=catalog)
+    assert numbers["not_built"] == {"musl": ["spirit"]} and numbers["not_built_cells"] == 1
+    assert "musl" in numbers["allocators"] and "musl" not in numbers["not_run"]
+    assert numbers["other_libc_sets"] == [{
+        "libc": "musl", "compiler": "musl-gcc", "flags": "-static -std=c99", "programs": 1, "configurations": ["musl"],
+        "not_built": [{"technique": "spirit", "reason": "spirit.c:4:10: fatal error: gnu/libc-version.h: No such file "
+                                                        "or directory"}],
+        "malloc": "mallocng", "other_malloc": [{"technique": "poison", "malloc": "lite_malloc"}]}]
+    table = {(r["technique"], r["allocator"]): r for r in csv.DictReader(open(tmp_path / "security_techniques_table.csv"))}
+    assert table[("spirit", "musl")]["outcome"] == T.NOT_BUILT and table[("poison", "musl")]["outcome"] == "not-applicable"
+    summary = {r["allocator"]: r for r in csv.DictReader(open(tmp_path / "security_techniques_summary.csv"))}
+    assert (summary["musl"]["ran"], summary["musl"][T.NOT_BUILT]) == ("3", "1")
+    assert T.NOT_BUILT in (tmp_path / "security_techniques_matrix.svg").read_text()
+
+
+def test_a_run_without_a_set_for_another_libc_names_none():
+    assert T.other_libc_sets({"techniques": {}}, T.shown(rows())) == []
+    assert not any(T.not_built(r) for r in rows())  # not-run and run not-applicable cells are not "not built"
