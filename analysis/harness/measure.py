@@ -127,18 +127,52 @@ def parse_positive(value, name, kind=float):
     return number
 
 
+DISASSEMBLY_DIR = "disassembly"  # in the run folder: a library's poison path as text, one file per distinct library
+
+
 def library_identity(allocator: str, path) -> dict:
     """A library as a run names it on any machine: the allocator's id, the file's name, where it lives
-    with the machine's folders written as placeholders, its sha256 (which build it was) and the census of its
-    code (harness/code_census.py)."""
+    with the machine's folders written as placeholders, its sha256 (which build it was), the census of its
+    code and the file in the run that keeps the instructions around its rep stos and memset calls
+    (harness/code_census.py; `disassembly` is absent when objdump cannot read the library)."""
     import hashlib
 
     from analysis.harness import code_census
 
     path = Path(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    census, text = code_census.examine(path)
     return {"allocator": allocator, "file": path.name, "path": portable_path(str(path)), "sha256": digest,
-            "code": code_census.census(path)}
+            "code": census, **({"disassembly": disassembly_name(path.name, digest)} if text else {})}
+
+
+def disassembly_name(file: str, sha256: str) -> str:
+    """Where a library's excerpt lives in the run: by file name and sha256, so that a library two allocators share
+    is kept once and builds of one file name (layout builds) each have their own."""
+    return f"{DISASSEMBLY_DIR}/{file}-{sha256[:12]}.txt"
+
+
+def write_disassemblies(run_dir: Path, libraries) -> list[str]:
+    """Each library's excerpt (code_census.examine) into the run folder, unless it is there already (a resumed
+    run); the names written. No folder of this machine is in it: it names the library by its file name alone."""
+    from analysis.harness import code_census
+    from analysis.paths import file_sha256
+
+    written = []
+    for path in libraries:
+        text = code_census.examine(path)[1]
+        if not text:
+            continue
+        name = disassembly_name(Path(path).name, file_sha256(path))
+        target = Path(run_dir) / name
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(portable_text(text))
+        os.replace(tmp, target)
+        written.append(name)
+    return written
 
 
 class Campaign:
@@ -243,10 +277,17 @@ class Campaign:
         base = self.profile.callgrind_scale if self.mode == "callgrind" else self.profile.scale
         return base * factor
 
+    @staticmethod
+    def library_files(r: catalog_mod.Resolved) -> list:
+        """The files run.json identifies for an allocator: its preloaded libraries, its interpreters and a built
+        glibc's libraries."""
+        a = r.allocator
+        return [*r.preload, *r.interpreters.values(), *(glibc_build.library_files(a.id) if a.built_glibc else [])]
+
     def allocator_record(self, r: catalog_mod.Resolved) -> dict:
         a = r.allocator
         built = glibc_build.provenance(a.id) if a.built_glibc else {}
-        files = [*r.preload, *r.interpreters.values(), *(glibc_build.library_files(a.id) if a.built_glibc else [])]
+        files = self.library_files(r)
         return {"family": a.family, "description": a.description, "origin": brought.portable_origin(a.origin),
                 "preload": [portable_path(p) for p in r.preload],
                 "interpreters": {k: portable_path(v) for k, v in r.interpreters.items()},
@@ -285,6 +326,7 @@ class Campaign:
         try:
             if not (run_dir / "machine.json").exists():
                 runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(packages))
+            write_disassemblies(run_dir, [f for r in self.resolved.values() for f in self.library_files(r)])
             info = self._prepare_run(run_dir, info)
             with machine.ClockLock(self.lock_clock) as lock:
                 info.setdefault("clock_lock", []).append({"utc": runstore.utc_now(), "outcome": lock.outcome})

@@ -53,6 +53,11 @@ RUN_FILES = {
                     "fingerprint: analysis/contract/host.py; older runs' are computed from what they record) and "
                     "`clock_lock` (one entry per session: requested, locked, what it did and the values it held).",
     "*.ipynb": "The executed notebook that ran the measurement (papermill), with its parameters and output.",
+    "disassembly/*.txt": "Speed and callgrind runs: for each library the run identifies (run.json's allocators' "
+                         "`libraries`, whose `disassembly` names its file), the instructions around each `rep "
+                         "stos` and each call to memset, from `objdump -d -C` (analysis/harness/code_census.py): "
+                         "the library's counts, then windows under their symbol, those filling a constant "
+                         "non-zero byte (a poisoning) first; the heading says how many windows were cut.",
 }
 
 

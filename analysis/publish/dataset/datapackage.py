@@ -80,6 +80,8 @@ def describe_resource(path: Path, data_dir: Path) -> dict:
                    description="The executed notebook that ran this measurement.")
     elif suffix == ".md":
         res.update(format="md", mediatype="text/markdown")
+    elif suffix == ".txt":
+        res.update(format="txt", mediatype="text/plain", encoding="utf-8")
     return res
 
 
