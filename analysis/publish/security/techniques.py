@@ -1,4 +1,5 @@
-"""The known exploitation techniques for the paper: the newest techniques.csv of the dataset (brought programs, each
+"""The known exploitation techniques for the paper: each configuration's cells from the newest techniques.csv of the
+dataset that ran it (brought programs, each
 asserting its own success: how2heap's glibc_2.36 folder; analysis/harness/techniques.py) as a table, a figure and
 numbers, the glibc family's place on the security axis checked against them, and what each glibc defence buys
 against them. Written by notebooks/security.ipynb, hence the files' prefix:
@@ -39,13 +40,38 @@ BASELINE = "glibc"
 
 
 def newest_run(runs_dir=RUNS_DIR):
-    """(run id, run.json, rows) of the newest complete probe run holding a techniques.csv."""
+    """(run id, run.json, rows): every configuration's cells from the newest complete probe run holding a
+    techniques.csv that ran it, so that a later run of some configurations alone (musl with its own set, say)
+    replaces those and leaves the others' cells as the earlier run measured them. The run id is the newest
+    contributing run's; run.json's params are its own, with the brought sets it lacks taken from the other
+    contributing runs, newest first (`techniques`, `techniques_<libc>`), and `technique_runs`, the contributing
+    runs, oldest first."""
     runs = [r for r in runs_of_kind(Path(runs_dir), "probe") if r.complete and (r.path / TABLE).is_file()]
     if not runs:
         raise HeapcostError(f"no probe run of the dataset has a {TABLE}: bring how2heap's glibc_2.36 programs, "
                             "built by hand, and run `make probe TECHNIQUES=/path/to/them`")
-    run = runs[-1]
-    return run.run_id, run.info, read_rows(run.path / TABLE)
+    cells, unrun = {}, {}  # allocator -> (run, its rows)
+    for run in runs:  # oldest first: a newer run replaces the configurations it ran
+        by_allocator = {}
+        for r in read_rows(run.path / TABLE):
+            by_allocator.setdefault(r["allocator"], []).append(r)
+        for allocator, rows in by_allocator.items():
+            if any(r.get("outcome") != "not-run" for r in rows):
+                cells[allocator] = (run, rows)
+            else:
+                unrun[allocator] = (run, rows)
+    chosen = {**{a: v for a, v in unrun.items() if a not in cells}, **cells}
+    contributing = sorted({run.run_id: run for run, _ in chosen.values()}.values(), key=lambda r: r.run_id)
+    newest = contributing[-1]
+    params = dict(newest.info.get("params") or {})
+    for run in reversed(contributing):
+        for key, value in (run.info.get("params") or {}).items():
+            if (key == "techniques" or key.startswith("techniques_")) and key not in params:
+                params[key] = value
+    params["technique_runs"] = [run.run_id for run in contributing]
+    rows = [r for run in runs for allocator, (chosen_run, rows) in sorted(chosen.items())
+            if chosen_run is run for r in rows]
+    return newest.run_id, {**newest.info, "params": params}, rows
 
 
 def not_built(row: dict) -> bool:
@@ -249,7 +275,7 @@ def write_outputs(rows: list[dict], out_dir, *, run_id: str, info: dict, scores:
     provenance = brought.get("provenance") or {}
     runs = [int(number_or_none(r.get("runs")) or 0) for r in every_row if r["outcome"] not in UNRUN]
     numbers = {
-        "run_id": run_id,
+        "run_id": run_id, "runs": params.get("technique_runs") or [run_id],
         "upstream": provenance.get("upstream", ""), "revision": provenance.get("revision", ""),
         "folder": provenance.get("folder", ""), "compiler": provenance.get("compiler", ""),
         "flags": provenance.get("flags", ""),

@@ -109,6 +109,32 @@ def test_the_newest_complete_run_with_a_techniques_table_is_read(tmp_path):
     assert run_id == "20260102T000000Z-probe-security" and {r["run_id"] for r in found} == {"B"}
 
 
+def test_a_later_run_of_some_configurations_replaces_their_cells_and_keeps_the_others(tmp_path):
+    full = [dict(r, run_id="A") for r in rows()]
+    _run(tmp_path, "20260101T000000Z-probe-security", "complete", full)
+    (tmp_path / "20260101T000000Z-probe-security" / "run.json").write_text(json.dumps(
+        {"kind": "probe", "status": "complete", "params": {"techniques": {"provenance": {"revision": "r1"}}}}))
+    # the later run measured glibc again and the configuration the first could not run, and listed scudo unrun
+    later = [dict(r, run_id="B", outcome="stopped" if r["allocator"] == "glibc-no-safe-linking" else r["outcome"],
+                  runs="20" if r["allocator"] == "glibc-no-safe-linking" else r["runs"])
+             for r in rows() if r["allocator"] in ("glibc", "glibc-no-safe-linking")]
+    later += [dict(r, run_id="B", outcome="not-run", runs="0") for r in rows() if r["allocator"] == "scudo"]
+    _run(tmp_path, "20260102T000000Z-probe-security", "complete", later)
+    (tmp_path / "20260102T000000Z-probe-security" / "run.json").write_text(json.dumps(
+        {"kind": "probe", "status": "complete", "params": {"techniques_musl": {"libc": "musl"}}}))
+    run_id, info, found = T.newest_run(tmp_path)
+    by = {}
+    for r in found:
+        by.setdefault(r["allocator"], set()).add(r["run_id"])
+    assert run_id == "20260102T000000Z-probe-security"
+    assert by["glibc"] == {"B"} and by["glibc-no-safe-linking"] == {"B"}
+    assert by["scudo"] == {"A"} and by["glibc-notcache"] == {"A"}  # unrun in the later run: the earlier cells stay
+    assert len(found) == len(rows())
+    assert info["params"]["technique_runs"] == ["20260101T000000Z-probe-security", "20260102T000000Z-probe-security"]
+    assert info["params"]["techniques_musl"] == {"libc": "musl"}
+    assert info["params"]["techniques"] == {"provenance": {"revision": "r1"}}  # the glibc set from the earlier run
+
+
 def test_a_dataset_without_a_techniques_run_says_so_in_the_numbers(tmp_path):
     out = tmp_path / "generated"
     numbers = T.write_from_dataset(tmp_path / "runs", out)
