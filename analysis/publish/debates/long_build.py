@@ -29,8 +29,7 @@ SEED = "001"
 SHORT_BUILD = "build"  # the workload whose scaling fit predicts
 LONG_BUILD = "linux-build"  # the workload predicted
 BASELINE = "glibc"
-KEYS = ("seed", "configuration", "workload", "from_workload", "registered", "processor", "from_runs", "centre",
-        "low", "high", "startup_ms", "baseline_startup_ms")
+KEYS = predictions.LONG_BUILD_KEYS
 SLOPE_COLUMNS = ["run_id", "processor", "allocator", "build", "estimate", "se", "df", "startup_ms",
                  "baseline_startup_ms"]
 CHECK_COLUMNS = ["seed", "configuration", "workload", "from_workload", "processor", "registered", "predicted",

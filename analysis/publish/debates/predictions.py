@@ -24,6 +24,9 @@ from analysis.stats import prediction, random_effects
 PREDICTIONS_TOML = REPO / "predictions.toml"
 KEYS = ("seed", "configuration", "workload", "registered", "from_hosts", "centre", "low", "high", "tau_percent",
         "spread_cells")
+# a [[long_build]] entry (analysis/publish/debates/long_build.py)
+LONG_BUILD_KEYS = ("seed", "configuration", "workload", "from_workload", "registered", "processor", "from_runs",
+                   "centre", "low", "high", "startup_ms", "baseline_startup_ms")
 REPLICATION_COLUMNS = ["seed", "configuration", "workload", "registered", "from_hosts", "predicted", "host",
                        "measured", "held"]
 
@@ -91,7 +94,6 @@ def _block(kind: str, entry: dict, keys) -> str:
 
 
 def render(entries: list[dict], long_builds: list[dict] = ()) -> str:
-    from analysis.publish.debates import long_build
     head = ("# Predictions registered before they are measured. [[prediction]]: each debate's primary answer on a\n"
             "# host not yet measured (`python -m analysis predict`, analysis/publish/debates/predictions.py): the\n"
             "# interval a new host's answer should fall in (95%), from the hosts named, with the between-host spread\n"
@@ -99,7 +101,7 @@ def render(entries: list[dict], long_builds: list[dict] = ()) -> str:
             "# short build's per-unit cost there (`python -m analysis predict-build`, analysis/publish/debates/\n"
             "# long_build.py). Never edited by hand; a new registration is added below the old ones.\n")
     blocks = [_block("prediction", e, KEYS) for e in entries] + \
-        [_block("long_build", e, long_build.KEYS) for e in long_builds]
+        [_block("long_build", e, LONG_BUILD_KEYS) for e in long_builds]
     return head + "\n" + "\n".join(blocks)
 
 
@@ -123,8 +125,7 @@ def load(path: Path = PREDICTIONS_TOML) -> list[dict]:
 
 
 def load_long_builds(path: Path = PREDICTIONS_TOML) -> list[dict]:
-    from analysis.publish.debates import long_build
-    return _entries(path, "long_build", long_build.KEYS)
+    return _entries(path, "long_build", LONG_BUILD_KEYS)
 
 
 def _same_host(label: str, earlier: list[str]) -> bool:
