@@ -6,12 +6,13 @@ results_aa_pooled.csv and results_aa_hosts.csv (A/A across runs, over every host
 results_kernel_part.csv (where each side's time goes on each host: user, system, minor faults),
 results_code_census.csv (what each debated library's code is made of: instructions, rep stos, memset calls),
 results_long_build.csv (seed 001's long build on each host: wall, user and system time and the process tree's
-peak memory), results_long_build_check.csv (its registered prediction beside the measured answer) and a forest
-plot per debate."""
+peak memory), results_long_build_check.csv (its registered prediction beside the measured answer),
+results_store_sequence.csv and results_store_sequence_wide.csv (seed 002's store sequences timed alone on each
+host: store_sequence.py) and a forest plot per debate."""
 import pandas as pd
 
 from analysis.contract import debates_spec
-from analysis.publish.debates import forest, long_build, pool, questions, predictions
+from analysis.publish.debates import forest, long_build, pool, questions, predictions, store_sequence
 from analysis.publish.results.comparisons import BASELINE, Results
 from analysis.publish.render.formats import fmt_interval
 from analysis.publish.render.products import write_csv
@@ -72,7 +73,11 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     long_registered = predictions.load_long_builds()
     long_checked = long_build.check(long_registered, per_host)
     write_csv(long_checked, p("long_build_check.csv"))
+    stores = store_sequence.results(runs_dir)
+    write_csv(stores, p("store_sequence.csv"))
+    write_csv(store_sequence.wide(stores), p("store_sequence_wide.csv"))
     return {
+        "store_sequence": store_sequence.numbers(stores),
         "debates": {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)},
         "debate_figures": drawn,
         "debate_hosts": {v: k for k, v in hosts.items()},
