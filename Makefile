@@ -41,7 +41,7 @@ TECHNIQUES_MUSL ?=
 PAPER_INPUTS := $(shell find data notebooks analysis cost_predictions predictions.toml paper/paper.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
-.PHONY: help venv git-filter test test-fast measure probe fleet debates debates-secondary contribute merge allocators system-deps lab paper bench dataset validate clean
+.PHONY: help venv git-filter test test-fast measure probe mechanism fleet debates debates-secondary contribute merge allocators system-deps lab paper bench dataset validate clean
 
 help: ## list the targets
 	@echo "heapcost: what allocator hardening costs and what it buys"
@@ -108,6 +108,9 @@ probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into da
 		$(if $(PROBES),--probes "$(PROBES)") $(if $(RUNS),--runs "$(RUNS)") \
 		$(if $(SIZES),--sizes "$(SIZES)") $(if $(JOBS),--jobs "$(JOBS)") $(if $(ALARM),--alarm "$(ALARM)") \
 		$(if $(TECHNIQUES),--techniques "$(TECHNIQUES)") $(if $(TECHNIQUES_MUSL),--techniques-musl "$(TECHNIQUES_MUSL)")
+
+mechanism: $(VENV_STAMP) ## time the store sequences a poisoning free executes (rep stos, a memset call) alone on this host, into data/runs/
+	$(PY) -m analysis mechanism $(if $(filter 1,$(FORCE)),--force)
 
 fleet: $(VENV_STAMP) ## a fleet profile's campaigns on every host (HOSTS=a,b PROFILE=smoke|quick|debates EXECUTOR=local|slurm), merged into data/runs/, then the paper
 	$(if $(filter 1,$(FORCE)),HEAPCOST_FORCE=1) $(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \
