@@ -1,7 +1,7 @@
 """The fleet: campaigns on many machines through Snakemake (workflow/Snakefile), one job per campaign and host.
 
-A fleet profile (workflow/profiles/<name>.toml) lists campaigns; each names its command (measure, callgrind
-or probe) and the parameters `make measure` / `make probe` take. A job (`python -m analysis fleet-job`) runs
+A fleet profile (workflow/profiles/<name>.toml) lists campaigns; each names its command (measure, callgrind,
+probe or mechanism) and the parameters `make measure` / `make probe` / `python -m analysis mechanism` take. A job (`python -m analysis fleet-job`) runs
 one campaign into a private runs folder beside its archive, exactly as `make measure` or `make probe` would
 (the measure notebook, the probe command), then packs the run it made with `contribute`'s format: the
 archive is the job's output, and the workflow's last rule merges every archive into the dataset. A value
@@ -33,11 +33,12 @@ QUIET_POLL_S = 5
 # check reads it: a job waits for this much below the threshold (0.71 > 0.7 once refused a job that had
 # waited for 0.7 exactly).
 QUIET_HEADROOM = 0.4
-COMMANDS = ("measure", "callgrind", "probe")
+COMMANDS = ("measure", "callgrind", "probe", "mechanism")
 MEASURE_PARAMS = ("PROFILE", "ALLOCATORS", "WORKLOADS", "EXTRA_ALLOCATORS", "TARGET_CI", "BUDGET_MIN", "BLOCKS",
                   "LOCK_CLOCK", "SEED", "SCALES", "PROTOCOL", "PIN", "FORCE", "PAIRS")
 PROBE_FLAGS = {"ALLOCATORS": "--allocators", "EXTRA_ALLOCATORS": "--extra-allocators", "PROBES": "--probes",
                "RUNS": "--runs", "SIZES": "--sizes", "JOBS": "--jobs", "ALARM": "--alarm"}
+MECHANISM_FLAGS = {"SIZES": "--sizes", "BLOCKS": "--blocks"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -67,7 +68,7 @@ def load_profile(name: str, profiles_dir: Path = PROFILES_DIR) -> list[Campaign]
         if command not in COMMANDS:
             raise HeapcostError(f"{path.name}: campaign {name}: command {command!r} is not one of {', '.join(COMMANDS)}")
         params = {str(k): str(v) for k, v in (entry.get("params") or {}).items()}
-        allowed = PROBE_FLAGS if command == "probe" else MEASURE_PARAMS
+        allowed = {"probe": PROBE_FLAGS, "mechanism": MECHANISM_FLAGS}.get(command, MEASURE_PARAMS)
         unknown = sorted(set(params) - set(allowed))
         if unknown:
             raise HeapcostError(f"{path.name}: campaign {name}: unknown parameter(s) {', '.join(unknown)} "
@@ -105,10 +106,11 @@ def expand(value: str, environ) -> str:
 
 def command_line(c: Campaign, python: str, environ) -> list[str]:
     params = {k: expand(v, environ) for k, v in c.params.items()}
-    if c.command == "probe":
-        argv = [python, "-m", "analysis", "probe"]
+    if c.command in ("probe", "mechanism"):
+        flags = PROBE_FLAGS if c.command == "probe" else MECHANISM_FLAGS
+        argv = [python, "-m", "analysis", c.command]
         for key, value in params.items():
-            argv += [PROBE_FLAGS[key], value]
+            argv += [flags[key], value]
         return argv
     if c.command == "callgrind":
         params["MODE"] = "callgrind"

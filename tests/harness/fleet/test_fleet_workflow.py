@@ -38,6 +38,7 @@ def test_every_shipped_profile_loads_and_names_only_known_commands():
 @pytest.mark.parametrize("text, message", [
     ('[[campaign]]\nname = "t"\ncommand = "bench"\n', "command 'bench' is not one of"),
     ('[[campaign]]\nname = "t"\ncommand = "probe"\nparams = { WORKLOADS = "x" }\n', "unknown parameter"),
+    ('[[campaign]]\nname = "t"\ncommand = "mechanism"\nparams = { PROFILE = "quick" }\n', "takes SIZES, BLOCKS"),
     ('[[campaign]]\nname = "T t"\ncommand = "probe"\n', "campaign name"),
     ('[[campaign]]\nname = "t"\ncommand = "probe"\n[[campaign]]\nname = "t"\ncommand = "measure"\n', "share a name"),
     ('title = "nothing"\n', "no \\[\\[campaign\\]\\]"),
@@ -57,6 +58,8 @@ def test_a_campaign_becomes_the_command_make_would_run_with_the_nodes_variables(
     probe = campaigns.Campaign("p", "probe", {"ALLOCATORS": "glibc", "RUNS": "2", "EXTRA_ALLOCATORS": "$HM"})
     assert campaigns.command_line(probe, "py", env) == [
         "py", "-m", "analysis", "probe", "--allocators", "glibc", "--runs", "2", "--extra-allocators", "hardened-x=/opt/hm.so"]
+    mechanism = campaigns.Campaign("m", "mechanism", {"BLOCKS": "40"})
+    assert campaigns.command_line(mechanism, "py", env) == ["py", "-m", "analysis", "mechanism", "--blocks", "40"]
     with pytest.raises(HeapcostError, match=r"\$OM, which is not set on this node"):
         campaigns.command_line(campaigns.Campaign("t", "measure", {"EXTRA_ALLOCATORS": "$OM"}), "py", env)
 
