@@ -91,6 +91,15 @@ TRIALS = [
        "tests of each test's median.", "ms", minimum=0),
     _f("p99_ms", "number", "A server workload's 99th-percentile request latency: the geometric mean over the "
        "client's tests of each test's 99th percentile.", "ms", minimum=0),
+    # added with the kernel build workload (linux-build); empty for the others, and older runs lack them
+    _f("tree_peak_rss_kb", "integer", "A build's peak memory as a whole: the largest sum of the resident memory "
+       "of make and all its descendants over the samples its driver took from /proc (statm) every 10 ms while "
+       "make ran (the workload's `metric tree_peak_rss_kb=` line). Pages processes share (a program's text, "
+       "libc) count once per process; a process living less than 10 ms may be missed. maxrss_kb is the largest "
+       "single process.", "KiB", minimum=0),
+    _f("tree_peak_anon_kb", "integer", "The same peak of the anonymous resident memory (resident minus file and "
+       "shared memory): each process's own pages, where its heap lives (`metric tree_peak_anon_kb=`).", "KiB",
+       minimum=0),
 ]
 
 COUNTS = [

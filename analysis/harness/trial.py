@@ -214,12 +214,14 @@ class SpeedTrial:
 
 
 METRIC_PREFIX = "metric "
-METRICS = ("requests_per_s", "p50_ms", "p99_ms")  # trial columns a workload may report on its stdout
+# trial columns a workload may report on its stdout: a server's throughput and latencies, a build's peak memory
+METRICS = ("requests_per_s", "p50_ms", "p99_ms", "tree_peak_rss_kb", "tree_peak_anon_kb")
 
 
 def reported_metrics(path) -> dict:
-    """The `metric <name>=<number>` lines a workload printed (a server's throughput and latencies), for the
-    trial columns of METRICS; a name not among them, or a value that is not a number, is ignored."""
+    """The `metric <name>=<number>` lines a workload printed (a server's throughput and latencies, a build's
+    peak memory), for the trial columns of METRICS; a name not among them, or a value that is not a number, is
+    ignored. A whole number is written whole (a peak in KiB), any other to six significant digits."""
     out = {}
     try:
         lines = Path(path).read_text(errors="replace").splitlines()
@@ -229,9 +231,10 @@ def reported_metrics(path) -> dict:
         name, sep, value = line.strip().removeprefix(METRIC_PREFIX).partition("=")
         if line.startswith(METRIC_PREFIX) and sep and name in METRICS:
             try:
-                out[name] = f"{float(value):.6g}"
+                number = float(value)
             except ValueError:
                 continue
+            out[name] = str(int(number)) if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
     return out
 
 
