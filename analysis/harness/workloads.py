@@ -349,6 +349,85 @@ class BuildWorkload(CompileWorkload):
                 *self.objects(tree), "--", *self.products]
 
 @dataclass(frozen=True)
+class KernelBuildWorkload(CompileWorkload):
+    """A part of Linux built by the kernel's own build system (kbuild) from Debian's `linux` source package, out of
+    tree into the trial's scratch folder (workloads/linux_build_driver.c): the configuration target, then make
+    -jJOBS of the directory targets, every process of the build under the allocator. Its jobs run in parallel,
+    so its trials spread over the trial CPUs (`threads`), as the seed's rpmbuild -j4 used its machine's."""
+    threads = True  # make -jJOBS: pinned to one CPU its jobs would take turns
+    jobs: int = 2
+    arch: str = "x86_64"
+    config: str = "tinyconfig"
+    targets: tuple = ()  # directories, largest first: a scale below 1 builds the first share of them
+    # (program, Debian package) the configuration and the targets need besides the driver
+    tools: tuple = (("make", "make"), ("gcc", "gcc"), ("as", "binutils"), ("flex", "flex"), ("bison", "bison"),
+                    ("bc", "bc"))
+    # headers the kernel's host tools compile against: objtool reads and writes ELF with libelf
+    host_headers: tuple = (("/usr/include/gelf.h", "libelf-dev"),)
+
+    def _tree(self, fetch: bool) -> Path:
+        """The source tree this clone used last; else the newest one already in the source cache (the package is
+        large: a cached version is used rather than downloading a newer one); else fetched."""
+        try:
+            return super()._tree(fetch=False)
+        except HeapcostError:
+            if not fetch:
+                raise
+        from analysis.harness.allocators.debsrc import COMPLETE_MARK, newest_first, sources_root
+        cached = {mark.read_text().split()[1]: mark.parent / "tree"
+                  for mark in sources_root().glob(f"{self.package}-*/{COMPLETE_MARK}")
+                  if mark.read_text().split()[:1] == [self.package]}
+        for version in newest_first(cached):
+            if (cached[version] / self.subdir).is_dir():
+                stamp = self._stamp()
+                stamp.parent.mkdir(parents=True, exist_ok=True)
+                tmp = stamp.with_name(f"{stamp.name}.tmp{os.getpid()}")
+                tmp.write_text(f"{cached[version]}\n")
+                os.replace(tmp, stamp)
+                return cached[version]
+        return super()._tree(fetch=True)
+
+    def driver(self) -> Path:
+        return native.build_c("wl-linux-build-driver",
+                              [WORKLOADS_DIR / "linux_build_driver.c", WORKLOADS_DIR / "wl_common.h"])
+
+    def prepare(self, variant="glibc") -> None:
+        _check_variant(variant, self.variants)
+        for name, package in self.tools:
+            _program(name, package)
+        for header, package in self.host_headers:
+            if not Path(header).is_file():
+                raise HeapcostError(f"workload {self.id} needs {header}; install it with `apt-get install {package}`")
+        self.driver()
+        BUILD_DIR.mkdir(parents=True, exist_ok=True)
+        with open(BUILD_DIR / ".workloads-fetch.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            tree = self._tree(fetch=True)
+        missing = [t for t in self.targets if not (tree / t).is_dir()]
+        if missing or not (tree / "Makefile").is_file():
+            raise HeapcostError(f"{self.package} source at {tree} lacks " + (", ".join(missing) or "its Makefile"))
+
+    def record(self) -> dict:
+        """What run.json keeps beside the description: the source package's version and what was built."""
+        from analysis.harness.allocators.debsrc import version_of_tree
+        try:
+            version = version_of_tree(self._tree(fetch=False))
+        except (HeapcostError, OSError, IndexError):
+            version = ""
+        return {"source_package": self.package, "source_version": version, "config": self.config,
+                "arch": self.arch, "jobs": self.jobs, "targets": list(self.targets)}
+
+    def argv(self, scale, variant="glibc", interpreters=None) -> list:
+        _check_variant(variant, self.variants)
+        value = check_scale(scale)
+        if value > 1:
+            raise HeapcostError(f"scale {value} asks {self.id} for more than one whole build: use a scale up to 1")
+        tree = self._tree(fetch=False)
+        return [str(self.driver()), scale_arg(value), str(self.jobs), _program("make", "make"), str(tree),
+                self.config, "--", f"ARCH={self.arch}", "--", *self.targets]
+
+
+@dataclass(frozen=True)
 class RedisWorkload(Workload):
     """Debian's redis-server under load from redis-benchmark over the loopback (workloads/redis_driver.c)."""
     threads = True     # server and client run at once: spread over the trial CPUs
@@ -394,6 +473,19 @@ WORKLOADS = {w.id: w for w in [
         "one whole build; below 1, that share of the object files and no link",
         default=False, makefile="lua_build.mk", make_args=("all",), products=("liblua.a", "lua", "luac"),
         generated_headers={"lua5.4-deb-multiarch.h": '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n'}),
+    KernelBuildWorkload(
+        "linux-build", "program",
+        "the kernel build of the seed itself, in part: Debian's linux source package configured and built by its own "
+        "build system (kbuild) out of tree into the scratch folder, make tinyconfig (ARCH=x86_64) then make -j2 of "
+        "kernel/, mm/, fs/, lib/ and init/, both steps timed, from an empty folder in every trial; every process of "
+        "the build (make, sh, gcc, cc1, as, ld and the kernel's host tools: fixdep, conf, objtool, flex, bison, bc) "
+        "under the allocator, spread over the trial CPUs; reports the peak of its process tree's summed resident and "
+        "anonymous memory, sampled from /proc every 10 ms",
+        "001_380ece32c947093f.txt",
+        "make tinyconfig, then make -j2 kernel/ mm/ fs/ lib/ init/ (about 280 object files); below 1, "
+        "tinyconfig and that share of the five directories in this order (kernel/ alone at 0.25)",
+        default=False, package="linux", subdir="kernel",
+        targets=("kernel/", "mm/", "fs/", "lib/", "init/")),
     CWorkload(
         "dom-churn", "c",
         "DOM-like trees of small nodes with tag/attribute/text strings and growable child arrays: "
