@@ -146,6 +146,13 @@ def library_identity(allocator: str, path) -> dict:
             "code": census, **({"disassembly": disassembly_name(path.name, digest)} if text else {})}
 
 
+def library_files(r: catalog_mod.Resolved) -> list:
+    """The files run.json identifies for an allocator: its preloaded libraries, its interpreters and a built glibc's
+    libraries."""
+    a = r.allocator
+    return [*r.preload, *r.interpreters.values(), *(glibc_build.library_files(a.id) if a.built_glibc else [])]
+
+
 def disassembly_name(file: str, sha256: str) -> str:
     """Where a library's excerpt lives in the run: by file name and sha256, so that a library two allocators share
     is kept once and builds of one file name (layout builds) each have their own."""
@@ -277,17 +284,10 @@ class Campaign:
         base = self.profile.callgrind_scale if self.mode == "callgrind" else self.profile.scale
         return base * factor
 
-    @staticmethod
-    def library_files(r: catalog_mod.Resolved) -> list:
-        """The files run.json identifies for an allocator: its preloaded libraries, its interpreters and a built
-        glibc's libraries."""
-        a = r.allocator
-        return [*r.preload, *r.interpreters.values(), *(glibc_build.library_files(a.id) if a.built_glibc else [])]
-
     def allocator_record(self, r: catalog_mod.Resolved) -> dict:
         a = r.allocator
         built = glibc_build.provenance(a.id) if a.built_glibc else {}
-        files = self.library_files(r)
+        files = library_files(r)
         return {"family": a.family, "description": a.description, "origin": brought.portable_origin(a.origin),
                 "preload": [portable_path(p) for p in r.preload],
                 "interpreters": {k: portable_path(v) for k, v in r.interpreters.items()},
@@ -326,7 +326,7 @@ class Campaign:
         try:
             if not (run_dir / "machine.json").exists():
                 runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(packages))
-            write_disassemblies(run_dir, [f for r in self.resolved.values() for f in self.library_files(r)])
+            write_disassemblies(run_dir, [f for r in self.resolved.values() for f in library_files(r)])
             info = self._prepare_run(run_dir, info)
             with machine.ClockLock(self.lock_clock) as lock:
                 info.setdefault("clock_lock", []).append({"utc": runstore.utc_now(), "outcome": lock.outcome})
