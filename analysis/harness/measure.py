@@ -304,7 +304,7 @@ class Campaign:
                 w.prepare(variant)
         packages = [a.origin["package"] for a in self.allocs if a.origin.get("package")]
         packages += ["libc6", "perl", "python3", "sqlite3", "gcc-12", "valgrind", "musl", "redis-server",
-                     "redis-tools", "libjemalloc2"]
+                     "redis-tools", "libjemalloc2", "make", "binutils", "flex", "bison", "bc", "libelf-dev"]
         extra = {
             "profile": vars(self.profile),
             "allocators": {aid: self.allocator_record(r) for aid, r in self.resolved.items()},
