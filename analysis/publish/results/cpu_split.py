@@ -6,7 +6,7 @@ import pandas as pd
 
 from analysis.errors import HeapcostError
 
-WORKLOADS = ("compile", "build")
+WORKLOADS = ("compile", "build", "linux-build")
 PREFIXES = ("perl-",)  # seed 000's cases: perl-strcat, perl-append-*, perl-preextend, perl-array
 METRICS = ("user_s", "sys_s")
 
