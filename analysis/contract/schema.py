@@ -95,7 +95,7 @@ TRIALS = [
     _f("tree_peak_rss_kb", "integer", "A build's peak memory as a whole: the largest sum of the resident memory "
        "of make and all its descendants over the samples its driver took from /proc (statm) every 10 ms while "
        "make ran (the workload's `metric tree_peak_rss_kb=` line). Pages processes share (a program's text, "
-       "libc) count once per process; a process living less than 10 ms may be missed. maxrss_kb is the largest "
+       "libc) count in every process that has them; a process living less than 10 ms may be missed. maxrss_kb is the largest "
        "single process.", "KiB", minimum=0),
     _f("tree_peak_anon_kb", "integer", "The same peak of the anonymous resident memory (resident minus file and "
        "shared memory): each process's own pages, where its heap lives (`metric tree_peak_anon_kb=`).", "KiB",
