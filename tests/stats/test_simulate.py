@@ -7,7 +7,8 @@ from analysis.stats import simulate
 DESIGN_COLUMNS = ("run_id, seq, block, warmup, workload, allocator, scale, status, reason, exit_code, "
                   "signal, wall_s, user_s, sys_s, maxrss_kb, minflt, majflt, nvcsw, nivcsw, "
                   "clock_probe_s, probe_before_s, probe_after_s, malloc_lib, env_pad, loadavg1, "
-                  "started_utc, other_cpu_s, steal_s, interfered, cpu_other_s, requests_per_s, p50_ms, p99_ms").split(", ")
+                  "started_utc, other_cpu_s, steal_s, interfered, cpu_other_s, requests_per_s, p50_ms, p99_ms, "
+                  "tree_peak_rss_kb, tree_peak_anon_kb").split(", ")
 
 
 def test_trials_table_has_the_design_columns_and_is_seeded():
