@@ -132,13 +132,15 @@ def run(args) -> int:
 # ---- what the long build measured, host by host ------------------------------------------------------------
 
 TREE_PEAK = "tree_peak_rss_kb"  # the build's whole process tree at its peak (the workload's driver samples it)
-METRICS = ("wall_s", "user_s", "sys_s", TREE_PEAK)
+TREE_PEAK_ANON = "tree_peak_anon_kb"  # the same, of anonymous memory alone (where the processes' heaps live)
+METRICS = ("wall_s", "user_s", "sys_s", TREE_PEAK, TREE_PEAK_ANON)
 MEASURED_COLUMNS = ["seed", "configuration", "workload", "processor", "metric", "n_runs", "ratio", "ci_low",
                     "ci_high", "display"]
 
 
 def measured(cells: dict, runs_dir: Path, pairs, workload: str = LONG_BUILD) -> pd.DataFrame:
-    """Per contested pair, host and metric (wall, user and system time, the process tree's peak memory): the
+    """Per contested pair, host and metric (wall, user and system time, the process tree's peak resident and
+    anonymous memory): the
     with/without ratio of the long build, each run's through its own baseline, a host's runs pooled."""
     from analysis.publish.render.formats import fmt_interval
     from analysis.publish.results.ablations import ratio_within_run

@@ -1,14 +1,14 @@
 """A workload's own measures beside its time, each compared with the baseline's in the same run, with intervals,
 as wall time is: the throughput and latency percentiles a request-serving workload (redis) reports per trial
 (trial columns requests_per_s, p50_ms, p99_ms; a throughput ratio above 1 is faster, a latency ratio above 1
-slower), and the peak resident memory of a build's whole process tree (tree_peak_rss_kb, which its driver
-samples: ru_maxrss holds only the largest single process)."""
+slower), and the peak resident and anonymous memory of a build's whole process tree (tree_peak_rss_kb,
+tree_peak_anon_kb, which its driver samples: ru_maxrss holds only the largest single process)."""
 import pandas as pd
 
 from analysis.publish.results.cpu_split import comparisons_by_run
 
 METRICS = ("requests_per_s", "p50_ms", "p99_ms")  # a server's (results_server.csv)
-BUILD_METRICS = ("tree_peak_rss_kb",)  # a build's
+BUILD_METRICS = ("tree_peak_rss_kb", "tree_peak_anon_kb")  # a build's
 
 
 def _reported(rt, metric):

@@ -108,9 +108,10 @@ def test_the_long_build_is_reported_per_host_and_metric_with_each_host_runs_pool
         out.append({"workload": "build", "allocator": "hardened", "baseline": "glibc", "ratio": 9.0,
                     "ci_low": 8.0, "ci_high": 10.0, "df": 4.0, "run_id": "r1-amd"})
         return pd.DataFrame(out)
-    cells = {"wall_s": rows(1.30), "user_s": rows(1.35), "sys_s": rows(1.9), long_build.TREE_PEAK: rows(1.1)}
+    cells = {"wall_s": rows(1.30), "user_s": rows(1.35), "sys_s": rows(1.9), long_build.TREE_PEAK: rows(1.1),
+             long_build.TREE_PEAK_ANON: rows(1.4)}
     out = long_build.measured(cells, runs, [("hardened", "glibc"), ("light", "glibc")])
-    assert set(out["metric"]) == set(long_build.METRICS) and len(out) == 8  # 4 metrics x 2 hosts, light unmeasured
+    assert set(out["metric"]) == set(long_build.METRICS) and len(out) == 10  # 5 metrics x 2 hosts, light unmeasured
     amd = out[out["processor"].str.startswith("AMD")].set_index("metric")
     assert (amd["n_runs"] == 2).all()
     assert 1.30 < amd.loc["wall_s", "ratio"] < 1.313 and amd.loc["wall_s", "ci_low"] < 1.30
