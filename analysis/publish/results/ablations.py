@@ -74,7 +74,11 @@ def ratio_within_run(rows: pd.DataFrame, with_: str, without: str):
     """with/without on one workload from one run's comparisons with its own baseline (rows of that run and
     workload): a direct row when one side is the baseline, else the ratio of the two rows (log difference;
     the variances add, which is exact for independent process pairs and conservative when both share the
-    baseline's trials). Returns an estimators.Difference on the log scale, or None."""
+    baseline's trials). A run that measured the workload at several scales (SCALES) answers at its largest.
+    Returns an estimators.Difference on the log scale, or None."""
+    if "scale" in rows and len(rows):
+        scale = pd.to_numeric(rows["scale"], errors="coerce").fillna(-1)
+        rows = rows[scale == scale.max()]
     by = rows.set_index("allocator")
     base = rows["baseline"].iloc[0] if len(rows) else None
 
