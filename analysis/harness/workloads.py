@@ -321,6 +321,14 @@ class CompileWorkload(Workload):
 
 
 
+def at_most_one_build(workload_id: str, scale) -> float:
+    """A build workload's scale: a share of one whole build, never more."""
+    value = check_scale(scale)
+    if value > 1:
+        raise HeapcostError(f"scale {value} asks {workload_id} for more than one whole build: use a scale up to 1")
+    return value
+
+
 @dataclass(frozen=True)
 class BuildWorkload(CompileWorkload):
     """A whole project built with make -jJOBS by a Makefile of workloads/, from the trial's scratch folder (its
@@ -339,9 +347,7 @@ class BuildWorkload(CompileWorkload):
 
     def argv(self, scale, variant="glibc", interpreters=None) -> list:
         _check_variant(variant, self.variants)
-        value = check_scale(scale)
-        if value > 1:
-            raise HeapcostError(f"scale {value} asks {self.id} for more than one whole build: use a scale up to 1")
+        value = at_most_one_build(self.id, scale)
         tree = self._tree(fetch=False)
         return [str(self.driver()), scale_arg(value), str(self.jobs), _program("make", "make"),
                 str(WORKLOADS_DIR / self.makefile), "--", f"SRC={tree / self.subdir}",
@@ -419,9 +425,7 @@ class KernelBuildWorkload(CompileWorkload):
 
     def argv(self, scale, variant="glibc", interpreters=None) -> list:
         _check_variant(variant, self.variants)
-        value = check_scale(scale)
-        if value > 1:
-            raise HeapcostError(f"scale {value} asks {self.id} for more than one whole build: use a scale up to 1")
+        value = at_most_one_build(self.id, scale)
         tree = self._tree(fetch=False)
         return [str(self.driver()), scale_arg(value), str(self.jobs), _program("make", "make"), str(tree),
                 self.config, "--", f"ARCH={self.arch}", "--", *self.targets]
