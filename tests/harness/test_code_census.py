@@ -23,13 +23,18 @@ def test_the_counts_of_a_disassembly():
     assert code_census.count(DISASSEMBLY) == {"instructions": 6, "rep_stos": 1, "memset_calls": 2, "memcpy_calls": 1}
 
 
-def test_a_library_compiled_here_has_the_calls_its_source_makes(tmp_path):
+def shared_library(tmp_path, functions: str):
+    """libpoison.so compiled here from C functions that may call memset and memcpy (not folded by the compiler)."""
     src = tmp_path / "poison.c"
-    src.write_text("#include <string.h>\n"
-                   "void wipe(char *p, unsigned long n) { memset(p, 0xe5, n); }\n"
-                   "void copy(char *d, const char *s, unsigned long n) { memcpy(d, s, n); }\n")
+    src.write_text("#include <string.h>\n" + functions)
     lib = tmp_path / "libpoison.so"
     subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-fno-builtin", "-o", str(lib), str(src)], check=True)
+    return lib
+
+
+def test_a_library_compiled_here_has_the_calls_its_source_makes(tmp_path):
+    lib = shared_library(tmp_path, "void wipe(char *p, unsigned long n) { memset(p, 0xe5, n); }\n"
+                                   "void copy(char *d, const char *s, unsigned long n) { memcpy(d, s, n); }\n")
     counts = code_census.census(lib)
     assert counts["memset_calls"] == 1 and counts["memcpy_calls"] == 1 and counts["instructions"] > 2
     assert code_census.census(tmp_path / "missing.so") == {}
@@ -110,12 +115,8 @@ def test_a_run_keeps_the_poison_path_of_a_library_compiled_here_without_a_folder
     from analysis.harness.measure import library_identity, write_disassemblies
     from analysis.paths import machine_paths
 
-    src = tmp_path / "poison.c"
-    src.write_text("#include <string.h>\n"
-                   "void poison_block(char *p, unsigned long n) { memset(p, 0xe5, n < 256 ? n : 256); }\n"
-                   "void clear_block(char *p, unsigned long n) { memset(p, 0, n); }\n")
-    lib = tmp_path / "libpoison.so"
-    subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-fno-builtin", "-o", str(lib), str(src)], check=True)
+    lib = shared_library(tmp_path, "void poison_block(char *p, unsigned long n) { memset(p, 0xe5, n < 256 ? n : 256); }\n"
+                                   "void clear_block(char *p, unsigned long n) { memset(p, 0, n); }\n")
     record = library_identity("poisoner", lib)
     assert record["disassembly"] == f"disassembly/libpoison.so-{record['sha256'][:12]}.txt"
     run_dir = tmp_path / "run"
