@@ -104,12 +104,13 @@ def _check_groups(df: pd.DataFrame, baseline: str, metric: str) -> None:
         raise HeapcostError(f"unknown baseline {baseline!r}; allocators in the data: "
                             f"{', '.join(allocators)}")
     keys = cell_keys(df)
-    for key, sub in df.groupby(keys, sort=True):
-        present = set(sub["allocator"])
-        if baseline not in present:
-            where = " at scale ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
-            raise HeapcostError(f"workload {where} has runs of {', '.join(sorted(present))} but none "
-                                f"of the baseline {baseline!r}")
+    if not (df["allocator"] == baseline).groupby([df[k] for k in keys], sort=True).any().all():
+        for key, sub in df.groupby(keys, sort=True):  # the first cell without the baseline, named
+            present = set(sub["allocator"])
+            if baseline not in present:
+                where = " at scale ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
+                raise HeapcostError(f"workload {where} has runs of {', '.join(sorted(present))} but none "
+                                    f"of the baseline {baseline!r}")
     counts = df.groupby([*keys, "allocator"]).size()
     few = counts[counts < MIN_RUNS]
     if len(few):
@@ -215,14 +216,20 @@ def compare(trials: pd.DataFrame, baseline: str, metric: str = "wall_s", *, marg
 
     rows = []
     keys = cell_keys(df)
+    # each cell's annotations of its runs, by position, written into df once after the loop
+    notes = {"adjusted_value": df["log_value"].to_numpy(copy=True),
+             "outlier": np.full(len(df), "none", dtype=object), "segment": np.zeros(len(df), dtype=np.int64)}
     for key, sub in df.groupby(keys, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         if set(sub["allocator"]) == {baseline}:
             continue
-        cell_rows = _workload_rows(df, sub, key[0], baseline, metric, margin, target, use_probe)
+        cell_rows = _workload_rows(notes, df.index.get_indexer(sub.index), sub, key[0], baseline, metric, margin,
+                                   target, use_probe)
         for row in cell_rows:
             row["scale"] = key[1] if len(key) > 1 else np.nan
         rows += cell_rows
+    for column, values in notes.items():
+        df[column] = pd.Series(values, index=df.index, dtype=df[column].dtype)
     if not rows:
         raise HeapcostError(f"no allocator but the baseline {baseline!r} has usable runs of {metric}")
     results = pd.DataFrame(rows)
@@ -238,9 +245,9 @@ def compare(trials: pd.DataFrame, baseline: str, metric: str = "wall_s", *, marg
     return Comparison(results, df, geomean)
 
 
-def _workload_rows(df, sub, workload, baseline, metric, margin, target, use_probe) -> list[dict]:
-    """Fit one workload's covariates, annotate its runs in df, and return its result rows."""
-    idx = sub.index
+def _workload_rows(notes, pos, sub, workload, baseline, metric, margin, target, use_probe) -> list[dict]:
+    """Fit one workload's covariates, annotate its runs (at positions `pos` of the arrays in notes), and
+    return its result rows."""
     y = sub["log_value"].to_numpy()
     alloc = sub["allocator"].to_numpy()
     x = _workload_probe(sub, metric, use_probe)
@@ -248,10 +255,10 @@ def _workload_rows(df, sub, workload, baseline, metric, margin, target, use_prob
     basis = noise.drift_basis(sub["seq"].to_numpy()) if has_seq else None
     model = _fit_workload(y, alloc, x, basis)
     y_unadj, y_adj = model.unadjusted_values, model.adjusted_values
-    df.loc[idx, "adjusted_value"] = y_adj
+    notes["adjusted_value"][pos] = y_adj
 
     classes = _outlier_classes(y_unadj, y_adj if model.probe is not None else None, alloc)
-    df.loc[idx, "outlier"] = classes
+    notes["outlier"][pos] = classes
 
     # change points and drift are looked for before the drift term takes drift out
     y_nodrift = y if model.probe is None else y - model.probe_coef * (x - x.mean())
@@ -265,9 +272,9 @@ def _workload_rows(df, sub, workload, baseline, metric, margin, target, use_prob
         seg = np.zeros(y.size, dtype=int)
         for c in cps:
             seg[order[c:]] += 1
-        df.loc[idx, "segment"] = seg
+        notes["segment"][pos] = seg
         dr = noise.drift(sub["seq"].to_numpy(), residual)
-    n_regimes = int(df.loc[idx, "clock_regime"].nunique())
+    n_regimes = int(sub["clock_regime"].nunique())
 
     rows = []
     base_mask = alloc == baseline

@@ -184,8 +184,7 @@ def coincidences(values) -> tuple[int, int]:
     """(equal pairs, pairs) over all pairs of the values (any hashable; None is a value like another)."""
     values = list(values)
     n = len(values)
-    counts = np.array(list(Counter(values).values()), dtype=np.int64)
-    return int((counts * (counts - 1) // 2).sum()), n * (n - 1) // 2
+    return sum(c * (c - 1) // 2 for c in Counter(values).values()), n * (n - 1) // 2
 
 
 def step_coincidences(sequences) -> tuple[int, int]:
@@ -315,11 +314,7 @@ def successor_coincidences(picks) -> tuple[int, int]:
     """(equal pairs, pairs) over pairs of picks within a process that follow the same pick: the
     coincidence counting of the next pick given the one before. A deterministic cycle (9, 136, 9, 136:
     tbbmalloc) has two values, 1 bit unconditionally, and none given the previous pick."""
-    by_prev: dict = {}
-    for prev, nxt in zip(picks, picks[1:]):
-        by_prev.setdefault(prev, []).append(nxt)
-    equal = pairs = 0
-    for successors in by_prev.values():
-        e, p = coincidences(successors)
-        equal, pairs = equal + e, pairs + p
+    steps = list(zip(picks, picks[1:]))
+    equal = sum(c * (c - 1) // 2 for c in Counter(steps).values())  # equal successors of the same pick
+    pairs = sum(m * (m - 1) // 2 for m in Counter(prev for prev, _ in steps).values())
     return equal, pairs

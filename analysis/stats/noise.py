@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from analysis.stats.estimators import CONFIDENCE, mad_scale
+from analysis.stats.estimators import CONFIDENCE, mad_scale, median, t_ppf
 
 OUTLIER_Z = 3.5  # robust z beyond which a run is an outlier (Iglewicz & Hoaglin)
 OUTLIER_CLASSES = ("none", "slow-clock", "slow-unexplained", "fast")
@@ -15,7 +15,7 @@ def robust_z(values, floor: float = 0.0) -> np.ndarray:
     """(value - median) / MAD scale; floor bounds the scale from below (a MAD from a small group can
     be far too small by chance, which would flag ordinary runs)."""
     v = np.asarray(values, dtype=float)
-    centre = np.median(v)
+    centre = median(v)
     scale = max(mad_scale(v), floor)
     if scale == 0:
         scale = float(np.mean(np.abs(v - centre))) * 1.2533  # mean absolute deviation of a normal
@@ -102,7 +102,7 @@ def change_points(series, min_segment: int = 5, penalty: float | None = None,
     if n < 2 * min_segment:
         return []
     scale = mad_scale(y) or float(np.std(y)) or 1.0
-    z = np.clip((y - np.median(y)) / scale, -5, 5)
+    z = np.clip((y - median(y)) / scale, -5, 5)
     pen = 3 * np.log(n) if penalty is None else penalty
     found = []
 
@@ -188,7 +188,7 @@ def runs_needed(variance_sum: float, target_halfwidth: float, confidence: float 
     q = sps.norm.ppf(0.5 + confidence / 2)
     n = max(start, int(np.ceil(variance_sum * (q / target_halfwidth) ** 2)))
     while n < limit:
-        q = sps.t.ppf(0.5 + confidence / 2, 2 * n - 2)
+        q = t_ppf(0.5 + confidence / 2, 2 * n - 2)
         if q * np.sqrt(variance_sum / n) <= target_halfwidth:
             return n
         n += max(1, n // 50)

@@ -15,6 +15,7 @@ variance is resolved: with three hosts and a host variance that matters, two.
 """
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -99,36 +100,44 @@ def _dot(a, b) -> float:
     return math.fsum(x * y for x, y in zip(a, b))
 
 
-def _fit(theta, y, s2, codes) -> tuple[float, float, float, float]:
-    """(restricted negative log-likelihood, mu, 1' V^-1 1, r' V^-1 r) at log variances theta."""
-    d = [s + math.exp(theta[0]) for s in s2]
-    inv_d = [1.0 / x for x in d]
+@lru_cache(maxsize=64)
+def _layout(codes: tuple) -> tuple:
+    """What _fit needs of the design, which the optimiser does not move: the group sizes and offsets, each
+    cell of the groups' matrix with the runs that fall in it, each group with its runs."""
     sizes = [max(c) + 1 for c in codes]
     offsets = [sum(sizes[:j]) for j in range(len(sizes))]
     m = sum(sizes)
+    index = [[offsets[j] + codes[j][i] for j in range(len(codes))] for i in range(len(codes[0]) if codes else 0)]
+    cells: dict = {}
+    members = [[] for _ in range(m)]
+    for i, idx in enumerate(index):
+        for a in idx:
+            members[a].append(i)
+            for b in idx:
+                cells.setdefault((a, b), []).append(i)
+    cell_runs = [[cells.get((r, c), ()) for c in range(m)] for r in range(m)]
+    return sizes, offsets, m, cell_runs, members
+
+
+def _fit(theta, y, s2, codes) -> tuple[float, float, float, float]:
+    """(restricted negative log-likelihood, mu, 1' V^-1 1, r' V^-1 r) at log variances theta. Every sum is
+    math.fsum, correctly rounded whatever the order of its terms."""
+    d = [s + math.exp(theta[0]) for s in s2]
+    inv_d = [1.0 / x for x in d]
+    sizes, offsets, m, cell_runs, members = _layout(tuple(tuple(c) for c in codes))
     if m == 0:
         w = math.fsum(inv_d)
         mu = _dot(inv_d, y) / w
         rvr = math.fsum(iv * (yi - mu) ** 2 for iv, yi in zip(inv_d, y))
         return 0.5 * (math.fsum(math.log(x) for x in d) + math.log(w) + rvr), mu, w, rvr
-    index = [[offsets[j] + codes[j][i] for j in range(len(codes))] for i in range(len(y))]
-    cells: dict = {}
-    for i, idx in enumerate(index):
-        for a in idx:
-            for b in idx:
-                cells.setdefault((a, b), []).append(inv_d[i])
-    a_mat = [[math.fsum(cells.get((r, c), ())) for c in range(m)] for r in range(m)]
+    a_mat = [[math.fsum([inv_d[i] for i in runs]) for runs in row] for row in cell_runs]
     for j, t in enumerate(theta[1:]):
         for g in range(sizes[j]):
             a_mat[offsets[j] + g][offsets[j] + g] += math.exp(-t)
     low = _cholesky(a_mat)
 
     def group_sums(values):
-        out = [[] for _ in range(m)]
-        for i, idx in enumerate(index):
-            for a in idx:
-                out[a].append(values[i])
-        return [math.fsum(v) for v in out]
+        return [math.fsum([values[i] for i in runs]) for runs in members]
     u = group_sums(inv_d)
     v = group_sums([iv * yi for iv, yi in zip(inv_d, y)])
     a_u = _solve(low, u)
