@@ -62,9 +62,10 @@ def test_run_by_hand_a_notebook_writes_to_scratch_not_to_the_paper(name, tmp_pat
     if "data_dir" in default_parameters(path):
         # the small simulated dataset: `make paper` (before `make test`) and test_paper_published run
         # results.ipynb on the published one, 22 s of CPU that this test of where products go need not repeat
-        from simulated_dataset import make_dataset
+        # (its probe rows those of the simulated allocators alone: the others' scores are no product checked here)
+        from simulated_dataset import TRUE_RATIOS, make_dataset
 
-        params["data_dir"] = str(make_dataset(tmp_path))
+        params["data_dir"] = str(make_dataset(tmp_path, probed=TRUE_RATIOS))
     before = snapshot(GENERATED_DIR)
     started = {p: p.stat().st_mtime_ns for p in SCRATCH_DIR.glob(f"{name}_*")} if SCRATCH_DIR.is_dir() else {}
     pm.execute_notebook(str(path), str(tmp_path / path.name), parameters=params,
@@ -72,6 +73,42 @@ def test_run_by_hand_a_notebook_writes_to_scratch_not_to_the_paper(name, tmp_pat
     assert snapshot(GENERATED_DIR) == before, f"{name}.ipynb wrote into paper/generated/"
     fresh = [p for p in SCRATCH_DIR.glob(f"{name}_*") if started.get(p) != p.stat().st_mtime_ns]
     assert fresh, f"{name}.ipynb wrote nothing to {SCRATCH_DIR.relative_to(REPO)}"
+    if name in PRODUCTS:  # what the products hold, read from this run's files
+        PRODUCTS[name](SCRATCH_DIR, {p.name for p in fresh})
+
+
+def noise_products(out: Path, fresh: set) -> None:
+    import json
+
+    import pandas as pd
+
+    from analysis.stats import simulate
+
+    assert {"noise_coverage.csv", "noise_coverage.svg", "noise_numbers.json", "noise_debates_coverage.csv"} <= fresh
+    summary = pd.read_csv(out / "noise_coverage.csv")
+    assert set(summary["method"]) == {"heapcost (compare)", "Welch t on raw times",
+                                      "hyperfine +- propagation", "heapcost (paired)"}
+    paired_rows = summary[summary["method"] == "heapcost (paired)"]
+    assert set(paired_rows["scenario"]) == set(simulate.PAIRED_SCENARIOS)  # this machine's regimes, lockstep
+    assert (summary["replications"] == FAST["noise"]["replications"]).all()
+    assert (out / "noise_coverage.svg").read_text().lstrip().startswith("<?xml")
+    numbers = json.loads((out / "noise_numbers.json").read_text())
+    assert numbers["replications"] == FAST["noise"]["replications"] and numbers["halfwidth_vs_welch"]
+    designs = pd.read_csv(out / "noise_debates_coverage.csv")  # the debates' designs, simulated
+    assert (designs["replications"] == FAST["noise"]["debate_replications"]).all()
+    assert set(designs["scenario"]) == {"uniform", "interaction"}
+
+
+def literature_products(out: Path, fresh: set) -> None:
+    import pandas as pd
+
+    assert {"literature_reanalysis.csv", "literature_003.svg", "literature_slips.csv"} <= fresh
+    table = pd.read_csv(out / "literature_reanalysis.csv", dtype={"seed": str})
+    assert set(table["seed"]) == {"000", "001", "002", "003", "004"}
+
+
+# the notebooks whose products are checked here (their run by hand is their one papermill run in the suite)
+PRODUCTS = {"noise": noise_products, "literature": literature_products}
 
 
 def test_explore_shows_its_view_once_and_never_a_traceback(tmp_path):

@@ -95,7 +95,7 @@ def test_a_paper_whose_newest_full_run_measured_two_server_workloads_describes_t
     from analysis.paths import REPO
     from analysis.publish.render import paper
 
-    data = make_dataset(tmp_path / "dataset")
+    data = make_dataset(tmp_path / "dataset", probed=TRUE_RATIOS)  # probe rows of the measured allocators
     # fewer blocks than the simulated run: every allocator leads in the simulated run, as in the published data
     add_time_run(data, SERVER_RUN, TRUE_RATIOS, 5, 6, profile="full", workloads={"server": 0.5, "redis": 0.7})
     out = tmp_path / "paper"

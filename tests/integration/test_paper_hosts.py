@@ -37,14 +37,14 @@ def build_paper(data, out):
 @pytest.fixture(scope="module")
 def one_host(tmp_path_factory):
     root = tmp_path_factory.mktemp("onehost")
-    data = make_dataset(root)
+    data = make_dataset(root, probed=TRUE_RATIOS)  # probe rows of the measured allocators
     return data, build_paper(data, root / "paper")
 
 
 @pytest.fixture(scope="module")
 def two_hosts(tmp_path_factory):
     root = tmp_path_factory.mktemp("twohosts")
-    data = make_dataset(root)
+    data = make_dataset(root, probed=TRUE_RATIOS)  # probe rows of the measured allocators
     shifted = {a: r * (SHIFT if a != "glibc" else 1.0) for a, r in TRUE_RATIOS.items()}
     run = add_time_run(data, "20990102T000000Z-time-sim", shifted, seed=12, n_blocks=12, machine=OTHER_HOST)
     described = json.loads((run / "machine.json").read_text())

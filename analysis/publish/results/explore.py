@@ -69,6 +69,20 @@ class Dataset:
     def _pairs(self) -> list:
         return [rt.pairs for rt in self.time_runs if rt.pairs is not None and len(rt.pairs)]
 
+    @cached_property
+    def measured_on(self) -> dict:
+        """allocator -> the workloads any time run measured it on, in trials or in lockstep pairs (read once:
+        the view asks for it per allocator)."""
+        found: dict = {}
+        for rt in self.time_runs:
+            sides = [(rt.table, "allocator")]
+            if rt.pairs is not None:
+                sides += [(rt.pairs, "allocator_a"), (rt.pairs, "allocator_b")]
+            for table, column in sides:
+                for a, w in table[[column, "workload"]].drop_duplicates().itertuples(index=False):
+                    found.setdefault(a, set()).add(w)
+        return found
+
     def narrowed(self, allocators, baseline: str, left: "_Left") -> "Dataset":
         """Instruction counts are compared inside one run: the callgrind run holding the baseline and most of
         the chosen allocators; an allocator counted only in another run is left out, with that run named.
@@ -349,9 +363,7 @@ def _no_pairs(metric: str, ds: Dataset, allocator: str) -> str:
 
 def _measured_on(ds: Dataset, allocator: str) -> set:
     """The workloads any time run measured the allocator on, in trials or in lockstep pairs."""
-    return {w for rt in ds.time_runs for w in _on(rt.table, allocator)} | {
-        w for rt in ds.time_runs if rt.pairs is not None for w in
-        rt.pairs.loc[(rt.pairs["allocator_a"] == allocator) | (rt.pairs["allocator_b"] == allocator), "workload"]}
+    return set(ds.measured_on.get(allocator, ()))
 
 
 def _on(table: pd.DataFrame, allocator: str) -> set:

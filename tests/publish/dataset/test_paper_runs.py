@@ -8,12 +8,14 @@ from analysis.publish.results import comparisons, writer
 from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
 
 BYO = "20990102T000000Z-time-quick"
+BROUGHT = ("hardened-72fb357", "hardened-light-2026062800")
 MORE = "20990103T000000Z-time-quick"
 
 
 @pytest.fixture(scope="module")
 def merged(tmp_path_factory):
-    data = make_dataset(tmp_path_factory.mktemp("merge"))
+    # probed: the probe rows of the allocators the dataset measures (the others' scores are read by no check)
+    data = make_dataset(tmp_path_factory.mktemp("merge"), probed={*TRUE_RATIOS, *BROUGHT})
     add_time_run(data, BYO, {"glibc": 1.0, "hardened-72fb357": 1.25, "hardened-light-2026062800": 1.1}, seed=5, n_blocks=8, profile="quick",
                  workloads={"compile": 0.5, "small-loop": 0.4})
     add_time_run(data, MORE, {"glibc": 1.0, "jemalloc": 0.9}, seed=6, n_blocks=20, profile="quick")
@@ -104,7 +106,7 @@ def test_a_brought_allocator_answers_its_debate_instead_of_the_stand_in(merged):
 def test_a_lockstep_run_answers_its_debate_with_its_narrower_interval(tmp_path):
     from simulated_dataset import add_lockstep_run
 
-    data = make_dataset(tmp_path)
+    data = make_dataset(tmp_path, probed=TRUE_RATIOS)
     run = "20990104T000000Z-time-quick"
     add_lockstep_run(data, run, {"jemalloc": 0.9, "jemalloc-junk-free": 0.9 * 1.025}, seed=3, n_pairs=60)
     res = comparisons.compute(data)
@@ -124,7 +126,7 @@ def test_a_lockstep_run_answers_its_debate_with_its_narrower_interval(tmp_path):
 def test_a_copy_of_the_baseline_library_is_an_aa_control(tmp_path):
     import json
 
-    data = make_dataset(tmp_path)
+    data = make_dataset(tmp_path, probed=TRUE_RATIOS)
     run = add_time_run(data, "20990105T000000Z-time-quick", {"glibc": 1.0, "glibc-copy": 1.0}, seed=9, n_blocks=10)
     info = json.loads((run / "run.json").read_text())
     info["allocators"]["glibc-copy"]["origin"] = {"kind": "path", "path": "/usr/lib/x86_64-linux-gnu/libc.so.6"}
@@ -232,7 +234,7 @@ def test_a_complete_probe_run_of_another_design_is_named_once_and_not_called_inc
 def test_a_run_too_small_for_any_result_is_left_out_with_a_warning(tmp_path, capsys):
     """A smoke run (2 blocks) is newer than every other run, yet it is neither in the run table nor the run
     the method section reports: it is named in one warning instead of contributing nothing in silence."""
-    data = make_dataset(tmp_path, n_blocks=6)
+    data = make_dataset(tmp_path, n_blocks=6, probed=TRUE_RATIOS)
     smoke = "20991231T000000Z-time-smoke"
     add_time_run(data, smoke, {"glibc": 1.0, "jemalloc": 0.9}, seed=7, n_blocks=2, profile="smoke")
     res = comparisons.compute(data)
@@ -263,7 +265,7 @@ def test_an_ablation_pools_every_workload_both_sides_ran_trials_and_pairs(tmp_pa
     from simulated_dataset import add_time_run
     from analysis.stats import simulate
 
-    data = make_dataset(tmp_path)
+    data = make_dataset(tmp_path, probed=TRUE_RATIOS)
     run = "20990105T000000Z-time-quick"
     ratios = {"glibc": 1.0, "jemalloc": 0.9, "jemalloc-junk-free": 0.99}
     t = add_time_run(data, run, ratios, seed=21, n_blocks=10, profile="quick")

@@ -51,9 +51,9 @@ def _lockstep(data, run_id, truth_with, truth_without, direct=None, seed=1):
 def test_direct_pairs_answer_a_run_that_has_them_and_superseded_runs_are_never_pooled(tmp_path):
     from analysis.publish.debates import pool
     from analysis.publish.results import comparisons
-    from simulated_dataset import make_dataset
+    from simulated_dataset import TRUE_RATIOS, make_dataset
 
-    data = make_dataset(tmp_path)
+    data = make_dataset(tmp_path, probed=TRUE_RATIOS)  # probe rows of the measured allocators
     # through the baseline the pair reads 1.10; its direct pairs say 1.02: the direct ones must answer
     _lockstep(data, "20990106T000000Z-time-quick", 0.99, 0.90, direct=1.02, seed=2)
     _lockstep(data, "20990107T000000Z-time-quick", 0.99, 0.90, seed=3)
@@ -75,9 +75,9 @@ def test_direct_pairs_answer_a_run_that_has_them_and_superseded_runs_are_never_p
 def test_aa_copies_pool_across_runs_and_a_biased_copy_is_caught(tmp_path):
     from analysis.publish.debates import pool
     from analysis.publish.results import comparisons
-    from simulated_dataset import add_time_run, make_dataset
+    from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
 
-    data = make_dataset(tmp_path)
+    data = make_dataset(tmp_path, probed=TRUE_RATIOS)  # probe rows of the measured allocators
     for i in range(3):
         run = add_time_run(data, f"2099011{i}T000000Z-time-quick", {"glibc": 1.0, "glibc-copy": 1.0, "glibc-bias": 1.08},
                            seed=30 + i, n_blocks=10)
@@ -114,9 +114,9 @@ def test_the_row_shows_a_current_run_before_a_superseded_one_with_more_pairs():
 def test_layout_builds_of_a_contested_pair_pool_as_a_second_build(tmp_path):
     from analysis.publish.debates import pool
     from analysis.publish.results import comparisons
-    from simulated_dataset import add_lockstep_run, make_dataset
+    from simulated_dataset import TRUE_RATIOS, add_lockstep_run, make_dataset
 
-    data = make_dataset(tmp_path)
+    data = make_dataset(tmp_path, probed=TRUE_RATIOS)  # probe rows of the measured allocators
     for i in range(2):
         add_lockstep_run(data, f"2099012{i}T000000Z-time-quick",
                          {"jemalloc-junk-free": 1.0, "jemalloc": 0.96, "jemalloc-junk-free_l2": 1.02,
