@@ -12,6 +12,21 @@ from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "srun", "scontrol")
 FEATURE = "loopback"
+# Snakemake with its remote executors' wait between job-status queries capped at POLL_S: the Slurm plugin waits
+# 10 s longer after every query that saw no job finish (a cluster's pace), which here was a third of the test
+# spent waiting. Only how often squeue is asked changes; what is submitted and how its states are read do not.
+POLL_S = 1
+SNAKEMAKE_POLLING_OFTEN = f"""
+import asyncio, sys
+from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
+
+async def sleep(self):
+    await asyncio.sleep(min({POLL_S}, self.next_seconds_between_status_checks))
+
+RemoteExecutor.sleep = sleep
+from snakemake.cli import main
+sys.exit(main())
+"""
 
 
 def _binary(name: str) -> str | None:
@@ -76,25 +91,34 @@ def _wait(predicate, seconds: float, what: str, log: Path | None = None):
     raise RuntimeError(f"the loopback cluster: {what} did not happen within {seconds:.0f} s\n{tail}")
 
 
-def _stop(pid_file: Path) -> None:
+def _alive(pid: int) -> bool:
     try:
-        pid = int(pid_file.read_text().strip())
-    except (OSError, ValueError):
-        return
-    try:
-        os.kill(pid, 15)
+        os.kill(pid, 0)
     except ProcessLookupError:
-        return
-    for _ in range(40):
+        return False
+    return True
+
+
+def _stop(pid_files) -> None:
+    """SIGTERM to every daemon at once (each takes a second or two to stop), SIGKILL to any left after 10 s."""
+    pids = []
+    for pid_file in pid_files:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            pid = int(pid_file.read_text().strip())
+            os.kill(pid, 15)
+        except (OSError, ValueError):
+            continue
+        pids.append(pid)
+    for _ in range(40):
+        pids = [pid for pid in pids if _alive(pid)]
+        if not pids:
             return
         time.sleep(0.25)
-    try:
-        os.kill(pid, 9)
-    except ProcessLookupError:
-        pass
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
 
 
 @contextmanager
@@ -129,5 +153,4 @@ def loopback_cluster(folder: Path):
         yield env
     finally:
         subprocess.run(["scancel", "--user", "root"], env=env, capture_output=True, timeout=30)
-        for pid_file in ("slurmd.pid", "slurmctld.pid", "munged.pid"):
-            _stop(d / pid_file)
+        _stop([d / name for name in ("slurmd.pid", "slurmctld.pid", "munged.pid")])

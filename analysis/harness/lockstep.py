@@ -18,7 +18,6 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from analysis.contract import runstore
 from analysis.errors import HeapcostError, warn
 from analysis.harness import machine, quiet
 from analysis.harness.build import build_c
@@ -71,6 +70,8 @@ def run_pair(trial_a: SpeedTrial, trial_b: SpeedTrial, *, expected_a: str | None
              timeout: float | None = None, aslr: bool = True) -> dict:
     """Run one lockstep pair; returns its row of pairs.csv (without run_id, seq, block, warmup).
     aslr=False (the bench's layout part only) starts both processes without address-space randomization."""
+    from analysis.contract import runstore
+
     if first not in ("a", "b"):
         raise HeapcostError(f"first must be 'a' or 'b', not {first!r}")
     if trial_a.workload.id != trial_b.workload.id or trial_a.scale != trial_b.scale:
@@ -237,6 +238,7 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     mode (TARGET_CI) adds blocks of the cells whose paired interval is still too wide."""
     import time
 
+    from analysis.contract import runstore
     from analysis.contract.schema import PAIR_COLUMNS
     from analysis.harness.blocks import run_blocks
     from analysis.harness.trial import progress_bar

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analysis.contract import runstore
 from analysis.contract.host import fingerprint_of_identity, host_identity
 from analysis.harness.clock_lock import ClockLock  # noqa: F401  (the harness's name for it)
 
@@ -122,6 +121,8 @@ def describe_machine(packages=()) -> dict:
 
 def record_clock_lock(machine_json: Path, record: dict):
     """Append one session's clock lock (ClockLock.record()) to machine.json's `clock_lock` list."""
+    from analysis.contract import runstore
+
     described = json.loads(Path(machine_json).read_text())
     described.setdefault("clock_lock", []).append(record)
     runstore.write_json_atomic(Path(machine_json), described)

@@ -12,13 +12,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.contract import runstore
-from analysis.contract.schema import TRIAL_COLUMNS, is_usable, is_warmup
 from analysis.harness.allocators import catalog as catalog_mod
 from analysis.harness.blocks import run_blocks
 from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
-from analysis.stats.compare import MIN_RUNS
-from analysis.stats.paired import MIN_PAIRS
 from analysis.harness import launcher, machine, quiet
 from analysis.harness.allocators import brought, glibc_build
 from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
@@ -26,6 +22,8 @@ from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar,
 from analysis.errors import HeapcostError, warn
 from analysis.paths import RUNS_DIR, portable_path, portable_text
 
+# runstore and the statistics (pandas, scipy: a second to import) are imported where a run is written or
+# judged, so that a bad argument is refused in a fraction of that.
 PAD_SPREAD = 4096  # bytes of random environment offset per trial (more than a page: all stack alignments)
 BASELINE = "glibc"
 
@@ -299,6 +297,8 @@ class Campaign:
                 "defences_ref": a.defences_ref}
 
     def run(self) -> Path:
+        from analysis.contract import runstore
+
         for w in self.workloads.values():
             for variant in sorted({self.resolved[a].allocator.variant for a, ww, _ in self.pairs if ww == w.id}):
                 w.prepare(variant)
@@ -323,6 +323,10 @@ class Campaign:
                 return self._run_in(run_dir, info, packages)
 
     def _run_in(self, run_dir: Path, info: dict, packages) -> Path:
+        from analysis.contract import runstore
+        from analysis.stats.compare import MIN_RUNS
+        from analysis.stats.paired import MIN_PAIRS
+
         try:
             if not (run_dir / "machine.json").exists():
                 runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(packages))
@@ -351,6 +355,8 @@ class Campaign:
 
     def _prepare_run(self, run_dir: Path, info: dict) -> dict:
         """Seed, clock-probe calibration, expected checksums: fixed at the first start, reused on resume."""
+        from analysis.contract import runstore
+
         changed = False
         if info.get("seed") is None:
             info["seed"] = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
@@ -430,6 +436,9 @@ class Campaign:
         return notes
 
     def _run_trials(self, run_dir: Path, info: dict) -> dict:
+        from analysis.contract import runstore
+        from analysis.contract.schema import TRIAL_COLUMNS
+
         trials = runstore.AppendTable(run_dir / "trials.csv", TRIAL_COLUMNS)
         done = trials.rows()
         expected = info["expected_checksums"]
@@ -481,6 +490,7 @@ def pairs_wider_than(rows, target: float, pairs, scale_of) -> list:
     """Cells whose 95% interval for the ratio to the baseline at the same scale is wider than ±target,
     by the published estimator (Yuen's trimmed means of log wall time, without the clock adjustment).
     The baseline's cell gets more runs whenever another cell of its workload and scale does."""
+    from analysis.contract.schema import is_usable
     from analysis.stats.estimators import yuen_difference
 
     logs: dict = {}
@@ -505,6 +515,8 @@ def pairs_wider_than(rows, target: float, pairs, scale_of) -> list:
 
 
 def _timed_out_in_warmup(rows, aid, wid, scale):
+    from analysis.contract.schema import is_warmup
+
     for r in rows:
         if (r["allocator"] == aid and r["workload"] == wid and is_warmup(r["warmup"])
                 and r["status"] == "timeout" and abs(float(r["scale"]) - scale) <= 1e-9 * scale):

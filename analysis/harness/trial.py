@@ -7,7 +7,6 @@ import struct
 import tempfile
 from pathlib import Path
 
-from analysis.contract import runstore
 from analysis.errors import HeapcostError
 from analysis.harness import launcher, machine, quiet
 from analysis.paths import portable_path, repo_relative
@@ -264,6 +263,8 @@ def reference_checksum(workload, scale, variant, timeout) -> str | None:
 
 
 def skipped_row(trial: "SpeedTrial", why: str) -> dict:
+    from analysis.contract import runstore
+
     return {"workload": trial.workload.id, "allocator": trial.alloc.id, "scale": f"{trial.scale:.6g}",
             "status": "skipped", "reason": why, "env_pad": 0, "started_utc": runstore.utc_now()}
 
@@ -271,6 +272,8 @@ def skipped_row(trial: "SpeedTrial", why: str) -> dict:
 def run_one(trial: SpeedTrial, expected: str | None, probe_iters: int, pad: int, wrapper=(), cpu=None) -> dict:
     """One trial (pinned to `cpu` when given: one CPU, or a list of CPUs its threads spread over), with what the
     rest of the machine did meanwhile."""
+    from analysis.contract import runstore
+
     workdir = Path(tempfile.mkdtemp(prefix="heapcost-trial-", dir=tempfile.gettempdir()))
     try:
         env = trial.env(workdir, pad)

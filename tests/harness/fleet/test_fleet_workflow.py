@@ -16,7 +16,7 @@ from conftest import REPO, SMALL_PUBLISHED_RUNS, copy_checkout, keep_only_runs
 from analysis.errors import HeapcostError
 from analysis.contract import contribution, run_check
 from analysis.harness.fleet import campaigns
-from slurm_cluster import FEATURE, loopback_cluster, missing_daemons
+from slurm_cluster import FEATURE, SNAKEMAKE_POLLING_OFTEN, loopback_cluster, missing_daemons
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
@@ -133,7 +133,8 @@ def test_the_local_executor_refuses_to_pretend_one_machine_is_several(tmp_path):
 def run_workflow(clone, executor, hosts, env):
     env = {k: v for k, v in env.items() if k not in ("HEAPCOST_RUNS_DIR",)}
     env.update(PYTHONPATH=str(clone), HEAPCOST_FORCE="1")
-    return subprocess.run([str(SNAKEMAKE), "-s", "workflow/Snakefile", "--workflow-profile",
+    snakemake = [sys.executable, "-c", SNAKEMAKE_POLLING_OFTEN] if executor == "slurm" else [str(SNAKEMAKE)]
+    return subprocess.run([*snakemake, "-s", "workflow/Snakefile", "--workflow-profile",
                            f"workflow/executors/{executor}", "--config", f"hosts={hosts}", "profile=smoke", f"executor={executor}",
                            "paper_args=--notebooks="], cwd=clone, env=env, capture_output=True, text=True,
                           timeout=900)
