@@ -4,6 +4,7 @@ Everything that writes or reads trials.csv, counts.csv, probes.csv or literature
 columns, statuses, the warm-up encoding and the usable-trials rule from here. datapackage.json, the
 validation and the codebook (data/README.md) are generated from these Table Schemas.
 """
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -408,7 +409,7 @@ def oriented_pairs(pairs: pd.DataFrame, baseline: str | None = None, order=()) -
         return pairs
     a, b = pairs["allocator_a"].astype(str).to_numpy(), pairs["allocator_b"].astype(str).to_numpy()
     if baseline is None:
-        counts = pd.Series([*a, *b]).value_counts()
+        counts = Counter(a) + Counter(b)
         first: dict = {}
         for x, y in zip(a, b):
             first.setdefault(frozenset((x, y)), x)
@@ -422,7 +423,9 @@ def oriented_pairs(pairs: pd.DataFrame, baseline: str | None = None, order=()) -
             if (y, x) not in present:
                 return x
             return first[frozenset((x, y))] if counts[x] == counts[y] else (x if counts[x] > counts[y] else y)
-        swap = [x != y and side_a(x, y) == y for x, y in zip(a, b)]
+        # decided once per (a, b) as found in the rows
+        turned = {(x, y): x != y and side_a(x, y) == y for x, y in present}
+        swap = [turned[xy] for xy in zip(a, b)]
     else:
         swap = [(y == baseline and x != baseline) for x, y in zip(a, b)]
     swap = pd.Series(swap, index=pairs.index, dtype=bool)
@@ -470,6 +473,8 @@ def is_warmup(value) -> bool:
 def warmup_mask(column: pd.Series) -> pd.Series:
     if column.dtype == bool:
         return column
+    if column.dtype.kind in "iu":  # an integer reads as its digits: only 1 is in WARMUP_TRUE
+        return pd.Series(column.to_numpy() == 1, index=column.index, name=column.name)
     return column.astype(str).str.strip().str.lower().isin(WARMUP_TRUE)
 
 
@@ -487,7 +492,9 @@ def measured_trials(trials: pd.DataFrame) -> pd.DataFrame:
 
 def usable_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """ok and not warm-up (columns that a table does not have do not filter: compare takes any CSV)."""
-    df = measured_trials(trials)
-    if "status" in df.columns:
-        df = df[df["status"].astype(str) == OK]
-    return df
+    if "status" not in trials.columns:
+        return measured_trials(trials)
+    ok = trials["status"].astype(str) == OK
+    if "warmup" in trials.columns:
+        ok &= ~warmup_mask(trials["warmup"])
+    return trials[ok]

@@ -104,14 +104,15 @@ def _check_groups(df: pd.DataFrame, baseline: str, metric: str) -> None:
         raise HeapcostError(f"unknown baseline {baseline!r}; allocators in the data: "
                             f"{', '.join(allocators)}")
     keys = cell_keys(df)
-    if not (df["allocator"] == baseline).groupby([df[k] for k in keys], sort=True).any().all():
+    counts = df.groupby([*keys, "allocator"]).size()
+    cells = counts.index.droplevel(-1)  # the cell of each (cell, allocator) group
+    if not cells.isin(cells[counts.index.get_level_values(-1) == baseline]).all():
         for key, sub in df.groupby(keys, sort=True):  # the first cell without the baseline, named
             present = set(sub["allocator"])
             if baseline not in present:
                 where = " at scale ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
                 raise HeapcostError(f"workload {where} has runs of {', '.join(sorted(present))} but none "
                                     f"of the baseline {baseline!r}")
-    counts = df.groupby([*keys, "allocator"]).size()
     few = counts[counts < MIN_RUNS]
     if len(few):
         key, n = few.index[0], int(few.iloc[0])

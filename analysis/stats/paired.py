@@ -29,14 +29,16 @@ def log_ratios(pairs: pd.DataFrame, a: str = "active_a_s", b: str = "active_b_s"
     """log(b / a) of every pair; both times must be positive numbers."""
     out = []
     for col in (a, b):
-        values = pd.to_numeric(pairs[col], errors="coerce")
-        bad = values.isna() | (values <= 0)
+        values = pairs[col].to_numpy()
+        if values.dtype.kind != "f":
+            values = pd.to_numeric(pairs[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        bad = np.isnan(values) | (values <= 0)
         if bad.any():
             row = pairs.index[bad][0]
             raise HeapcostError(f"column {col!r} has a missing or non-positive value {pairs.loc[row, col]!r} "
                                 f"(data row {row + 1}); it must be a positive time")
         out.append(values.astype(float))
-    return np.log(out[1]) - np.log(out[0])
+    return pd.Series(np.log(out[1]) - np.log(out[0]), index=pairs.index)
 
 
 def paired_difference(y, covariate=None, trim: float = stats.TRIM, *,
@@ -71,6 +73,24 @@ def _keys(df: pd.DataFrame) -> list[str]:
     return ["workload", *(["scale"] if "scale" in df.columns else []), "allocator_a", "allocator_b"]
 
 
+def _cells(df: pd.DataFrame, keys: list[str]):
+    """(key tuple, row positions) of each group of df.groupby(keys, sort=True), in its order, without
+    building the groups: rows missing a key are in none, positions ascend within a group."""
+    codes, values = [], []
+    for k in keys:
+        c, u = pd.factorize(df[k], sort=True)
+        codes.append(c)
+        values.append(u.tolist())
+    codes = np.array(codes).reshape(len(keys), len(df))
+    rows = np.flatnonzero((codes >= 0).all(axis=0))
+    rows = rows[np.lexsort(codes[::-1, rows])]
+    if not rows.size:
+        return
+    starts = np.flatnonzero(np.r_[True, (np.diff(codes[:, rows], axis=1) != 0).any(axis=0)])
+    for pos in np.split(rows, starts[1:]):
+        yield tuple(v[c] for v, c in zip(values, codes[:, pos[0]])), pos
+
+
 def compare_pairs(pairs: pd.DataFrame, *, a: str = "active_a_s", b: str = "active_b_s", covariate: str | None = None,
                   margin: float = 0.05, target: float | None = None, at_zero: bool = False) -> pd.DataFrame:
     """One row per (workload[, scale], allocator_a, allocator_b): the ratio B/A with its 95% interval."""
@@ -88,27 +108,30 @@ def compare_pairs(pairs: pd.DataFrame, *, a: str = "active_a_s", b: str = "activ
     df = usable_trials(oriented).reset_index(drop=True)
     if df.empty:
         raise HeapcostError("no usable pairs (rows with status 'ok' and not warm-up) in the input")
-    df["log_ratio"] = log_ratios(df, a, b)
+    log_ratio = log_ratios(df, a, b).to_numpy()
+    # whole columns read once; each cell takes its rows by position
+    interfered = (pd.to_numeric(df["interfered"], errors="coerce").to_numpy() == 1
+                  if "interfered" in df.columns else None)
     rows = []
-    for key, sub in df.groupby(_keys(df), sort=True):
+    for key, pos in _cells(df, _keys(df)):
         key = dict(zip(_keys(df), key))
-        if len(sub) < MIN_PAIRS:
-            raise HeapcostError(f"{key['workload']}: {key['allocator_b']}/{key['allocator_a']} has {len(sub)} "
+        n = len(pos)
+        if n < MIN_PAIRS:
+            raise HeapcostError(f"{key['workload']}: {key['allocator_b']}/{key['allocator_a']} has {n} "
                                 f"usable pair(s); at least {MIN_PAIRS} are needed")
-        x = pd.to_numeric(sub[covariate], errors="coerce").to_numpy() if covariate else None
-        diff, slope = paired_difference(sub["log_ratio"].to_numpy(), x, at_zero=at_zero)
+        x = pd.to_numeric(df[covariate].iloc[pos], errors="coerce").to_numpy() if covariate else None
+        diff, slope = paired_difference(log_ratio[pos], x, at_zero=at_zero)
         lo, hi = diff.interval()
         p_ni = stats.noninferiority_p(diff, margin)
         halfwidth = (hi - lo) / 2
-        needed_n = (math.ceil(len(sub) * (halfwidth / math.log1p(target)) ** 2)
+        needed_n = (math.ceil(n * (halfwidth / math.log1p(target)) ** 2)
                     if target and halfwidth > 0 else None)
-        interfered = pd.to_numeric(sub["interfered"], errors="coerce") if "interfered" in sub.columns else None
         rows.append({"workload": key["workload"], "scale": key.get("scale", np.nan),
                      "allocator": key["allocator_b"], "baseline": key["allocator_a"], "metric": b,
                      "ratio": math.exp(diff.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
-                     "n_pairs": len(sub), "halfwidth": halfwidth, "df": diff.df, "method": METHOD,
+                     "n_pairs": n, "halfwidth": halfwidth, "df": diff.df, "method": METHOD,
                      "adjusted": bool(covariate and not math.isnan(slope)), "covariate_slope": slope,
-                     "n_interfered": int((interfered == 1).sum()) if interfered is not None else 0,
+                     "n_interfered": int(interfered[pos].sum()) if interfered is not None else 0,
                      "margin": margin, "p_noninferior": p_ni, "noninferior": bool(p_ni < 0.05),
                      "runs_needed": needed_n})
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
