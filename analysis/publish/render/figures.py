@@ -254,6 +254,26 @@ def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
         ax.figure.tight_layout()  # labels are placed in display space: settle the axes' size first
         adjust_text(texts, ax=ax, expand=(1.5, 2.2), force_text=(0.6, 1.0), force_static=(0.3, 0.6),
                     iter_lim=2000, arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.4})
+        separate_labels(ax, texts)  # where adjustText gave up
+
+
+def separate_labels(ax, texts, pad_px: float = 1.0, rounds: int = 500) -> None:
+    """Move apart the labels whose boxes still overlap: of each overlapping pair, the higher label goes up
+    just clear of the lower one (in display space, then back to data coordinates), until none overlaps."""
+    import itertools
+
+    renderer = ax.figure.canvas.get_renderer()
+    texts = [t for t in texts if t.get_text()]
+    for _ in range(rounds):
+        boxes = [t.get_window_extent(renderer) for t in texts]
+        pair = next(((i, j) for i, j in itertools.combinations(range(len(texts)), 2) if boxes[i].overlaps(boxes[j])),
+                    None)
+        if pair is None:
+            return
+        i, j = pair
+        upper, lower = (j, i) if boxes[j].y0 + boxes[j].y1 >= boxes[i].y0 + boxes[i].y1 else (i, j)
+        x, y = ax.transData.transform(texts[upper].get_position())
+        texts[upper].set_position(ax.transData.inverted().transform((x, y + boxes[lower].y1 - boxes[upper].y0 + pad_px)))
 
 
 @draws_rounded
@@ -263,6 +283,7 @@ def tradeoff_figure(trade: pd.DataFrame, path: Path | None, baseline: str):
     fig, ax = plt.subplots(figsize=(6.5, max(5.0, 2.5 + 0.12 * len(trade))))
     tradeoff_axes(ax, trade, baseline)
     fig.tight_layout()
+    separate_labels(ax, ax.texts)  # the layout settled again: the labels' boxes in their final place
     if path is not None:
         save(fig, path)
     return fig
