@@ -95,3 +95,15 @@ def build_fixture_libs(out: Path, source: str, variants) -> dict:
         subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(REPO / "tests" / "fixtures" / source),
                         "-o", str(libs[name])], check=True)
     return libs
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The modules with the most slow tests first, each module's tests still together and in their order: the
+    workers (pytest-xdist) take the long tests while the short ones remain to fill the gaps at the end, instead of
+    one worker finishing a long test alone after the other has run out of work."""
+    modules: dict = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    slow = {m: sum(1 for i in its if i.get_closest_marker("slow")) for m, its in modules.items()}
+    order = sorted(modules, key=lambda m: -slow[m])  # stable: equal modules keep their collection order
+    items[:] = [item for m in order for item in modules[m]]
