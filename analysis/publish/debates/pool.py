@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import HeapcostError
-from analysis.publish.results.ablations import ratio_within_run
+from analysis.publish.results.ablations import WithinRun
 from analysis.publish.results.hosts import run_groups
 from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY, aa_copies
 from analysis.stats import equivalence, paired
@@ -87,7 +87,12 @@ def pairs_of(path: Path) -> pd.DataFrame | None:
     return _pairs(path)
 
 
-@functools.lru_cache(maxsize=32)
+# Enough for every run of the dataset: a smaller cache, walked in run order by each debate, evicts each run's
+# table before it is asked again and reads it anew every time.
+RUN_CACHE = 512
+
+
+@functools.lru_cache(maxsize=RUN_CACHE)
 def _pairs(path: Path) -> pd.DataFrame | None:
     """A run's pairs.csv, read once for all the debates that ask it (callers never change it)."""
     return pd.read_csv(path, low_memory=False) if path.is_file() else None
@@ -98,7 +103,7 @@ def _pair_key(a, b):
     return a + "\0" + b if a <= b else b + "\0" + a
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=RUN_CACHE)
 def _pair_groups(path: Path) -> dict[tuple[str, str], pd.Index]:
     """(workload, unordered pair of two different allocators) -> the rows of a run's pairs.csv that put them in
     turn with each other (indexed once per run: every debate and A/A copy asks each run)."""
@@ -117,7 +122,7 @@ def _direct(run: Run, with_: str, without: str, workload: str) -> Difference | N
     return _direct_at(run.path / "pairs.csv", with_, without, workload)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=65536)
 def _direct_at(path: Path, with_: str, without: str, workload: str) -> Difference | None:
     rows = _pair_groups(path).get((str(workload), _pair_key(with_, without))) if with_ != without else None
     if rows is None:
@@ -133,22 +138,64 @@ def _direct_at(path: Path, with_: str, without: str, workload: str) -> Differenc
     return rows.sort_values("scale").iloc[-1]["_diff"]
 
 
+class RunCells:
+    """A comparisons table (cells of one metric) split once by workload and run, with each run's WithinRun and
+    run records built once: every debate cell, layout and A/A copy asks the same groups. Callers never change
+    the table."""
+
+    def __init__(self, cells: pd.DataFrame):
+        self.cells = cells
+        self._groups: dict = {}
+        self._within: dict = {}
+        self._runs: dict = {}
+
+    def of(self, cells: pd.DataFrame) -> "RunCells":
+        """self when it splits `cells` (this very table), else a new split of it."""
+        return self if cells is self.cells else RunCells(cells)
+
+    def groups(self, workload) -> dict:
+        """{run_id: its rows on the workload}, in run order."""
+        if workload not in self._groups:
+            cells = self.cells[self.cells["workload"] == workload]
+            self._groups[workload] = dict(tuple(cells.groupby("run_id", sort=True)))
+        return self._groups[workload]
+
+    def within(self, workload, run_id) -> WithinRun:
+        """The run's comparisons on the workload at its largest scale, read once (ablations.ratio_within_run)."""
+        key = (workload, run_id)
+        if key not in self._within:
+            self._within[key] = WithinRun(self.groups(workload)[run_id])
+        return self._within[key]
+
+    def runs(self, runs_dir: Path, workload) -> dict[str, Run]:
+        key = (Path(runs_dir), workload)
+        if key not in self._runs:
+            self._runs[key] = _runs(runs_dir, list(self.groups(workload)))
+        return self._runs[key]
+
+
+def grouped_cells(cells: dict | None) -> dict[str, RunCells]:
+    """{metric: RunCells} of a Results' cells, for callers that ask the same tables many times."""
+    return {metric: RunCells(t) for metric, t in (cells or {}).items() if t is not None}
+
+
 def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
-                  workload: str) -> pd.DataFrame:
-    """One row per run that measured both sides on the workload: its log ratio with/without and SE."""
+                  workload: str, grouped: RunCells | None = None) -> pd.DataFrame:
+    """One row per run that measured both sides on the workload: its log ratio with/without and SE.
+    `grouped`: the RunCells of `cells`, when the caller asks it again (else split here)."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=RUN_COLUMNS)
-    cells = cells[cells["workload"] == workload]
-    runs = _runs(runs_dir, cells["run_id"])
+    grouped = RunCells(cells) if grouped is None else grouped.of(cells)
+    runs = grouped.runs(runs_dir, workload)
     rows = []
-    for run_id, sub in cells.groupby("run_id", sort=True):
+    for run_id in grouped.groups(workload):
         run = runs.get(run_id)
         if run is None:
             continue
         d, method = _direct(run, with_, without, workload), "direct pairs"
         if d is None:
-            scale = pd.to_numeric(sub["scale"], errors="coerce").fillna(-1)
-            d, method = ratio_within_run(sub[scale == scale.max()], with_, without), "through the baseline"
+            # WithinRun keeps the rows at the run's largest scale
+            d, method = grouped.within(workload, run_id).ratio(with_, without), "through the baseline"
         if d is None:
             continue
         lo, hi = d.interval()
@@ -194,9 +241,9 @@ def layout_pairs(cells: pd.DataFrame, with_: str, without: str) -> list[tuple[st
 
 
 def pair_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
-                   workload: str) -> pd.DataFrame:
+                   workload: str, grouped: RunCells | None = None) -> pd.DataFrame:
     """run_estimates of the pair and of its layout builds, in one table (configuration: the pair's name)."""
-    frames = [run_estimates(cells, runs_dir, seed, a, b, workload).assign(configuration=f"{with_} / {without}")
+    frames = [run_estimates(cells, runs_dir, seed, a, b, workload, grouped).assign(configuration=f"{with_} / {without}")
               for a, b in layout_pairs(cells, with_, without)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RUN_COLUMNS)
 
@@ -285,13 +332,14 @@ def across_hosts(hosts: pd.DataFrame, margin: float) -> tuple[str, str]:
 AA_POOLED_COLUMNS = ["workload", "allocator", "n_runs", "n_hosts", "ratio", "ci_low", "ci_high", "excludes_1"]
 
 
-def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.DataFrame:
+def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str,
+                   grouped: RunCells | None = None) -> pd.DataFrame:
     """A/A across runs: each copy of the baseline's library pooled over the current-design runs that measured it
     on a workload, like a debate's pair (a pooled 95% interval should exclude 1 in at most 5% of them)."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=AA_POOLED_COLUMNS)
     rows = []
-    for copy, workload, est in _aa_estimates(cells, runs_dir, baseline):
+    for copy, workload, est in _aa_estimates(cells, runs_dir, baseline, grouped):
         if est["run_id"].nunique() < MIN_AA_RUNS:
             continue
         p = random_effects.pool(est)
@@ -302,25 +350,25 @@ def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.Dat
     return pd.DataFrame(rows, columns=AA_POOLED_COLUMNS)
 
 
-def _aa_estimates(cells: pd.DataFrame, runs_dir: Path, baseline: str):
+def _aa_estimates(cells: pd.DataFrame, runs_dir: Path, baseline: str, grouped: RunCells | None = None):
     """(copy, workload, its current-design run estimates against the baseline) for every A/A copy measured."""
     runs = _runs(runs_dir, cells["run_id"])
     for copy in sorted({a for r in runs.values() for a in aa_copies(r)}):
         for workload in sorted(set(cells.loc[cells["allocator"] == copy, "workload"])):
-            est = run_estimates(cells, runs_dir, "A/A", copy, baseline, workload)
+            est = run_estimates(cells, runs_dir, "A/A", copy, baseline, workload, grouped)
             yield copy, workload, est[~est["superseded"]]
 
 
 AA_HOST_COLUMNS = ["processor", "workload", "allocator", "n_runs", "ratio", "ci_low", "ci_high", "excludes_1"]
 
 
-def aa_by_host(cells: pd.DataFrame, runs_dir: Path, baseline: str) -> pd.DataFrame:
+def aa_by_host(cells: pd.DataFrame, runs_dir: Path, baseline: str, grouped: RunCells | None = None) -> pd.DataFrame:
     """A/A across runs on each processor kind alone: every copy of the baseline on every workload, its runs on
     that host pooled (the host's own floor for the width of a debate's interval there)."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=AA_HOST_COLUMNS)
     rows = []
-    for copy, workload, est in _aa_estimates(cells, runs_dir, baseline):
+    for copy, workload, est in _aa_estimates(cells, runs_dir, baseline, grouped):
         for processor, sub in est.groupby("processor", sort=True):
             p = random_effects.pool(sub)
             lo, hi = p.interval()
@@ -378,7 +426,7 @@ LAYOUT_AA_COLUMNS = ["configuration", "layout", "workload", "processor", "n_runs
                      "excludes_1"]
 
 
-def layout_aa(cells: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
+def layout_aa(cells: pd.DataFrame, runs_dir: Path, grouped: RunCells | None = None) -> pd.DataFrame:
     """The layout's own A/A (A/A'): every layout build `<id>_l<N>` against the first build `<id>` of the same
     source on the same workload, with no defence between them, each host's runs pooled. Its intervals should
     exclude 1 in about 5% of the cells; more says the code's layout moves a ratio by more than the runs see."""
@@ -392,7 +440,7 @@ def layout_aa(cells: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
             continue
         base = m.group(1)
         for workload in sorted(set(cells.loc[cells["allocator"] == name, "workload"])):
-            est = run_estimates(cells, runs_dir, "A/A'", name, base, workload)
+            est = run_estimates(cells, runs_dir, "A/A'", name, base, workload, grouped)
             est = est[~est["superseded"].astype(bool)]
             for processor, sub in est.groupby("processor", sort=True):
                 p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host=processor))
@@ -408,7 +456,7 @@ KERNEL_COLUMNS = ["seed", "configuration", "workload", "processor", "allocator",
                   "scale", "wall_s", "user_s", "sys_s", "minflt", "kernel_share"]
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=RUN_CACHE)
 def _trials(path: Path) -> pd.DataFrame | None:
     """A run's usable trials (ok, not warm-up), read once for every debate that asks it."""
     if not path.is_file():

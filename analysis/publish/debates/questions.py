@@ -22,7 +22,6 @@ import pandas as pd
 
 from analysis.contract import debates_spec
 from analysis.publish.debates import pool
-from analysis.publish.results.ablations import ratio_within_run
 from analysis.publish.results.comparisons import BASELINE, Results
 from analysis.publish.render.formats import fmt_interval, fmt_ratio, fmt_share
 from analysis.stats import equivalence, literature
@@ -98,16 +97,19 @@ def _ratio_row(table: pd.DataFrame, with_: str, without: str, workload: str) -> 
     return None
 
 
-def _within_run(cells: pd.DataFrame, with_: str, without: str, workload: str) -> list[dict]:
+def _within_run(cells: pd.DataFrame, with_: str, without: str, workload: str,
+                grouped: pool.RunCells | None = None) -> list[dict]:
     """with/without from each run's comparisons with its own baseline (ablations.ratio_within_run), with the
-    number of measurements behind it (the smaller side's trials or pairs)."""
+    number of measurements behind it (the smaller side's trials or pairs). `grouped`: the RunCells of
+    `cells` when the caller asks it again."""
     import math
 
     if cells is None or cells.empty:
         return []
+    grouped = pool.RunCells(cells) if grouped is None else grouped.of(cells)
     out = []
-    for run_id, rows in cells[cells["workload"] == workload].groupby("run_id"):
-        d = ratio_within_run(rows, with_, without)
+    for run_id, rows in grouped.groups(workload).items():
+        d = grouped.within(workload, run_id).ratio(with_, without)
         if d is not None:
             lo, hi = d.interval()
             used = rows[rows["allocator"].isin([with_, without])]["n"]
@@ -118,7 +120,7 @@ def _within_run(cells: pd.DataFrame, with_: str, without: str, workload: str) ->
 
 
 def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: bool = False,
-                metric: str = "") -> dict | None:
+                metric: str = "", grouped: dict | None = None) -> dict | None:
     """The measurement of with/without on a workload with the most trials or pairs behind it (then the one
     from the run that leads for the allocator, then a direct comparison over a ratio of two, then the narrower
     interval): an ablation row of one family
@@ -132,7 +134,8 @@ def _pair_ratio(res: Results, with_: str, without: str, workload: str, memory: b
         hit = abl[pair & (abl["workload"] == workload)]
         found.append({**row, "n": int(pd.to_numeric(hit["n"], errors="coerce").fillna(0).max()) if len(hit) else 0,
                       "direct": True})
-    found += _within_run(res.cells.get(metric or ("maxrss_kb" if memory else "wall_s")), with_, without, workload)
+    name = metric or ("maxrss_kb" if memory else "wall_s")
+    found += _within_run(res.cells.get(name), with_, without, workload, (grouped or {}).get(name))
     if not found:
         return None
     geo = res.speed.geomean.set_index("allocator") if res.speed is not None else pd.DataFrame()
@@ -198,14 +201,15 @@ def _claim(figures: pd.DataFrame, seed: str, metric: str) -> tuple[str, str, flo
     return text or str(r["text"]), str(r["line"]), ratio
 
 
-def _measured(res: Results, with_: str, without: str, workload: str) -> dict | None:
+def _measured(res: Results, with_: str, without: str, workload: str, grouped: dict | None = None) -> dict | None:
     """One row's measurements of with/without on a workload (None when no run has both): the measurement with
-    most pairs behind it, its memory and CPU split, and callgrind's exact counts per free."""
-    speed = _pair_ratio(res, with_, without, workload)
+    most pairs behind it, its memory and CPU split, and callgrind's exact counts per free. `grouped`:
+    {metric: pool.RunCells} of res.cells."""
+    speed = _pair_ratio(res, with_, without, workload, grouped=grouped)
     if speed is None:
         return None
-    mem = _pair_ratio(res, with_, without, workload, memory=True)
-    cpu = {m: _pair_ratio(res, with_, without, workload, metric=m) for m in ("user_s", "sys_s")}
+    mem = _pair_ratio(res, with_, without, workload, memory=True, grouped=grouped)
+    cpu = {m: _pair_ratio(res, with_, without, workload, metric=m, grouped=grouped) for m in ("user_s", "sys_s")}
     pf = _per_free(res, with_, without, workload)
     return dict(configuration=f"{with_} / {without}", workload=workload, run_id=speed["run_id"],
                 ratio=speed["ratio"], ci_low=speed["ci_low"], ci_high=speed["ci_high"],
@@ -256,12 +260,13 @@ def _seed_instructions(seed: str) -> str:
 
 
 def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str, claim,
-             floors: dict) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+             floors: dict, grouped: dict | None = None) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """The pre-registered answer of one contested pair on one workload: every run's ratio, each host's pooled
     ratio (never narrower than the host's A/A floor) with the rule's decision there, the verdict across hosts
     (intersection-union), a single ratio over hosts only where there is one host or enough hosts to estimate
     their spread, the added time per malloc+free pair and the comparison with the claim's own interval."""
-    runs = pool.pair_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload) \
+    runs = pool.pair_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload,
+                               (grouped or {}).get("wall_s")) \
         if runs_dir is not None else pd.DataFrame(columns=pool.RUN_COLUMNS)
     out = {"margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule,
            "superseded_runs": int(runs["superseded"].sum()) if len(runs) else 0}
@@ -324,15 +329,20 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame,
-                                                                                     pd.DataFrame]:
+def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None, grouped: dict | None = None,
+            aa_hosts: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(a row per debate, workload and contested pair present, the pre-registered verdict in it; every run
     behind those rows, superseded ones marked; a row per debate cell and host). Stand-ins only where no contested pair was measured at all:
-    their numbers are shown, never a verdict."""
+    their numbers are shown, never a verdict. `grouped`: pool.grouped_cells(res.cells) when the caller has it;
+    `aa_hosts`: pool.aa_by_host of res's wall_s cells against BASELINE when the caller has it."""
     spec = debates_spec.load() if spec is None else spec
+    grouped = pool.grouped_cells(res.cells) if grouped is None else grouped
     runs_dir = pool.runs_dir_of(res)
-    floors = pool.aa_floors(pool.aa_by_host(res.cells.get("wall_s"), runs_dir, BASELINE)) \
-        if runs_dir is not None else {}
+    if runs_dir is None:
+        floors = {}
+    else:
+        floors = pool.aa_floors(pool.aa_by_host(res.cells.get("wall_s"), runs_dir, BASELINE, grouped.get("wall_s"))
+                                if aa_hosts is None else aa_hosts)
     rows, run_rows, host_rows = [], [], []
     for d in DEBATES:
         q = spec[d.seed]
@@ -348,9 +358,10 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tu
         found = []
         for workload in q.workloads:
             for with_, without in q.contested:
-                m = _measured(res, with_, without, workload)
+                m = _measured(res, with_, without, workload, grouped)
                 if m:
-                    decided, runs, hosts = _decided(res, q, runs_dir, with_, without, workload, claim, floors)
+                    decided, runs, hosts = _decided(res, q, runs_dir, with_, without, workload, claim, floors,
+                                                    grouped)
                     found.append({**m, **decided, "claim_share": claim_share(claimed, m.get("_alloc_ratio")),
                                   "cell": "primary" if q.is_primary(with_, without, workload) else "secondary"})
                     run_rows.append(runs)
@@ -360,7 +371,7 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None) -> tu
         if not found:
             for workload in q.workloads:
                 for with_, without in d.stand_ins:
-                    m = _measured(res, with_, without, workload)
+                    m = _measured(res, with_, without, workload, grouped)
                     if m:
                         found.append({**m, "not_measured": d.not_measured,
                                       "verdict": f"no verdict: {m['configuration']} stands in for the debated system"})

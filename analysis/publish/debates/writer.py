@@ -23,7 +23,13 @@ from analysis.stats.primitives import wilson
 def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> dict:
     """Writes the products through `p` (name -> path); returns the numbers for results_numbers.json."""
     spec = debates_spec.load()
-    answers, runs, per_host = questions.answers(res, res.figures, spec)
+    runs_dir = pool.runs_dir_of(res)
+    grouped = pool.grouped_cells(res.cells)  # split once for every debate, layout and A/A copy
+    wall = grouped.get("wall_s")
+    aa_hosts = pool.aa_by_host(res.cells.get("wall_s"), runs_dir, baseline, wall) if runs_dir else \
+        pd.DataFrame(columns=pool.AA_HOST_COLUMNS)
+    answers, runs, per_host = questions.answers(res, res.figures, spec, grouped,
+                                                aa_hosts if baseline == BASELINE else None)
     answers["run"] = answers["run_id"].map(labels).fillna("")
     write_csv(answers, p("debates.csv"))
     per_host = per_host.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"])
@@ -33,23 +39,20 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     runs = runs.assign(run=runs["run_id"].map(labels).fillna(""), host_label=runs["host"].map(hosts),
                        display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in runs.iterrows()])
     write_csv(runs, p("debate_runs.csv"))
-    runs_dir = pool.runs_dir_of(res)
     kernel = pool.kernel_part(runs, runs_dir) if runs_dir else pd.DataFrame(columns=pool.KERNEL_COLUMNS)
     write_csv(pool.kernel_part_wide(kernel), p("kernel_part.csv"))
     debated = {side.strip() for conf in answers["configuration"].astype(str) for side in conf.split(" / ")} \
         if len(answers) else set()
     write_csv(pool.code_census(runs_dir, debated), p("code_census.csv"))
     drawn = forest.write_all(answers, runs, per_host, labels, spec, lambda seed: p(f"debate_{seed}.svg"))
-    aa = pool.aa_across_runs(res.cells.get("wall_s"), runs_dir, baseline) if runs_dir else \
+    aa = pool.aa_across_runs(res.cells.get("wall_s"), runs_dir, baseline, wall) if runs_dir else \
         pd.DataFrame(columns=pool.AA_POOLED_COLUMNS)
     aa = aa.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in aa.iterrows()])
     write_csv(aa, p("aa_pooled.csv"))
-    aa_hosts = pool.aa_by_host(res.cells.get("wall_s"), runs_dir, baseline) if runs_dir else \
-        pd.DataFrame(columns=pool.AA_HOST_COLUMNS)
     aa_hosts = aa_hosts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in aa_hosts.iterrows()])
     write_csv(aa_hosts, p("aa_hosts.csv"))
     decided = per_host[per_host["decision"] != equivalence.UNDECIDED] if len(per_host) else per_host
-    layouts = pool.layout_aa(res.cells.get("wall_s"), runs_dir) if runs_dir else \
+    layouts = pool.layout_aa(res.cells.get("wall_s"), runs_dir, wall) if runs_dir else \
         pd.DataFrame(columns=pool.LAYOUT_AA_COLUMNS)
     layouts = layouts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in layouts.iterrows()])
     write_csv(layouts, p("layout_aa.csv"))
