@@ -35,8 +35,12 @@ from analysis.harness.trial import SpeedTrial, first_line, side_arguments
 from analysis.paths import NATIVE_DIR
 
 SLICE_US = 1000          # each process's turn: about 1 ms of the CPU
-MIN_WINDOW_S = 1.5       # a window's length: at least this ...
-RUNS_PER_WINDOW = 5      # ... and long enough for about this many completed runs of each side
+# A window's length: at least MIN_WINDOW_S, and long enough for about RUNS_PER_WINDOW completed runs of each
+# side. Short windows, many of them: an A/A window's ratio departs from one by a part shared by every run of that
+# window (each side's runs keep their distance across restarts; perl's word count: 1.6-1.9% spread between
+# windows at 3, 8 and 18 runs a side alike), so the interval narrows with the number of windows, not their length.
+MIN_WINDOW_S = 0.5
+RUNS_PER_WINDOW = 2
 MAX_WINDOW_S = 20.0
 # a program runs other threads when more than this share of its CPU time is outside its main thread, and waits
 # when more than this share of its wall time (and at least WAITING_MIN_S) is neither on the CPU nor queued for it

@@ -19,6 +19,7 @@ from analysis.errors import HeapcostError
 
 BASELINE, COPY = "glibc", "glibc-copy"
 TARGET_HALFWIDTH, TARGET_SECONDS = 0.01, 30.0
+WINDOWS = 40  # at the shortest window (alternation.MIN_WINDOW_S), 20 s of machine time a pair
 # {input} is a text file of the bench's own (generated, fixed seed); {scale} the campaign's scale. Python is the
 # distribution's by its path: a python3 found first on PATH may be a version manager's shim (a shell script
 # that starts the interpreter in another process), which the fit reads as other threads and keeps on trials.
@@ -79,7 +80,7 @@ def summarize(pairs: pd.DataFrame, alternation: dict) -> list[dict]:
     return rows
 
 
-def alternation_bench(blocks: int = 12, seed: int = 1, force: str = "1", programs=PROGRAMS) -> dict:
+def alternation_bench(blocks: int = WINDOWS, seed: int = 1, force: str = "1", programs=PROGRAMS) -> dict:
     """One quick campaign of the programs under the baseline and its copy, in a private runs folder."""
     from analysis.harness import measure
     from analysis.harness.bench.aa import running_libc

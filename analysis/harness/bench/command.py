@@ -253,8 +253,8 @@ def add_arguments(parser) -> None:
                         help="interference: machine time for all its conditions together (default 5 minutes)")
     parser.add_argument("--layout-budget-min", type=float, default=4.0,
                         help="layout: machine time for all its conditions together (default 4 minutes)")
-    parser.add_argument("--alternation-windows", type=int, default=12,
-                        help="alternation: windows per brought program (default 12)")
+    parser.add_argument("--alternation-windows", type=int, default=bench_alternation.WINDOWS,
+                        help=f"alternation: windows per brought program (default {bench_alternation.WINDOWS})")
     parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
