@@ -105,6 +105,17 @@ def check(entries: list[dict], per_host: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
+def not_registered(new: list[dict], earlier: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The new entries whose pair, workload and host no earlier entry predicts, and the earlier entries that
+    stand for the others: a host's long build is predicted once, before it is measured; registering it again,
+    perhaps after its runs are in the dataset, would not be a prediction."""
+    def key(e):
+        return e["configuration"], e["workload"], e["processor"]
+
+    before = {key(e): e for e in earlier}
+    return [e for e in new if key(e) not in before], [before[key(e)] for e in new if key(e) in before]
+
+
 def add_arguments(parser):
     parser.add_argument("--data", default=None, help="the dataset folder (default: data/)")
     parser.add_argument("--output", default=str(predictions.PREDICTIONS_TOML), help="the registration file to add to")
@@ -121,7 +132,13 @@ def run(args) -> int:
         raise HeapcostError(f"no run holds {SHORT_BUILD} at two or more scales under {BASELINE} and a contested "
                             f"configuration of seed {SEED}: measure it with SCALES first")
     path = Path(args.output)
-    predictions.write(path, predictions.load(path), predictions.load_long_builds(path) + new)
+    earlier = predictions.load_long_builds(path)
+    new, already = not_registered(new, earlier)
+    for e in already:
+        print(f"seed {e['seed']} {e['configuration']} on {e['workload']} on {e['processor']}: registered before "
+              f"({e['registered']}); left as it was")
+    if new:
+        predictions.write(path, predictions.load(path), earlier + new)
     for e in new:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']} on {e['processor']}: predicted "
               f"{e['centre']} [{e['low']}, {e['high']}] from the per-unit cost of {e['from_workload']} "

@@ -154,6 +154,16 @@ def add_arguments(parser):
     parser.add_argument("--output", default=str(PREDICTIONS_TOML), help="the registration file to add to")
 
 
+def not_registered(new: list[dict], earlier: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The new predictions no earlier one made from the same hosts, and the earlier ones that stand for the
+    others: without a host measured since, registering again adds nothing but a later date."""
+    def key(e):
+        return e["seed"], e["configuration"], e["workload"], tuple(e["from_hosts"])
+
+    before = {key(e): e for e in earlier}
+    return [e for e in new if key(e) not in before], [before[key(e)] for e in new if key(e) in before]
+
+
 def run(args) -> int:
     from analysis.paths import DATA_DIR
     from analysis.publish.debates import questions
@@ -167,7 +177,13 @@ def run(args) -> int:
     if not new:
         raise HeapcostError("no primary cell has an answer on any host: nothing to predict from")
     path = Path(args.output)
-    write(path, load(path) + new, load_long_builds(path))
+    earlier = load(path)
+    new, already = not_registered(new, earlier)
+    for e in already:
+        print(f"seed {e['seed']} {e['configuration']} on {e['workload']}: registered before from the same hosts "
+              f"({e['registered']}); left as it was")
+    if new:
+        write(path, earlier + new, load_long_builds(path))
     for e in new:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']}: a new host should read "
               f"{e['centre']} [{e['low']}, {e['high']}] (from {len(e['from_hosts'])} host(s); between-host spread "

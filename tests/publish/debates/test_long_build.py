@@ -117,3 +117,24 @@ def test_the_long_build_is_reported_per_host_and_metric_with_each_host_runs_pool
     assert 1.30 < amd.loc["wall_s", "ratio"] < 1.313 and amd.loc["wall_s", "ci_low"] < 1.30
     assert amd.loc["sys_s", "ratio"] == pytest.approx(1.9 * math.sqrt(1.01), rel=1e-3)
     assert long_build.measured({}, runs, [("hardened", "glibc")]).empty
+
+
+def test_a_host_long_build_is_registered_once(runs, tmp_path):
+    path = tmp_path / "predictions.toml"
+    first = long_build.compute(long_build.run_slopes(runs, ["hardened"]), [("hardened", "glibc")], "day 1, commit a")
+    predictions.write(path, [], first)
+    again = long_build.compute(long_build.run_slopes(runs, ["hardened", "light"]),
+                               [("hardened", "glibc"), ("light", "glibc")], "day 2, commit b")
+    new, already = long_build.not_registered(again, predictions.load_long_builds(path))
+    assert {e["configuration"] for e in new} == {"light / glibc"}
+    assert len(already) == len(first) and {e["registered"] for e in already} == {"day 1, commit a"}
+
+
+def test_a_new_host_prediction_from_the_same_hosts_is_registered_once():
+    def entry(hosts, registered):
+        return {"seed": "002", "configuration": "p / q", "workload": "w", "registered": registered,
+                "from_hosts": hosts, "centre": 1.2, "low": 1.1, "high": 1.3, "tau_percent": 2.0, "spread_cells": 3}
+    earlier = [entry(["AMD", "Intel"], "day 1")]
+    new, already = predictions.not_registered([entry(["AMD", "Intel"], "day 2"), entry(["AMD", "Intel", "X"], "day 2")],
+                                              earlier)
+    assert [e["from_hosts"] for e in new] == [["AMD", "Intel", "X"]] and already == earlier
