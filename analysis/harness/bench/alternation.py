@@ -6,6 +6,11 @@ EXTRA_WORKLOADS runs it, in one quick campaign. For each program: whether it too
 not), its window, the paired interval of the A/A ratio over its windows, and the machine time its pair took
 (every window's wall time). The target: every interval within ±1% and containing one, in at most 30 s of
 machine time per pair.
+
+One campaign's interval holds only what varies between its windows. The bench runs the campaign several times
+(seeds seed, seed + 1, ...) and checks whether the campaigns agree within their intervals: Cochran's Q over a
+program's campaigns, its p value, and DerSimonian-Laird's between-campaign spread. A small p means a part that
+stays fixed through one campaign and changes between campaigns, which no single campaign's interval covers.
 """
 import json
 import math
@@ -20,6 +25,7 @@ from analysis.errors import HeapcostError
 BASELINE, COPY = "glibc", "glibc-copy"
 TARGET_HALFWIDTH, TARGET_SECONDS = 0.01, 30.0
 WINDOWS = 40  # at the shortest window (alternation.MIN_WINDOW_S), 20 s of machine time a pair
+CAMPAIGNS = 3
 # {input} is a text file of the bench's own (generated, fixed seed); {scale} the campaign's scale. Python is the
 # distribution's by its path: a python3 found first on PATH may be a version manager's shim (a shell script
 # that starts the interpreter in another process), which the fit reads as other threads and keeps on trials.
@@ -65,7 +71,7 @@ def summarize(pairs: pd.DataFrame, alternation: dict) -> list[dict]:
     for name, fit in alternation.items():
         row = {"program": name, "alternates": bool(fit.get("applies")), "why": fit.get("why", ""),
                "window_s": fit.get("window_s"), "pairs": 0, "ratio": None, "ci_low": None, "ci_high": None,
-               "halfwidth": None, "machine_s": None, "runs_per_window": None}
+               "halfwidth": None, "machine_s": None, "runs_per_window": None, "log_se": None, "df": None}
         sub = measured[measured["workload"] == name] if len(measured) else measured
         ok = sub[sub["status"] == OK] if len(sub) else sub
         if len(ok) >= 3:
@@ -73,48 +79,93 @@ def summarize(pairs: pd.DataFrame, alternation: dict) -> list[dict]:
             d, _ = paired.paired_difference(paired.log_ratios(turned).to_numpy())
             lo, hi = d.interval()
             row.update(pairs=int(len(ok)), ratio=math.exp(d.estimate), ci_low=math.exp(lo), ci_high=math.exp(hi),
-                       halfwidth=math.expm1((hi - lo) / 2),
+                       halfwidth=math.expm1((hi - lo) / 2), log_se=d.se, df=d.df,
                        machine_s=float(pd.to_numeric(sub["wall_a_s"], errors="coerce").sum()),
                        runs_per_window=float(pd.to_numeric(ok["turns_a"], errors="coerce").median()))
         rows.append(row)
     return rows
 
 
-def alternation_bench(blocks: int = WINDOWS, seed: int = 1, force: str = "1", programs=PROGRAMS) -> dict:
-    """One quick campaign of the programs under the baseline and its copy, in a private runs folder."""
+def between_campaigns(rows: list[dict]) -> list[dict]:
+    """Per program measured in two or more campaigns: do the campaigns' A/A ratios agree within their intervals?
+    Cochran's Q and its p value, the between-campaign spread (DerSimonian-Laird, as a percentage of the ratio),
+    how many campaign intervals contain one, and the campaigns pooled with the campaign as a random effect."""
+    from scipy import stats as sps
+
+    from analysis.stats.estimators import Difference
+    from analysis.stats.hosts import between_variance, random_effects_pool
+
+    out = []
+    for name in dict.fromkeys(r["program"] for r in rows):
+        mine = [r for r in rows if r["program"] == name and r["ratio"] is not None]
+        if len(mine) < 2:
+            continue
+        diffs = [Difference(math.log(r["ratio"]), r["log_se"], r["df"]) for r in mine]
+        y = [d.estimate for d in diffs]
+        w = [1 / max(d.se, 1e-12) ** 2 for d in diffs]
+        fixed = sum(wi * yi for wi, yi in zip(w, y)) / sum(w)
+        q = sum(wi * (yi - fixed) ** 2 for wi, yi in zip(w, y))
+        pooled = random_effects_pool(diffs)
+        lo, hi = pooled.interval()
+        out.append({"program": name, "campaigns": len(mine), "contain_1": sum(r["ci_low"] <= 1 <= r["ci_high"]
+                                                                              for r in mine),
+                    "q": q, "p": float(sps.chi2.sf(q, len(mine) - 1)),
+                    "between_percent": 100 * math.expm1(math.sqrt(between_variance(diffs))),
+                    "ratio": math.exp(pooled.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi)})
+    return out
+
+
+def alternation_bench(blocks: int = WINDOWS, seed: int = 1, force: str = "1", programs=PROGRAMS,
+                      campaigns: int = CAMPAIGNS) -> dict:
+    """Quick campaigns of the programs under the baseline and its copy (seeds seed, seed + 1, ...), each in a
+    private runs folder."""
     from analysis.harness import measure
     from analysis.harness.bench.aa import running_libc
 
-    with tempfile.TemporaryDirectory(prefix="heapcost-bench-alt-") as tmp:
-        tmp = Path(tmp)
-        spec = extra_workloads(write_input(tmp / "words.txt"), programs)
-        camp = measure.Campaign(profile="quick", allocators=BASELINE, extra_allocators=f"{COPY}={running_libc()}",
-                                extra_workloads=spec, blocks=blocks, seed=seed, runs_dir=tmp / "runs",
-                                progress=False, force=force)
-        run_dir = camp.run()
-        info = json.loads((run_dir / "run.json").read_text())
-        pairs_csv = run_dir / "pairs.csv"
-        pairs = pd.read_csv(pairs_csv, dtype=str) if pairs_csv.is_file() else pd.DataFrame()
-        for col in ("block", "warmup", "active_a_s", "active_b_s", "wall_a_s", "turns_a"):
-            if col in pairs:
-                pairs[col] = pd.to_numeric(pairs[col], errors="coerce")
-        rows = summarize(pairs, info.get("alternation") or {})
-    return {"blocks": blocks, "target_halfwidth": TARGET_HALFWIDTH, "target_seconds": TARGET_SECONDS,
-            "programs": rows}
+    rows = []
+    for k in range(campaigns):
+        with tempfile.TemporaryDirectory(prefix="heapcost-bench-alt-") as tmp:
+            tmp = Path(tmp)
+            spec = extra_workloads(write_input(tmp / "words.txt"), programs)
+            camp = measure.Campaign(profile="quick", allocators=BASELINE, extra_allocators=f"{COPY}={running_libc()}",
+                                    extra_workloads=spec, blocks=blocks, seed=seed + k, runs_dir=tmp / "runs",
+                                    progress=False, force=force)
+            run_dir = camp.run()
+            info = json.loads((run_dir / "run.json").read_text())
+            pairs_csv = run_dir / "pairs.csv"
+            pairs = pd.read_csv(pairs_csv, dtype=str) if pairs_csv.is_file() else pd.DataFrame()
+            for col in ("block", "warmup", "active_a_s", "active_b_s", "wall_a_s", "turns_a"):
+                if col in pairs:
+                    pairs[col] = pd.to_numeric(pairs[col], errors="coerce")
+            rows += [{**row, "campaign": k + 1, "seed": seed + k}
+                     for row in summarize(pairs, info.get("alternation") or {})]
+    return {"blocks": blocks, "campaigns": campaigns, "target_halfwidth": TARGET_HALFWIDTH,
+            "target_seconds": TARGET_SECONDS, "programs": rows, "between": between_campaigns(rows)}
 
 
 def format_alternation(result: dict) -> list[str]:
+    campaigns = result.get("campaigns", 1)
     lines = ["", "### Brought programs taking turns from outside: A/A (glibc against a copy of itself)", "",
-             f"{result.get('blocks', '?')} windows a program; target: within ±{100 * TARGET_HALFWIDTH:g}% and "
-             f"containing 1, in at most {TARGET_SECONDS:g} s of machine time per pair.", "",
-             "| program | alternates | window (s) | windows | runs a side a window | ratio [95% CI] | ± | machine s |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"{result.get('blocks', '?')} windows a program in each of {campaigns} campaign(s); target: within "
+             f"±{100 * TARGET_HALFWIDTH:g}% and containing 1, in at most {TARGET_SECONDS:g} s of machine time per "
+             "pair.", "",
+             "| program | campaign | alternates | window (s) | windows | runs a side a window | ratio [95% CI] | ± | "
+             "machine s |", "|---|---|---|---|---|---|---|---|---|"]
     for r in result.get("programs", []):
+        head = f"| {r['program']} | {r.get('campaign', 1)} |"
         if r["ratio"] is None:
-            lines.append(f"| {r['program']} | {'yes' if r['alternates'] else 'no: ' + r['why']} | | | | | | |")
+            lines.append(f"{head} {'yes' if r['alternates'] else 'no: ' + r['why']} | | | | | | |")
             continue
-        lines.append(f"| {r['program']} | yes | {r['window_s']:g} | {r['pairs']} | {r['runs_per_window']:g} | "
+        lines.append(f"{head} yes | {r['window_s']:g} | {r['pairs']} | {r['runs_per_window']:g} | "
                      f"{r['ratio']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}] | {100 * r['halfwidth']:.2f}% | "
                      f"{r['machine_s']:.0f} |")
+    between = result.get("between") or []
+    if between:
+        lines += ["", "Do the campaigns agree within their intervals? (Cochran's Q over a program's campaigns; a "
+                  "small p is a part fixed through one campaign that its interval does not hold.)", "",
+                  "| program | campaigns | intervals containing 1 | Q | p | between campaigns | pooled [95% CI] |",
+                  "|---|---|---|---|---|---|---|"]
+        for b in between:
+            lines.append(f"| {b['program']} | {b['campaigns']} | {b['contain_1']} | {b['q']:.2f} | {b['p']:.3f} | "
+                         f"±{b['between_percent']:.2f}% | {b['ratio']:.4f} [{b['ci_low']:.4f}, {b['ci_high']:.4f}] |")
     return lines
-

@@ -255,6 +255,9 @@ def add_arguments(parser) -> None:
                         help="layout: machine time for all its conditions together (default 4 minutes)")
     parser.add_argument("--alternation-windows", type=int, default=bench_alternation.WINDOWS,
                         help=f"alternation: windows per brought program (default {bench_alternation.WINDOWS})")
+    parser.add_argument("--alternation-campaigns", type=int, default=bench_alternation.CAMPAIGNS,
+                        help="alternation: campaigns, to check that they agree within their intervals "
+                             f"(default {bench_alternation.CAMPAIGNS})")
     parser.add_argument("--force", action="store_true", help="run the campaigns even on a busy machine")
 
 
@@ -357,7 +360,7 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
             tuple(pair), args.workload, args.layout_budget_min, args.seed, "1", out, libc=args.aa_libc or None))
     if "alternation" in wanted:
         _measure_part(results, "alternation", lambda: bench_alternation.alternation_bench(
-            args.alternation_windows, args.seed, "1"))
+            args.alternation_windows, args.seed, "1", campaigns=args.alternation_campaigns))
     results["loadavg_after"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))

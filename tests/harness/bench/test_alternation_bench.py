@@ -38,6 +38,37 @@ def test_the_summary_gives_each_programs_interval_machine_time_and_why_not():
     assert perl["machine_s"] == 24.0 and perl["runs_per_window"] == 6
     assert sleepy["ratio"] is None and not sleepy["alternates"]
     lines = B.format_alternation({"blocks": 12, "programs": rows})
-    assert any(line.startswith("| perl-words | yes | 2 | 12 | 6 |") for line in lines)
+    assert any(line.startswith("| perl-words | 1 | yes | 2 | 12 | 6 |") for line in lines)
     assert any("no: it waits for 60%" in line for line in lines)
     assert math.isclose(perl["ratio"], math.exp(np.log(pairs["active_b_s"] / pairs["active_a_s"]).mean()), rel_tol=0.01)
+
+
+def campaign_rows(name: str, shifts, rng, sd=0.006, windows=40) -> list[dict]:
+    """The summaries of one program's campaigns, each of `windows` A/A windows moved by its own shift."""
+    rows = []
+    for k, shift in enumerate(shifts):
+        pairs = fake_pairs(name, np.exp(shift + rng.normal(0, sd, windows)), window_s=0.5, runs=2)
+        row, = B.summarize(pairs, {name: {"applies": True, "why": "one thread", "window_s": 0.5}})
+        rows.append({**row, "campaign": k + 1})
+    return rows
+
+
+def test_campaigns_that_agree_pass_the_check_and_a_part_fixed_per_campaign_is_caught():
+    rng = np.random.default_rng(11)
+    rows = campaign_rows("same", [0.0, 0.0, 0.0], rng) + campaign_rows("moved", [-0.012, 0.010, 0.0], rng)
+    same, moved = B.between_campaigns(rows)
+    assert (same["program"], same["campaigns"], moved["campaigns"]) == ("same", 3, 3)
+    assert same["p"] > 0.05 and same["between_percent"] < 0.2 and same["ci_low"] < 1 < same["ci_high"]
+    assert moved["p"] < 0.001 and 0.6 < moved["between_percent"] < 2.0
+    # pooled with the campaign as a random effect, the moved program's interval widens to hold its campaigns
+    assert moved["ci_high"] - moved["ci_low"] > 3 * (same["ci_high"] - same["ci_low"])
+    lines = B.format_alternation({"blocks": 40, "campaigns": 3, "programs": rows, "between": [same, moved]})
+    assert any(line.startswith("| moved | 3 | ") and "| 0.000 |" in line for line in lines)
+    assert sum(line.startswith("| same | ") for line in lines) == 4  # three campaigns and the check
+
+
+def test_a_program_in_one_campaign_or_never_alternating_has_no_check():
+    rng = np.random.default_rng(3)
+    rows = campaign_rows("once", [0.0], rng) + [{"program": "sleepy", "ratio": None, "alternates": False,
+                                                 "why": "it waits", "campaign": k} for k in (1, 2)]
+    assert B.between_campaigns(rows) == []
