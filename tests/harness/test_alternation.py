@@ -127,3 +127,14 @@ def test_a_campaign_measures_a_one_thread_program_in_pairs_and_keeps_a_sleeper_o
     assert {r["malloc_lib_a"] for r in pairs} | {r["malloc_lib_b"] for r in pairs} >= {libc_path()}
     with open(run_dir / "trials.csv") as fh:
         assert {r["workload"] for r in csv.DictReader(fh)} == {"sleeper"}
+
+
+def test_the_run_of_median_cpu_time_judges_and_a_failed_run_decides_at_once():
+    def run(cpu, status="exited", code=0, main=True):
+        return {"status": status, "exit_code": code, "cpu_s": cpu, "wall_s": cpu, "main_run_s": cpu if main else None,
+                "main_queued_s": 0.0}
+    slow_spell = [run(0.13), run(0.21), run(0.12)]
+    assert A.median_run(slow_spell)["cpu_s"] == 0.13
+    assert A.median_run([run(0.1), run(0.2)])["cpu_s"] == 0.1
+    assert A.median_run([run(0.1), run(0.2, "signaled", None)])["status"] == "signaled"
+    assert A.median_run([run(0.1, main=False), run(0.2)])["main_run_s"] is None
