@@ -86,17 +86,25 @@ def _wait(predicate, seconds: float, what: str, log: Path | None = None):
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(0.5)
+        time.sleep(0.1)
     tail = log.read_text()[-2000:] if log is not None and log.is_file() else ""
     raise RuntimeError(f"the loopback cluster: {what} did not happen within {seconds:.0f} s\n{tail}")
 
 
 def _alive(pid: int) -> bool:
+    """Still running. A daemon that has exited is a zombie until the init process reaps it (here that took
+    about 1.5 s), and signal 0 still reaches a zombie: its state in /proc tells."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    return True
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _stop(pid_files) -> None:
@@ -109,11 +117,11 @@ def _stop(pid_files) -> None:
         except (OSError, ValueError):
             continue
         pids.append(pid)
-    for _ in range(40):
+    for _ in range(200):
         pids = [pid for pid in pids if _alive(pid)]
         if not pids:
             return
-        time.sleep(0.25)
+        time.sleep(0.05)
     for pid in pids:
         try:
             os.kill(pid, 9)
@@ -146,9 +154,15 @@ def loopback_cluster(folder: Path):
         subprocess.run([_binary("slurmctld"), "-i"], check=True, env=env, timeout=30)
         subprocess.run([_binary("slurmd"), "-N", "loopback"], check=True, env=env, timeout=30)
 
+        def listening():
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", ctld_port)) == 0
+
         def node_idle():
             out = subprocess.run(["sinfo", "-h", "-N", "-o", "%t"], env=env, capture_output=True, text=True).stdout
             return out.strip() == "idle"
+        # a client that finds slurmctld not yet listening retries a second later: ask once it listens
+        _wait(listening, 60, "slurmctld listening", d / "slurmctld.log")
         _wait(node_idle, 60, "node loopback idle", d / "slurmctld.log")
         yield env
     finally:

@@ -4,7 +4,7 @@ A fleet profile (workflow/profiles/<name>.toml) lists campaigns; each names its 
 probe or mechanism) and the parameters `make measure` / `make probe` / `python -m analysis mechanism` take. A job (`python -m analysis fleet-job`) runs
 one campaign into a private runs folder beside its archive, exactly as `make measure` or `make probe` would
 (the measure notebook, the probe command), then packs the run it made with `contribute`'s format: the
-archive is the job's output, and the workflow's last rule merges every archive into the dataset. A value
+archive is the job's output, and the workflow's merge rule merges every archive into the dataset. A value
 may name an environment variable of the node ($HM: the libraries a user brought there); an unset one stops
 the job with one line. A resumed job (Slurm requeue, a second `make fleet`) resumes its unfinished run.
 """
