@@ -5,6 +5,9 @@ gcc stores inline). A run records the census of every library it identifies, bes
 keeps the instructions around each `rep stos` and each memset call as text (`excerpt`): the poison path as the
 compiler wrote it, which the counts alone do not show."""
 import functools
+import hashlib
+import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -125,18 +128,44 @@ def _objdump_version() -> str:
     return (proc.stdout.splitlines() or [""])[0].strip()
 
 
+def _stored(sha256: str, name: str, tool: str) -> Path:
+    """Where the census of one library's bytes is kept between processes: in the cache, under the library's
+    sha256, its file name (the excerpt names it), objdump's version and this module's own source, so that a
+    change of any of them examines the library afresh."""
+    from analysis.paths import cache_dir
+
+    key = hashlib.sha256("\0".join([sha256, name, tool, Path(__file__).read_text()]).encode()).hexdigest()[:32]
+    return cache_dir() / "code_census" / f"{key}.json"
+
+
 @functools.lru_cache(maxsize=64)
 def _examined(path: str, size: int, mtime_ns: int) -> tuple[dict, str]:
+    """One objdump pass over the library, or its result kept from an earlier process (a campaign with glibc
+    disassembles libc.so.6 again otherwise, seconds each time)."""
+    from analysis.paths import file_sha256
+
+    sha256, tool, name = file_sha256(path), _objdump_version(), Path(path).name
+    stored = _stored(sha256, name, tool)
+    try:
+        kept = json.loads(stored.read_text())
+        return kept["census"], kept["excerpt"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     try:
         proc = subprocess.run([*OBJDUMP, path], capture_output=True, text=True)
     except FileNotFoundError:
         return {}, ""
     if proc.returncode != 0:
         return {}, ""
-    from analysis.paths import file_sha256
-
-    return count(proc.stdout), excerpt(proc.stdout, Path(path).name, tool=_objdump_version(),
-                                       sha256=file_sha256(path))
+    result = count(proc.stdout), excerpt(proc.stdout, name, tool=tool, sha256=sha256)
+    try:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        partial = stored.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps({"census": result[0], "excerpt": result[1]}))
+        os.replace(partial, stored)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next process the same objdump pass
+    return result
 
 
 def examine(library) -> tuple[dict, str]:

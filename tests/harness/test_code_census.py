@@ -1,5 +1,6 @@
 """The census of a library's code: instructions, rep stos string stores and calls to memset, counted from
 objdump's disassembly of a library compiled in the test so that each count is known."""
+import json
 import subprocess
 
 import pytest
@@ -127,3 +128,33 @@ def test_a_run_keeps_the_poison_path_of_a_library_compiled_here_without_a_folder
     assert "<poison_block>, fills 0xe5:" in text and "<clear_block>:" in text
     assert any(line.startswith("=> ") and "<memset@plt>" in line for line in text.splitlines())
     assert "disassembly" not in library_identity("poisoner", tmp_path / "missing.so")
+
+
+def test_a_library_examined_once_is_read_back_by_the_next_process_and_a_new_copy_of_its_bytes_is_the_same(
+        tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("HEAPCOST_CACHE", str(tmp_path / "cache"))
+    lib = shared_library(tmp_path, "void wipe(char *p, unsigned long n) { memset(p, 0xe5, n); }\n")
+    first = code_census.examine(lib)
+    assert first[0]["memset_calls"] == 1 and len(list((tmp_path / "cache" / "code_census").glob("*.json"))) == 1
+    # another process, whose objdump tells its version and disassembles nothing, reads the same census and
+    # excerpt back from the cache
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    version = subprocess.run(["objdump", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    (tools / "objdump").write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo '{version}' && exit 0\nexit 1\n")
+    (tools / "objdump").chmod(0o755)
+    code = ("import json, sys; from analysis.harness import code_census as c; "
+            "print(json.dumps(c.examine(sys.argv[1])))")
+    env = {"HEAPCOST_CACHE": str(tmp_path / "cache"), "PATH": f"{tools}:/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code, str(lib)], capture_output=True, text=True, env=env,
+                         cwd=code_census.Path(code_census.__file__).parents[2], timeout=60)
+    assert out.returncode == 0, out.stderr
+    census, text = json.loads(out.stdout)
+    assert (census, text) == (first[0], first[1])
+    # a library of other bytes is examined afresh, not read from another's entry
+    (tmp_path / "other").mkdir()
+    other = shared_library(tmp_path / "other", "void wipe(char *p, unsigned long n) { memset(p, 0, n); memset(p, 1, n); }\n")
+    assert code_census.examine(other)[0]["memset_calls"] == 2
