@@ -231,7 +231,7 @@ def cost_check_figure(table: pd.DataFrame, path: Path) -> None:
 def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
     """Security score against overhead, both with their intervals; the Pareto front as a step line; the
     labels placed by adjustText so that none covers another."""
-    from adjustText import adjust_text
+    from analysis.publish.render.label_placement import adjust_text
 
     texts = []
     for _, r in trade.sort_values(["score", "allocator"]).iterrows():
