@@ -264,33 +264,3 @@ def test_a_static_program_is_refused_no_preload_reaches_it(tmp_path):
         pytest.skip("no static C library to link a static program with")
     done = cli_here("profile", "--", str(program))
     assert done.returncode == 2 and "statically linked" in done.stderr and done.stderr.count("\n") == 1
-
-
-@pytest.mark.paper
-def test_explore_profiles_the_program_its_parameter_names_and_otherwise_says_so(fixture_program, tmp_path):
-    import json
-
-    import papermill as pm
-
-    from analysis.paths import REPO
-
-    shown, predicted, checked = {}, {}, {}
-    for name, command in (("named", f"{fixture_program} baseline"), ("none", "")):
-        output = tmp_path / f"explore-{name}.ipynb"
-        pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
-                            parameters={"workloads": "python", "allocators": "musl", "draws": 20,
-                                        "profile_command": command},
-                            cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
-        cells = [c for c in json.loads(output.read_text())["cells"] if c["cell_type"] == "code"]
-        profiled = next(c for c in cells if "allocation_profile.profile(" in "".join(c["source"]))
-        prediction = next(c for c in cells if "cost.predictions(" in "".join(c["source"]))
-        for cell, into in ((profiled, shown), (prediction, predicted), (cells[-1], checked)):
-            assert not any(o["output_type"] == "error" for o in cell["outputs"])
-            into[name] = "".join("".join(o.get("text", "")) for o in cell["outputs"])
-    assert "threads that allocated: 1" in shown["named"] and "wall" in shown["named"]
-    assert shown["none"].startswith("No program named")
-    # the prediction cell: musl (the allocator named) has no per-call costs, and it says which ones have
-    assert predicted["none"].startswith("No profile above")
-    assert "no per-call costs of musl" in predicted["named"]
-    # the measuring cell measures nothing unless allocators are named
-    assert checked["named"].startswith("No allocators named to measure")

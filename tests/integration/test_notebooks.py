@@ -44,6 +44,11 @@ def test_notebook_runs_with_its_defaults(path: Path, tmp_path, monkeypatch):
     if path.stem == "measure":
         made = [*(tmp_path / "runs").glob("*/trials.csv"), *(tmp_path / "runs").glob("*/pairs.csv")]
         assert made, "measure.ipynb made no run"
+    if path.stem == "explore":  # no program named by default: each of the last cells says what to set
+        shown, predicted, checked = explore_program_cells(output)
+        assert shown.startswith("No program named")
+        assert predicted.startswith("No profile above")
+        assert checked.startswith("No allocators named to measure")
 
 
 def snapshot(folder: Path) -> dict:
@@ -111,17 +116,43 @@ def literature_products(out: Path, fresh: set) -> None:
 PRODUCTS = {"noise": noise_products, "literature": literature_products}
 
 
-def test_explore_shows_its_view_once_and_never_a_traceback(tmp_path):
-    """The static cell shows the result for the parameters; the interactive cell adds only the controls."""
+def explore_program_cells(output: Path) -> tuple[str, str, str]:
+    """What explore.ipynb's profile, prediction and measuring cells printed (none of them an error)."""
     import json
 
+    cells = [c for c in json.loads(output.read_text())["cells"] if c["cell_type"] == "code"]
+    profiled = next(c for c in cells if "allocation_profile.profile(" in "".join(c["source"]))
+    prediction = next(c for c in cells if "cost.predictions(" in "".join(c["source"]))
+    texts = []
+    for cell in (profiled, prediction, cells[-1]):
+        assert not any(o["output_type"] == "error" for o in cell["outputs"])
+        texts.append("".join("".join(o.get("text", "")) for o in cell["outputs"]))
+    return tuple(texts)
+
+
+def test_explore_shows_its_view_once_profiles_the_program_its_parameter_names_and_never_a_traceback(tmp_path):
+    """The static cell shows the result for the parameters; the interactive cell adds only the controls.
+    The program named is profiled and its cost predicted (the defaults' run above: none named, and it says so)."""
+    import json
+
+    from analysis.harness.build import build_c
+    from conftest import FIXTURES
+
+    program = build_c("alloc_profile", [FIXTURES / "alloc_profile.c"], ldflags=["-pthread"])
     output = tmp_path / "explore.ipynb"
     pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
-                        parameters={"workloads": "python", "allocators": "musl", "draws": 20},
+                        parameters={"workloads": "python", "allocators": "musl", "draws": 20,
+                                    "profile_command": f"{program} baseline"},
                         cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
     outputs = [o for c in json.loads(output.read_text())["cells"] for o in c.get("outputs", [])]
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
-    # the primitives cells after the view add their own tables; the view itself is shown once
+    # the primitives and profile cells after the view add their own tables; the view itself is shown once
     views = [h for h in html if "none of the chosen allocators has usable wall time runs on python" in "".join(h)]
     assert len(views) == 1 and html[0] is views[0]
     assert not any(o["output_type"] == "error" for o in outputs)
+    shown, predicted, checked = explore_program_cells(output)
+    assert "threads that allocated: 1" in shown and "wall" in shown
+    # the prediction cell: musl (the allocator named) has no per-call costs, and it says which ones have
+    assert "no per-call costs of musl" in predicted
+    # the measuring cell measures nothing unless allocators are named
+    assert checked.startswith("No allocators named to measure")

@@ -261,11 +261,11 @@ def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
     label = METRICS[metric]
     if not ds.time_runs:
         raise HeapcostError(f"the dataset has no time run: no {label} to show (try instructions per free)")
-    selected, bad, usable = _selection(ds, workloads, {*others, baseline}, baseline, metric)
+    selected, compared, bad, usable = _selection(ds, workloads, {*others, baseline}, baseline, metric)
     per_run = {}
     for rt in selected:
         try:
-            per_run[rt.run_id] = comparisons.run_comparison(rt, baseline, metric)
+            per_run[rt.run_id] = comparisons.run_comparison(compared[rt.run_id], baseline, metric)
         except HeapcostError:
             continue  # no baseline in this run for the selection: it contributes nothing here
     lead = _leads(selected, per_run, ds.time_main)
@@ -310,34 +310,41 @@ def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
 
 
 def _selection(ds: Dataset, workloads, chosen: set, baseline: str, metric: str):
-    """Each time run narrowed to the selection: (RunTables with something to compare, the groups left out
-    with why, the usable trials)."""
-    selected, bad, usable = [], [], []
+    """Each time run narrowed to the selection: (RunTables with something to compare, the same by run id
+    with every pair of the chosen allocators for run_comparison, the groups left out with why, the usable
+    trials)."""
+    selected, compared, bad, usable = [], {}, [], []
     for rt in ds.time_runs:
         table = rt.table[rt.table["workload"].isin(workloads) & rt.table["allocator"].isin(chosen)]
-        pairs = None
+        pairs = among = None
         if rt.pairs is not None and metric in PAIRED_METRICS:
-            pairs = rt.pairs[rt.pairs["workload"].isin(workloads) & rt.pairs["allocator_a"].isin(chosen)
-                             & rt.pairs["allocator_b"].isin(chosen)
-                             & ((rt.pairs["allocator_a"] == baseline) | (rt.pairs["allocator_b"] == baseline))]
+            among = rt.pairs[rt.pairs["workload"].isin(workloads) & rt.pairs["allocator_a"].isin(chosen)
+                             & rt.pairs["allocator_b"].isin(chosen)]
+            pairs = among[(among["allocator_a"] == baseline) | (among["allocator_b"] == baseline)]
         data, why = comparisons.usable(table, metric)
         bad.append(why)
         usable.append(data)
         table = _beside_baseline(data, baseline)
         if len(table) or (pairs is not None and len(pairs)):
             selected.append(paper_runs.RunTable(rt.run, table, pairs))
-    return selected, pd.concat(bad, ignore_index=True), pd.concat(usable, ignore_index=True)
+            # paired.as_comparison reads only the pairs with the baseline, whatever else the table holds: given
+            # every pair of the chosen allocators (all chosen: the run's whole table, as the paper compared it),
+            # it finds the paper's remembered result (memo). A run without a pair of the baseline gets none.
+            with_baseline = pairs is not None and len(pairs) > 0
+            compared[rt.run_id] = paper_runs.RunTable(rt.run, table, among if with_baseline else pairs)
+    return selected, compared, pd.concat(bad, ignore_index=True), pd.concat(usable, ignore_index=True)
 
 
 def _leads(selected, per_run: dict, main) -> dict:
     """merge.leads over the runs compared; an allocator measured in its leading run but not beside the
     baseline there is led by the run that compares it on the most workloads."""
     lead = paper_runs.leads("time", [rt for rt in selected if rt.run_id in per_run], main)
+    names = {r: set(c.geomean.get("allocator", [])) for r, c in per_run.items()}  # once, not per allocator
     for a, rid in lead.items():
-        compared = {r: c.geomean.set_index("allocator") for r, c in per_run.items()
-                    if a in set(c.geomean.get("allocator", []))}
+        compared = [r for r in per_run if a in names[r]]
         if compared and rid not in compared:
-            lead[a] = max(compared, key=lambda r: (int(compared[r].loc[a, "workloads"]), r))
+            workloads = {r: int(per_run[r].geomean.set_index("allocator").loc[a, "workloads"]) for r in compared}
+            lead[a] = max(compared, key=lambda r: (workloads[r], r))
     return lead
 
 

@@ -18,6 +18,7 @@ from analysis.contract.runstore import runs_of_kind
 from analysis.contract.schema import OK
 from analysis.harness.workloads import CALL_SLOTS, CALL_WORKLOADS
 from analysis.publish.debates import pool
+from analysis.publish.results import memo
 from analysis.stats import random_effects
 
 SLOTS = CALL_SLOTS  # the live blocks of the lifo, fifo and random patterns (the paper says it)
@@ -28,7 +29,15 @@ COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_cl
 def table(runs_dir: Path, baseline: str) -> pd.DataFrame:
     """One row per host, allocator and calls workload measured against the baseline, from every complete time
     run of the dataset whose pairs.csv holds calls workloads (the speed tables leave them out:
-    paper_runs.instrument_workloads)."""
+    paper_runs.instrument_workloads). Remembered by the runs' bytes and place (a warning names a run's file),
+    the baseline and the code (memo): the paper, the cost commands and the explore notebook ask for the same
+    table."""
+    runs_dir = Path(runs_dir)
+    return memo.remembered("per_call", (str(runs_dir.resolve()), runs_dir, baseline),
+                           lambda: _table(runs_dir, baseline))
+
+
+def _table(runs_dir: Path, baseline: str) -> pd.DataFrame:
     cells = measured_cells(runs_dir, baseline)
     if cells.empty:
         return pd.DataFrame(columns=COLUMNS)
