@@ -48,15 +48,22 @@ def random_effects_pool(diffs: list[Difference]) -> Difference:
     return Difference(est, max(se_dl, se_hk), float(k - 1))
 
 
+def cochran_q(diffs: list[Difference]) -> float:
+    """Cochran's Q: the estimates' weighted squared distances from their fixed-effect mean (chi-squared on
+    len(diffs) - 1 degrees of freedom when they estimate one value)."""
+    y = np.array([d.estimate for d in diffs])
+    w = 1 / np.maximum(np.array([d.se for d in diffs]) ** 2, MIN_SE ** 2)
+    fixed = np.sum(w * y) / np.sum(w)
+    return float(np.sum(w * (y - fixed) ** 2))
+
+
 def between_variance(diffs: list[Difference]) -> float:
     """DerSimonian-Laird's estimate of the variance of the true values between the estimates (tau squared)."""
     if len(diffs) < 2:
         return 0.0
-    y = np.array([d.estimate for d in diffs])
     w = 1 / np.maximum(np.array([d.se for d in diffs]) ** 2, MIN_SE ** 2)
-    fixed = np.sum(w * y) / np.sum(w)
     c = float(np.sum(w) - np.sum(w ** 2) / np.sum(w))
-    return max(0.0, (float(np.sum(w * (y - fixed) ** 2)) - (len(y) - 1)) / c) if c > 0 else 0.0
+    return max(0.0, (cochran_q(diffs) - (len(diffs) - 1)) / c) if c > 0 else 0.0
 
 
 def contrast(a: Difference, b: Difference) -> Difference:

@@ -93,7 +93,7 @@ def between_campaigns(rows: list[dict]) -> list[dict]:
     from scipy import stats as sps
 
     from analysis.stats.estimators import Difference
-    from analysis.stats.hosts import between_variance, random_effects_pool
+    from analysis.stats.hosts import between_variance, cochran_q, random_effects_pool
 
     out = []
     for name in dict.fromkeys(r["program"] for r in rows):
@@ -101,10 +101,7 @@ def between_campaigns(rows: list[dict]) -> list[dict]:
         if len(mine) < 2:
             continue
         diffs = [Difference(math.log(r["ratio"]), r["log_se"], r["df"]) for r in mine]
-        y = [d.estimate for d in diffs]
-        w = [1 / max(d.se, 1e-12) ** 2 for d in diffs]
-        fixed = sum(wi * yi for wi, yi in zip(w, y)) / sum(w)
-        q = sum(wi * (yi - fixed) ** 2 for wi, yi in zip(w, y))
+        q = cochran_q(diffs)
         pooled = random_effects_pool(diffs)
         lo, hi = pooled.interval()
         out.append({"program": name, "campaigns": len(mine), "contain_1": sum(r["ci_low"] <= 1 <= r["ci_high"]
