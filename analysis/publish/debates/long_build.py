@@ -105,15 +105,10 @@ def check(entries: list[dict], per_host: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
-def not_registered(new: list[dict], earlier: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The new entries whose pair, workload and host no earlier entry predicts, and the earlier entries that
-    stand for the others: a host's long build is predicted once, before it is measured; registering it again,
-    perhaps after its runs are in the dataset, would not be a prediction."""
-    def key(e):
-        return e["configuration"], e["workload"], e["processor"]
-
-    before = {key(e): e for e in earlier}
-    return [e for e in new if key(e) not in before], [before[key(e)] for e in new if key(e) in before]
+def same_host(e: dict) -> tuple:
+    """What makes two long-build predictions one: a host's long build is predicted once, before it is measured;
+    registering it again, perhaps after its runs are in the dataset, would not be a prediction."""
+    return e["configuration"], e["workload"], e["processor"]
 
 
 def add_arguments(parser):
@@ -133,7 +128,7 @@ def run(args) -> int:
                             f"configuration of seed {SEED}: measure it with SCALES first")
     path = Path(args.output)
     earlier = predictions.load_long_builds(path)
-    new, already = not_registered(new, earlier)
+    new, already = predictions.not_registered(new, earlier, key=same_host)
     for e in already:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']} on {e['processor']}: registered before "
               f"({e['registered']}); left as it was")

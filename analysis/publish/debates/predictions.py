@@ -154,12 +154,15 @@ def add_arguments(parser):
     parser.add_argument("--output", default=str(PREDICTIONS_TOML), help="the registration file to add to")
 
 
-def not_registered(new: list[dict], earlier: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The new predictions no earlier one made from the same hosts, and the earlier ones that stand for the
-    others: without a host measured since, registering again adds nothing but a later date."""
-    def key(e):
-        return e["seed"], e["configuration"], e["workload"], tuple(e["from_hosts"])
+def same_hosts(e: dict) -> tuple:
+    """What makes two new-host predictions one: without a host measured since, registering again adds nothing
+    but a later date."""
+    return e["seed"], e["configuration"], e["workload"], tuple(e["from_hosts"])
 
+
+def not_registered(new: list[dict], earlier: list[dict], key=same_hosts) -> tuple[list[dict], list[dict]]:
+    """The new entries no earlier one registers under the same key, and the earlier entries that stand for
+    the others (kept as they are: a prediction is registered once, before what it predicts is measured)."""
     before = {key(e): e for e in earlier}
     return [e for e in new if key(e) not in before], [before[key(e)] for e in new if key(e) in before]
 

@@ -125,7 +125,7 @@ def test_a_host_long_build_is_registered_once(runs, tmp_path):
     predictions.write(path, [], first)
     again = long_build.compute(long_build.run_slopes(runs, ["hardened", "light"]),
                                [("hardened", "glibc"), ("light", "glibc")], "day 2, commit b")
-    new, already = long_build.not_registered(again, predictions.load_long_builds(path))
+    new, already = predictions.not_registered(again, predictions.load_long_builds(path), key=long_build.same_host)
     assert {e["configuration"] for e in new} == {"light / glibc"}
     assert len(already) == len(first) and {e["registered"] for e in already} == {"day 1, commit a"}
 
