@@ -166,3 +166,48 @@ def format_alternation(result: dict) -> list[str]:
             lines.append(f"| {b['program']} | {b['campaigns']} | {b['contain_1']} | {b['q']:.2f} | {b['p']:.3f} | "
                          f"±{b['between_percent']:.2f}% | {b['ratio']:.4f} [{b['ci_low']:.4f}, {b['ci_high']:.4f}] |")
     return lines
+
+
+def other_hosts(previous: dict, host: str) -> list[dict]:
+    """The alternation A/A measured on hosts other than `host`, from an earlier results.json: its own part (when
+    it ran elsewhere, or where its host was not recorded) and the other hosts it kept, one entry per host
+    (the newest first), each with when it was measured."""
+    entries = []
+    measured = previous.get("measured") if isinstance(previous.get("measured"), dict) else {}
+    measured = measured.get("alternation")
+    if previous.get("alternation"):
+        entries.append({"host": (measured or {}).get("host"), "measured": measured,
+                        "alternation": previous["alternation"]})
+    entries += [e for e in previous.get("alternation_other_hosts") or [] if isinstance(e, dict)]
+    kept, seen = [], {host}
+    for e in entries:
+        if e.get("host") is None or e["host"] not in seen:
+            kept.append(e)
+            seen.add(e.get("host"))
+    return kept
+
+
+def format_other_hosts(entries) -> list[str]:
+    """Per host and program: how many campaigns met the target's half-width and contained one, and the campaigns
+    pooled."""
+    if not entries:
+        return []
+    lines = ["", "### The same A/A on other hosts", "",
+             "| host | measured | program | campaigns | within the target | containing 1 | pooled [95% CI] | "
+             "median machine s |", "|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        result = e.get("alternation") or {}
+        target = result.get("target_halfwidth", TARGET_HALFWIDTH)
+        when = (e.get("measured") or {}).get("utc_start", "not recorded")
+        pooled = {b["program"]: b for b in result.get("between") or []}
+        rows = [r for r in result.get("programs", []) if r.get("ratio") is not None]
+        for program in dict.fromkeys(r["program"] for r in result.get("programs", [])):
+            mine = [r for r in rows if r["program"] == program]
+            b = pooled.get(program)
+            seconds = sorted(r["machine_s"] for r in mine)
+            pooled_text = f"{b['ratio']:.4f} [{b['ci_low']:.4f}, {b['ci_high']:.4f}]" if b else "-"
+            median_s = f"{seconds[len(seconds) // 2]:.0f}" if seconds else "-"
+            lines.append(f"| {e.get('host') or 'not recorded'} | {when} | {program} | {len(mine)} | "
+                         f"{sum(r['halfwidth'] <= target for r in mine)} (±{100 * target:g}%) | "
+                         f"{sum(r['ci_low'] <= 1 <= r['ci_high'] for r in mine)} | {pooled_text} | {median_s} |")
+    return lines

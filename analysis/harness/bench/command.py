@@ -18,7 +18,10 @@ now, --only, are kept from the results.json already there, each with when and un
 7. interference (bench/interference.py): lockstep pairs under other work of known placement and duty,
    and the thresholds by which campaigns flag a trial as measured during interference;
 8. layout (bench/layout.py): whether a shared stack offset or disabled address-space randomization lets
-   a lockstep pair cancel each process's own layout effect, and what it does to an A/A ratio.
+   a lockstep pair cancel each process's own layout effect, and what it does to an A/A ratio;
+9. alternation (bench/alternation.py): brought programs taking turns from outside, A/A, on this host; the
+   same part measured on other hosts is kept beside it, one entry per host.
+Each part measured records when, under what load and on which host it ran.
 """
 import json
 import math
@@ -150,7 +153,8 @@ def _provenance(r: dict) -> list[str]:
         if not m:
             lines.append(f"- {part}: when and under what load not recorded (kept from an earlier results.json)")
             continue
-        lines.append(f"- {part}: measured {m['utc_start']} to {m['utc_end']}, load {m['loadavg_before']:.2f} "
+        on = f" on {m['host']}" if m.get("host") and part not in NO_MACHINE_TIME else ""
+        lines.append(f"- {part}: measured {m['utc_start']} to {m['utc_end']}{on}, load {m['loadavg_before']:.2f} "
                      f"before, {m['loadavg_after']:.2f} after{NO_MACHINE_TIME.get(part, '')}")
     return [*lines, ""]
 
@@ -220,6 +224,7 @@ def format_results(r: dict) -> str:
     lines += bench_layout.format_layout(r.get("layout"))
     if r.get("alternation"):
         lines += bench_alternation.format_alternation(r["alternation"])
+    lines += bench_alternation.format_other_hosts(r.get("alternation_other_hosts"))
     return "\n".join(lines)
 
 
@@ -265,7 +270,7 @@ PARTS = {  # the benchmarks (--only) and their keys in results.json
     "overhead": ("overhead",), "adaptive": ("adaptive",), "aa": ("aa",),
     "precision": ("precision", "precision_rounds", "precision_grid"), "protocols": ("protocols",),
     "hyperfine-aa": ("hyperfine_aa",), "interference": ("interference",), "layout": ("layout",),
-    "alternation": ("alternation",),
+    "alternation": ("alternation", "alternation_other_hosts"),
 }
 NO_MACHINE_TIME = {"adaptive": " (simulated: no machine time)", "aa": " (published data: no machine time)"}
 
@@ -322,6 +327,14 @@ def kept_parts(previous: dict, wanted) -> dict:
     return kept
 
 
+def measuring_host() -> str:
+    """The host a part runs on, as the dataset labels a host kind (processor, CPUs, memory, kernel, VM)."""
+    from analysis.contract.host import host_identity, host_label
+    from analysis.harness.machine import describe_machine
+
+    return host_label(host_identity(describe_machine()))
+
+
 def _measure_part(results: dict, part: str, compute) -> None:
     from analysis.contract.runstore import utc_now
 
@@ -329,12 +342,13 @@ def _measure_part(results: dict, part: str, compute) -> None:
     value = compute()
     results.update(value if part == "precision" else {PARTS[part][0]: value})
     results["measured"][part] = {"utc_start": start, "utc_end": utc_now(), "loadavg_before": load_before,
-                                 "loadavg_after": os.getloadavg()[0]}
+                                 "loadavg_after": os.getloadavg()[0], "host": measuring_host()}
 
 
 def _run_benchmarks(args, pair, wanted, results) -> int:
     out = Path(args.out)
-    results.update(kept_parts(previous_results(out), wanted))
+    previous = previous_results(out)
+    results.update(kept_parts(previous, wanted))
     if "overhead" in wanted:
         _measure_part(results, "overhead", lambda: overhead_true(args.true_runs))
     if "adaptive" in wanted:
@@ -361,6 +375,8 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
     if "alternation" in wanted:
         _measure_part(results, "alternation", lambda: bench_alternation.alternation_bench(
             args.alternation_windows, args.seed, "1", campaigns=args.alternation_campaigns))
+        results["alternation_other_hosts"] = bench_alternation.other_hosts(
+            previous, results["measured"]["alternation"]["host"])
     results["loadavg_after"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))

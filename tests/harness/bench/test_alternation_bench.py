@@ -72,3 +72,36 @@ def test_a_program_in_one_campaign_or_never_alternating_has_no_check():
     rows = campaign_rows("once", [0.0], rng) + [{"program": "sleepy", "ratio": None, "alternates": False,
                                                  "why": "it waits", "campaign": k} for k in (1, 2)]
     assert B.between_campaigns(rows) == []
+
+
+def alternation_result(rng, shifts=(0.0, 0.0, 0.0)) -> dict:
+    rows = campaign_rows("perl-words", list(shifts), rng)
+    return {"blocks": 40, "campaigns": len(shifts), "target_halfwidth": 0.01, "programs": rows,
+            "between": B.between_campaigns(rows)}
+
+
+def test_the_earlier_hosts_results_are_kept_one_entry_per_host_and_this_hosts_own_are_replaced():
+    rng = np.random.default_rng(7)
+    old, older, unrecorded = (alternation_result(rng) for _ in range(3))
+    previous = {"alternation": old, "measured": {"alternation": {"utc_start": "t2", "host": "AMD A"}},
+                "alternation_other_hosts": [{"host": "Intel B", "measured": {"utc_start": "t1"}, "alternation": older},
+                                            {"host": "AMD A", "measured": {"utc_start": "t0"}, "alternation": older},
+                                            {"host": None, "measured": None, "alternation": unrecorded}]}
+    kept = B.other_hosts(previous, "AMD C")
+    assert [(e["host"], (e["measured"] or {}).get("utc_start")) for e in kept] == [
+        ("AMD A", "t2"), ("Intel B", "t1"), (None, None)]  # the newest of each host, and the one not recorded
+    assert kept[0]["alternation"] is old
+    # run again on a host already kept: its earlier entries go, this run's part stands for it
+    assert [e["host"] for e in B.other_hosts(previous, "Intel B")] == ["AMD A", None]
+    assert B.other_hosts({}, "AMD C") == [] and B.format_other_hosts([]) == []
+
+
+def test_the_other_hosts_table_counts_campaigns_within_the_target_and_containing_one():
+    rng = np.random.default_rng(13)
+    result = alternation_result(rng, shifts=(0.0, 0.03, 0.0))  # one campaign moved 3%: its interval misses 1
+    lines = B.format_other_hosts([{"host": "AMD A", "measured": {"utc_start": "t2"}, "alternation": result}])
+    row, = [line for line in lines if line.startswith("| AMD A |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:6] == ["AMD A", "t2", "perl-words", "3", "3 (±1%)", "2"] and cells[7] == "20"
+    b, = result["between"]
+    assert cells[6] == f"{b['ratio']:.4f} [{b['ci_low']:.4f}, {b['ci_high']:.4f}]"

@@ -233,11 +233,12 @@ def test_only_precision_keeps_the_other_parts_of_the_earlier_results(fake_rounds
     assert "adaptive" in new and "adaptive" not in new["measured"]  # kept, its provenance unknown
     assert new["precision"]["seed"] == 3 and len(new["precision_rounds"]) == 3 and len(new["precision_grid"]) == 4
     prec = new["measured"]["precision"]
-    assert set(prec) == {"utc_start", "utc_end", "loadavg_before", "loadavg_after"}
+    assert set(prec) == {"utc_start", "utc_end", "loadavg_before", "loadavg_after", "host"}
     assert (prec["loadavg_before"], prec["loadavg_after"]) == (0.1, 0.7)
+    assert prec["host"] == bench.measuring_host() and " MHz" in prec["host"] and "kernel " in prec["host"]
     md = (tmp_path / "results.md").read_text()
-    assert (f"- precision: measured {prec['utc_start']} to {prec['utc_end']}, load 0.10 before, 0.70 after"
-            in md)
+    assert (f"- precision: measured {prec['utc_start']} to {prec['utc_end']} on {prec['host']}, load 0.10 before, "
+            "0.70 after" in md)
     assert "- overhead: measured 2026-11-30T15:43:00Z to 2026-11-30T15:44:00Z, load 0.12 before, 0.50 after" in md
     assert "- adaptive: when and under what load not recorded" in md
     assert capsys.readouterr().err == ""
