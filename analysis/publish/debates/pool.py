@@ -248,6 +248,28 @@ def pair_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, w
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RUN_COLUMNS)
 
 
+def identified_processors(processors) -> list[str]:
+    """The processor kinds among `processors` that are told apart. Runs that recorded only a processor's model
+    name and frequency join the one kind recorded in full that shares them (contract.host); where the dataset
+    holds several such kinds they keep a label without family/model/stepping, and that label is left out here
+    whenever one of those kinds is among `processors` too: its runs may be of that very processor, so it is
+    not another host."""
+    labels = sorted(set(processors))
+    return [p for p in labels if not any(q.startswith(p + " (") for q in labels)]
+
+
+def pools_across_hosts(processors) -> tuple[bool, str]:
+    """Whether the hosts' answers make one over hosts (at least MIN_HOSTS_TO_POOL processors told apart, so
+    that their spread is estimated from themselves) and, where they do not, what is shown instead."""
+    hosts = sorted(set(processors))
+    told_apart = len(identified_processors(hosts))
+    if told_apart >= MIN_HOSTS_TO_POOL:
+        return True, ""
+    counted = f"{len(hosts)} hosts" if told_apart == len(hosts) else \
+        f"{told_apart} hosts told apart and {len(hosts) - told_apart} whose processor is not identified"
+    return False, f"not pooled: {counted} ({MIN_HOSTS_TO_POOL} needed)"
+
+
 def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
     """The pooled answer of the current-design runs: estimate, interval, variance components, decision."""
     current = runs[~runs["superseded"].astype(bool)]

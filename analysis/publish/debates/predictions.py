@@ -44,6 +44,7 @@ def ablation_cells(cells: pd.DataFrame, runs_dir: Path, skip=()) -> dict:
             est = pool.run_estimates(cells, runs_dir, "ablation", with_, without, workload)
             est = est[~est["superseded"].astype(bool)]
             per_host = []
+            est = est[est["processor"].isin(pool.identified_processors(est["processor"]))]
             for _, sub in est.groupby("processor", sort=True):
                 p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host="one"))
                 per_host.append((p.estimate, p.se))
@@ -69,6 +70,7 @@ def compute(res, per_host: pd.DataFrame, spec: dict, today: str, commit: str) ->
     for seed, q in sorted(spec.items()):
         (with_, without), workload = q.primary
         mine = per_host[(per_host["configuration"] == f"{with_} / {without}") & (per_host["workload"] == workload)]
+        mine = mine[mine["processor"].isin(pool.identified_processors(mine["processor"]))]
         if mine.empty or not math.isfinite(tau):
             continue
         p = prediction.predict(list(zip(mine["estimate"].astype(float), mine["se"].astype(float))), tau)
@@ -128,10 +130,16 @@ def load_long_builds(path: Path = PREDICTIONS_TOML) -> list[dict]:
     return _entries(path, "long_build", LONG_BUILD_KEYS)
 
 
-def _same_host(label: str, earlier: list[str]) -> bool:
-    """A host the prediction used: the same label, or the fuller label a run that recorded less was joined
-    to since (a processor kind named without its family/model/stepping, later recorded with them)."""
-    return any(label == e or label.startswith(e + " (") for e in earlier)
+def _same_host(label: str, earlier: list[str], labels: list[str]) -> bool:
+    """A host the prediction used (`earlier`, as named when it was registered), among the hosts that answer
+    now (`labels`): the same label; the fuller label that runs named without their family/model/stepping
+    were joined to since, where they can have joined only that kind (their own label no longer answers and
+    no other kind extends it); or the label without them that such runs fall back to once a second kind
+    shares their name and frequency (counted with the fuller kind the prediction used, measured before it)."""
+    if label in earlier or any(e.startswith(label + " (") for e in earlier):
+        return True
+    return any(label.startswith(e + " (") and e not in labels
+               and sum(other.startswith(e + " (") for other in labels) == 1 for e in earlier)
 
 
 def replication(entries: list[dict], per_host: pd.DataFrame) -> pd.DataFrame:
@@ -139,7 +147,8 @@ def replication(entries: list[dict], per_host: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for e in entries:
         mine = per_host[(per_host["configuration"] == e["configuration"]) & (per_host["workload"] == e["workload"])]
-        earlier = [h for h in mine["processor"] if _same_host(h, e["from_hosts"])]
+        labels = list(mine["processor"])
+        earlier = [h for h in labels if _same_host(h, e["from_hosts"], labels)]
         for h in mine[~mine["processor"].isin(earlier)].itertuples():
             rows.append({"seed": e["seed"], "configuration": e["configuration"], "workload": e["workload"],
                          "registered": e["registered"], "from_hosts": "; ".join(e["from_hosts"]),

@@ -288,13 +288,13 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
         h = hosts.iloc[0]
         single = {"pooled_ratio": h["ratio"], "pooled_low": h["ci_low"], "pooled_high": h["ci_high"],
                   "pooled_estimate": h["estimate"], "pooled_se": h["se"], "pooled_df": h["df"]}
-    elif len(hosts) >= pool.MIN_HOSTS_TO_POOL:
+    elif pool.pools_across_hosts(hosts["processor"])[0]:
         single = pooled
     else:
         single = {}
     out.update({k: pooled[k] for k in ("tau_run", "tau_host", "tau_build")})
     if not single:
-        out["pooled_display"] = f"not pooled: {len(hosts)} hosts ({pool.MIN_HOSTS_TO_POOL} needed)"
+        out["pooled_display"] = pool.pools_across_hosts(hosts["processor"])[1]
         out.update(_per_host_transfer(res, runs, hosts, with_, without, workload, claim, q.margin))
         return out, runs, hosts
     moved = pool.transfer(res, runs, single, with_, without, workload)

@@ -85,7 +85,9 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
         "debate_figures": drawn,
         "debate_hosts": {v: k for k, v in hosts.items()},
         "debate_superseded_runs": sorted(set(runs.loc[runs["superseded"].astype(bool), "run"])) if len(runs) else [],
-        "debate_hosts_count": int(per_host["processor"].nunique()) if len(per_host) else 0,
+        "debate_hosts_count": len(pool.identified_processors(per_host["processor"])) if len(per_host) else 0,
+        "debate_hosts_not_identified": sorted(set(per_host["processor"]) - set(pool.identified_processors(
+            per_host["processor"]))) if len(per_host) else [],
         "debate_host_cells": int(len(per_host)), "debate_host_cells_decided": int(len(decided)),
         "debate_host_cells_floored": int(per_host["floored"].astype(bool).sum()) if len(per_host) else 0,
         "debate_min_hosts_to_pool": pool.MIN_HOSTS_TO_POOL, "debate_min_aa_runs": pool.MIN_AA_RUNS,

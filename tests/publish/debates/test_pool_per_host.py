@@ -115,6 +115,26 @@ def test_a_registered_prediction_is_checked_by_every_later_host_and_by_no_earlie
     # a host the prediction used, later recorded with its family, is not a new host
     rep = predictions.replication([{**entry, "from_hosts": ["AMD 2600 MHz"]}], per_host)
     assert list(rep["host"]) == ["Intel 2600 MHz (6/167/1)"]
+    # runs that fall back to a label without family/model/stepping once a second kind shares their name and
+    # frequency were counted with the fuller kind the prediction used: they are no host measured after it
+    unnamed = pd.concat([per_host, pd.DataFrame([{"configuration": "x / y", "workload": "w",
+                                                  "processor": "AMD 2600 MHz", "ratio": 1.06, "ci_low": 1.0,
+                                                  "ci_high": 1.13}])], ignore_index=True)
+    rep = predictions.replication([{**entry, "from_hosts": ["AMD 2600 MHz (26/2/1)", "Intel 2600 MHz (6/167/1)"]}],
+                                  unnamed)
+    assert rep.empty
+    assert list(predictions.replication([entry], unnamed)["host"]) == ["AMD 2600 MHz (26/2/1)", "AMD 2600 MHz"]
+    # named without family when registered, and answering under that name now beside a kind that extends it:
+    # that kind came after the prediction
+    rep = predictions.replication([{**entry, "from_hosts": ["AMD 2600 MHz", "Intel 2600 MHz (6/167/1)"]}], unnamed)
+    assert list(rep["host"]) == ["AMD 2600 MHz (26/2/1)"]
+    # two kinds extend the name the prediction used and it has no row of its own here: its runs could join
+    # neither, so neither answer holds them and both kinds came after the prediction
+    two = pd.concat([per_host, pd.DataFrame([{"configuration": "x / y", "workload": "w",
+                                              "processor": "AMD 2600 MHz (25/17/1)", "ratio": 1.10,
+                                              "ci_low": 1.09, "ci_high": 1.11}])], ignore_index=True)
+    rep = predictions.replication([{**entry, "from_hosts": ["AMD 2600 MHz", "Intel 2600 MHz (6/167/1)"]}], two)
+    assert sorted(rep["host"]) == ["AMD 2600 MHz (25/17/1)", "AMD 2600 MHz (26/2/1)"]
     # the prediction widens with the borrowed spread and holds its own centre
     p = prediction.predict([(math.log(1.267), 0.005)], 0.02)
     lo, hi = p.interval()
@@ -174,3 +194,29 @@ def test_each_host_says_whether_its_builds_let_it_estimate_the_layout_variance()
     five = pool.per_host(runs_of("P1", [1.1, 1.11, 1.09, 1.1, 1.12], builds=("a", "b", "c", "d", "e")),
                                 0.02, "cost_at_most", {})
     assert five.loc[0, "layout_variance"] == "estimated from 5 builds"
+
+
+def test_a_processor_not_identified_is_no_other_host_beside_a_kind_it_may_be():
+    from analysis.publish.debates import pool
+
+    full = ["AMD EPYC 2600 MHz (25/17/1)", "AMD EPYC 2600 MHz (26/2/1)", "Intel 2600 MHz (6/167/1)"]
+    assert pool.identified_processors([*full, "AMD EPYC 2600 MHz", "AMD EPYC 2600 MHz"]) == full
+    # with none of the kinds it may be among them, it is a host of its own
+    assert pool.identified_processors(["AMD EPYC 2600 MHz", "Intel 2600 MHz (6/167/1)"]) == [
+        "AMD EPYC 2600 MHz", "Intel 2600 MHz (6/167/1)"]
+    # another frequency or model name is another processor
+    assert pool.identified_processors(["AMD EPYC 2450 MHz", "AMD EPYC 2600 MHz (26/2/1)"]) == [
+        "AMD EPYC 2450 MHz", "AMD EPYC 2600 MHz (26/2/1)"]
+    assert pool.identified_processors([]) == []
+
+
+def test_hosts_pool_into_one_answer_only_when_enough_processors_are_told_apart():
+    from analysis.publish.debates import pool
+
+    five = [f"AMD EPYC {mhz} MHz (25/1/1)" for mhz in (2000, 2100, 2200, 2300, 2400)]
+    assert pool.MIN_HOSTS_TO_POOL == 5 and pool.pools_across_hosts(five) == (True, "")
+    assert pool.pools_across_hosts(five[:4]) == (False, "not pooled: 4 hosts (5 needed)")
+    # a fifth label that may be one of the four is no fifth host
+    maybe = [*five[:4], "AMD EPYC 2000 MHz"]
+    assert pool.pools_across_hosts(maybe) == (
+        False, "not pooled: 4 hosts told apart and 1 whose processor is not identified (5 needed)")
