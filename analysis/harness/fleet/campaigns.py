@@ -56,6 +56,8 @@ def profile_names(profiles_dir: Path = PROFILES_DIR) -> list[str]:
 
 
 def load_profile(name: str, profiles_dir: Path = PROFILES_DIR) -> list[Campaign]:
+    from analysis.stats.compare import MIN_RUNS
+
     path = Path(profiles_dir) / f"{name}.toml"
     if not path.is_file():
         raise HeapcostError(f"no fleet profile {name!r}; known: {', '.join(profile_names(profiles_dir)) or 'none'}")
@@ -73,6 +75,10 @@ def load_profile(name: str, profiles_dir: Path = PROFILES_DIR) -> list[Campaign]
         if unknown:
             raise HeapcostError(f"{path.name}: campaign {name}: unknown parameter(s) {', '.join(unknown)} "
                                 f"(a {command} campaign takes {', '.join(allowed)})")
+        if command == "measure" and params.get("PROTOCOL") == "trials" and params.get("BLOCKS", "").isdigit() \
+                and int(params["BLOCKS"]) < MIN_RUNS:
+            raise HeapcostError(f"{path.name}: campaign {name}: BLOCKS {params['BLOCKS']} gives each cell fewer "
+                                f"trials than the {MIN_RUNS} the results take a cell from: its run would be left out")
         repeats = entry.get("runs", 1)
         if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
             raise HeapcostError(f"{path.name}: campaign {name}: runs must be a whole number of at least 1")

@@ -42,6 +42,8 @@ def test_every_shipped_profile_loads_and_names_only_known_commands():
     ('[[campaign]]\nname = "T t"\ncommand = "probe"\n', "campaign name"),
     ('[[campaign]]\nname = "t"\ncommand = "probe"\n[[campaign]]\nname = "t"\ncommand = "measure"\n', "share a name"),
     ('title = "nothing"\n', "no \\[\\[campaign\\]\\]"),
+    ('[[campaign]]\nname = "t"\ncommand = "measure"\nparams = { PROTOCOL = "trials", BLOCKS = "4" }\n',
+     "BLOCKS 4 gives each cell fewer trials than the 5"),
     ('[[campaign\n', "not valid TOML"),
 ])
 def test_a_bad_profile_is_one_error_naming_the_problem(tmp_path, text, message):
