@@ -15,6 +15,7 @@ Memory is rounded to whole GiB for the same reason: MemTotal moves by a few hund
 """
 import hashlib
 import json
+import re
 import statistics
 
 IDENTITY_FIELDS = ("cpu_model", "cpu_family", "cpu_model_number", "cpu_stepping", "nominal_mhz",
@@ -98,6 +99,17 @@ def processor_label(identity: dict) -> str:
         label += f" {identity['nominal_mhz']} MHz"
     ids = [identity.get(f) for f in ("cpu_family", "cpu_model_number", "cpu_stepping")]
     return label + (f" ({'/'.join(str(i) for i in ids)})" if all(i is not None for i in ids) else "")
+
+
+def processor_slug(label: str) -> str:
+    """A processor label as a name for files and folders: 'AMD EPYC 2450 MHz (25/1/1)' -> 'amd-epyc-2450-mhz-25-1-1'."""
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "unknown-processor"
+
+
+def extends_label(fuller: str, partial: str) -> bool:
+    """Whether processor label `fuller` is label `partial` recorded with its family/model/stepping: runs
+    labelled `partial` may be of that very processor (processor_label)."""
+    return fuller.startswith(partial + " (")
 
 
 def _agrees(partial: dict, full: dict, fields=IDENTITY_FIELDS) -> bool:

@@ -134,3 +134,8 @@ def test_a_processor_kind_leaves_the_machine_out_and_joins_a_run_that_did_not_re
     # two fuller kinds it agrees with: it keeps its own (nothing tells which)
     two = processor_groups({"old": machine("a"), "x": machine("b", family=25), "y": machine("c", family=26)})
     assert two["old"] == "AMD EPYC 2600 MHz"
+    # the label it keeps is extended by each fuller kind's, and by no other processor's
+    from analysis.contract.host import extends_label
+    assert extends_label(two["x"], two["old"]) and extends_label(two["y"], two["old"])
+    assert not extends_label(two["old"], two["x"]) and not extends_label(two["x"], two["y"])
+    assert not extends_label(groups["intel"], two["old"]) and not extends_label(two["old"], two["old"])

@@ -20,7 +20,7 @@ from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY, aa_
 from analysis.stats import equivalence, paired
 from analysis.stats import random_effects
 from analysis.stats.estimators import Difference
-from analysis.contract.host import processor_groups
+from analysis.contract.host import extends_label, processor_groups
 from analysis.contract.runstore import Run, read_json
 from analysis.contract.schema import warmup_mask
 
@@ -255,7 +255,7 @@ def identified_processors(processors) -> list[str]:
     whenever one of those kinds is among `processors` too: its runs may be of that very processor, so it is
     not another host."""
     labels = sorted(set(processors))
-    return [p for p in labels if not any(q.startswith(p + " (") for q in labels)]
+    return [p for p in labels if not any(extends_label(q, p) for q in labels)]
 
 
 def pools_across_hosts(processors) -> tuple[bool, str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.contract import debates_spec
+from analysis.contract.host import extends_label
 from analysis.errors import HeapcostError, read_toml
 from analysis.paths import REPO
 from analysis.publish.debates import pool
@@ -136,10 +137,10 @@ def _same_host(label: str, earlier: list[str], labels: list[str]) -> bool:
     were joined to since, where they can have joined only that kind (their own label no longer answers and
     no other kind extends it); or the label without them that such runs fall back to once a second kind
     shares their name and frequency (counted with the fuller kind the prediction used, measured before it)."""
-    if label in earlier or any(e.startswith(label + " (") for e in earlier):
+    if label in earlier or any(extends_label(e, label) for e in earlier):
         return True
-    return any(label.startswith(e + " (") and e not in labels
-               and sum(other.startswith(e + " (") for other in labels) == 1 for e in earlier)
+    return any(extends_label(label, e) and e not in labels
+               and sum(extends_label(other, e) for other in labels) == 1 for e in earlier)
 
 
 def replication(entries: list[dict], per_host: pd.DataFrame) -> pd.DataFrame:

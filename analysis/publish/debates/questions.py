@@ -284,17 +284,18 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
         f"{_count(h.n_builds, 'build')}{'' if h.n_builds > 1 else ': layout variance not estimable'})"
         for h in hosts.itertuples())
     out["verdict"] = pool.across_hosts(hosts, q.margin)[1]
+    pools, why_not_pooled = pool.pools_across_hosts(hosts["processor"])
     if len(hosts) == 1:  # one host: its own answer, floor included, is the single one
         h = hosts.iloc[0]
         single = {"pooled_ratio": h["ratio"], "pooled_low": h["ci_low"], "pooled_high": h["ci_high"],
                   "pooled_estimate": h["estimate"], "pooled_se": h["se"], "pooled_df": h["df"]}
-    elif pool.pools_across_hosts(hosts["processor"])[0]:
+    elif pools:
         single = pooled
     else:
         single = {}
     out.update({k: pooled[k] for k in ("tau_run", "tau_host", "tau_build")})
     if not single:
-        out["pooled_display"] = pool.pools_across_hosts(hosts["processor"])[1]
+        out["pooled_display"] = why_not_pooled
         out.update(_per_host_transfer(res, runs, hosts, with_, without, workload, claim, q.margin))
         return out, runs, hosts
     moved = pool.transfer(res, runs, single, with_, without, workload)
