@@ -3,12 +3,13 @@ measured ratios against them.
 
 `python -m analysis cost-check register` profiles each program of harness/cost_programs.py on this host, predicts
 its ratio under each configuration from this host's per-call costs in the dataset (stats/cost_model.py), and
-writes the predictions with their profiles into cost_predictions/ (never edited by hand). Committed before the
-measuring campaign, the commit and date it names fix the model that made them.
+writes the predictions with their profiles into cost_predictions/<processor>/, one folder per processor kind
+(never edited by hand; a new registration on a processor replaces its folder, the others stay). Committed
+before the measuring campaign, the commit and date it names fix the model that made them.
 
 `python -m analysis cost-check measure` runs the programs against the baseline under the registered
-configurations (brought ones given as EXTRA_ALLOCATORS), in turns from outside where a program allows it, into
-data/runs/. `check` reads those runs: a run counts for a program only on the registration's processor and with
+configurations of this host's registration (brought ones given as EXTRA_ALLOCATORS), in turns from outside
+where a program allows it, into data/runs/. `check` reads those runs, each registration on its own: a run counts for a program only on the registration's processor and with
 the registered input and program bytes (by sha256). The measured ratio is each run's paired estimate over its
 windows (stats/paired.py), the runs pooled as the debates pool them (publish/debates/pool.py).
 
@@ -29,7 +30,7 @@ import pandas as pd
 from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
 
-REGISTRY = REPO / "cost_predictions"
+REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration
 REGISTERED = "registered.toml"
 INPUTS_DIR = BUILD_DIR / "cost-inputs"
 BASELINE = "glibc"
@@ -63,6 +64,20 @@ def this_processor() -> str:
     from analysis.harness.machine import describe_machine
 
     return processor_label(host_identity(describe_machine()))
+
+
+def folder_of(processor: str, root: Path | None = None) -> Path:
+    """The registration folder of a processor kind (under `root`, default cost_predictions/)."""
+    from analysis.contract.host import processor_slug
+
+    return Path(REGISTRY if root is None else root) / processor_slug(processor)
+
+
+def registrations(root: Path | None = None) -> list[Path]:
+    """The registration folders under `root` (default cost_predictions/), the earliest registered first."""
+    root = Path(REGISTRY if root is None else root)
+    found = [f for f in sorted(root.iterdir()) if (f / REGISTERED).is_file()] if root.is_dir() else []
+    return sorted(found, key=lambda f: (str(load(f)["registration"].get("registered", "")), f.name))
 
 
 def _toml(v) -> str:
@@ -100,8 +115,10 @@ def _per_call_runs(runs_dir: Path, baseline: str, processor: str) -> list[str]:
     return [r for r in runs if kinds.get(r) == processor]
 
 
-def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DIR, folder: Path = REGISTRY,
+def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DIR, folder: Path | None = None,
              baseline: str = BASELINE, today: str | None = None, runs: int | None = None) -> Path:
+    """Profile the programs here and write this processor's registration (into `folder`, default its own folder
+    under cost_predictions/, replacing an earlier registration on this processor only)."""
     from analysis.harness import cost_programs, profile
     from analysis.publish.results import cost, per_call
     from analysis.stats import cost_model
@@ -110,6 +127,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
     inputs = cost_programs.write_inputs(INPUTS_DIR)
     commands = cost_programs.commands(programs, inputs)
     processor = this_processor()
+    folder = Path(folder) if folder is not None else folder_of(processor)
     costs = per_call.table(Path(data_dir) / "runs", baseline)
     mine = costs[costs["processor"] == processor] if len(costs) else costs
     if mine.empty:
@@ -122,7 +140,10 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
     commit, dirty = _head()
     if dirty:
         raise HeapcostError("analysis/ has changes not committed: commit the model before registering what it predicts")
-    profiles = Path(folder) / "profiles"
+    profiles = folder / "profiles"
+    if profiles.is_dir():  # a new registration replaces this processor's folder whole
+        for old in profiles.glob("*.csv"):
+            old.unlink()
     profiles.mkdir(parents=True, exist_ok=True)
     program_rows, prediction_rows = [], []
     for p in programs:
@@ -150,12 +171,12 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
         for k in ("ratio", "low", "high"):
             if row[k] is None:
                 del row[k]
-    out = Path(folder) / REGISTERED
+    out = folder / REGISTERED
     out.write_text(render(head, program_rows, prediction_rows))
     return out
 
 
-def load(folder: Path = REGISTRY) -> dict:
+def load(folder: Path) -> dict:
     path = Path(folder) / REGISTERED
     if not path.is_file():
         raise HeapcostError(f"{path} does not exist: register predictions first (python -m analysis cost-check register)")
@@ -168,12 +189,19 @@ def load(folder: Path = REGISTRY) -> dict:
 
 # ---- the measurement ----
 
-def measure(extra_allocators: str = "", blocks: int = 8, folder: Path = REGISTRY, runs_dir: Path | None = None,
+def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = None, runs_dir: Path | None = None,
             force=None, names=None) -> Path:
+    """Run the programs of a registration (default this host's processor's) against the baseline."""
     from analysis.harness import cost_programs
     from analysis.harness.allocators import catalog
     from analysis.harness.measure import Campaign, RUNS_DIR
 
+    if folder is None:
+        processor = this_processor()
+        folder = folder_of(processor)
+        if not (folder / REGISTERED).is_file():
+            raise HeapcostError(f"no predicted costs are registered on this host's processor ({processor}): "
+                                "register them here first (python -m analysis cost-check register), commit, then measure")
     reg = load(folder)
     wanted = list(reg["registration"]["allocators"])
     brought = {item.partition("=")[0] for item in extra_allocators.split(",") if item.strip()}
@@ -290,7 +318,7 @@ def large_shares(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
     return out
 
 
-def check(runs_dir: Path, folder: Path = REGISTRY, costs: pd.DataFrame | None = None) -> pd.DataFrame:
+def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Predicted against measured, a row per registered prediction (measured left empty where no run checks
     it yet). The measured ratio pools the matching runs on the registration's processor as the debates pool
     (publish/debates/pool.py: each run's paired estimate over its windows, then the runs and builds). Each row
@@ -417,7 +445,16 @@ def run(args) -> int:
             raise HeapcostError(f"--blocks must be at least {MIN_BLOCKS} (a cell's estimate needs 5 windows), not {args.blocks}")
         print(measure(args.extra_allocators, args.blocks, force=args.force))
         return 0
-    table = check(args.data / "runs")
+    folders = registrations()
+    if not folders:
+        raise HeapcostError("cost_predictions/ holds no registration: register predictions first (python -m analysis cost-check register)")
+    for folder in folders:
+        _print_check(check(args.data / "runs", folder), load(folder)["registration"])
+    return 0
+
+
+def _print_check(table: pd.DataFrame, head: dict) -> None:
+    print(f"registered {head.get('registered', '')} on {head.get('processor', '')}")
     for r in table.itertuples():
         measured = "not measured" if r.measured is None or pd.isna(r.measured) else \
             f"{r.measured:.3f} [{r.measured_low:.3f}, {r.measured_high:.3f}]"
@@ -428,4 +465,3 @@ def run(args) -> int:
     if s["cells"]:
         print(f"{s['inside']} of {s['cells']} measured ratios inside their prediction interval; median absolute "
               f"error {s['median_abs_error_percent']}%")
-    return 0

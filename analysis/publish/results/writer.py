@@ -488,28 +488,38 @@ def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
 
 def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
     """results_cost_check.csv: the registered predictions of programs nobody tuned for against their measured
-    ratios (publish/results/cost_check.py), and its figure once any is measured."""
-    if not (cost_check.REGISTRY / cost_check.REGISTERED).is_file():
-        return {"cost_check": {"registered": ""}}
-    reg = cost_check.load()
-    table = (cost_check.check(runs_dir, costs=costs) if runs_dir is not None
-             else pd.DataFrame(columns=cost_check.COLUMNS))
+    ratios (publish/results/cost_check.py), every registration (one per processor kind, the earliest first) in
+    one table; per registration its summary and, once any of its cells is measured, its figure
+    (results_cost_check_<processor>.svg)."""
+    from analysis.contract.host import processor_slug
 
     def shown(value, low, high):
         return "" if value is None or pd.isna(value) else fmt_interval(value, low, high)
 
-    table = table.assign(predicted_display=[shown(r.predicted, r.low, r.high) for r in table.itertuples()],
-                         measured_display=[shown(r.measured, r.measured_low, r.measured_high)
-                                           for r in table.itertuples()])
-    write_csv(table, p("cost_check.csv"))
-    summary = cost_check.summary(table)
-    if summary["cells"]:
-        figures.cost_check_figure(table, p("cost_check.svg"))
-    head = reg["registration"]
-    return {"cost_check": {"registered": head["registered"], "processor": head["processor"],
-                           "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
-                           "program_names": [p["name"] for p in reg["program"]],
-                           "allocators": list(head.get("allocators", [])), **summary}}
+    tables, hosts = [], []
+    for folder in cost_check.registrations():
+        reg = cost_check.load(folder)
+        head = reg["registration"]
+        table = (cost_check.check(runs_dir, folder, costs=costs) if runs_dir is not None
+                 else pd.DataFrame(columns=cost_check.COLUMNS))
+        table = table.assign(predicted_display=[shown(r.predicted, r.low, r.high) for r in table.itertuples()],
+                             measured_display=[shown(r.measured, r.measured_low, r.measured_high)
+                                               for r in table.itertuples()])
+        summary = cost_check.summary(table)
+        figure = f"cost_check_{processor_slug(head['processor'])}.svg"
+        if summary["cells"]:
+            figures.cost_check_figure(table, p(figure))
+        tables.append(table)
+        hosts.append({"registered": head["registered"], "processor": head["processor"],
+                      "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
+                      "program_names": [p_["name"] for p_ in reg["program"]],
+                      "allocators": list(head.get("allocators", [])),
+                      "figure": p(figure).name if summary["cells"] else "", **summary})
+    if not tables:
+        return {"cost_check": {"registrations": 0, "hosts": [], "measured_hosts": 0}}
+    write_csv(pd.concat(tables, ignore_index=True), p("cost_check.csv"))
+    return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
+                           "measured_hosts": sum(1 for h in hosts if h["cells"])}}
 
 
 def _per_call(costs: pd.DataFrame, p) -> dict:

@@ -144,6 +144,29 @@ def test_a_missing_or_foreign_registration_is_a_one_line_error(tmp_path):
         cost_check.load(tmp_path)
 
 
+def test_each_processor_keeps_its_own_registration_the_earliest_first(tmp_path, monkeypatch):
+    from analysis.contract.host import processor_slug
+
+    assert processor_slug("AMD EPYC 2450 MHz (25/1/1)") == "amd-epyc-2450-mhz-25-1-1"
+    assert processor_slug("Intel(R) Xeon(R) Processor 2600 MHz (6/167/1)") == "intel-r-xeon-r-processor-2600-mhz-6-167-1"
+    first = registration(cost_check.folder_of(PROCESSOR, tmp_path))
+    later = cost_check.folder_of("Other CPU (9/9/9)", tmp_path)
+    later.mkdir()
+    (later / cost_check.REGISTERED).write_text(
+        (first / cost_check.REGISTERED).read_text().replace("2099-01-01", "2099-02-01").replace(PROCESSOR, "Other CPU (9/9/9)"))
+    (tmp_path / "not-a-registration").mkdir()
+    assert first != later and first.parent == later.parent == tmp_path
+    assert cost_check.registrations(tmp_path) == [first, later]
+    assert [cost_check.load(f)["registration"]["processor"] for f in cost_check.registrations(tmp_path)] == [
+        PROCESSOR, "Other CPU (9/9/9)"]
+    assert cost_check.registrations(tmp_path / "nowhere") == []
+    # measuring on a processor with no registration of its own is a one-line error, whatever the others hold
+    monkeypatch.setattr(cost_check, "REGISTRY", tmp_path)
+    monkeypatch.setattr(cost_check, "this_processor", lambda: "Third CPU (1/1/1)")
+    with pytest.raises(HeapcostError, match=r"no predicted costs are registered on this host's processor \(Third CPU"):
+        cost_check.measure()
+
+
 @pytest.mark.parametrize("args, message", [
     (["cost-check", "check", "--data", "/nonexistent"], "/nonexistent/runs does not exist"),
     (["cost-check", "register", "--data", "/nonexistent"], "/nonexistent/runs does not exist"),
