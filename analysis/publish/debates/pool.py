@@ -193,6 +193,8 @@ def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, wi
         if run is None:
             continue
         d, method = _direct(run, with_, without, workload), "direct pairs"
+        if d is None and "baseline" not in cells.columns:
+            continue  # cells of pairs only (the calls and brought programs' tables): nothing to read through a baseline
         if d is None:
             # WithinRun keeps the rows at the run's largest scale
             d, method = grouped.within(workload, run_id).ratio(with_, without), "through the baseline"

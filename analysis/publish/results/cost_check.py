@@ -347,7 +347,9 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "large_share": large.get((p["program"], p["allocator"])), "why": p.get("why", "")}
         got = measured_ratio(cells, runs_dir, p["program"], p["allocator"], baseline, processor)
         if got is None:
-            row["why"] = row["why"] or "not measured in turns with the baseline on this processor yet"
+            row["why"] = row["why"] or ("not measured in turns with the baseline on this processor yet" if not len(
+                cells[(cells["workload"] == p["program"]) & (cells["allocator"] == p["allocator"])]) else
+                "too few windows in which both sides ended a run (its runs on this processor give no estimate)")
         else:
             m, mlo, mhi, n = got
             row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=n)

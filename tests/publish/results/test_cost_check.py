@@ -67,6 +67,19 @@ def checked(tmp_path_factory):
     return cost_check.check(runs, registration(root / "reg"))
 
 
+def test_a_cell_with_too_few_windows_ended_says_so_instead_of_failing(tmp_path):
+    runs = tmp_path / "data" / "runs"
+    folder = alternation_run(runs, "20990101T000000Z-time-quick", 11)
+    pairs = pd.read_csv(folder / "pairs.csv")
+    few = (pairs["workload"] == "prog-a") & ((pairs["allocator_a"] == "hardened") | (pairs["allocator_b"] == "hardened"))
+    pairs.loc[few & (pairs.groupby(few).cumcount() >= 3), "status"] = "failed"  # a window in which no run ended
+    pairs.to_csv(folder / "pairs.csv", index=False)
+    table = cost_check.check(runs, registration(tmp_path / "reg")).set_index(["program", "allocator"])
+    assert pd.isna(table.loc[("prog-a", "hardened"), "measured"])
+    assert "too few windows" in table.loc[("prog-a", "hardened"), "why"]
+    assert table.loc[("prog-a", "scudo"), "measured"] > 0
+
+
 def test_the_registration_reads_back_as_it_was_written(tmp_path):
     reg = cost_check.load(registration(tmp_path))
     assert reg["registration"]["processor"] == PROCESSOR
