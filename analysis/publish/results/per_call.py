@@ -113,3 +113,39 @@ def wide(costs: pd.DataFrame) -> pd.DataFrame:
             out.append({"processor": processor, "allocator": allocator, "pattern": pattern,
                         **{f"c{int(r.size_class)}": f"{r.added_ns:+.1f}" for r in cells.itertuples()}})
     return pd.DataFrame(out).fillna("")
+
+
+RATE_COLUMNS = ["processor", "pattern", "size_class", "added_ns", "added_ns_low", "added_ns_high",
+                "pairs_per_s", "pairs_per_s_low", "pairs_per_s_high"]
+
+
+def rate_for_share(costs: pd.DataFrame, with_: str, without: str, share: float) -> pd.DataFrame:
+    """Where a host measured both configurations on a calls workload: the nanoseconds `with_` adds per pair over
+    `without` (the difference of their added times over the baseline; each added time's interval read as a
+    normal one at stats.estimators.CONFIDENCE, the two independent) and the pairs per second of a program's time
+    at which that difference makes `share` of it (share / added time; its interval from the added time's, open
+    above where that reaches zero or below). One row per host, pattern and size class; the pages cell left out
+    (a pair there is one whole fresh block)."""
+    from scipy import stats as sps
+
+    from analysis.stats.estimators import CONFIDENCE
+
+    if costs.empty:
+        return pd.DataFrame(columns=RATE_COLUMNS)
+    z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
+    keys = ["processor", "pattern", "size_class"]
+    cells = costs[costs["pattern"] != "pages"]
+    both = cells[cells["allocator"] == with_].merge(cells[cells["allocator"] == without], on=keys,
+                                                    suffixes=("_with", "_without"))
+    rows = []
+    for r in both.sort_values(keys).itertuples():
+        se = math.hypot((r.added_ns_high_with - r.added_ns_low_with) / (2 * z),
+                        (r.added_ns_high_without - r.added_ns_low_without) / (2 * z))
+        added = r.added_ns_with - r.added_ns_without
+        low, high = added - z * se, added + z * se
+        rows.append({"processor": r.processor, "pattern": r.pattern, "size_class": int(r.size_class),
+                     "added_ns": added, "added_ns_low": low, "added_ns_high": high,
+                     "pairs_per_s": share / (added * 1e-9) if added > 0 else math.inf,
+                     "pairs_per_s_low": share / (high * 1e-9) if high > 0 else math.inf,
+                     "pairs_per_s_high": share / (low * 1e-9) if low > 0 else math.inf})
+    return pd.DataFrame(rows, columns=RATE_COLUMNS)

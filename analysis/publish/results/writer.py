@@ -1,5 +1,6 @@
 """The results' figures (SVG) and numbers (CSV, JSON) for the paper, from analysis.publish.results.comparisons."""
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -176,6 +177,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     runs_dir = res.time_run.path.parent if res.time_run is not None else None
     costs = per_call.table(runs_dir, baseline) if runs_dir is not None else pd.DataFrame(columns=per_call.COLUMNS)
     numbers.update(_per_call(costs, p))
+    numbers.update(_share_rate(costs, p))
     numbers.update(_cost_check(runs_dir, costs, p))
     numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
@@ -520,6 +522,49 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
     write_csv(pd.concat(tables, ignore_index=True), p("cost_check.csv"))
     return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
                            "measured_hosts": sum(1 for h in hosts if h["cells"])}}
+
+
+# the debate whose seed's figure is a share of a whole program's time (a browser benchmark's): its primary pair's
+# per-call difference says how fast that program would have to allocate for the figure to hold
+SHARE_SEED = "002"
+
+
+def _rate_display(value: float, low: float, high: float) -> str:
+    """Millions of pairs per second with the interval (open above where the difference's interval reaches zero)."""
+    def m(x):
+        return f"{x / 1e6:.2g}"
+    if math.isinf(value):
+        return "none: the difference is not above zero"
+    return f"{m(value)} [{m(low)}, {'open' if math.isinf(high) else m(high)}]"
+
+
+def _share_rate(costs: pd.DataFrame, p) -> dict:
+    """results_share_rate.csv: per host and calls cell, what the share seed's primary pair adds per malloc+free
+    pair, and the allocation rate at which that gives the debate's margin (per_call.rate_for_share); beside it the
+    allocation rates of the cost check's programs on that host (their registered calls over their CPU time)."""
+    from analysis.contract import debates_spec
+
+    q = debates_spec.load().get(SHARE_SEED)
+    if q is None:
+        return {"share_rate": {"rows": 0}}
+    (with_, without), workload = q.primary
+    rates = per_call.rate_for_share(costs, with_, without, q.margin)
+    rates = rates.assign(added_display=[per_call.added_display(r.added_ns, r.added_ns_low, r.added_ns_high)
+                                        for r in rates.itertuples()],
+                         rate_display=[_rate_display(r.pairs_per_s, r.pairs_per_s_low, r.pairs_per_s_high)
+                                       for r in rates.itertuples()])
+    write_csv(rates, p("share_rate.csv"))
+    programs = {}
+    for folder in cost_check.registrations():
+        reg = cost_check.load(folder)
+        per_s = [prog["calls"] / prog["base_cpu_s"] for prog in reg["program"] if prog.get("base_cpu_s")]
+        if per_s:
+            programs[reg["registration"]["processor"]] = per_s
+    hosts = [{"processor": h, "programs": len(programs[h]), "lowest": f"{min(programs[h]) / 1e6:.2g}",
+              "highest": f"{max(programs[h]) / 1e6:.2g}"} for h in sorted(set(rates["processor"])) if h in programs]
+    return {"share_rate": {"rows": int(len(rates)), "seed": q.seed, "with": with_, "without": without,
+                           "workload": workload, "margin_percent": f"{100 * q.margin:g}",
+                           "processors": sorted(set(rates["processor"])), "programs": hosts}}
 
 
 def _per_call(costs: pd.DataFrame, p) -> dict:

@@ -56,6 +56,34 @@ def test_the_added_time_per_pair_covers_the_truth(costs):
         assert (r.pattern, r.size_class) == (spec.pattern, spec.size_class)
 
 
+def test_the_rate_at_which_a_pairs_difference_makes_a_share_covers_the_truth(costs):
+    rates = per_call.rate_for_share(costs, "hardened", "scudo", 0.025)
+    assert sorted(rates["pattern"]) == ["lifo", "random"]  # the pages cell is no pair of one class: left out
+    for r in rates.itertuples():
+        cell = costs[(costs["pattern"] == r.pattern) & (costs["allocator"] == "hardened")].iloc[0]
+        truth_ns = (TRUTH[("hardened", cell.workload)] - TRUTH[("scudo", cell.workload)]) * cell.base_ns
+        assert r.added_ns_low <= truth_ns <= r.added_ns_high, r.pattern
+        assert r.pairs_per_s == pytest.approx(0.025 / (r.added_ns * 1e-9))
+        assert r.pairs_per_s_low <= 0.025 / (truth_ns * 1e-9) <= r.pairs_per_s_high
+    # the difference's interval is the two intervals combined as independent: wider than either
+    lifo = rates[rates["pattern"] == "lifo"].iloc[0]
+    widths = costs[costs["pattern"] == "lifo"].set_index("allocator")
+    widths = widths["added_ns_high"] - widths["added_ns_low"]
+    assert lifo.added_ns_high - lifo.added_ns_low > max(widths["hardened"], widths["scudo"])
+
+
+def test_a_difference_that_may_be_zero_leaves_the_rate_open():
+    row = {"processor": "P", "baseline": "glibc", "workload": "calls-64-lifo", "pattern": "lifo", "size_class": 64}
+    costs = pd.DataFrame([{**row, "allocator": "a", "added_ns": 10.0, "added_ns_low": 9.0, "added_ns_high": 11.0},
+                          {**row, "allocator": "b", "added_ns": 8.0, "added_ns_low": 5.0, "added_ns_high": 11.0}])
+    r = per_call.rate_for_share(costs, "a", "b", 0.02).iloc[0]
+    assert r.added_ns == pytest.approx(2.0) and r.added_ns_low < 0 < r.added_ns_high
+    assert r.pairs_per_s == pytest.approx(0.02 / 2e-9) and r.pairs_per_s_high == float("inf")
+    assert per_call.rate_for_share(costs, "b", "a", 0.02).iloc[0].pairs_per_s == float("inf")
+    assert per_call.rate_for_share(costs, "a", "c", 0.02).empty  # c measured nowhere
+    assert list(per_call.rate_for_share(costs.iloc[0:0], "a", "b", 0.02).columns) == per_call.RATE_COLUMNS
+
+
 def test_a_program_is_predicted_from_its_profile(costs, tmp_path):
     profile = pd.DataFrame([{"quantity": "malloc_calls", "size_class": 16, "value": 1e6},
                             {"quantity": "reuse_share", "size_class": 16, "value": 0.5},
