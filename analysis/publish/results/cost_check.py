@@ -332,7 +332,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     processor = reg["registration"]["processor"]
     matching = _matching_runs(runs_dir, reg)
     cells = per_call.measured_cells(runs_dir, baseline, set(matching))
-    cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]]
+    cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] if len(cells) else cells
     baseline_costs = per_call.table(Path(runs_dir), baseline) if costs is None else costs
     large = large_shares(folder, baseline_costs, processor)
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
@@ -347,9 +347,10 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "large_share": large.get((p["program"], p["allocator"])), "why": p.get("why", "")}
         got = measured_ratio(cells, runs_dir, p["program"], p["allocator"], baseline, processor)
         if got is None:
-            row["why"] = row["why"] or ("not measured in turns with the baseline on this processor yet" if not len(
-                cells[(cells["workload"] == p["program"]) & (cells["allocator"] == p["allocator"])]) else
-                "too few windows in which both sides ended a run (its runs on this processor give no estimate)")
+            tried = not cells.empty and bool(((cells["workload"] == p["program"])
+                                              & (cells["allocator"] == p["allocator"])).any())
+            row["why"] = row["why"] or ("too few windows in which both sides ended a run (its runs give no estimate)"
+                                        if tried else "not measured in turns with the baseline on this processor yet")
         else:
             m, mlo, mhi, n = got
             row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=n)
