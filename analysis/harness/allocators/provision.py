@@ -36,6 +36,7 @@ PERL_EXTENSION_LIBS = ("libdb-dev", "libgdbm-dev", "libgdbm-compat-dev", "zlib1g
 MUSL_PACKAGE = "musl-tools"
 # what the workloads, the probes, callgrind mode, debsrc, `make bench` and `profile` (strace) run besides the allocators
 TOOL_PACKAGES = ("gcc", "g++", "make", "dpkg-dev", "perl", "python3", "sqlite3", "valgrind", "hyperfine", "strace",
+                 "gawk",  # the alternation bench's word count, beside perl, python3, sqlite3, gzip and sort
                  "redis-server", "redis-tools", "chromium",  # chromium: tests/integration/test_browser.py opens paper.html headless
                  "flex", "bison", "bc", "libelf-dev",  # the linux-build workload: kconfig's parser, timeconst, objtool
                  "slurm-wlm", "munge")  # the fleet's test starts a one-node Slurm cluster on the loopback interface

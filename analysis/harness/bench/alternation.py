@@ -1,7 +1,7 @@
 """`make bench --only alternation`: brought programs taking turns from outside (harness/alternation.py), A/A.
 
 The baseline against a preloaded copy of its own library (the true ratio is one) on programs a user might bring,
-none of them written for heapcost: perl, python, sqlite, gzip and sort from Debian, each run as
+none of them written for heapcost: perl, python, sqlite, gzip, sort and gawk from Debian, each run as
 EXTRA_WORKLOADS runs it, in one quick campaign. For each program: whether it took turns from outside (and why
 not), its window, the paired interval of the A/A ratio over its windows, and the machine time its pair took
 (every window's wall time). The target: every interval within ±1% and containing one, in at most 30 s of
@@ -24,7 +24,11 @@ from analysis.errors import HeapcostError
 
 BASELINE, COPY = "glibc", "glibc-copy"
 TARGET_HALFWIDTH, TARGET_SECONDS = 0.01, 30.0
-WINDOWS = 40  # at the shortest window (alternation.MIN_WINDOW_S), 20 s of machine time a pair
+# at the shortest window (alternation.MIN_WINDOW_S), 28 s of machine time a pair: the budget, less a margin. An A/A
+# window's ratio moves mostly with its runs, not with what its runs share (sort on the 25/17/1 host in a noisy
+# spell: two runs taking turns differ by 6-9%, runs one after another alone by 13%, with address randomization
+# or without, output to a file or to /dev/null), so the interval narrows with the number of runs the budget holds.
+WINDOWS = 56
 CAMPAIGNS = 3
 # {input} is a text file of the bench's own (generated, fixed seed); {scale} the campaign's scale. Python is the
 # distribution's by its path: a python3 found first on PATH may be a version manager's shim (a shell script
@@ -37,8 +41,10 @@ PROGRAMS = {
                     "SELECT count(DISTINCT x % 977), sum(length(printf(\"%x\", x))) FROM c;'",
     "gzip-text": "gzip -6 -c {input}",
     "sort-text": "sort {input}",
+    "gawk-count": "gawk '{ for (i = 1; i <= NF; i++) n[$i]++ } END { for (w in n) k++; print k }' {input}",
 }
-PACKAGES = {"perl": "perl", "python3": "python3", "sqlite3": "sqlite3", "gzip": "gzip", "sort": "coreutils"}
+PACKAGES = {"perl": "perl", "python3": "python3", "sqlite3": "sqlite3", "gzip": "gzip", "sort": "coreutils",
+            "gawk": "gawk"}
 
 
 def write_input(path: Path, lines: int = 60000) -> Path:
