@@ -25,9 +25,9 @@ from analysis.errors import HeapcostError
 BASELINE, COPY = "glibc", "glibc-copy"
 TARGET_HALFWIDTH, TARGET_SECONDS = 0.01, 30.0
 # at the shortest window (alternation.MIN_WINDOW_S), 28 s of machine time a pair: the budget, less a margin. An A/A
-# window's ratio moves mostly with its runs, not with what its runs share (sort on the 25/17/1 host in a noisy
-# spell: two runs taking turns differ by 6-9%, runs one after another alone by 13%, with address randomization
-# or without, output to a file or to /dev/null), so the interval narrows with the number of runs the budget holds.
+# window's ratio moves with its runs (two runs of one program taking turns differ by several percent) and with a
+# part its runs share, of about the same size (bench/alternation_runs.py takes them apart): both narrow with the
+# number of windows the budget holds.
 WINDOWS = 56
 CAMPAIGNS = 3
 # {input} is a text file of the bench's own (generated, fixed seed); {scale} the campaign's scale. Python is the
