@@ -1,11 +1,13 @@
 """The allocation profile's table (`python -m analysis profile -- PROGRAM ARGS`, analysis/harness/profile.py):
 its columns, and every quantity with its unit, whether it is given per size class, and what it is.
 
-A tidy table, one row per quantity and, for the quantities given per size class, one more per class. It is
-written on demand for any program, beside the user's own files: not a table of the dataset, so the codebook
-of data/ does not list it; docs/design.md (the allocation profile) does.
+A tidy table, one row per quantity and, for the quantities given per size class, one more per class. For any
+program it is written on demand, beside the user's own files, and is no table of the dataset. heapcost's own
+workloads profiled on a host (`python -m analysis profile --workloads ...`) make a run of their own (kind
+`profile`) whose profiles.csv (PROFILE_RUN: the same rows, each with its run and workload) is a table of the
+dataset, listed in the codebook of data/; docs/design.md (the allocation profile) describes both.
 """
-from analysis.contract.schema import _f
+from analysis.contract.fields import field as _f
 
 PROFILE_ENTRY_POINTS = ("malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc",
                         "memalign", "valloc", "pvalloc")
@@ -108,3 +110,13 @@ PROFILE = [
     _f("value", "number", "The count, bytes, share or seconds (the quantity's unit).", required=True, minimum=0),
 ]
 PROFILE_COLUMNS = [f["name"] for f in PROFILE]
+
+PROFILE_RUN = [
+    _f("run_id", "string", "The profile run (directory name).", required=True),
+    _f("workload", "string", "The heapcost workload profiled (analysis/harness/workloads.py), run as a time "
+       "run runs it under the system glibc.", required=True),
+    _f("scale", "number", "The workload's scale in the profile's runs (the scale of the time runs whose cells "
+       "the profile predicts).", required=True, minimum=0),
+    *PROFILE,
+]
+PROFILE_RUN_COLUMNS = [f["name"] for f in PROFILE_RUN]

@@ -14,7 +14,7 @@ from analysis.errors import HeapcostError
 from analysis.paths import file_sha256
 
 READABLE_RUN_FORMATS = (RUN_FORMAT,)
-KINDS = ("time", "callgrind", "probe", "mechanism")
+KINDS = ("time", "callgrind", "probe", "mechanism", "profile")
 PROTOCOLS = ("trials", "lockstep")
 INTAKE_FILE = "intake.json"
 

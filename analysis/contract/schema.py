@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.contract.fields import field as _f
+from analysis.contract.profile_schema import PROFILE_RUN
+
 STATUS_TRIAL = ["ok", "failed", "crashed", "timeout", "wrong-malloc", "bad-checksum", "spawn-failed", "skipped"]
 STATUS_COUNT = ["ok", "missing"] + STATUS_TRIAL[1:]
 OK = "ok"
@@ -18,15 +21,6 @@ WARMUP_TRUE = frozenset({"1", "true", "yes", "t"})
 
 # how every path in a run is written (analysis.paths.portable_text): no folder of the measuring machine
 PORTABLE_PATHS = "Paths are portable: {cache}/... inside the allocator cache, {venv}/... inside the virtual environment, relative to the repository inside it, system paths as they are."
-
-
-def _f(name, type_, description, unit=None, **constraints):
-    field = {"name": name, "type": type_, "description": description}
-    if unit:
-        field["unit"] = unit
-    if constraints:
-        field["constraints"] = constraints
-    return field
 
 
 INTERFERED = (
@@ -311,7 +305,8 @@ STORE_SEQUENCE = [
 ]
 
 TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES, "pairs.csv": PAIRS,
-                 "primitives.csv": PRIMITIVES, "techniques.csv": TECHNIQUES, "store_sequence.csv": STORE_SEQUENCE}
+                 "primitives.csv": PRIMITIVES, "techniques.csv": TECHNIQUES, "store_sequence.csv": STORE_SEQUENCE,
+                 "profiles.csv": PROFILE_RUN}
 TRIAL_COLUMNS = [f["name"] for f in TRIALS]
 PAIR_COLUMNS = [f["name"] for f in PAIRS]
 COUNT_COLUMNS = [f["name"] for f in COUNTS]

@@ -104,11 +104,11 @@ def with_totals(counts: dict) -> dict:
     return out
 
 
-def count_calls(argv, timeout: float = TIMEOUT_S) -> dict:
+def count_calls(argv, timeout: float = TIMEOUT_S, extra_env=None) -> dict:
     with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
         tmp = Path(tmp)
         report = tmp / "allocprofile.report"
-        env = {**clean_env(tmp), "LD_PRELOAD": preloadable_path(allocprofile_path()), "HEAPCOST_PROFILE": str(report)}
+        env = {**clean_env(tmp), **(extra_env or {}), "LD_PRELOAD": preloadable_path(allocprofile_path()), "HEAPCOST_PROFILE": str(report)}
         _run(argv, tmp, env, timeout, "counting run")
         text = report.read_text() if report.is_file() else ""
     counts = parse_shim_report(text)
@@ -187,7 +187,7 @@ def parse_trace(texts) -> dict:
     return out
 
 
-def trace_memory_calls(argv, timeout: float = TIMEOUT_S) -> dict:
+def trace_memory_calls(argv, timeout: float = TIMEOUT_S, extra_env=None) -> dict:
     strace = shutil.which("strace")
     if strace is None:
         raise HeapcostError("strace is not installed (apt-get install strace, or `make system-deps`)")
@@ -197,19 +197,20 @@ def trace_memory_calls(argv, timeout: float = TIMEOUT_S) -> dict:
         traces.mkdir()
         wrapper = [strace, "-ff", "-qq", "-e", "signal=none", "-e", "trace=" + ",".join(TRACED),
                    "-o", str(traces / "task")]
-        _run(argv, tmp, clean_env(tmp), timeout, "system-call run", wrapper)
+        _run(argv, tmp, {**clean_env(tmp), **(extra_env or {})}, timeout, "system-call run", wrapper)
         texts = [p.read_text(errors="replace") for p in sorted(traces.iterdir())]
     return parse_trace(texts)
 
 
 # ---- the timed run, the profile ----
 
-def time_run(argv, timeout: float = TIMEOUT_S, runs: int = TIMED_RUNS) -> dict:
+def time_run(argv, timeout: float = TIMEOUT_S, runs: int = TIMED_RUNS, extra_env=None) -> dict:
     """The medians of `runs` runs with nothing preloaded, and the spread of their CPU times (SD of the log)."""
     results = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
-            results.append(_run(argv, Path(tmp), clean_env(Path(tmp)), timeout, "timed run"))
+            env = {**clean_env(Path(tmp)), **(extra_env or {})}
+            results.append(_run(argv, Path(tmp), env, timeout, "timed run"))
     logs = [math.log(max(r.user_s + r.sys_s, 1e-6)) for r in results]
     return {("timed_runs", None): runs, ("wall_s", None): statistics.median(r.wall_s for r in results),
             ("user_s", None): statistics.median(r.user_s for r in results),
@@ -233,15 +234,85 @@ def profile_rows(values: dict) -> list[dict]:
 def profile(command, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: int = TIMED_RUNS) -> list[dict]:
     """The allocation profile of `command` (PROGRAM ARGS...) as tidy rows. Without strace (or with syscalls
     False) the system-call quantities are left out, with a warning when strace was wanted."""
-    argv = resolve_command(list(command))
-    values = count_calls(argv, timeout)
+    return profile_argv(resolve_command(list(command)), timeout, syscalls, runs)
+
+
+def profile_argv(argv, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: int = TIMED_RUNS,
+                 extra_env=None) -> list[dict]:
+    """The profile's rows of a resolved argv, its processes started with `extra_env` over the fixed small one."""
+    values = count_calls(argv, timeout, extra_env)
     if syscalls:
         if shutil.which("strace"):
-            values.update(trace_memory_calls(argv, timeout))
+            values.update(trace_memory_calls(argv, timeout, extra_env))
         else:
             warn("strace is not installed: the profile has no mmap, munmap or brk counts (apt-get install strace)")
-    values.update(time_run(argv, timeout, runs))
+    values.update(time_run(argv, timeout, runs, extra_env))
     return profile_rows(values)
+
+
+# ---- heapcost's own workloads: a run of the dataset ----
+
+KIND, LABEL, TABLE = "profile", "workloads", "profiles.csv"
+DEFAULT_SCALE = 0.25  # the quick profile's scale: the scale of the time runs whose cells the profiles predict
+
+
+def workload_rows(workload_id: str, scale: float, timeout: float = TIMEOUT_S, syscalls: bool = True,
+                  runs: int = TIMED_RUNS) -> list[dict]:
+    """A heapcost workload's profile, run as a time run runs it under the system glibc: its argv and its
+    environment at that scale, from a scratch folder."""
+    from analysis.harness import workloads
+
+    workload = workloads.get(workload_id)
+    workload.prepare("glibc")
+    argv = [str(a) for a in workload.argv(scale, "glibc", {})]
+    return profile_argv(argv, timeout, syscalls, runs, extra_env=workload.env(scale))
+
+
+def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, syscalls: bool = True,
+                     runs: int = TIMED_RUNS, force=None, runs_dir=None) -> Path:
+    """Profile heapcost's own workloads into a run of kind `profile` (machine.json, run.json, profiles.csv):
+    alone on the machine, as every run of the dataset, since its timed runs give each workload's time under
+    the baseline. A run stopped part way is resumed with the same parameters; its profiled workloads are kept."""
+    import time
+
+    from analysis.contract import runstore
+    from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS
+    from analysis.harness import machine, quiet, workloads
+    from analysis.harness.workloads import check_scale
+    from analysis.paths import RUNS_DIR
+
+    ids = workloads.expand([n.strip() for n in str(names).split(",") if n.strip()])
+    if not ids:
+        raise HeapcostError("--workloads names no workload")
+    scale = check_scale(scale)
+    params = {"workloads": ids, "scale": scale, "timed_runs": runs, "syscalls": bool(syscalls and shutil.which("strace")),
+              "timeout_s": timeout}
+    runs_dir = Path(runs_dir or RUNS_DIR)
+    with quiet.CampaignLock(runs_dir, force) as lock:
+        run_dir, info = runstore.start_run(KIND, LABEL, params, runs_dir=runs_dir)
+        info.setdefault("quiet", []).append({"utc": runstore.utc_now(), **lock.record})
+        if not (run_dir / "machine.json").exists():
+            runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(["libc6", "strace"]))
+        runstore.write_json_atomic(run_dir / "run.json", info)
+        table = runstore.AppendTable(run_dir / TABLE, PROFILE_RUN_COLUMNS)
+        done = {r["workload"] for r in table.rows()}
+        try:
+            for wid in ids:
+                if wid in done:
+                    continue
+                started = time.monotonic()
+                rows = workload_rows(wid, scale, timeout, params["syscalls"], runs)
+                for row in rows:
+                    table.append({"run_id": run_dir.name, "workload": wid, "scale": f"{scale:g}", **row})
+                runstore.add_elapsed(run_dir, info, time.monotonic() - started)
+                print(f"{wid}: {summary(rows)}", flush=True)
+        finally:
+            table.close()
+        if not (run_dir / TABLE).is_file() or not any(True for _ in table.rows()):
+            runstore.discard_run(run_dir)
+            raise HeapcostError("no workload was profiled")
+        runstore.finish_run(run_dir, "complete")
+    return run_dir
 
 
 def csv_text(rows: list[dict]) -> str:
@@ -266,8 +337,15 @@ def summary(rows: list[dict]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.usage = "%(prog)s [--out FILE.csv] [--timeout S] [--runs N] [--no-syscalls] -- PROGRAM ARGS..."
+    parser.usage = ("%(prog)s [--out FILE.csv] [--timeout S] [--runs N] [--no-syscalls] -- PROGRAM ARGS...\n"
+                    "       %(prog)s --workloads ID,ID [--scale S] [--timeout S] [--runs N] [--no-syscalls] [--force]")
     parser.add_argument("--out", help="write the profile CSV here (default: standard output)")
+    parser.add_argument("--workloads", help="profile these heapcost workloads (ids or groups) instead of a program, "
+                        "into a run of the dataset (data/runs/, kind profile), alone on the machine")
+    parser.add_argument("--scale", type=float, default=DEFAULT_SCALE,
+                        help=f"with --workloads: the workloads' scale (default {DEFAULT_SCALE:g}, the quick profile's)")
+    parser.add_argument("--force", action="store_true",
+                        help="with --workloads: profile even on a busy machine (recorded in run.json)")
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S,
                         help=f"seconds each run of the program may take (default {TIMEOUT_S})")
     parser.add_argument("--runs", type=int, default=TIMED_RUNS,
@@ -282,6 +360,15 @@ def run(args) -> int:
         raise HeapcostError(f"--timeout must be positive, not {args.timeout:g}")
     if args.runs < 1:
         raise HeapcostError(f"--runs must be at least 1, not {args.runs}")
+    if args.workloads:
+        if [w for w in args.command if w != "--"]:
+            raise HeapcostError("give --workloads or a program after --, not both")
+        if args.out:
+            raise HeapcostError("--out is for a program's profile: --workloads writes a run into data/runs/")
+        run_dir = record_workloads(args.workloads, args.scale, args.timeout, not args.no_syscalls, args.runs,
+                                   force="1" if args.force else None)
+        print(run_dir)
+        return 0
     rows = profile(args.command, timeout=args.timeout, syscalls=not args.no_syscalls, runs=args.runs)
     text = csv_text(rows)
     if not args.out:

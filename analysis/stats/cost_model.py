@@ -51,6 +51,7 @@ class Prediction:
     base_s: float
     calls: int
     parts: pd.DataFrame = field(repr=False)  # per measured cell: its calls' weight and what it adds
+    added_sd_s: float = 0.0  # the standard error of added_s, from the per-call intervals
 
 
 def class_calls(profile: pd.DataFrame) -> pd.DataFrame:
@@ -131,8 +132,43 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
     added = float(parts["added_s"].sum()) if len(parts) else 0.0
     sd = math.sqrt(float(((parts["pairs"] * parts["se_ns"] * 1e-9) ** 2).sum())) if len(parts) else 0.0
     # T's own uncertainty: the standard error of the log of the timed runs' CPU time, carried by added / T
-    runs, sd_log = profile_value(profile, "timed_runs"), profile_value(profile, "cpu_sd_log")
-    t_se = sd_log / math.sqrt(runs) if runs and sd_log else 0.0
+    t_se = base_se_log(profile)
     half = Z * math.hypot(sd / base_s, added / base_s * t_se)
     ratio = 1 + added / base_s
-    return Prediction(ratio, ratio - half, ratio + half, added, base_s, int(calls["calls"].sum()), parts)
+    return Prediction(ratio, ratio - half, ratio + half, added, base_s, int(calls["calls"].sum()), parts, sd)
+
+
+def base_se_log(profile: pd.DataFrame) -> float:
+    """The standard error of log T: the spread of the profile's timed runs (cpu_sd_log) over their number's root."""
+    runs, sd_log = profile_value(profile, "timed_runs"), profile_value(profile, "cpu_sd_log")
+    return sd_log / math.sqrt(runs) if runs and sd_log else 0.0
+
+
+@dataclass
+class PairPrediction:
+    ratio: float
+    low: float
+    high: float
+    with_: Prediction | None     # None: that side is the baseline itself (it adds nothing)
+    without: Prediction | None
+
+
+def predict_pair(profile: pd.DataFrame, costs_with: pd.DataFrame | None, costs_without: pd.DataFrame | None,
+                 base_s: float | None = None) -> PairPrediction:
+    """The predicted ratio of one configuration's time over another's, both measured per call against the same
+    baseline (None for a side that is the baseline): (T + added_with) / (T + added_without). Its interval, on the
+    log scale, adds the two added times' variances (their per-call intervals, independent) and T's, which
+    moves both sides and mostly cancels: d log ratio / dT = 1 / (T + added_with) - 1 / (T + added_without)."""
+    sides = [predict(profile, c, base_s) if c is not None else None for c in (costs_with, costs_without)]
+    base = next((p.base_s for p in sides if p is not None), None)
+    if base is None:  # both sides the baseline
+        return PairPrediction(1.0, 1.0, 1.0, None, None)
+    totals = [base + (p.added_s if p is not None else 0.0) for p in sides]
+    if min(totals) <= 0:
+        raise HeapcostError("a configuration's predicted time is not positive: its per-call costs take away more "
+                            "than the program's whole time under the baseline")
+    var = sum((p.added_sd_s / t) ** 2 for p, t in zip(sides, totals) if p is not None)
+    var += (base * base_se_log(profile) * (1 / totals[0] - 1 / totals[1])) ** 2
+    ratio = totals[0] / totals[1]
+    half = Z * math.sqrt(var)
+    return PairPrediction(ratio, ratio * math.exp(-half), ratio * math.exp(half), *sides)

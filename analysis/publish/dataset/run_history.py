@@ -24,6 +24,8 @@ def command(info: dict) -> str:
     params = info.get("params") or {}
     if info.get("kind") == "mechanism":
         return mechanism_command(params)
+    if info.get("kind") == "profile":
+        return profile_command(params)
     target = "probe" if info.get("kind") == "probe" else "measure"
     parts = [f"make {target}"]
     for key, var in MAKE_VARIABLES:
@@ -54,6 +56,18 @@ def mechanism_command(params: dict) -> str:
         value = params.get(key)
         if value not in (None, "", []):
             parts.append(f"{option} {','.join(map(str, value)) if isinstance(value, list) else value}")
+    return " ".join(parts)
+
+
+def profile_command(params: dict) -> str:
+    """The command that makes a profile run like this one."""
+    parts = ["python -m analysis profile", f"--workloads {','.join(params.get('workloads') or [])}"]
+    if params.get("scale") is not None:
+        parts.append(f"--scale {params['scale']:g}")
+    if params.get("timed_runs") is not None:
+        parts.append(f"--runs {params['timed_runs']}")
+    if params.get("syscalls") is False:
+        parts.append("--no-syscalls")
     return " ".join(parts)
 
 

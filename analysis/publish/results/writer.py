@@ -179,6 +179,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_per_call(costs, p))
     numbers.update(_share_rate(costs, p))
     numbers.update(_cost_check(runs_dir, costs, p))
+    numbers.update(_debates_per_call(runs_dir, costs, p, baseline))
     numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
@@ -527,6 +528,19 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
 # the debate whose seed's figure is a share of a whole program's time (a browser benchmark's): its primary pair's
 # per-call difference says how fast that program would have to allocate for the figure to hold
 SHARE_SEED = "002"
+
+
+def _debates_per_call(runs_dir, costs: pd.DataFrame, p, baseline: str) -> dict:
+    """results_debate_per_call.csv: each debated cell whose workload a host profiled, predicted from that host's
+    per-call costs, beside the ratio measured there (publish/debates/per_call_prediction.py)."""
+    from analysis.contract import debates_spec
+    from analysis.publish.debates import per_call_prediction
+
+    hosts = p("debate_hosts.csv")
+    per_host = pd.read_csv(hosts, dtype={"seed": str}) if hosts.is_file() and hosts.stat().st_size else None
+    t = per_call_prediction.table(runs_dir, costs, per_host, debates_spec.load(), baseline)
+    write_csv(t, p("debate_per_call.csv"))
+    return {"debate_per_call": per_call_prediction.numbers(t)}
 
 
 def _rate_display(value: float, low: float, high: float) -> str:

@@ -1,0 +1,143 @@
+"""The debates' cells predicted from per-call costs (results_debate_per_call.csv): what the time a malloc+free
+pair adds under each configuration (publish/results/per_call.py), times the calls a debated workload makes
+(its allocation profile, a run of kind `profile`), says the debated ratio should be, beside the ratio measured.
+
+Per host: a cell is predicted where that host's newest profile run profiled the workload and the host has
+per-call costs of both configurations of the pair against the baseline (a side that is the baseline adds
+nothing); the prediction is stats.cost_model.predict_pair, the workload's time under the baseline its profile's
+CPU time on that host. A profiled cell that cannot be predicted keeps its row with the reason (no per-call costs
+of a configuration there), so the table says what is missing as well as what was found.
+
+These predictions are made after the cells were measured: they are not a registered, out-of-sample check (the
+cost check of programs nobody tuned for is, publish/results/cost_check.py). They say how much of a debated
+ratio the per-call costs of small blocks account for; the rest lies in what the model leaves out (pages,
+caches, where the blocks sit), which the paper names where the two disagree."""
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.contract.runstore import runs_of_kind
+from analysis.contract.schema import read_table
+from analysis.errors import HeapcostError
+from analysis.publish.debates import pool
+from analysis.publish.render.formats import fmt_interval
+from analysis.stats import cost_model
+
+KIND, TABLE = "profile", "profiles.csv"
+COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "scale", "calls", "base_cpu_s",
+           "added_with_ms", "added_without_ms", "predicted", "pred_low", "pred_high", "measured", "ci_low",
+           "ci_high", "inside", "overlap", "per_call_percent", "reason", "predicted_display", "measured_display"]
+
+
+def host_profiles(runs_dir: Path | None) -> dict[str, pd.DataFrame]:
+    """{processor label: profiles.csv rows}: of each workload, the rows of the host's newest complete profile run
+    that profiled it (runs may profile different workloads, at the scales their time runs use)."""
+    if runs_dir is None:
+        return {}
+    runs = [r for r in runs_of_kind(Path(runs_dir), KIND) if r.complete and (r.path / TABLE).is_file()]
+    labels = pool._processors(Path(runs_dir)) if runs else {}
+    out: dict[str, dict[str, pd.DataFrame]] = {}
+    for r in runs:  # oldest first: a newer run's profile of a workload replaces an older one's
+        table = read_table(r.path / TABLE)
+        for workload, rows in table.groupby("workload", sort=True):
+            out.setdefault(labels.get(r.run_id, r.run_id), {})[str(workload)] = rows
+    return {host: pd.concat(list(w.values()), ignore_index=True) for host, w in out.items()}
+
+
+def _costs(costs: pd.DataFrame, processor: str, allocator: str) -> pd.DataFrame:
+    mine = costs[(costs["processor"] == processor) & (costs["allocator"] == allocator)]
+    return mine[cost_model.COST_COLUMNS].reset_index(drop=True)
+
+
+def _measured(per_host: pd.DataFrame, seed: str, configuration: str, workload: str, processor: str) -> dict:
+    if per_host is None or per_host.empty:
+        return {}
+    hit = per_host[(per_host["seed"].astype(str) == seed) & (per_host["configuration"] == configuration)
+                   & (per_host["workload"] == workload) & (per_host["processor"] == processor)]
+    if hit.empty:
+        return {}
+    r = hit.iloc[0]
+    return {"measured": float(r["ratio"]), "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"])}
+
+
+def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, spec: dict,
+          baseline: str) -> pd.DataFrame:
+    """One row per debate, contested pair, workload and host with a profile run: predicted and measured."""
+    rows = []
+    for processor, profiles in sorted(host_profiles(runs_dir).items()):
+        for q in spec.values():
+            for with_, without in q.contested:
+                configuration = f"{with_} / {without}"
+                for workload in [w for w in q.workloads if w in set(profiles["workload"])]:
+                    run_id = str(profiles.loc[profiles["workload"] == workload, "run_id"].iloc[0])
+                    row = {"seed": q.seed, "configuration": configuration, "workload": workload,
+                           "processor": processor, "profile_run": run_id,
+                           **_measured(per_host, q.seed, configuration, workload, processor)}
+                    rows.append({**row, **_predict(profiles, workload, costs, processor, with_, without, baseline)})
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    if len(out):
+        out["predicted_display"] = [fmt_interval(r.predicted, r.pred_low, r.pred_high) if _num(r.predicted) else ""
+                                    for r in out.itertuples()]
+        out["measured_display"] = [fmt_interval(r.measured, r.ci_low, r.ci_high) if _num(r.measured) else ""
+                                   for r in out.itertuples()]
+        both = out["predicted"].notna() & out["measured"].notna()
+        out["inside"] = pd.Series([None] * len(out), dtype=object)
+        out["overlap"] = pd.Series([None] * len(out), dtype=object)
+        out.loc[both, "inside"] = (out["measured"] >= out["pred_low"]) & (out["measured"] <= out["pred_high"])
+        out.loc[both, "overlap"] = (out["ci_low"] <= out["pred_high"]) & (out["ci_high"] >= out["pred_low"])
+        resolved = both & ((out["ci_low"] > 1) | (out["ci_high"] < 1))
+        out.loc[resolved, "per_call_percent"] = [100 * math.log(r.predicted) / math.log(r.measured)
+                                                 for r in out[resolved].itertuples()]
+    return out
+
+
+def _num(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, processor: str, with_: str,
+             without: str, baseline: str) -> dict:
+    mine = profiles[profiles["workload"] == workload]
+    sides = {}
+    for allocator in (with_, without):
+        if allocator == baseline:
+            sides[allocator] = None
+            continue
+        c = _costs(costs, processor, allocator)
+        if c.empty:
+            return {"reason": f"no per-call costs of {allocator} on this host"}
+        sides[allocator] = c
+    profile = mine[["quantity", "size_class", "value"]].reset_index(drop=True)
+    try:
+        p = cost_model.predict_pair(profile, sides[with_], sides[without])
+    except HeapcostError as exc:
+        return {"reason": str(exc)}
+    base = cost_model.base_time(profile)
+    calls = cost_model.class_calls(profile)["calls"].sum()
+    return {"scale": float(mine["scale"].iloc[0]), "calls": int(calls), "base_cpu_s": base,
+            "added_with_ms": 1e3 * p.with_.added_s if p.with_ else 0.0,
+            "added_without_ms": 1e3 * p.without.added_s if p.without else 0.0,
+            "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": ""}
+
+
+def numbers(t: pd.DataFrame) -> dict:
+    """For results_numbers.json: what was predicted, how often the measured ratio fell inside, what was not."""
+    if t.empty:
+        return {"rows": 0, "predicted": 0, "hosts": []}
+    done = t[t["predicted"].notna()]
+    both = done[done["measured"].notna()]
+    missing = t[t["predicted"].isna()]
+    return {
+        "rows": int(len(t)), "predicted": int(len(done)), "compared": int(len(both)),
+        "inside": int(both["inside"].astype(bool).sum()), "overlap": int(both["overlap"].astype(bool).sum()),
+        "hosts": sorted(set(t["processor"])), "profile_runs": sorted(set(t["profile_run"])),
+        "seeds_predicted": sorted(set(done["seed"])),
+        "not_predicted": [{"seed": s, "reason": r} for (s, r), _ in
+                          missing.groupby(["seed", "reason"], sort=True)],
+        "cells": [{"seed": r.seed, "configuration": r.configuration, "workload": r.workload,
+                   "processor": r.processor, "predicted": r.predicted_display, "measured": r.measured_display,
+                   "inside": bool(r.inside) if _num(r.measured) else None,
+                   "per_call_percent": f"{r.per_call_percent:.0f}" if _num(r.per_call_percent) else ""}
+                  for r in both.itertuples()],
+    }
