@@ -106,10 +106,13 @@ def with_totals(counts: dict) -> dict:
 
 def count_calls(argv, timeout: float = TIMEOUT_S, extra_env=None) -> dict:
     with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
-        tmp = Path(tmp)
-        report = tmp / "allocprofile.report"
-        env = {**clean_env(tmp), **(extra_env or {}), "LD_PRELOAD": preloadable_path(allocprofile_path()), "HEAPCOST_PROFILE": str(report)}
-        _run(argv, tmp, env, timeout, "counting run")
+        # the report lies beside the program's scratch folder, not in it: a program that removes what it made
+        # there when it ends (the build workload's driver does) would take the other processes' reports along
+        work, report = Path(tmp) / "work", Path(tmp) / "allocprofile.report"
+        work.mkdir()
+        env = {**clean_env(work), **(extra_env or {}), "LD_PRELOAD": preloadable_path(allocprofile_path()),
+               "HEAPCOST_PROFILE": str(report)}
+        _run(argv, work, env, timeout, "counting run")
         text = report.read_text() if report.is_file() else ""
     counts = parse_shim_report(text)
     if not counts.get(("processes", None)):

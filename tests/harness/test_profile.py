@@ -264,3 +264,44 @@ def test_a_static_program_is_refused_no_preload_reaches_it(tmp_path):
         pytest.skip("no static C library to link a static program with")
     done = cli_here("profile", "--", str(program))
     assert done.returncode == 2 and "statically linked" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_heapcost_workload_is_profiled_into_a_run_of_the_dataset(tmp_path):
+    import json
+
+    from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS
+    from analysis.contract.run_check import check_readable
+
+    scale = 0.01
+    run_dir = profile.record_workloads("small-loop", scale=scale, runs=2, syscalls=False, force="1",
+                                       runs_dir=tmp_path)
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["kind"] == "profile" and info["status"] == "complete"
+    assert info["params"]["workloads"] == ["small-loop"] and info["params"]["scale"] == scale
+    assert (run_dir / "machine.json").is_file()
+    with open(run_dir / "profiles.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == PROFILE_RUN_COLUMNS
+    assert {(r["run_id"], r["workload"], r["scale"]) for r in rows} == {(run_dir.name, "small-loop", "0.01")}
+    values = check_schema([{k: r[k] for k in PROFILE_COLUMNS} for r in rows])
+    # workloads/small_loop.c: 4,000,000 rounds at scale 1 of ten malloc(0x20) then ten free
+    pairs = 10 * round(4_000_000 * scale)
+    assert values[("malloc_calls", 32)] == pairs and values[("free_calls", 32)] == pairs
+    assert values[("timed_runs", None)] == 2 and values[("user_s", None)] >= 0
+    assert check_readable(run_dir.name, run_dir)["kind"] == "profile"
+
+
+def test_workloads_and_a_program_together_are_refused_in_one_line():
+    done = cli_here("profile", "--workloads", "small-loop", "--", "true")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "not both" in done.stderr
+
+
+def test_an_unknown_workload_is_refused_in_one_line():
+    done = cli_here("profile", "--workloads", "no-such-workload", "--force")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "unknown workload" in done.stderr
+
+
+def test_a_program_that_empties_its_folder_keeps_every_processs_report(tmp_path):
+    # the build workload's driver removes what it made in its scratch folder: the reports must not lie there
+    values = profile.count_calls(["/bin/sh", "-c", "ls >/dev/null; rm -f ./* ./.[!.]*"])
+    assert values[("processes", None)] == 3  # sh, ls and rm

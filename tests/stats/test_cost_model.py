@@ -84,3 +84,43 @@ def test_a_cheaper_allocator_predicts_below_one():
     cheap = costs([("lifo", 16, -3.0, 0.2), ("random", 16, -3.0, 0.2)])
     got = cost_model.predict(profile([("malloc_calls", 16, 1e8)], wall_s=10.0), cheap)
     assert got.ratio == pytest.approx(1 - 0.03) and got.high < 1
+
+
+def test_a_pair_is_the_ratio_of_both_sides_predicted_times():
+    # 1e6 pairs of class 16, none reused: T = 2 s, one side adds 10 ns a pair, the other 4 ns
+    p = profile([("malloc_calls", 16, 1e6)])
+    slower = costs([("random", 16, 10.0, 1.0)])
+    faster = costs([("random", 16, 4.0, 0.5)])
+    got = cost_model.predict_pair(p, slower, faster)
+    assert got.ratio == pytest.approx((2.0 + 1e6 * 10e-9) / (2.0 + 1e6 * 4e-9))
+    se = math.hypot(1e6 * 1.0 / cost_model.Z * 1e-9 / (2.0 + 0.01), 1e6 * 0.5 / cost_model.Z * 1e-9 / (2.0 + 0.004))
+    assert math.log(got.high / got.ratio) == pytest.approx(cost_model.Z * se)
+    assert math.log(got.ratio / got.low) == pytest.approx(cost_model.Z * se)
+    # against the baseline itself (None adds nothing) it is the single prediction
+    alone = cost_model.predict(p, slower)
+    assert cost_model.predict_pair(p, slower, None).ratio == pytest.approx(alone.ratio)
+    assert cost_model.predict_pair(p, None, None).ratio == 1.0
+    with pytest.raises(HeapcostError, match="not positive"):
+        cost_model.predict_pair(profile([("malloc_calls", 16, 1e9)], wall_s=1.0), costs([("random", 16, -5.0, 1.0)]),
+                                None)
+
+
+def test_a_pairs_interval_covers_the_truth_at_its_rate_on_simulated_per_call_costs():
+    """Per-call costs measured with a known standard error around a known truth: the pair's 95% interval holds
+    the true ratio in about 95% of the simulated measurements, T's own spread included."""
+    import numpy as np
+
+    rng = np.random.default_rng(20261204)
+    truth_with, truth_without, se_with, se_without = 30.0, 12.0, 3.0, 2.0
+    calls, t_true, t_sd_log, runs = 2e7, 1.5, 0.05, 5
+    true_ratio = (t_true + calls * truth_with * 1e-9) / (t_true + calls * truth_without * 1e-9)
+    held, draws = 0, 500
+    for _ in range(draws):
+        w, wo = rng.normal(truth_with, se_with), rng.normal(truth_without, se_without)
+        t = t_true * math.exp(rng.normal(0, t_sd_log / math.sqrt(runs)))
+        prof = profile([("malloc_calls", 64, calls), ("timed_runs", None, runs), ("cpu_sd_log", None, t_sd_log)],
+                       wall_s=t)
+        got = cost_model.predict_pair(prof, costs([("random", 64, w, cost_model.Z * se_with)]),
+                                      costs([("random", 64, wo, cost_model.Z * se_without)]))
+        held += got.low <= true_ratio <= got.high
+    assert 0.92 <= held / draws <= 0.98  # 95% +- 2.5 binomial SDs at 500 draws

@@ -27,7 +27,8 @@ from analysis.stats import cost_model
 KIND, TABLE = "profile", "profiles.csv"
 COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "scale", "calls", "base_cpu_s",
            "added_with_ms", "added_without_ms", "predicted", "pred_low", "pred_high", "measured", "ci_low",
-           "ci_high", "inside", "overlap", "per_call_percent", "reason", "predicted_display", "measured_display"]
+           "ci_high", "inside", "overlap", "per_call_percent", "reason", "predicted_display", "measured_display",
+           "per_call_display"]
 
 
 def host_profiles(runs_dir: Path | None) -> dict[str, pd.DataFrame]:
@@ -89,6 +90,7 @@ def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, sp
         resolved = both & ((out["ci_low"] > 1) | (out["ci_high"] < 1))
         out.loc[resolved, "per_call_percent"] = [100 * math.log(r.predicted) / math.log(r.measured)
                                                  for r in out[resolved].itertuples()]
+        out["per_call_display"] = [f"{x:.0f}%" if _num(x) else "" for x in out["per_call_percent"]]
     return out
 
 

@@ -1,0 +1,89 @@
+"""results_debate_per_call.csv: debated cells predicted from a host's per-call costs and its profiles of the
+workloads, on canned profile runs whose answer is known by hand (a published machine.json names the host)."""
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from analysis.contract.debates_spec import Question
+from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS
+from analysis.publish.debates import per_call_prediction, pool
+from analysis.stats import cost_model
+from test_store_sequence_products import published_machine
+
+SPEC = {"900": Question("900", "does the defence cost more than 5%?", (("defended", "plain"), ("plain", "glibc")),
+                        ("loop", "other", "elsewhere"), "wall_s", 0.05, "", "equivalence", primary=(("defended", "plain"), "loop"))}
+
+
+def add_profile_run(runs_dir, run_id, machine, workload, calls, cpu_s, status="complete"):
+    d = runs_dir / run_id
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"run_id": run_id, "kind": "profile", "status": status,
+                                               "params": {"workloads": [workload], "scale": 0.25}}))
+    (d / "machine.json").write_text(json.dumps(machine))
+    rows = [("malloc_calls", "", calls), ("malloc_calls", 64, calls), ("free_calls", 64, calls),
+            ("timed_runs", "", 5), ("user_s", "", cpu_s), ("sys_s", "", 0.0), ("cpu_sd_log", "", 0.0)]
+    pd.DataFrame([{"run_id": run_id, "workload": workload, "scale": 0.25, "quantity": q, "size_class": c,
+                   "value": v} for q, c, v in rows], columns=PROFILE_RUN_COLUMNS).to_csv(d / "profiles.csv",
+                                                                                   index=False)
+
+
+def per_call(processor, allocator, added):
+    return {"processor": processor, "allocator": allocator, "pattern": "random", "size_class": 64,
+            "added_ns": added, "added_ns_low": added - 1.0, "added_ns_high": added + 1.0}
+
+
+@pytest.fixture
+def runs(tmp_path):
+    pool._processors.cache_clear()
+    machine = published_machine(0)
+    add_profile_run(tmp_path, "20270101T000000Z-profile-workloads", machine, "loop", 1e6, 9.0)  # replaced
+    add_profile_run(tmp_path, "20270102T000000Z-profile-workloads", machine, "loop", 1e7, 1.0)
+    add_profile_run(tmp_path, "20270103T000000Z-profile-workloads", machine, "loop", 1e5, 5.0, status="running")
+    add_profile_run(tmp_path, "20270104T000000Z-profile-workloads", machine, "elsewhere", 1e7, 1.0)
+    processor = pool._processors(tmp_path)["20270102T000000Z-profile-workloads"]
+    yield tmp_path, processor
+    pool._processors.cache_clear()
+
+
+def test_a_debated_pair_is_predicted_from_the_newest_complete_profile_and_set_beside_its_measurement(runs):
+    runs_dir, processor = runs
+    costs = pd.DataFrame([per_call(processor, "defended", 30.0), per_call(processor, "plain", 10.0)])
+    measured = pd.DataFrame([{"seed": "900", "configuration": "defended / plain", "workload": "loop",
+                              "processor": processor, "ratio": 1.25, "ci_low": 1.19, "ci_high": 1.31}])
+    t = per_call_prediction.table(runs_dir, costs, measured, SPEC, "glibc")
+    # the profiled workloads only ("other" was never profiled), each contested pair
+    assert sorted(zip(t["configuration"], t["workload"])) == [("defended / plain", "elsewhere"),
+                                                             ("defended / plain", "loop"),
+                                                             ("plain / glibc", "elsewhere"), ("plain / glibc", "loop")]
+    row = t[(t["configuration"] == "defended / plain") & (t["workload"] == "loop")].iloc[0]
+    assert row["profile_run"] == "20270102T000000Z-profile-workloads" and row["calls"] == 1e7
+    # 1e7 pairs: 0.3 s added against 0.1 s, over 1 s under the baseline
+    assert row["predicted"] == pytest.approx(1.3 / 1.1)
+    assert row["added_with_ms"] == pytest.approx(300.0) and row["added_without_ms"] == pytest.approx(100.0)
+    # the prediction interval is about [1.168, 1.196]: 1.25 lies above it, its confidence interval meets it
+    assert row["measured"] == 1.25 and bool(row["inside"]) is False and bool(row["overlap"]) is True
+    assert row["per_call_percent"] == pytest.approx(100 * math.log(1.3 / 1.1) / math.log(1.25))
+    against_baseline = t[(t["configuration"] == "plain / glibc") & (t["workload"] == "loop")].iloc[0]
+    assert against_baseline["predicted"] == pytest.approx(1.1) and against_baseline["added_without_ms"] == 0.0
+    assert pd.isna(against_baseline["measured"]) and against_baseline["measured_display"] == ""
+
+
+def test_a_cell_without_per_call_costs_keeps_its_row_with_the_reason(runs):
+    runs_dir, processor = runs
+    costs = pd.DataFrame([per_call(processor, "plain", 10.0)])
+    t = per_call_prediction.table(runs_dir, costs, None, SPEC, "glibc")
+    missing = t[t["configuration"] == "defended / plain"]
+    assert len(missing) == 2 and missing["predicted"].isna().all()
+    assert set(missing["reason"]) == {"no per-call costs of defended on this host"}
+    numbers = per_call_prediction.numbers(t)
+    assert numbers["predicted"] == 2 and numbers["compared"] == 0
+    assert numbers["not_predicted"] == [{"seed": "900", "reason": "no per-call costs of defended on this host"}]
+
+
+def test_no_profile_run_gives_an_empty_table():
+    t = per_call_prediction.table(None, pd.DataFrame(columns=["processor", "allocator", *cost_model.COST_COLUMNS]),
+                                  None, SPEC, "glibc")
+    assert t.empty and list(t.columns) == per_call_prediction.COLUMNS
+    assert per_call_prediction.numbers(t)["predicted"] == 0
