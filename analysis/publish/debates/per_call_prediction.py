@@ -27,8 +27,11 @@ from analysis.stats import cost_model
 KIND, TABLE = "profile", "profiles.csv"
 COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "scale", "calls", "base_cpu_s",
            "added_with_ms", "added_without_ms", "predicted", "pred_low", "pred_high", "measured", "ci_low",
-           "ci_high", "inside", "overlap", "per_call_percent", "reason", "predicted_display", "measured_display",
-           "per_call_display"]
+           "ci_high", "inside", "overlap", "per_call_percent", "reason", "missing", "cpu_ratio", "user_added_percent",
+           "sys_added_percent", "per_call_added_percent", "minflt_ratio", "predicted_display", "measured_display",
+           "per_call_display", "split_display"]
+# where a cell's trials recorded each side's user and system time (results_kernel_part.csv: trial-protocol cells)
+SPLIT_KEYS = ["seed", "configuration", "workload", "processor"]
 
 
 def host_profiles(runs_dir: Path | None) -> dict[str, pd.DataFrame]:
@@ -63,8 +66,9 @@ def _measured(per_host: pd.DataFrame, seed: str, configuration: str, workload: s
 
 
 def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, spec: dict,
-          baseline: str) -> pd.DataFrame:
-    """One row per debate, contested pair, workload and host with a profile run: predicted and measured."""
+          baseline: str, kernel: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per debate, contested pair, workload and host with a profile run: predicted and measured; where
+    `kernel` (results_kernel_part.csv's rows) has the cell, the measured CPU time split beside the prediction."""
     rows = []
     for processor, profiles in sorted(host_profiles(runs_dir).items()):
         for q in spec.values():
@@ -91,6 +95,32 @@ def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, sp
         out.loc[resolved, "per_call_percent"] = [100 * math.log(r.predicted) / math.log(r.measured)
                                                  for r in out[resolved].itertuples()]
         out["per_call_display"] = [f"{x:.0f}%" if _num(x) else "" for x in out["per_call_percent"]]
+        out = _with_split(out, kernel)
+    return out
+
+
+def _with_split(out: pd.DataFrame, kernel: pd.DataFrame | None) -> pd.DataFrame:
+    """Where the cell's trials timed each side's user and system CPU (medians of one process tree): the CPU
+    ratio, the time each part added as a percentage of the configuration without's CPU time, and the per-call
+    prediction's own added percentage beside them; the minor faults' ratio."""
+    if kernel is None or kernel.empty:
+        out["split_display"] = ""
+        return out
+    k = kernel.assign(seed=kernel["seed"].astype(str))
+    cpu_without = k["without_user_s"] + k["without_sys_s"]
+    k = k.assign(cpu_ratio=(k["with_user_s"] + k["with_sys_s"]) / cpu_without,
+                 user_added_percent=100 * (k["with_user_s"] - k["without_user_s"]) / cpu_without,
+                 sys_added_percent=100 * (k["with_sys_s"] - k["without_sys_s"]) / cpu_without,
+                 minflt_ratio=k["with_minflt"] / k["without_minflt"])
+    parts = ["cpu_ratio", "user_added_percent", "sys_added_percent", "minflt_ratio"]
+    out = out.drop(columns=parts).merge(k[SPLIT_KEYS + parts], on=SPLIT_KEYS, how="left")[
+        [c for c in COLUMNS if c != "split_display"]]
+    out["per_call_added_percent"] = [100 * (r.predicted - 1) if _num(r.predicted) and _num(r.cpu_ratio) else None
+                                     for r in out.itertuples()]
+    out["split_display"] = [
+        f"CPU {r.cpu_ratio:.3f}: user {r.user_added_percent:+.0f}%, system {r.sys_added_percent:+.0f}% "
+        f"(minor faults x{r.minflt_ratio:.2f}); per-call {r.per_call_added_percent:+.0f}%"
+        if _num(r.cpu_ratio) and _num(r.per_call_added_percent) else "" for r in out.itertuples()]
     return out
 
 
@@ -108,7 +138,7 @@ def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, process
             continue
         c = _costs(costs, processor, allocator)
         if c.empty:
-            return {"reason": f"no per-call costs of {allocator} on this host"}
+            return {"reason": f"no per-call costs of {allocator} on this host", "missing": allocator}
         sides[allocator] = c
     profile = mine[["quantity", "size_class", "value"]].reset_index(drop=True)
     try:
@@ -135,11 +165,24 @@ def numbers(t: pd.DataFrame) -> dict:
         "inside": int(both["inside"].astype(bool).sum()), "overlap": int(both["overlap"].astype(bool).sum()),
         "hosts": sorted(set(t["processor"])), "profile_runs": sorted(set(t["profile_run"])),
         "seeds_predicted": sorted(set(done["seed"])),
-        "not_predicted": [{"seed": s, "reason": r} for (s, r), _ in
-                          missing.groupby(["seed", "reason"], sort=True)],
+        # per seed, the configurations without per-call costs on a host that profiled the seed's workloads, and
+        # any other reason a cell could not be predicted
+        "not_predicted": [{"seed": s, "configurations": sorted(set(g["missing"].dropna().astype(str))),
+                           "other": sorted(set(g.loc[g["missing"].isna(), "reason"].astype(str)))}
+                          for s, g in missing.groupby("seed", sort=True)],
         "cells": [{"seed": r.seed, "configuration": r.configuration, "workload": r.workload,
                    "processor": r.processor, "predicted": r.predicted_display, "measured": r.measured_display,
                    "inside": bool(r.inside) if _num(r.measured) else None,
-                   "per_call_percent": f"{r.per_call_percent:.0f}" if _num(r.per_call_percent) else ""}
+                   "per_call_percent": f"{r.per_call_percent:.0f}" if _num(r.per_call_percent) else "",
+                   "split": r.split_display}
                   for r in both.itertuples()],
+        "split_cells": int((both["split_display"] != "").sum()),
+        # the cells without a split whose measured interval lies wholly above the prediction interval
+        "above_unsplit": [{"seed": r.seed, "configuration": r.configuration, "workload": r.workload,
+                           "predicted": r.predicted_display, "measured": r.measured_display}
+                          for r in both.itertuples() if r.split_display == "" and r.ci_low > r.pred_high],
+        # of those, the cells whose system time alone, or whose user time alone, added more than the whole per-call
+        # prediction
+        "split_sys_above_per_call": int((both["sys_added_percent"] > both["per_call_added_percent"]).sum()),
+        "split_user_above_per_call": int((both["user_added_percent"] > both["per_call_added_percent"]).sum()),
     }

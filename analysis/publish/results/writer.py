@@ -536,9 +536,12 @@ def _debates_per_call(runs_dir, costs: pd.DataFrame, p, baseline: str) -> dict:
     from analysis.contract import debates_spec
     from analysis.publish.debates import per_call_prediction
 
-    hosts = p("debate_hosts.csv")
-    per_host = pd.read_csv(hosts, dtype={"seed": str}) if hosts.is_file() and hosts.stat().st_size else None
-    t = per_call_prediction.table(runs_dir, costs, per_host, debates_spec.load(), baseline)
+    def written(name):  # a table write_debates wrote before
+        path = p(name)
+        return pd.read_csv(path, dtype={"seed": str}) if path.is_file() and path.stat().st_size > 1 else None
+
+    t = per_call_prediction.table(runs_dir, costs, written("debate_hosts.csv"), debates_spec.load(), baseline,
+                                  written("kernel_part.csv"))
     write_csv(t, p("debate_per_call.csv"))
     return {"debate_per_call": per_call_prediction.numbers(t)}
 

@@ -79,7 +79,7 @@ def test_a_cell_without_per_call_costs_keeps_its_row_with_the_reason(runs):
     assert set(missing["reason"]) == {"no per-call costs of defended on this host"}
     numbers = per_call_prediction.numbers(t)
     assert numbers["predicted"] == 2 and numbers["compared"] == 0
-    assert numbers["not_predicted"] == [{"seed": "900", "reason": "no per-call costs of defended on this host"}]
+    assert numbers["not_predicted"] == [{"seed": "900", "configurations": ["defended"], "other": []}]
 
 
 def test_no_profile_run_gives_an_empty_table():
@@ -87,3 +87,21 @@ def test_no_profile_run_gives_an_empty_table():
                                   None, SPEC, "glibc")
     assert t.empty and list(t.columns) == per_call_prediction.COLUMNS
     assert per_call_prediction.numbers(t)["predicted"] == 0
+
+
+def test_where_the_trials_timed_user_and_system_the_split_stands_beside_the_prediction(runs):
+    runs_dir, processor = runs
+    costs = pd.DataFrame([per_call(processor, "plain", 10.0)])
+    # without: 2 s user + 0.5 s system; with: 2.5 s user + 1.5 s system, twice the minor faults
+    kernel = pd.DataFrame([{"seed": "900", "configuration": "plain / glibc", "workload": "loop",
+                            "processor": processor, "with_user_s": 2.5, "with_sys_s": 1.5, "with_minflt": 2000,
+                            "without_user_s": 2.0, "without_sys_s": 0.5, "without_minflt": 1000}])
+    t = per_call_prediction.table(runs_dir, costs, None, SPEC, "glibc", kernel)
+    assert list(t.columns) == per_call_prediction.COLUMNS
+    row = t[(t["configuration"] == "plain / glibc") & (t["workload"] == "loop")].iloc[0]
+    assert row["cpu_ratio"] == pytest.approx(4.0 / 2.5) and row["minflt_ratio"] == 2.0
+    assert row["user_added_percent"] == pytest.approx(20.0) and row["sys_added_percent"] == pytest.approx(40.0)
+    assert row["per_call_added_percent"] == pytest.approx(10.0)  # 1e7 pairs of 10 ns over 1 s
+    assert row["split_display"] == "CPU 1.600: user +20%, system +40% (minor faults x2.00); per-call +10%"
+    other = t[(t["configuration"] == "plain / glibc") & (t["workload"] == "elsewhere")].iloc[0]
+    assert other["split_display"] == "" and pd.isna(other["cpu_ratio"])
