@@ -107,3 +107,20 @@ def pytest_collection_modifyitems(session, config, items):
     slow = {m: sum(1 for i in its if i.get_closest_marker("slow")) for m, its in modules.items()}
     order = sorted(modules, key=lambda m: -slow[m])  # stable: equal modules keep their collection order
     items[:] = [item for m in order for item in modules[m]]
+
+
+def published_machine(index: int) -> dict:
+    """The machine.json of the index-th published speed run of a processor kind (sorted by label): a real host for
+    canned runs."""
+    import json
+
+    from analysis.paths import DATA_DIR
+    from analysis.publish.debates import pool
+
+    runs = sorted(p.parent for p in (DATA_DIR / "runs").glob("*time*/machine.json"))
+    labels = pool._processors(DATA_DIR / "runs")
+    first = {}
+    for run in runs:
+        first.setdefault(labels[run.name], run)
+    kinds = sorted(first)
+    return json.loads((first[kinds[index]] / "machine.json").read_text())

@@ -30,6 +30,9 @@ COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "sca
            "ci_high", "inside", "overlap", "per_call_percent", "reason", "missing", "cpu_ratio", "user_added_percent",
            "sys_added_percent", "per_call_added_percent", "minflt_ratio", "predicted_display", "measured_display",
            "per_call_display", "split_display"]
+# configurations that no calls workload can measure per call, and why (the paper says it where one is missing)
+UNREACHABLE = {"perl-mymalloc": "perl's own malloc is compiled into the perl binary, out of reach of the calls "
+                                "workloads, C programs that take their malloc from the library preloaded"}
 # where a cell's trials recorded each side's user and system time (results_kernel_part.csv: trial-protocol cells)
 SPLIT_KEYS = ["seed", "configuration", "workload", "processor"]
 
@@ -131,15 +134,13 @@ def _num(x) -> bool:
 def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, processor: str, with_: str,
              without: str, baseline: str) -> dict:
     mine = profiles[profiles["workload"] == workload]
-    sides = {}
+    sides, missing = {}, []
     for allocator in (with_, without):
-        if allocator == baseline:
-            sides[allocator] = None
-            continue
-        c = _costs(costs, processor, allocator)
-        if c.empty:
-            return {"reason": f"no per-call costs of {allocator} on this host", "missing": allocator}
-        sides[allocator] = c
+        sides[allocator] = None if allocator == baseline else _costs(costs, processor, allocator)
+        if sides[allocator] is not None and sides[allocator].empty:
+            missing.append(allocator)
+    if missing:
+        return {"reason": f"no per-call costs of {' and '.join(missing)} on this host", "missing": " ".join(missing)}
     profile = mine[["quantity", "size_class", "value"]].reset_index(drop=True)
     try:
         p = cost_model.predict_pair(profile, sides[with_], sides[without])
@@ -151,6 +152,10 @@ def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, process
             "added_with_ms": 1e3 * p.with_.added_s if p.with_ else 0.0,
             "added_without_ms": 1e3 * p.without.added_s if p.without else 0.0,
             "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": ""}
+
+
+def _missing(rows: pd.DataFrame) -> list[str]:
+    return sorted({c for names in rows["missing"].dropna().astype(str) for c in names.split()})
 
 
 def numbers(t: pd.DataFrame) -> dict:
@@ -167,7 +172,9 @@ def numbers(t: pd.DataFrame) -> dict:
         "seeds_predicted": sorted(set(done["seed"])),
         # per seed, the configurations without per-call costs on a host that profiled the seed's workloads, and
         # any other reason a cell could not be predicted
-        "not_predicted": [{"seed": s, "configurations": sorted(set(g["missing"].dropna().astype(str))),
+        "not_predicted": [{"seed": s, "configurations": _missing(g),
+                           "unreachable": [{"configuration": c, "why": UNREACHABLE[c]} for c in _missing(g)
+                                           if c in UNREACHABLE],
                            "other": sorted(set(g.loc[g["missing"].isna(), "reason"].astype(str)))}
                           for s, g in missing.groupby("seed", sort=True)],
         "cells": [{"seed": r.seed, "configuration": r.configuration, "workload": r.workload,

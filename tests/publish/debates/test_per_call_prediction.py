@@ -10,7 +10,7 @@ from analysis.contract.debates_spec import Question
 from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS
 from analysis.publish.debates import per_call_prediction, pool
 from analysis.stats import cost_model
-from test_store_sequence_products import published_machine
+from conftest import published_machine
 
 SPEC = {"900": Question("900", "does the defence cost more than 5%?", (("defended", "plain"), ("plain", "glibc")),
                         ("loop", "other", "elsewhere"), "wall_s", 0.05, "", "equivalence", primary=(("defended", "plain"), "loop"))}
@@ -79,7 +79,14 @@ def test_a_cell_without_per_call_costs_keeps_its_row_with_the_reason(runs):
     assert set(missing["reason"]) == {"no per-call costs of defended on this host"}
     numbers = per_call_prediction.numbers(t)
     assert numbers["predicted"] == 2 and numbers["compared"] == 0
-    assert numbers["not_predicted"] == [{"seed": "900", "configurations": ["defended"], "other": []}]
+    assert numbers["not_predicted"] == [{"seed": "900", "configurations": ["defended"], "unreachable": [],
+                                         "other": []}]
+    costs = pd.DataFrame([per_call(processor, "glibc", 0.0)])  # neither side: both named, the unreachable one why
+    t = per_call_prediction.table(runs_dir, costs, None, {"901": Question(
+        "901", "q", (("defended", "perl-mymalloc"),), ("loop",), "wall_s", 0.05, "", "equivalence")}, "glibc")
+    assert list(t["reason"]) == ["no per-call costs of defended and perl-mymalloc on this host"]
+    assert per_call_prediction.numbers(t)["not_predicted"][0]["unreachable"] == [
+        {"configuration": "perl-mymalloc", "why": per_call_prediction.UNREACHABLE["perl-mymalloc"]}]
 
 
 def test_no_profile_run_gives_an_empty_table():

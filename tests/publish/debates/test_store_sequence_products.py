@@ -7,19 +7,8 @@ import pandas as pd
 import pytest
 
 from analysis.contract.schema import STORE_SEQUENCE_COLUMNS
-from analysis.paths import DATA_DIR
 from analysis.publish.debates import pool, store_sequence
-
-
-def published_machine(index: int) -> dict:
-    """The machine.json of the index-th published speed run of a processor kind (sorted by label)."""
-    runs = sorted(p.parent for p in (DATA_DIR / "runs").glob("*time*/machine.json"))
-    labels = pool._processors(DATA_DIR / "runs")
-    first = {}
-    for run in runs:
-        first.setdefault(labels[run.name], run)
-    kinds = sorted(first)
-    return json.loads((first[kinds[index]] / "machine.json").read_text())
+from conftest import published_machine
 
 
 def add_run(runs_dir, run_id, machine, shift=0.0, status="complete"):
