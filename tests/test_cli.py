@@ -76,6 +76,22 @@ def test_show_prints_one_runs_host_and_cells(capsys, tmp_path):
         [["small-loop", "glibc", "3"], ["small-loop", "jemalloc", "3"]]
 
 
+def test_show_prints_a_profile_runs_workloads_with_their_calls(capsys, tmp_path):
+    run = tmp_path / "20260101T000000Z-profile-workloads"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": run.name, "kind": "profile", "status": "complete",
+                                              "params": {"workloads": ["small-loop"], "scale": 0.25, "timed_runs": 5}}))
+    rows = [("processes", "", 1), ("malloc_calls", "", 1000), ("malloc_calls", 32, 1000), ("reuse_share", "", 0.8),
+            ("user_s", "", 0.125)]
+    (run / "profiles.csv").write_text("run_id,workload,scale,quantity,size_class,value\n" + "".join(
+        f"{run.name},small-loop,0.25,{q},{c},{v}\n" for q, c, v in rows))
+    status, out, err = run_in_process(capsys, ["show", str(run)])
+    assert status == 0, err
+    assert "(profile, complete)" in out and "1 workloads profiled at scale 0.25, 5 timed runs each" in out
+    assert [line.split() for line in out.splitlines() if line.strip().startswith("small-loop")] == \
+        [["small-loop", "1", "1000", "0.8", "0.125"]]
+
+
 def test_show_of_something_that_is_no_run_is_one_line(capsys, tmp_path):
     status, out, err = run_in_process(capsys, ["show", str(tmp_path)])
     assert status == 2 and err.count("\n") == 1 and "no run.json there" in err

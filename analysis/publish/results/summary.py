@@ -70,6 +70,21 @@ def probes_summary(run_dir) -> pd.DataFrame:
     return table.reset_index()
 
 
+PROFILE_SHOWN = ("processes", "threads", "malloc_calls", "free_calls", "reuse_share", "peak_live_bytes",
+                 "mmap_calls", "user_s", "sys_s", "wall_s")
+
+
+def profile_summary(run_dir) -> pd.DataFrame:
+    """A profile run: per workload, its processes and threads, its malloc and free calls, the share of frees
+    reused soon, peak live bytes, mmap calls and the medians of its timed runs (the totals of profiles.csv)."""
+    rows = read_table(Path(run_dir) / "profiles.csv")
+    totals = rows[rows["size_class"].isna() & rows["quantity"].isin(PROFILE_SHOWN)]
+    table = totals.pivot_table(index="workload", columns="quantity", values="value", aggfunc="first", sort=False)
+    table = table[[q for q in PROFILE_SHOWN if q in table.columns]]
+    counts = [q for q in table.columns if q not in ("reuse_share", "user_s", "sys_s", "wall_s")]
+    return table.astype({q: "Int64" for q in counts}).reset_index()
+
+
 def run_dir_of(name: str, runs_dir: Path = RUNS_DIR) -> Path:
     """A run named by its folder, or by its id under the dataset's runs."""
     for candidate in (Path(name), Path(runs_dir) / name):
@@ -92,7 +107,10 @@ def header_lines(run_dir: Path) -> list[str]:
     params = info.get("params") or {}
     elapsed = info.get("elapsed_s")
     allocators = info.get("allocators") or params.get("allocators") or []
-    if info.get("kind") == "probe":
+    if info.get("kind") == "profile":
+        measured = (f"{len(params.get('workloads') or [])} workloads profiled at scale {params.get('scale', '?')}, "
+                    f"{params.get('timed_runs', '?')} timed runs each")
+    elif info.get("kind") == "probe":
         measured = (f"{len(allocators)} allocators, {len(params.get('probes') or [])} probes, "
                     f"{len(params.get('sizes') or [])} sizes, {params.get('runs', '?')} processes a cell")
     else:
@@ -113,7 +131,12 @@ def add_arguments(parser):
 def run(args) -> int:
     run_dir = run_dir_of(args.run)
     print("\n".join(header_lines(run_dir)))
-    table = probes_summary(run_dir) if (run_dir / "probes.csv").is_file() else run_summary(run_dir)
+    if (run_dir / "probes.csv").is_file():
+        table = probes_summary(run_dir)
+    elif (run_dir / "profiles.csv").is_file():
+        table = profile_summary(run_dir)
+    else:
+        table = run_summary(run_dir)
     print()
-    print(table.to_string(index=False) if len(table) else "no trials, pairs, counts or probes recorded yet")
+    print(table.to_string(index=False) if len(table) else "no trials, pairs, counts, probes or profiles recorded yet")
     return 0
