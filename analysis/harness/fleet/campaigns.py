@@ -33,12 +33,14 @@ QUIET_POLL_S = 5
 # check reads it: a job waits for this much below the threshold (0.71 > 0.7 once refused a job that had
 # waited for 0.7 exactly).
 QUIET_HEADROOM = 0.4
-COMMANDS = ("measure", "callgrind", "probe", "mechanism")
+COMMANDS = ("measure", "callgrind", "probe", "mechanism", "profile")
 MEASURE_PARAMS = ("PROFILE", "ALLOCATORS", "WORKLOADS", "EXTRA_ALLOCATORS", "TARGET_CI", "BUDGET_MIN", "BLOCKS",
                   "LOCK_CLOCK", "SEED", "SCALES", "PROTOCOL", "PIN", "FORCE", "PAIRS")
 PROBE_FLAGS = {"ALLOCATORS": "--allocators", "EXTRA_ALLOCATORS": "--extra-allocators", "PROBES": "--probes",
                "RUNS": "--runs", "SIZES": "--sizes", "JOBS": "--jobs", "ALARM": "--alarm"}
 MECHANISM_FLAGS = {"SIZES": "--sizes", "BLOCKS": "--blocks"}
+PROFILE_FLAGS = {"WORKLOADS": "--workloads", "SCALE": "--scale", "RUNS": "--runs"}
+FLAGS = {"probe": PROBE_FLAGS, "mechanism": MECHANISM_FLAGS, "profile": PROFILE_FLAGS}  # commands without make
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -70,7 +72,7 @@ def load_profile(name: str, profiles_dir: Path = PROFILES_DIR) -> list[Campaign]
         if command not in COMMANDS:
             raise HeapcostError(f"{path.name}: campaign {name}: command {command!r} is not one of {', '.join(COMMANDS)}")
         params = {str(k): str(v) for k, v in (entry.get("params") or {}).items()}
-        allowed = {"probe": PROBE_FLAGS, "mechanism": MECHANISM_FLAGS}.get(command, MEASURE_PARAMS)
+        allowed = FLAGS.get(command, MEASURE_PARAMS)
         unknown = sorted(set(params) - set(allowed))
         if unknown:
             raise HeapcostError(f"{path.name}: campaign {name}: unknown parameter(s) {', '.join(unknown)} "
@@ -112,8 +114,8 @@ def expand(value: str, environ) -> str:
 
 def command_line(c: Campaign, python: str, environ) -> list[str]:
     params = {k: expand(v, environ) for k, v in c.params.items()}
-    if c.command in ("probe", "mechanism"):
-        flags = PROBE_FLAGS if c.command == "probe" else MECHANISM_FLAGS
+    if c.command in FLAGS:
+        flags = FLAGS[c.command]
         argv = [python, "-m", "analysis", c.command]
         for key, value in params.items():
             argv += [flags[key], value]

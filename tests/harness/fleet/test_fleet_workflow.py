@@ -39,6 +39,7 @@ def test_every_shipped_profile_loads_and_names_only_known_commands():
     ('[[campaign]]\nname = "t"\ncommand = "bench"\n', "command 'bench' is not one of"),
     ('[[campaign]]\nname = "t"\ncommand = "probe"\nparams = { WORKLOADS = "x" }\n', "unknown parameter"),
     ('[[campaign]]\nname = "t"\ncommand = "mechanism"\nparams = { PROFILE = "quick" }\n', "takes SIZES, BLOCKS"),
+    ('[[campaign]]\nname = "t"\ncommand = "profile"\nparams = { SIZES = "16" }\n', "takes WORKLOADS, SCALE, RUNS"),
     ('[[campaign]]\nname = "T t"\ncommand = "probe"\n', "campaign name"),
     ('[[campaign]]\nname = "t"\ncommand = "probe"\n[[campaign]]\nname = "t"\ncommand = "measure"\n', "share a name"),
     ('title = "nothing"\n', "no \\[\\[campaign\\]\\]"),
@@ -62,6 +63,9 @@ def test_a_campaign_becomes_the_command_make_would_run_with_the_nodes_variables(
         "py", "-m", "analysis", "probe", "--allocators", "glibc", "--runs", "2", "--extra-allocators", "hardened-x=/opt/hm.so"]
     mechanism = campaigns.Campaign("m", "mechanism", {"BLOCKS": "40"})
     assert campaigns.command_line(mechanism, "py", env) == ["py", "-m", "analysis", "mechanism", "--blocks", "40"]
+    profile = campaigns.Campaign("w", "profile", {"WORKLOADS": "linux-build", "SCALE": "1"})
+    assert campaigns.command_line(profile, "py", env) == ["py", "-m", "analysis", "profile", "--workloads",
+                                                          "linux-build", "--scale", "1"]
     with pytest.raises(HeapcostError, match=r"\$OM, which is not set on this node"):
         campaigns.command_line(campaigns.Campaign("t", "measure", {"EXTRA_ALLOCATORS": "$OM"}), "py", env)
 
