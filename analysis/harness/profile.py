@@ -309,11 +309,12 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
                     table.append({"run_id": run_dir.name, "workload": wid, "scale": f"{scale:g}", **row})
                 runstore.add_elapsed(run_dir, info, time.monotonic() - started)
                 print(f"{wid}: {summary(rows)}", flush=True)
+        except BaseException:
+            if not table.rows():  # nothing profiled: no half-made run is left behind (one with rows resumes)
+                runstore.discard_run(run_dir)
+            raise
         finally:
             table.close()
-        if not (run_dir / TABLE).is_file() or not any(True for _ in table.rows()):
-            runstore.discard_run(run_dir)
-            raise HeapcostError("no workload was profiled")
         runstore.finish_run(run_dir, "complete")
     return run_dir
 

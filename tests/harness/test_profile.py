@@ -305,3 +305,31 @@ def test_a_program_that_empties_its_folder_keeps_every_processs_report(tmp_path)
     # the build workload's driver removes what it made in its scratch folder: the reports must not lie there
     values = profile.count_calls(["/bin/sh", "-c", "ls >/dev/null; rm -f ./* ./.[!.]*"])
     assert values[("processes", None)] == 3  # sh, ls and rm
+
+
+def test_a_workload_profile_that_fails_first_leaves_no_run_and_one_that_fails_later_resumes(tmp_path, monkeypatch):
+    real = profile.workload_rows
+    with monkeypatch.context() as m:
+        m.setattr(profile, "workload_rows", lambda *a, **k: (_ for _ in ()).throw(HeapcostError("it broke")))
+        with pytest.raises(HeapcostError, match="it broke"):
+            profile.record_workloads("small-loop", scale=0.01, runs=1, syscalls=False, force="1", runs_dir=tmp_path)
+    assert not list(tmp_path.glob("*-profile-*"))
+
+    calls = []
+
+    def second_fails(wid, *args, **kwargs):
+        calls.append(wid)
+        if wid == "pow2-churn" and calls.count(wid) == 1:
+            raise HeapcostError("it broke")
+        return real(wid, *args, **kwargs)
+
+    monkeypatch.setattr(profile, "workload_rows", second_fails)
+    with pytest.raises(HeapcostError):
+        profile.record_workloads("small-loop,pow2-churn", scale=0.01, runs=1, syscalls=False, force="1",
+                                 runs_dir=tmp_path)
+    run_dir = profile.record_workloads("small-loop,pow2-churn", scale=0.01, runs=1, syscalls=False, force="1",
+                                       runs_dir=tmp_path)
+    assert [p.name for p in tmp_path.glob("*-profile-*")] == [run_dir.name]
+    assert calls == ["small-loop", "pow2-churn", "pow2-churn"]  # the profiled workload was kept, not run again
+    with open(run_dir / "profiles.csv", newline="") as fh:
+        assert {r["workload"] for r in csv.DictReader(fh)} == {"small-loop", "pow2-churn"}
