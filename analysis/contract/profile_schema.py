@@ -111,6 +111,7 @@ PROFILE = [
 ]
 PROFILE_COLUMNS = [f["name"] for f in PROFILE]
 
+RUN_KIND, RUN_TABLE = "profile", "profiles.csv"  # a run of heapcost's own workloads' profiles, and its table
 PROFILE_RUN = [
     _f("run_id", "string", "The profile run (directory name).", required=True),
     _f("workload", "string", "The heapcost workload profiled (analysis/harness/workloads.py), run as a time "

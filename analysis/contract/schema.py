@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.contract.fields import field as _f
-from analysis.contract.profile_schema import PROFILE_RUN
+from analysis.contract.profile_schema import PROFILE_RUN, RUN_TABLE
 
 STATUS_TRIAL = ["ok", "failed", "crashed", "timeout", "wrong-malloc", "bad-checksum", "spawn-failed", "skipped"]
 STATUS_COUNT = ["ok", "missing"] + STATUS_TRIAL[1:]
@@ -306,7 +306,7 @@ STORE_SEQUENCE = [
 
 TABLE_SCHEMAS = {"trials.csv": TRIALS, "counts.csv": COUNTS, "probes.csv": PROBES, "pairs.csv": PAIRS,
                  "primitives.csv": PRIMITIVES, "techniques.csv": TECHNIQUES, "store_sequence.csv": STORE_SEQUENCE,
-                 "profiles.csv": PROFILE_RUN}
+                 RUN_TABLE: PROFILE_RUN}
 TRIAL_COLUMNS = [f["name"] for f in TRIALS]
 PAIR_COLUMNS = [f["name"] for f in PAIRS]
 COUNT_COLUMNS = [f["name"] for f in COUNTS]

@@ -255,7 +255,7 @@ def profile_argv(argv, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: 
 
 # ---- heapcost's own workloads: a run of the dataset ----
 
-KIND, LABEL, TABLE = "profile", "workloads", "profiles.csv"
+LABEL = "workloads"
 DEFAULT_SCALE = 0.25  # the quick profile's scale: the scale of the time runs whose cells the profiles predict
 
 
@@ -279,7 +279,7 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
     import time
 
     from analysis.contract import runstore
-    from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS
+    from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS, RUN_KIND, RUN_TABLE
     from analysis.harness import machine, quiet, workloads
     from analysis.harness.workloads import check_scale
     from analysis.paths import RUNS_DIR
@@ -292,12 +292,12 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
               "timeout_s": timeout}
     runs_dir = Path(runs_dir or RUNS_DIR)
     with quiet.CampaignLock(runs_dir, force) as lock:
-        run_dir, info = runstore.start_run(KIND, LABEL, params, runs_dir=runs_dir)
+        run_dir, info = runstore.start_run(RUN_KIND, LABEL, params, runs_dir=runs_dir)
         info.setdefault("quiet", []).append({"utc": runstore.utc_now(), **lock.record})
         if not (run_dir / "machine.json").exists():
             runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(["libc6", "strace"]))
         runstore.write_json_atomic(run_dir / "run.json", info)
-        table = runstore.AppendTable(run_dir / TABLE, PROFILE_RUN_COLUMNS)
+        table = runstore.AppendTable(run_dir / RUN_TABLE, PROFILE_RUN_COLUMNS)
         done = {r["workload"] for r in table.rows()}
         try:
             for wid in ids:

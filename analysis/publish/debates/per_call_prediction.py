@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.contract.profile_schema import RUN_KIND, RUN_TABLE
 from analysis.contract.runstore import runs_of_kind
 from analysis.contract.schema import read_table
 from analysis.errors import HeapcostError
@@ -24,7 +25,6 @@ from analysis.publish.debates import pool
 from analysis.publish.render.formats import fmt_interval
 from analysis.stats import cost_model
 
-KIND, TABLE = "profile", "profiles.csv"
 COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "scale", "calls", "base_cpu_s",
            "added_with_ms", "added_without_ms", "predicted", "pred_low", "pred_high", "measured", "ci_low",
            "ci_high", "inside", "overlap", "per_call_percent", "reason", "missing", "cpu_ratio", "user_added_percent",
@@ -42,11 +42,11 @@ def host_profiles(runs_dir: Path | None) -> dict[str, pd.DataFrame]:
     that profiled it (runs may profile different workloads, at the scales their time runs use)."""
     if runs_dir is None:
         return {}
-    runs = [r for r in runs_of_kind(Path(runs_dir), KIND) if r.complete and (r.path / TABLE).is_file()]
+    runs = [r for r in runs_of_kind(Path(runs_dir), RUN_KIND) if r.complete and (r.path / RUN_TABLE).is_file()]
     labels = pool._processors(Path(runs_dir)) if runs else {}
     out: dict[str, dict[str, pd.DataFrame]] = {}
     for r in runs:  # oldest first: a newer run's profile of a workload replaces an older one's
-        table = read_table(r.path / TABLE)
+        table = read_table(r.path / RUN_TABLE)
         for workload, rows in table.groupby("workload", sort=True):
             out.setdefault(labels.get(r.run_id, r.run_id), {})[str(workload)] = rows
     return {host: pd.concat(list(w.values()), ignore_index=True) for host, w in out.items()}
@@ -105,7 +105,8 @@ def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, sp
 def _with_split(out: pd.DataFrame, kernel: pd.DataFrame | None) -> pd.DataFrame:
     """Where the cell's trials timed each side's user and system CPU (medians of one process tree): the CPU
     ratio, the time each part added as a percentage of the configuration without's CPU time, and the per-call
-    prediction's own added percentage beside them; the minor faults' ratio."""
+    prediction's own added percentage beside them; the minor faults' ratio. Percentages, since the trials may
+    have run at another scale than the profile (results_kernel_part.csv has each side's scale)."""
     if kernel is None or kernel.empty:
         out["split_display"] = ""
         return out
@@ -184,12 +185,12 @@ def numbers(t: pd.DataFrame) -> dict:
                    "split": r.split_display}
                   for r in both.itertuples()],
         "split_cells": int((both["split_display"] != "").sum()),
-        # the cells without a split whose measured interval lies wholly above the prediction interval
-        "above_unsplit": [{"seed": r.seed, "configuration": r.configuration, "workload": r.workload,
-                           "predicted": r.predicted_display, "measured": r.measured_display}
-                          for r in both.itertuples() if r.split_display == "" and r.ci_low > r.pred_high],
         # of those, the cells whose system time alone, or whose user time alone, added more than the whole per-call
         # prediction
         "split_sys_above_per_call": int((both["sys_added_percent"] > both["per_call_added_percent"]).sum()),
         "split_user_above_per_call": int((both["user_added_percent"] > both["per_call_added_percent"]).sum()),
+        # the cells without a split whose measured interval lies wholly above the prediction interval
+        "above_unsplit": [{"seed": r.seed, "configuration": r.configuration, "workload": r.workload,
+                           "predicted": r.predicted_display, "measured": r.measured_display}
+                          for r in both.itertuples() if r.split_display == "" and r.ci_low > r.pred_high],
     }

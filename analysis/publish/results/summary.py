@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.contract.profile_schema import RUN_TABLE as PROFILES
 from analysis.contract.schema import OK, declared_orientation, measured_trials, read_table
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
@@ -77,7 +78,7 @@ PROFILE_SHOWN = ("processes", "threads", "malloc_calls", "free_calls", "reuse_sh
 def profile_summary(run_dir) -> pd.DataFrame:
     """A profile run: per workload, its processes and threads, its malloc and free calls, the share of frees
     reused soon, peak live bytes, mmap calls and the medians of its timed runs (the totals of profiles.csv)."""
-    rows = read_table(Path(run_dir) / "profiles.csv")
+    rows = read_table(Path(run_dir) / PROFILES)
     totals = rows[rows["size_class"].isna() & rows["quantity"].isin(PROFILE_SHOWN)]
     table = totals.pivot_table(index="workload", columns="quantity", values="value", aggfunc="first", sort=False)
     table = table[[q for q in PROFILE_SHOWN if q in table.columns]]
@@ -133,7 +134,7 @@ def run(args) -> int:
     print("\n".join(header_lines(run_dir)))
     if (run_dir / "probes.csv").is_file():
         table = probes_summary(run_dir)
-    elif (run_dir / "profiles.csv").is_file():
+    elif (run_dir / PROFILES).is_file():
         table = profile_summary(run_dir)
     else:
         table = run_summary(run_dir)
