@@ -29,7 +29,10 @@ COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "sca
            "added_with_ms", "added_without_ms", "predicted", "pred_low", "pred_high", "measured", "ci_low",
            "ci_high", "inside", "overlap", "per_call_percent", "reason", "missing", "cpu_ratio", "user_added_percent",
            "sys_added_percent", "per_call_added_percent", "minflt_ratio", "predicted_display", "measured_display",
-           "per_call_display", "split_display"]
+           "per_call_display", "split_display", "cpu_display", "user_display", "sys_display", "minflt_display",
+           "per_call_added_display"]
+SPLIT_DISPLAYS = ["split_display", "cpu_display", "user_display", "sys_display", "minflt_display",
+                  "per_call_added_display"]
 # configurations that no calls workload can measure per call, and why (the paper says it where one is missing)
 UNREACHABLE = {"perl-mymalloc": "perl's own malloc is compiled into the perl binary, out of reach of the calls "
                                 "workloads, C programs that take their malloc from the library preloaded"}
@@ -108,8 +111,7 @@ def _with_split(out: pd.DataFrame, kernel: pd.DataFrame | None) -> pd.DataFrame:
     prediction's own added percentage beside them; the minor faults' ratio. Percentages, since the trials may
     have run at another scale than the profile (results_kernel_part.csv has each side's scale)."""
     if kernel is None or kernel.empty:
-        out["split_display"] = ""
-        return out
+        return out.assign(**{c: "" for c in SPLIT_DISPLAYS})
     k = kernel.assign(seed=kernel["seed"].astype(str))
     cpu_without = k["without_user_s"] + k["without_sys_s"]
     k = k.assign(cpu_ratio=(k["with_user_s"] + k["with_sys_s"]) / cpu_without,
@@ -118,14 +120,19 @@ def _with_split(out: pd.DataFrame, kernel: pd.DataFrame | None) -> pd.DataFrame:
                  minflt_ratio=k["with_minflt"] / k["without_minflt"])
     parts = ["cpu_ratio", "user_added_percent", "sys_added_percent", "minflt_ratio"]
     out = out.drop(columns=parts).merge(k[SPLIT_KEYS + parts], on=SPLIT_KEYS, how="left")[
-        [c for c in COLUMNS if c != "split_display"]]
+        [c for c in COLUMNS if c not in SPLIT_DISPLAYS]]
     out["per_call_added_percent"] = [100 * (r.predicted - 1) if _num(r.predicted) and _num(r.cpu_ratio) else None
                                      for r in out.itertuples()]
+    split = [_num(r.cpu_ratio) and _num(r.per_call_added_percent) for r in out.itertuples()]
+    shown = {"cpu_display": lambda r: f"{r.cpu_ratio:.3f}", "user_display": lambda r: f"{r.user_added_percent:+.0f}%",
+             "sys_display": lambda r: f"{r.sys_added_percent:+.0f}%", "minflt_display": lambda r: f"x{r.minflt_ratio:.2f}",
+             "per_call_added_display": lambda r: f"{r.per_call_added_percent:+.0f}%"}
+    for column, show in shown.items():
+        out[column] = [show(r) if ok else "" for r, ok in zip(out.itertuples(), split)]
     out["split_display"] = [
-        f"CPU {r.cpu_ratio:.3f}: user {r.user_added_percent:+.0f}%, system {r.sys_added_percent:+.0f}% "
-        f"(minor faults x{r.minflt_ratio:.2f}); per-call {r.per_call_added_percent:+.0f}%"
-        if _num(r.cpu_ratio) and _num(r.per_call_added_percent) else "" for r in out.itertuples()]
-    return out
+        f"CPU {r.cpu_display}: user {r.user_display}, system {r.sys_display} (minor faults {r.minflt_display}); "
+        f"per-call {r.per_call_added_display}" if ok else "" for r, ok in zip(out.itertuples(), split)]
+    return out[COLUMNS]
 
 
 def _num(x) -> bool:

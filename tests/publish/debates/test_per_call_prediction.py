@@ -110,5 +110,6 @@ def test_where_the_trials_timed_user_and_system_the_split_stands_beside_the_pred
     assert row["user_added_percent"] == pytest.approx(20.0) and row["sys_added_percent"] == pytest.approx(40.0)
     assert row["per_call_added_percent"] == pytest.approx(10.0)  # 1e7 pairs of 10 ns over 1 s
     assert row["split_display"] == "CPU 1.600: user +20%, system +40% (minor faults x2.00); per-call +10%"
+    assert (row["cpu_display"], row["sys_display"], row["minflt_display"]) == ("1.600", "+40%", "x2.00")
     other = t[(t["configuration"] == "plain / glibc") & (t["workload"] == "elsewhere")].iloc[0]
     assert other["split_display"] == "" and pd.isna(other["cpu_ratio"])
