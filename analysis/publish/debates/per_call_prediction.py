@@ -26,7 +26,7 @@ from analysis.publish.render.formats import fmt_interval
 from analysis.stats import cost_model
 
 COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "scale", "calls", "base_cpu_s",
-           "added_with_ms", "added_without_ms", "predicted", "pred_low", "pred_high", "measured", "ci_low",
+           "per_call_from", "added_with_ms", "added_without_ms", "predicted", "pred_low", "pred_high", "measured", "ci_low",
            "ci_high", "inside", "overlap", "per_call_percent", "reason", "missing", "cpu_ratio", "user_added_percent",
            "sys_added_percent", "per_call_added_percent", "minflt_ratio", "predicted_display", "measured_display",
            "per_call_display", "split_display", "cpu_display", "user_display", "sys_display", "minflt_display",
@@ -71,10 +71,25 @@ def _measured(per_host: pd.DataFrame, seed: str, configuration: str, workload: s
     return {"measured": float(r["ratio"]), "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"])}
 
 
+def direct_costs(runs_dir: Path | None, spec: dict, baseline: str) -> pd.DataFrame:
+    """Per-call costs of a contested configuration measured in turns with the other side of its pair directly
+    (the calls workloads run with PAIRS=with:without), per host: publish/results/per_call.table with the
+    configuration without the change as the baseline. Empty where no run paired them."""
+    from analysis.publish.results import per_call
+
+    if runs_dir is None:
+        return pd.DataFrame(columns=per_call.COLUMNS)
+    withouts = sorted({without for q in spec.values() for _, without in q.contested} - {baseline})
+    frames = [t for t in (per_call.table(Path(runs_dir), w) for w in withouts) if len(t)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=per_call.COLUMNS)
+
+
 def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, spec: dict,
-          baseline: str, kernel: pd.DataFrame | None = None) -> pd.DataFrame:
+          baseline: str, kernel: pd.DataFrame | None = None, direct: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per debate, contested pair, workload and host with a profile run: predicted and measured; where
-    `kernel` (results_kernel_part.csv's rows) has the cell, the measured CPU time split beside the prediction."""
+    `kernel` (results_kernel_part.csv's rows) has the cell, the measured CPU time split beside the prediction.
+    Where `direct` (direct_costs) has the pair's per-call costs measured in turns with each other on that host,
+    they predict it; elsewhere each side's costs against the baseline do."""
     rows = []
     for processor, profiles in sorted(host_profiles(runs_dir).items()):
         for q in spec.values():
@@ -85,7 +100,8 @@ def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, sp
                     row = {"seed": q.seed, "configuration": configuration, "workload": workload,
                            "processor": processor, "profile_run": run_id,
                            **_measured(per_host, q.seed, configuration, workload, processor)}
-                    rows.append({**row, **_predict(profiles, workload, costs, processor, with_, without, baseline)})
+                    rows.append({**row, **_predict(profiles, workload, costs, processor, with_, without, baseline,
+                                                   direct)})
     out = pd.DataFrame(rows, columns=COLUMNS)
     if len(out):
         out["predicted_display"] = [fmt_interval(r.predicted, r.pred_low, r.pred_high) if _num(r.predicted) else ""
@@ -140,8 +156,13 @@ def _num(x) -> bool:
 
 
 def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, processor: str, with_: str,
-             without: str, baseline: str) -> dict:
+             without: str, baseline: str, direct: pd.DataFrame | None = None) -> dict:
     mine = profiles[profiles["workload"] == workload]
+    profile = mine[["quantity", "size_class", "value"]].reset_index(drop=True)
+    paired = pd.DataFrame() if direct is None or direct.empty else direct[
+        (direct["processor"] == processor) & (direct["allocator"] == with_) & (direct["baseline"] == without)]
+    if len(paired):
+        return _predict_direct(profile, mine, paired, costs, processor, without, baseline)
     sides, missing = {}, []
     for allocator in (with_, without):
         sides[allocator] = None if allocator == baseline else _costs(costs, processor, allocator)
@@ -149,7 +170,6 @@ def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, process
             missing.append(allocator)
     if missing:
         return {"reason": f"no per-call costs of {' and '.join(missing)} on this host", "missing": " ".join(missing)}
-    profile = mine[["quantity", "size_class", "value"]].reset_index(drop=True)
     try:
         p = cost_model.predict_pair(profile, sides[with_], sides[without])
     except HeapcostError as exc:
@@ -159,7 +179,26 @@ def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, process
     return {"scale": float(mine["scale"].iloc[0]), "calls": int(calls), "base_cpu_s": base,
             "added_with_ms": 1e3 * p.with_.added_s if p.with_ else 0.0,
             "added_without_ms": 1e3 * p.without.added_s if p.without else 0.0,
-            "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": ""}
+            "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": "",
+            "per_call_from": f"each against {baseline}"}
+
+
+def _predict_direct(profile: pd.DataFrame, mine: pd.DataFrame, paired: pd.DataFrame, costs: pd.DataFrame,
+                    processor: str, without: str, baseline: str) -> dict:
+    """The pair from its direct per-call costs: 1 + added / (T + a_without), a_without the configuration
+    without's own added time against the baseline where that host measured it (else none: T alone)."""
+    base = cost_model.base_time(profile)
+    own = _costs(costs, processor, without) if without != baseline else pd.DataFrame()
+    added_without = cost_model.predict(profile, own).added_s if len(own) else 0.0
+    try:
+        p = cost_model.predict(profile, paired[cost_model.COST_COLUMNS].reset_index(drop=True),
+                               base_s=base + added_without)
+    except HeapcostError as exc:
+        return {"reason": str(exc)}
+    return {"scale": float(mine["scale"].iloc[0]), "calls": p.calls, "base_cpu_s": base,
+            "added_with_ms": 1e3 * (added_without + p.added_s), "added_without_ms": 1e3 * added_without,
+            "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": "",
+            "per_call_from": "in turns with each other"}
 
 
 def _missing(rows: pd.DataFrame) -> list[str]:
@@ -191,6 +230,9 @@ def numbers(t: pd.DataFrame) -> dict:
                    "per_call_percent": f"{r.per_call_percent:.0f}" if _num(r.per_call_percent) else "",
                    "split": r.split_display}
                   for r in both.itertuples()],
+        # cells predicted from the pair's own per-call costs, its two configurations in turns with each other
+        "direct": [{"configuration": r.configuration, "workload": r.workload, "processor": r.processor}
+                   for r in done.itertuples() if r.per_call_from == "in turns with each other"],
         "split_cells": int((both["split_display"] != "").sum()),
         # of those, the cells whose system time alone, or whose user time alone, added more than the whole per-call
         # prediction

@@ -540,8 +540,9 @@ def _debates_per_call(runs_dir, costs: pd.DataFrame, p, baseline: str) -> dict:
         path = p(name)
         return pd.read_csv(path, dtype={"seed": str}) if path.is_file() and path.stat().st_size > 1 else None
 
-    t = per_call_prediction.table(runs_dir, costs, written("debate_hosts.csv"), debates_spec.load(), baseline,
-                                  written("kernel_part.csv"))
+    spec = debates_spec.load()
+    t = per_call_prediction.table(runs_dir, costs, written("debate_hosts.csv"), spec, baseline,
+                                  written("kernel_part.csv"), per_call_prediction.direct_costs(runs_dir, spec, baseline))
     write_csv(t, p("debate_per_call.csv"))
     return {"debate_per_call": per_call_prediction.numbers(t)}
 

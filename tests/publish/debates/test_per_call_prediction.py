@@ -113,3 +113,19 @@ def test_where_the_trials_timed_user_and_system_the_split_stands_beside_the_pred
     assert (row["cpu_display"], row["sys_display"], row["minflt_display"]) == ("1.600", "+40%", "x2.00")
     other = t[(t["configuration"] == "plain / glibc") & (t["workload"] == "elsewhere")].iloc[0]
     assert other["split_display"] == "" and pd.isna(other["cpu_ratio"])
+
+
+def test_a_pair_measured_per_call_in_turns_with_each_other_is_predicted_from_those_costs(runs):
+    runs_dir, processor = runs
+    costs = pd.DataFrame([per_call(processor, "defended", 35.0), per_call(processor, "plain", 10.0)])
+    # the pair's own per-call difference, measured directly: 20 ns a pair (through glibc it would read 25)
+    direct = pd.DataFrame([{**per_call(processor, "defended", 20.0), "baseline": "plain"}])
+    t = per_call_prediction.table(runs_dir, costs, None, SPEC, "glibc", direct=direct)
+    row = t[(t["configuration"] == "defended / plain") & (t["workload"] == "loop")].iloc[0]
+    assert row["per_call_from"] == "in turns with each other"
+    # 1e7 pairs of 20 ns over T + the configuration without's own 0.1 s
+    assert row["predicted"] == pytest.approx(1 + 0.2 / 1.1)
+    assert row["pred_high"] - row["predicted"] == pytest.approx(1e7 * 1.0 * 1e-9 / 1.1)
+    assert row["added_with_ms"] == pytest.approx(300.0) and row["added_without_ms"] == pytest.approx(100.0)
+    through_glibc = t[(t["configuration"] == "plain / glibc") & (t["workload"] == "loop")].iloc[0]
+    assert through_glibc["per_call_from"] == "each against glibc"
