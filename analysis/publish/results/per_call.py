@@ -116,36 +116,56 @@ def wide(costs: pd.DataFrame) -> pd.DataFrame:
 
 
 RATE_COLUMNS = ["processor", "pattern", "size_class", "added_ns", "added_ns_low", "added_ns_high",
-                "pairs_per_s", "pairs_per_s_low", "pairs_per_s_high"]
+                "pairs_per_s", "pairs_per_s_low", "pairs_per_s_high", "per_call_from"]
+DIRECT = "in turns with each other"
 
 
-def rate_for_share(costs: pd.DataFrame, with_: str, without: str, share: float) -> pd.DataFrame:
-    """Where a host measured both configurations on a calls workload: the nanoseconds `with_` adds per pair over
-    `without` (the difference of their added times over the baseline; each added time's interval read as a
-    normal one at stats.estimators.CONFIDENCE, the two independent) and the pairs per second of a program's time
-    at which that difference makes `share` of it (share / added time; its interval from the added time's, open
-    above where that reaches zero or below). One row per host, pattern and size class; the pages cell left out
-    (a pair there is one whole fresh block)."""
+def rate_for_share(costs: pd.DataFrame, with_: str, without: str, share: float,
+                   direct: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per host, pattern and size class: the nanoseconds `with_` adds per malloc+free pair over `without`, and the
+    pairs per second of a program's time at which that makes `share` of it (share / added time; its interval from
+    the added time's, open above where that reaches zero or below). The pages cell is left out (a pair there is one
+    whole fresh block).
+
+    Where `direct` (table(runs_dir, without): the calls workloads with `without` as the baseline, PAIRS=with:without)
+    has the cell, the pair's own difference measured in turns is the added time, with its own interval. Elsewhere,
+    where a host measured both configurations against the baseline of `costs`, it is the difference of their added
+    times, each interval read as a normal one at stats.estimators.CONFIDENCE and the two taken as independent,
+    which is wider."""
     from scipy import stats as sps
 
     from analysis.stats.estimators import CONFIDENCE
 
-    if costs.empty:
-        return pd.DataFrame(columns=RATE_COLUMNS)
-    z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
     keys = ["processor", "pattern", "size_class"]
-    cells = costs[costs["pattern"] != "pages"]
-    both = cells[cells["allocator"] == with_].merge(cells[cells["allocator"] == without], on=keys,
-                                                    suffixes=("_with", "_without"))
     rows = []
-    for r in both.sort_values(keys).itertuples():
-        se = math.hypot((r.added_ns_high_with - r.added_ns_low_with) / (2 * z),
-                        (r.added_ns_high_without - r.added_ns_low_without) / (2 * z))
-        added = r.added_ns_with - r.added_ns_without
-        low, high = added - z * se, added + z * se
-        rows.append({"processor": r.processor, "pattern": r.pattern, "size_class": int(r.size_class),
-                     "added_ns": added, "added_ns_low": low, "added_ns_high": high,
-                     "pairs_per_s": share / (added * 1e-9) if added > 0 else math.inf,
-                     "pairs_per_s_low": share / (high * 1e-9) if high > 0 else math.inf,
-                     "pairs_per_s_high": share / (low * 1e-9) if low > 0 else math.inf})
-    return pd.DataFrame(rows, columns=RATE_COLUMNS)
+    paired = set()
+    if direct is not None and len(direct):
+        own = direct[(direct["allocator"] == with_) & (direct["baseline"] == without) & (direct["pattern"] != "pages")]
+        for r in own.sort_values(keys).itertuples():
+            paired.add((r.processor, r.pattern, int(r.size_class)))
+            rows.append(_rate_row(r.processor, r.pattern, r.size_class, r.added_ns, r.added_ns_low, r.added_ns_high,
+                                  share, DIRECT))
+    if not costs.empty:
+        z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
+        cells = costs[costs["pattern"] != "pages"]
+        both = cells[cells["allocator"] == with_].merge(cells[cells["allocator"] == without], on=keys,
+                                                        suffixes=("_with", "_without"))
+        for r in both.sort_values(keys).itertuples():
+            if (r.processor, r.pattern, int(r.size_class)) in paired:
+                continue
+            se = math.hypot((r.added_ns_high_with - r.added_ns_low_with) / (2 * z),
+                            (r.added_ns_high_without - r.added_ns_low_without) / (2 * z))
+            added = r.added_ns_with - r.added_ns_without
+            rows.append(_rate_row(r.processor, r.pattern, r.size_class, added, added - z * se, added + z * se,
+                                  share, f"each against {r.baseline_with}"))
+    out = pd.DataFrame(rows, columns=RATE_COLUMNS)
+    return out.sort_values(keys, ignore_index=True) if len(out) else out
+
+
+def _rate_row(processor, pattern, size_class, added, low, high, share, source) -> dict:
+    return {"processor": processor, "pattern": pattern, "size_class": int(size_class),
+            "added_ns": added, "added_ns_low": low, "added_ns_high": high,
+            "pairs_per_s": share / (added * 1e-9) if added > 0 else math.inf,
+            "pairs_per_s_low": share / (high * 1e-9) if high > 0 else math.inf,
+            "pairs_per_s_high": share / (low * 1e-9) if low > 0 else math.inf,
+            "per_call_from": source}

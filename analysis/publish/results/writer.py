@@ -177,7 +177,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     runs_dir = res.time_run.path.parent if res.time_run is not None else None
     costs = per_call.table(runs_dir, baseline) if runs_dir is not None else pd.DataFrame(columns=per_call.COLUMNS)
     numbers.update(_per_call(costs, p))
-    numbers.update(_share_rate(costs, p))
+    numbers.update(_share_rate(costs, p, runs_dir, baseline))
     numbers.update(_cost_check(runs_dir, costs, p))
     numbers.update(_debates_per_call(runs_dir, costs, p, baseline))
     numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
@@ -556,9 +556,10 @@ def _rate_display(value: float, low: float, high: float) -> str:
     return f"{m(value)} [{m(low)}, {'open' if math.isinf(high) else m(high)}]"
 
 
-def _share_rate(costs: pd.DataFrame, p) -> dict:
+def _share_rate(costs: pd.DataFrame, p, runs_dir: Path | None, baseline: str) -> dict:
     """results_share_rate.csv: per host and calls cell, what the share seed's primary pair adds per malloc+free
-    pair, and the allocation rate at which that gives the debate's margin (per_call.rate_for_share); beside it the
+    pair (from the pair in turns with each other where a host measured it so, else each against the baseline),
+    and the allocation rate at which that gives the debate's margin (per_call.rate_for_share); beside it the
     allocation rates of the cost check's programs on that host (their registered calls over their CPU time)."""
     from analysis.contract import debates_spec
 
@@ -566,7 +567,8 @@ def _share_rate(costs: pd.DataFrame, p) -> dict:
     if q is None:
         return {"share_rate": {"rows": 0}}
     (with_, without), workload = q.primary
-    rates = per_call.rate_for_share(costs, with_, without, q.margin)
+    direct = per_call.table(runs_dir, without) if runs_dir is not None and without != baseline else None
+    rates = per_call.rate_for_share(costs, with_, without, q.margin, direct)
     rates = rates.assign(added_display=[per_call.added_display(r.added_ns, r.added_ns_low, r.added_ns_high)
                                         for r in rates.itertuples()],
                          rate_display=[_rate_display(r.pairs_per_s, r.pairs_per_s_low, r.pairs_per_s_high)
@@ -604,6 +606,9 @@ def _per_call(costs: pd.DataFrame, p) -> dict:
         "largest_class_kib": int(costs.loc[costs["pattern"] != "pages", "size_class"].max()) // 1024,
         "slots": per_call.SLOTS,
         "pages_class_kib": int(pages["size_class"].iloc[0]) // 1024 if len(pages) else 0,
-        "pages": [{"allocator": r.allocator, "processor": r.processor, "added_us": f"{r.added_ns / 1000:.1f}",
-                   "display": r.added_display} for r in pages.itertuples()],
+        "fewest_runs": int(costs["n_runs"].min()),
+        # per host, each allocator's added time for a block of fresh pages
+        "pages": [{"processor": host, "cells": [{"allocator": r.allocator, "added_us": f"{r.added_ns / 1000:.1f}",
+                                                 "display": r.added_display} for r in g.itertuples()]}
+                  for host, g in pages.groupby("processor", sort=True)],
     }}

@@ -84,6 +84,36 @@ def test_a_difference_that_may_be_zero_leaves_the_rate_open():
     assert list(per_call.rate_for_share(costs.iloc[0:0], "a", "b", 0.02).columns) == per_call.RATE_COLUMNS
 
 
+def test_a_pair_measured_in_turns_with_each_other_gives_the_rate_from_its_own_difference():
+    row = {"processor": "P", "pattern": "lifo", "size_class": 64, "workload": "calls-64-lifo"}
+    costs = pd.DataFrame([{**row, "baseline": "glibc", "allocator": "a", "added_ns": 10.0, "added_ns_low": 5.0,
+                           "added_ns_high": 15.0},
+                          {**row, "baseline": "glibc", "allocator": "b", "added_ns": 8.0, "added_ns_low": 3.0,
+                           "added_ns_high": 13.0},
+                          {**row, "processor": "Q", "baseline": "glibc", "allocator": "a", "added_ns": 10.0,
+                           "added_ns_low": 5.0, "added_ns_high": 15.0},
+                          {**row, "processor": "Q", "baseline": "glibc", "allocator": "b", "added_ns": 8.0,
+                           "added_ns_low": 3.0, "added_ns_high": 13.0}])
+    # host P also ran a in turns with b: a adds 2.5 ns over b there, within [2, 3]
+    direct = pd.DataFrame([{**row, "baseline": "b", "allocator": "a", "added_ns": 2.5, "added_ns_low": 2.0,
+                            "added_ns_high": 3.0},
+                           {**row, "pattern": "pages", "size_class": 262144, "baseline": "b", "allocator": "a",
+                            "added_ns": 900.0, "added_ns_low": 800.0, "added_ns_high": 1000.0}])
+    rates = per_call.rate_for_share(costs, "a", "b", 0.02, direct).set_index("processor")
+    assert sorted(rates.index) == ["P", "Q"]  # one row a host and cell; the pages cell left out
+    p, q = rates.loc["P"], rates.loc["Q"]
+    assert p.per_call_from == per_call.DIRECT and q.per_call_from == "each against glibc"
+    assert (p.added_ns, p.added_ns_low, p.added_ns_high) == (2.5, 2.0, 3.0)
+    assert p.pairs_per_s == pytest.approx(0.02 / 2.5e-9) and p.pairs_per_s_high == pytest.approx(0.02 / 2e-9)
+    assert q.added_ns == pytest.approx(2.0) and q.added_ns_low < 0 < q.added_ns_high
+    # a direct table of another pair changes nothing
+    other = direct.assign(allocator="c")
+    assert list(per_call.rate_for_share(costs, "a", "b", 0.02, other)["per_call_from"]) == ["each against glibc"] * 2
+    # direct costs alone, with no host measuring both against the baseline
+    alone = per_call.rate_for_share(costs.iloc[0:0], "a", "b", 0.02, direct)
+    assert list(alone["processor"]) == ["P"] and list(alone.columns) == per_call.RATE_COLUMNS
+
+
 def test_a_program_is_predicted_from_its_profile(costs, tmp_path):
     profile = pd.DataFrame([{"quantity": "malloc_calls", "size_class": 16, "value": 1e6},
                             {"quantity": "reuse_share", "size_class": 16, "value": 0.5},
