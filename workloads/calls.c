@@ -12,11 +12,21 @@
  * - random: a random live block is freed (a slot drawn with a fixed seed): freed memory comes back in no
  *   order;
  * - pages: one block of CALL_CLASS bytes at a time, every page of it written, then freed: the cost of
- *   fresh pages (an allocator that maps and unmaps such blocks pays the system calls and the page faults).
+ *   fresh pages (an allocator that maps and unmaps such blocks pays the system calls and the page faults);
+ * - processes: one short process at a time, this program started again (posix_spawn, as make and the compiler
+ *   drivers start theirs) with the argument "child", waited for: each child makes CHILD_PAIRS small malloc+free
+ *   pairs and exits, so a step is what a process of a build pays for its allocator beyond its calls: loading
+ *   and starting it, the pages its first calls touch, and its exit. The child inherits the environment (the
+ *   preloaded allocator with it) but for the lockstep's variables, so it never takes the parent's turns.
  * Each block's first and last whole words are written and read back (a block is at least 16 bytes), so a
  * block is touched as a program touches it (pages: every page). CALL_PAIRS steps at scale 1; the harness
  * divides a process's time by the steps of its scale (wl_scaled(scale, CALL_PAIRS): CallWorkload.pairs_at). */
 #include "wl_common.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+extern char **environ;
 
 #ifndef CALL_CLASS
 #define CALL_CLASS 64
@@ -32,6 +42,7 @@
 #endif
 #define SLOTS CALL_SLOTS
 #define PAGE 4096
+#define CHILD_PAIRS 64
 
 static size_t draw_size(uint64_t *rng)
 {
@@ -41,7 +52,7 @@ static size_t draw_size(uint64_t *rng)
     return low + (size_t)wl_below(rng, span);
 }
 
-static uint64_t *take(uint64_t *rng, uint64_t tag, size_t *size)
+__attribute__((unused)) static uint64_t *take(uint64_t *rng, uint64_t tag, size_t *size)
 {
     size_t n = draw_size(rng);
     uint64_t *p;
@@ -53,22 +64,93 @@ static uint64_t *take(uint64_t *rng, uint64_t tag, size_t *size)
     return p;
 }
 
-static uint64_t give_back(uint64_t *p, size_t n)
+__attribute__((unused)) static uint64_t give_back(uint64_t *p, size_t n)
 {
     uint64_t v = p[0] + p[n / 8 - 1];
     free(p);
     return v;
 }
 
+#if CALL_PATTERN == 4
+/* A process of a build in miniature: CHILD_PAIRS pairs of 16..1024 bytes, the last allocated freed first. */
+static int child(void)
+{
+    uint64_t rng = 0xc41dULL, sum = 0;
+    void *live[CHILD_PAIRS];
+    for (int i = 0; i < CHILD_PAIRS; i++) {
+        size_t n = 16 + (size_t)wl_below(&rng, 1009);
+        unsigned char *b = wl_malloc(n);
+        b[0] = (unsigned char)i;
+        b[n - 1] = (unsigned char)(i ^ 0x55);
+        live[i] = b;
+        sum += b[0] + b[n - 1];
+    }
+    for (int i = CHILD_PAIRS - 1; i >= 0; i--)
+        free(live[i]);
+    return sum == 0; /* 0: never, the sum is positive */
+}
+
+/* The environment without the lockstep's variables (HEAPCOST_LOCKSTEP_*): the child runs, never takes turns. */
+static char **child_environment(void)
+{
+    size_t n = 0, k = 0;
+    char **env;
+    while (environ[n])
+        n++;
+    env = wl_malloc((n + 1) * sizeof *env);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "HEAPCOST_LOCKSTEP_", 18) != 0)
+            env[k++] = environ[i];
+    env[k] = NULL;
+    return env;
+}
+
+static uint64_t start_one(char **env)
+{
+    static char self[] = "/proc/self/exe", arg[] = "child";
+    char *child_argv[] = {self, arg, NULL};
+    pid_t pid;
+    int status, err = posix_spawn(&pid, self, NULL, NULL, child_argv, env);
+    if (err != 0) {
+        fprintf(stderr, "calls: posix_spawn: %s\n", strerror(err));
+        exit(1);
+    }
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            perror("calls: waitpid");
+            exit(1);
+        }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "calls: a child process failed (status %d)\n", status);
+        exit(1);
+    }
+    return 1;
+}
+#endif
+
 int main(int argc, char **argv)
 {
+#if CALL_PATTERN == 4
+    if (argc == 2 && strcmp(argv[1], "child") == 0)
+        return child();
+#endif
     long pairs = wl_scaled(wl_scale(argc, argv), CALL_PAIRS);
     uint64_t rng = 0x5eedca11ULL + CALL_CLASS * 4 + CALL_PATTERN, sum = 0;
     uint64_t *live[SLOTS];
     size_t size[SLOTS];
     long done = 0;
 
-#if CALL_PATTERN == 3
+#if CALL_PATTERN == 4
+    char **env = child_environment();
+    (void)live;
+    (void)size;
+    (void)rng;
+    for (; done < pairs; done++) {
+        sum += start_one(env);
+        wl_turn();
+    }
+    free(env);
+#elif CALL_PATTERN == 3
     for (; done < pairs; done++) {
         unsigned char *p = wl_malloc(CALL_CLASS);
         for (size_t off = 0; off < CALL_CLASS; off += PAGE)

@@ -565,7 +565,7 @@ for _case in PERL_CASES:
 # The per-call costs (workloads/calls.c): malloc+free pairs of one size class in one reuse pattern, a block of
 # fresh pages apart. Pairs at scale 1 are chosen so that glibc spends about 0.8 s on each (0.2 s at the quick
 # profile's scale); the pages cell does fewer, since an allocator that maps every such block spends ~0.2 ms on one.
-CALL_PATTERNS = ("lifo", "fifo", "random", "pages")
+CALL_PATTERNS = ("lifo", "fifo", "random", "pages", "processes")
 CALL_SLOTS = 256  # live blocks of the lifo, fifo and random patterns
 CALL_CLASSES = {16: 32_000_000, 64: 32_000_000, 256: 32_000_000, 1024: 32_000_000, 4096: 8_000_000,
                 32768: 2_000_000}
@@ -586,6 +586,15 @@ CALL_WORKLOADS[f"calls-{CALL_PAGES[0]}-pages"] = CallWorkload(
     f"one block of {CALL_PAGES[0] // 1024} KiB at a time, every page written, then freed: the cost of fresh pages",
     None, f"{CALL_PAGES[1]:,} blocks", default=False, source="calls.c", size_class=CALL_PAGES[0], pattern="pages",
     pairs_full=CALL_PAGES[1])
+# A process's start-up and exit under the allocator: short processes started one at a time (glibc: about 0.6 ms
+# each), each a step; the cost model charges it per process a program starts (a build starts thousands).
+CALL_PROCESSES = 2_000
+CALL_WORKLOADS["calls-processes"] = CallWorkload(
+    "calls-processes", "c",
+    "short processes started one at a time (posix_spawn, waited for), each making 64 small malloc+free pairs: "
+    "what a process pays for its allocator's start-up and exit",
+    None, f"{CALL_PROCESSES:,} processes", default=False, source="calls.c", size_class=0, pattern="processes",
+    pairs_full=CALL_PROCESSES)
 WORKLOADS.update(CALL_WORKLOADS)
 
 DEFAULT_WORKLOADS = [w.id for w in WORKLOADS.values() if w.default]

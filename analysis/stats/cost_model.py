@@ -27,6 +27,12 @@ A large block is charged the pages cell's difference, measured in a loop where g
 block once pays glibc's page faults too, and one that touches little of its block (GNU sort reserves a buffer
 of 256 MiB) pays for few pages under any allocator: for such programs the model overstates the difference. How
 often such intervals hold is what predicting programs nobody tuned for, then measuring them, checks.
+
+A process's start-up and exit (the calls-processes workload: short processes started one at a time, a step each)
+is charged only when asked (`startup=True`): added += processes * the cost of one, the profile's processes (those
+that made an allocation call) times the measured step. The model registered before the cost check's programs were
+measured has no such term, so the check's predictions never take it; the debates' predictions show it beside
+theirs (publish/debates/per_call_prediction.py), where the builds start thousands of processes.
 """
 import math
 from dataclasses import dataclass, field
@@ -37,7 +43,7 @@ from analysis.errors import HeapcostError
 
 ALLOCATING_CALLS = ("malloc_calls", "calloc_calls", "realloc_calls", "reallocarray_calls", "posix_memalign_calls",
                     "aligned_alloc_calls", "memalign_calls", "valloc_calls", "pvalloc_calls")
-REUSED, NOT_REUSED, PAGES = "lifo", "random", "pages"
+REUSED, NOT_REUSED, PAGES, PROCESSES = "lifo", "random", "pages", "processes"
 Z = 1.959963984540054
 COST_COLUMNS = ["pattern", "size_class", "added_ns", "added_ns_low", "added_ns_high"]
 
@@ -86,7 +92,7 @@ def _nearest(c: int, classes: list[int]) -> int:
 
 def weights(calls: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
     """How many pairs of each measured cell (pattern, class) the program's calls stand for."""
-    small = sorted(int(c) for c in costs.loc[costs["pattern"] != PAGES, "size_class"].unique())
+    small = sorted(int(c) for c in costs.loc[~costs["pattern"].isin((PAGES, PROCESSES)), "size_class"].unique())
     pages = costs.loc[costs["pattern"] == PAGES, "size_class"]
     if not small:
         raise HeapcostError("no per-call cost of a small size class is measured: run the calls workloads "
@@ -109,9 +115,12 @@ def weights(calls: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
                         columns=["pattern", "size_class", "pairs"])
 
 
-def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = None) -> Prediction:
+def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = None,
+            startup: bool = False) -> Prediction:
     """The predicted ratio of the program's time under the allocator whose per-call `costs` (COST_COLUMNS, in
-    nanoseconds added per pair) are given, over the baseline's."""
+    nanoseconds added per pair) are given, over the baseline's. With `startup`, each of the profile's processes
+    also adds the processes cell's cost (none where the profile counts no process); without that cell it is an
+    error, since the prediction asked for could not be made."""
     missing = [c for c in COST_COLUMNS if c not in costs.columns]
     if missing:
         raise HeapcostError(f"the per-call costs lack the column(s) {', '.join(missing)}")
@@ -121,6 +130,14 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
                             "the program again")
     calls = class_calls(profile)
     w = weights(calls, costs)
+    if startup:
+        started = costs[costs["pattern"] == PROCESSES]
+        if started.empty:
+            raise HeapcostError("no cost of a process's start-up is measured: run the calls-processes workload "
+                                "against the baseline first")
+        processes = profile_value(profile, "processes") or 0.0
+        w = pd.concat([w, pd.DataFrame([{"pattern": PROCESSES, "size_class": int(started["size_class"].iloc[0]),
+                                         "pairs": processes}])], ignore_index=True)
     cells = costs.assign(size_class=costs["size_class"].astype(int)).set_index(["pattern", "size_class"])
     parts = []
     for r in w.itertuples():
@@ -154,12 +171,12 @@ class PairPrediction:
 
 
 def predict_pair(profile: pd.DataFrame, costs_with: pd.DataFrame | None, costs_without: pd.DataFrame | None,
-                 base_s: float | None = None) -> PairPrediction:
+                 base_s: float | None = None, startup: bool = False) -> PairPrediction:
     """The predicted ratio of one configuration's time over another's, both measured per call against the same
     baseline (None for a side that is the baseline): (T + added_with) / (T + added_without). Its interval, on the
     log scale, adds the two added times' variances (their per-call intervals, independent) and T's, which
     moves both sides and mostly cancels: d log ratio / dT = 1 / (T + added_with) - 1 / (T + added_without)."""
-    sides = [predict(profile, c, base_s) if c is not None else None for c in (costs_with, costs_without)]
+    sides = [predict(profile, c, base_s, startup) if c is not None else None for c in (costs_with, costs_without)]
     base = next((p.base_s for p in sides if p is not None), None)
     if base is None:  # both sides the baseline
         return PairPrediction(1.0, 1.0, 1.0, None, None)

@@ -22,7 +22,7 @@ TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
 
 
 
-@pytest.mark.parametrize("wid", ["small-loop", "pow2-churn", "dom-churn", "pareto"])
+@pytest.mark.parametrize("wid", ["small-loop", "pow2-churn", "dom-churn", "pareto", "calls-processes"])
 def test_workloads_take_turns_only_when_asked_and_print_the_same_checksum(wid, tmp_path):
     binary = WORKLOADS[wid].binary("glibc")
     plain = subprocess.run([binary, "0.005"], capture_output=True, text=True, env=ENV, check=True)
@@ -32,11 +32,15 @@ def test_workloads_take_turns_only_when_asked_and_print_the_same_checksum(wid, t
     os.write(w, b"t")
     env = {**ENV, "HEAPCOST_LOCKSTEP_IN": str(r), "HEAPCOST_LOCKSTEP_OUT": str(w),
            "HEAPCOST_LOCKSTEP_CHUNK_US": "200"}
+    # a child process taking the token would leave the parent waiting for it: a hang, failed by the timeout
     turned = subprocess.run([binary, "0.005"], capture_output=True, text=True, env=env, pass_fds=(r, w),
-                            check=True)
+                            check=True, timeout=60)
     os.close(r)
     os.close(w)
     assert turned.stdout == plain.stdout  # the checksum line stays the last stdout line
+    # one process takes turns: the processes calls-processes starts run without the lockstep's variables
+    lines = [x for x in turned.stderr.strip().splitlines() if x.startswith("lockstep ")]
+    assert len(lines) == 1, turned.stderr
     line = turned.stderr.strip().splitlines()[-1]
     assert line.startswith("lockstep active_s=")
     fields = dict(f.split("=") for f in line.split()[1:])

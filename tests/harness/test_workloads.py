@@ -159,10 +159,10 @@ def test_sqlite_script_is_deterministic_and_ends_with_the_checksum_select():
 
 # ---- running them --------------------------------------------------------------------------------
 
-# the calls workloads are one source built 19 ways: one of each pattern stands for the others; linux-build runs in
+# the calls workloads are one source built 20 ways: one of each pattern stands for the others; linux-build runs in
 # test_workloads_linux.py, only where its source is already cached (it is never fetched by the suite)
 RUN_HERE = [w for w in wl.WORKLOADS if w != "linux-build" and (w not in wl.CALL_WORKLOADS or w in (
-    "calls-16-lifo", "calls-1024-fifo", "calls-32768-random", "calls-262144-pages"))]
+    "calls-16-lifo", "calls-1024-fifo", "calls-32768-random", "calls-262144-pages", "calls-processes"))]
 
 
 @pytest.mark.parametrize("wid", RUN_HERE)
@@ -250,12 +250,37 @@ def test_below_one_round_the_work_still_shrinks_with_the_scale(wid, prepared):
 
 # ---- the per-call workloads ------------------------------------------------------------------
 
-def test_the_calls_workloads_cover_every_class_and_pattern_and_the_pages():
+def test_the_calls_workloads_cover_every_class_and_pattern_the_pages_and_the_processes():
     calls = wl.WORKLOAD_GROUPS["calls"]
-    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 1
+    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 2
     assert {(wl.WORKLOADS[i].size_class, wl.WORKLOADS[i].pattern) for i in calls} == \
-        {*((c, p) for c in wl.CALL_CLASSES for p in ("lifo", "fifo", "random")), (wl.CALL_PAGES[0], "pages")}
+        {*((c, p) for c in wl.CALL_CLASSES for p in ("lifo", "fifo", "random")), (wl.CALL_PAGES[0], "pages"),
+         (0, "processes")}
     assert all(not wl.WORKLOADS[i].default for i in calls)
+
+
+def test_calls_processes_starts_its_steps_as_processes_each_making_its_pairs(tmp_path):
+    """Counted by the profile's shim, which every process reports to when it exits: pairs_at(scale) children
+    besides the parent, each making 64 malloc+free pairs of 16..1024 bytes; the parent itself two (the children's
+    environment, stdout's buffer)."""
+    import subprocess
+
+    from analysis.harness.profile import allocprofile_path
+
+    w = wl.WORKLOADS["calls-processes"]
+    scale = 0.005
+    report = tmp_path / "profile.txt"
+    done = subprocess.run(w.argv(scale, "glibc", {}), capture_output=True, text=True, timeout=60,
+                          env={"LD_PRELOAD": str(allocprofile_path()), "HEAPCOST_PROFILE": str(report)})
+    assert done.returncode == 0, done.stderr
+    counts = {}
+    for line in report.read_text().splitlines():
+        quantity, size_class, value = line.split()
+        counts[(quantity, size_class)] = counts.get((quantity, size_class), 0) + float(value)
+    steps = w.pairs_at(scale)
+    assert counts[("processes", "-")] == steps + 1
+    assert sum(v for (q, _), v in counts.items() if q == "malloc_calls") == 64 * steps + 2
+    assert sum(v for (q, _), v in counts.items() if q == "free_calls") >= 64 * steps
 
 
 @pytest.mark.parametrize("scale", [1.0, 0.25, 1e-9, 0.3333333333333333])

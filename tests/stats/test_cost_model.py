@@ -40,6 +40,27 @@ def test_the_added_time_is_the_calls_times_their_cells_costs():
     assert got.calls == 1e6 + 2e5 + 10  # frees are in the pairs, not counted again
 
 
+def test_a_process_start_up_is_charged_per_process_only_when_asked():
+    # 1e6 mallocs of class 16, none reused, in 100 processes; a process's start-up adds 1.5 ms +- 0.2
+    p = profile([("malloc_calls", 16, 1e6), ("processes", None, 100)])
+    with_start = pd.concat([COSTS, costs([("processes", 0, 1.5e6, 0.2e6)])], ignore_index=True)
+    plain = cost_model.predict(p, COSTS)
+    assert cost_model.predict(p, with_start).added_s == pytest.approx(plain.added_s)  # the cell alone changes nothing
+    got = cost_model.predict(p, with_start, startup=True)
+    assert got.added_s == pytest.approx(1e6 * 10.0 * 1e-9 + 100 * 1.5e-3)
+    sd = math.sqrt((1e6 * 1.0 / cost_model.Z * 1e-9) ** 2 + (100 * 0.2e6 / cost_model.Z * 1e-9) ** 2)
+    assert got.high - got.ratio == pytest.approx(cost_model.Z * sd / 2.0)
+    assert got.calls == 1e6  # processes are no calls
+    # a profile without processes adds none; without the cell the prediction asked for cannot be made
+    assert cost_model.predict(profile([("malloc_calls", 16, 1e6)]), with_start, startup=True).added_s == \
+        pytest.approx(plain.added_s)
+    with pytest.raises(HeapcostError, match="calls-processes"):
+        cost_model.predict(p, COSTS, startup=True)
+    # the processes cell is no small size class: a class is never mapped to it
+    w = cost_model.weights(cost_model.class_calls(profile([("malloc_calls", 1, 5)])), with_start)
+    assert set(w["pattern"]) == {"random"}
+
+
 def test_a_class_takes_the_nearest_measured_class_on_a_log_scale():
     # 32 is nearer 16 than 256 on a log scale (1 against 3 doublings); 128 nearer 256
     w = cost_model.weights(cost_model.class_calls(profile([("malloc_calls", 32, 5), ("malloc_calls", 128, 7)])),

@@ -6,7 +6,10 @@ Per host: a cell is predicted where that host's newest profile run profiled the 
 per-call costs of both configurations of the pair against the baseline (a side that is the baseline adds
 nothing); the prediction is stats.cost_model.predict_pair, the workload's time under the baseline its profile's
 CPU time on that host. A profiled cell that cannot be predicted keeps its row with the reason (no per-call costs
-of a configuration there), so the table says what is missing as well as what was found.
+of a configuration there), so the table says what is missing as well as what was found. Where the host also
+measured each side's start-up per process (the calls-processes workload), a second prediction beside the first
+charges it for each process the workload's profile counts (cost_model.predict, startup=True): the builds start
+many short processes, each of which pays an allocator's start-up and exit.
 
 These predictions are made after the cells were measured: they are not a registered, out-of-sample check (the
 cost check of programs nobody tuned for is, publish/results/cost_check.py). They say how much of a debated
@@ -30,7 +33,8 @@ COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "sca
            "ci_high", "inside", "overlap", "per_call_percent", "reason", "missing", "cpu_ratio", "user_added_percent",
            "sys_added_percent", "per_call_added_percent", "minflt_ratio", "predicted_display", "measured_display",
            "per_call_display", "split_display", "cpu_display", "user_display", "sys_display", "minflt_display",
-           "per_call_added_display"]
+           "per_call_added_display", "startup_predicted", "startup_low", "startup_high", "startup_percent",
+           "startup_display", "startup_percent_display"]
 SPLIT_DISPLAYS = ["split_display", "cpu_display", "user_display", "sys_display", "minflt_display",
                   "per_call_added_display"]
 # configurations that no calls workload can measure per call, and why (the paper says it where one is missing)
@@ -117,6 +121,12 @@ def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, sp
         out.loc[resolved, "per_call_percent"] = [100 * math.log(r.predicted) / math.log(r.measured)
                                                  for r in out[resolved].itertuples()]
         out["per_call_display"] = [f"{x:.0f}%" if _num(x) else "" for x in out["per_call_percent"]]
+        out["startup_display"] = [fmt_interval(r.startup_predicted, r.startup_low, r.startup_high)
+                                  if _num(r.startup_predicted) else "" for r in out.itertuples()]
+        out.loc[resolved & out["startup_predicted"].notna(), "startup_percent"] = [
+            100 * math.log(r.startup_predicted) / math.log(r.measured)
+            for r in out[resolved & out["startup_predicted"].notna()].itertuples()]
+        out["startup_percent_display"] = [f"{x:.0f}%" if _num(x) else "" for x in out["startup_percent"]]
         out = _with_split(out, kernel)
     return out
 
@@ -176,11 +186,19 @@ def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, process
         return {"reason": str(exc)}
     base = cost_model.base_time(profile)
     calls = cost_model.class_calls(profile)["calls"].sum()
+    started = {}
+    if all(_has_startup(c) for c in sides.values() if c is not None):
+        s = cost_model.predict_pair(profile, sides[with_], sides[without], startup=True)
+        started = {"startup_predicted": s.ratio, "startup_low": s.low, "startup_high": s.high}
     return {"scale": float(mine["scale"].iloc[0]), "calls": int(calls), "base_cpu_s": base,
             "added_with_ms": 1e3 * p.with_.added_s if p.with_ else 0.0,
             "added_without_ms": 1e3 * p.without.added_s if p.without else 0.0,
             "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": "",
-            "per_call_from": f"each against {baseline}"}
+            "per_call_from": f"each against {baseline}", **started}
+
+
+def _has_startup(costs: pd.DataFrame) -> bool:
+    return bool((costs["pattern"] == cost_model.PROCESSES).any())
 
 
 def _predict_direct(profile: pd.DataFrame, mine: pd.DataFrame, paired: pd.DataFrame, costs: pd.DataFrame,
@@ -190,15 +208,20 @@ def _predict_direct(profile: pd.DataFrame, mine: pd.DataFrame, paired: pd.DataFr
     base = cost_model.base_time(profile)
     own = _costs(costs, processor, without) if without != baseline else pd.DataFrame()
     added_without = cost_model.predict(profile, own).added_s if len(own) else 0.0
+    pair_costs = paired[cost_model.COST_COLUMNS].reset_index(drop=True)
     try:
-        p = cost_model.predict(profile, paired[cost_model.COST_COLUMNS].reset_index(drop=True),
-                               base_s=base + added_without)
+        p = cost_model.predict(profile, pair_costs, base_s=base + added_without)
     except HeapcostError as exc:
         return {"reason": str(exc)}
+    started = {}
+    if _has_startup(pair_costs) and (without == baseline or (len(own) and _has_startup(own))):
+        own_started = cost_model.predict(profile, own, startup=True).added_s if len(own) else 0.0
+        s = cost_model.predict(profile, pair_costs, base_s=base + own_started, startup=True)
+        started = {"startup_predicted": s.ratio, "startup_low": s.low, "startup_high": s.high}
     return {"scale": float(mine["scale"].iloc[0]), "calls": p.calls, "base_cpu_s": base,
             "added_with_ms": 1e3 * (added_without + p.added_s), "added_without_ms": 1e3 * added_without,
             "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": "",
-            "per_call_from": "in turns with each other"}
+            "per_call_from": "in turns with each other", **started}
 
 
 def _missing(rows: pd.DataFrame) -> list[str]:
@@ -233,6 +256,11 @@ def numbers(t: pd.DataFrame) -> dict:
         # cells predicted from the pair's own per-call costs, its two configurations in turns with each other
         "direct": [{"configuration": r.configuration, "workload": r.workload, "processor": r.processor}
                    for r in done.itertuples() if r.per_call_from == "in turns with each other"],
+        # cells predicted also with each process's start-up charged, and how many of those measured inside
+        "startup": {"cells": int(both["startup_predicted"].notna().sum()),
+                    "inside": int(((both["measured"] >= both["startup_low"])
+                                   & (both["measured"] <= both["startup_high"])).sum()),
+                    "processors": sorted(set(both.loc[both["startup_predicted"].notna(), "processor"]))},
         "split_cells": int((both["split_display"] != "").sum()),
         # of those, the cells whose system time alone, or whose user time alone, added more than the whole per-call
         # prediction

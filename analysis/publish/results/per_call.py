@@ -22,6 +22,9 @@ from analysis.publish.results import memo
 from analysis.stats import random_effects
 
 SLOTS = CALL_SLOTS  # the live blocks of the lifo, fifo and random patterns (the paper says it)
+# the patterns whose step is one malloc+free pair of a small class (pages: a whole fresh block; processes: a
+# process started and ended)
+SMALL_PATTERNS = ("lifo", "fifo", "random")
 COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_class", "n_runs", "n_builds",
            "base_ns", "ratio", "ci_low", "ci_high", "added_ns", "added_ns_low", "added_ns_high"]
 
@@ -124,8 +127,8 @@ def rate_for_share(costs: pd.DataFrame, with_: str, without: str, share: float,
                    direct: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per host, pattern and size class: the nanoseconds `with_` adds per malloc+free pair over `without`, and the
     pairs per second of a program's time at which that makes `share` of it (share / added time; its interval from
-    the added time's, open above where that reaches zero or below). The pages cell is left out (a pair there is one
-    whole fresh block).
+    the added time's, open above where that reaches zero or below). The pages and processes cells are left out (a step
+    there is a whole fresh block, or a process started and ended).
 
     Where `direct` (table(runs_dir, without): the calls workloads with `without` as the baseline, PAIRS=with:without)
     has the cell, the pair's own difference measured in turns is the added time, with its own interval. Elsewhere,
@@ -140,14 +143,15 @@ def rate_for_share(costs: pd.DataFrame, with_: str, without: str, share: float,
     rows = []
     paired = set()
     if direct is not None and len(direct):
-        own = direct[(direct["allocator"] == with_) & (direct["baseline"] == without) & (direct["pattern"] != "pages")]
+        own = direct[(direct["allocator"] == with_) & (direct["baseline"] == without)
+                     & direct["pattern"].isin(SMALL_PATTERNS)]
         for r in own.sort_values(keys).itertuples():
             paired.add((r.processor, r.pattern, int(r.size_class)))
             rows.append(_rate_row(r.processor, r.pattern, r.size_class, r.added_ns, r.added_ns_low, r.added_ns_high,
                                   share, DIRECT))
     if not costs.empty:
         z = float(sps.norm.ppf(0.5 + CONFIDENCE / 2))
-        cells = costs[costs["pattern"] != "pages"]
+        cells = costs[costs["pattern"].isin(SMALL_PATTERNS)]
         both = cells[cells["allocator"] == with_].merge(cells[cells["allocator"] == without], on=keys,
                                                         suffixes=("_with", "_without"))
         for r in both.sort_values(keys).itertuples():

@@ -598,12 +598,14 @@ def _per_call(costs: pd.DataFrame, p) -> dict:
     if costs.empty:
         return {"per_call": {"rows": 0}}
     pages = costs[costs["pattern"] == "pages"]
+    started = costs[costs["pattern"] == "processes"]
+    small = costs[costs["pattern"].isin(per_call.SMALL_PATTERNS)]
     return {"per_call": {
         "rows": int(len(costs)), "allocators": sorted(set(costs["allocator"])),
         "processors": sorted(set(costs["processor"])), "workloads": int(costs["workload"].nunique()),
         "runs": int(costs["n_runs"].max()),
-        "classes": sorted(int(c) for c in set(costs.loc[costs["pattern"] != "pages", "size_class"])),
-        "largest_class_kib": int(costs.loc[costs["pattern"] != "pages", "size_class"].max()) // 1024,
+        "classes": sorted(int(c) for c in set(small["size_class"])),
+        "largest_class_kib": int(small["size_class"].max()) // 1024 if len(small) else 0,
         "slots": per_call.SLOTS,
         "pages_class_kib": int(pages["size_class"].iloc[0]) // 1024 if len(pages) else 0,
         "fewest_runs": int(costs["n_runs"].min()),
@@ -611,4 +613,12 @@ def _per_call(costs: pd.DataFrame, p) -> dict:
         "pages": [{"processor": host, "cells": [{"allocator": r.allocator, "added_us": f"{r.added_ns / 1000:.1f}",
                                                  "display": r.added_display} for r in g.itertuples()]}
                   for host, g in pages.groupby("processor", sort=True)],
+        # per host, what a short process's start-up and exit add under each allocator, in microseconds, beside
+        # the baseline's own time per process
+        "processes": [{"processor": host, "base_us": f"{g['base_ns'].median() / 1000:.0f}",
+                       "cells": [{"allocator": r.allocator,
+                                  "display": per_call.added_display(r.added_ns / 1000, r.added_ns_low / 1000,
+                                                                    r.added_ns_high / 1000)}
+                                 for r in g.itertuples()]}
+                      for host, g in started.groupby("processor", sort=True)],
     }}
