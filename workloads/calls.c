@@ -1,7 +1,7 @@
 /* calls-<class>-<pattern>: what one malloc+free pair costs, for one size class and one way of reusing memory
  * (analysis/harness/workloads.py registers one workload per class and pattern, each built from this file with
  * -DCALL_CLASS=<bytes> -DCALL_PATTERN=<0 lifo, 1 fifo, 2 random, 3 pages> -DCALL_PAIRS=<pairs at scale 1>
- * -DCALL_SLOTS=<live blocks>).
+ * -DCALL_SLOTS=<live blocks>; processes: -DCALL_CHILD_PAIRS=<pairs in each child>).
  *
  * Sizes are drawn (a fixed seed) from the class: CALL_CLASS/2+1 .. CALL_CLASS bytes, the profile's size class
  * (analysis/contract/profile_schema.py). A working set of SLOTS blocks is kept live; each step frees one and
@@ -42,7 +42,10 @@ extern char **environ;
 #endif
 #define SLOTS CALL_SLOTS
 #define PAGE 4096
-#define CHILD_PAIRS 64
+#ifndef CALL_CHILD_PAIRS
+#define CALL_CHILD_PAIRS 64
+#endif
+#define CHILD_PAIRS CALL_CHILD_PAIRS
 
 static size_t draw_size(uint64_t *rng)
 {

@@ -115,7 +115,8 @@ class CallWorkload(CWorkload):
     def binary(self, variant) -> Path:
         _check_variant(variant, self.variants)
         defines = [f"-DCALL_CLASS={self.size_class}", f"-DCALL_PATTERN={CALL_PATTERNS.index(self.pattern)}",
-                   f"-DCALL_PAIRS={self.pairs_full}L", f"-DCALL_SLOTS={CALL_SLOTS}"]
+                   f"-DCALL_PAIRS={self.pairs_full}L", f"-DCALL_SLOTS={CALL_SLOTS}",
+                   *([f"-DCALL_CHILD_PAIRS={CALL_CHILD_PAIRS}"] if self.pattern == "processes" else [])]
         return native.build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
                               variant=variant, cflags=[*NO_ALLOC_BUILTINS, *defines])
 
@@ -589,10 +590,11 @@ CALL_WORKLOADS[f"calls-{CALL_PAGES[0]}-pages"] = CallWorkload(
 # A process's start-up and exit under the allocator: short processes started one at a time (glibc: about 0.6 ms
 # each), each a step; the cost model charges it per process a program starts (a build starts thousands).
 CALL_PROCESSES = 2_000
+CALL_CHILD_PAIRS = 64  # the malloc+free pairs of 16..1024 bytes each started process makes
 CALL_WORKLOADS["calls-processes"] = CallWorkload(
     "calls-processes", "c",
-    "short processes started one at a time (posix_spawn, waited for), each making 64 small malloc+free pairs: "
-    "what a process pays for its allocator's start-up and exit",
+    f"short processes started one at a time (posix_spawn, waited for), each making {CALL_CHILD_PAIRS} small "
+    "malloc+free pairs: what a process pays for its allocator's start-up and exit",
     None, f"{CALL_PROCESSES:,} processes", default=False, source="calls.c", size_class=0, pattern="processes",
     pairs_full=CALL_PROCESSES)
 WORKLOADS.update(CALL_WORKLOADS)

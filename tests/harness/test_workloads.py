@@ -261,7 +261,7 @@ def test_the_calls_workloads_cover_every_class_and_pattern_the_pages_and_the_pro
 
 def test_calls_processes_starts_its_steps_as_processes_each_making_its_pairs(tmp_path):
     """Counted by the profile's shim, which every process reports to when it exits: pairs_at(scale) children
-    besides the parent, each making 64 malloc+free pairs of 16..1024 bytes; the parent itself two (the children's
+    besides the parent, each making CALL_CHILD_PAIRS malloc+free pairs of 16..1024 bytes; the parent itself two (the children's
     environment, stdout's buffer)."""
     import subprocess
 
@@ -279,8 +279,8 @@ def test_calls_processes_starts_its_steps_as_processes_each_making_its_pairs(tmp
         counts[(quantity, size_class)] = counts.get((quantity, size_class), 0) + float(value)
     steps = w.pairs_at(scale)
     assert counts[("processes", "-")] == steps + 1
-    assert sum(v for (q, _), v in counts.items() if q == "malloc_calls") == 64 * steps + 2
-    assert sum(v for (q, _), v in counts.items() if q == "free_calls") >= 64 * steps
+    assert sum(v for (q, _), v in counts.items() if q == "malloc_calls") == wl.CALL_CHILD_PAIRS * steps + 2
+    assert sum(v for (q, _), v in counts.items() if q == "free_calls") >= wl.CALL_CHILD_PAIRS * steps
 
 
 @pytest.mark.parametrize("scale", [1.0, 0.25, 1e-9, 0.3333333333333333])

@@ -16,12 +16,13 @@ import pandas as pd
 
 from analysis.contract.runstore import runs_of_kind
 from analysis.contract.schema import OK
-from analysis.harness.workloads import CALL_SLOTS, CALL_WORKLOADS
+from analysis.harness.workloads import CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS
 from analysis.publish.debates import pool
 from analysis.publish.results import memo
 from analysis.stats import random_effects
 
 SLOTS = CALL_SLOTS  # the live blocks of the lifo, fifo and random patterns (the paper says it)
+CHILD_PAIRS = CALL_CHILD_PAIRS  # the pairs each process of calls-processes makes (the paper says it)
 # the patterns whose step is one malloc+free pair of a small class (pages: a whole fresh block; processes: a
 # process started and ended)
 SMALL_PATTERNS = ("lifo", "fifo", "random")

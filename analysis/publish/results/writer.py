@@ -607,6 +607,7 @@ def _per_call(costs: pd.DataFrame, p) -> dict:
         "classes": sorted(int(c) for c in set(small["size_class"])),
         "largest_class_kib": int(small["size_class"].max()) // 1024 if len(small) else 0,
         "slots": per_call.SLOTS,
+        "child_pairs": per_call.CHILD_PAIRS,
         "pages_class_kib": int(pages["size_class"].iloc[0]) // 1024 if len(pages) else 0,
         "fewest_runs": int(costs["n_runs"].min()),
         # per host, each allocator's added time for a block of fresh pages
