@@ -31,7 +31,7 @@ def command(info: dict) -> str:
     for key, var in MAKE_VARIABLES:
         value = params.get(key)
         if value not in (None, "", [], "auto"):
-            parts.append(f"{var}={','.join(map(str, value)) if isinstance(value, list) else value}")
+            parts.append(f"{var}={_make_value(value)}")
     extra = params.get("extra_allocators")
     brought = {item.partition("=")[0].strip() for item in str(extra or "").split(",") if item.strip()}
     for key, var in (("allocators", "ALLOCATORS"), ("workloads", "WORKLOADS")):
@@ -41,6 +41,13 @@ def command(info: dict) -> str:
     if extra:
         parts.append(f"EXTRA_ALLOCATORS={extra}")
     return " ".join(parts)
+
+
+def _make_value(value) -> str:
+    """A recorded parameter as its make variable takes it: a list comma-separated, a pair (PAIRS) as a:b."""
+    if isinstance(value, list):
+        return ",".join(":".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v) for v in value)
+    return str(value)
 
 
 # a mechanism run's params -> the option of `python -m analysis mechanism` that sets it

@@ -18,6 +18,22 @@ def test_a_runs_command_names_the_make_variables_it_was_made_with():
 
 
 
+def test_a_runs_direct_pairs_are_given_as_pairs_takes_them():
+    """PAIRS=a:b,c:d, as measure parses it (lockstep.parse_pairs), so the command runs as printed."""
+    from analysis.harness import lockstep
+    from analysis.publish.dataset import run_history
+
+    recorded = [["mozjemalloc", "mozjemalloc-poison"], ["glibc-no-tcache-key", "glibc-built"]]
+    info = {"kind": "time", "params": {"protocol": "lockstep", "pairs": recorded,
+                                       "allocators": ["glibc", "mozjemalloc", "mozjemalloc-poison", "glibc-built",
+                                                      "glibc-no-tcache-key"], "workloads": ["dom-churn"]}}
+    command = run_history.command(info)
+    assert "PAIRS=mozjemalloc:mozjemalloc-poison,glibc-no-tcache-key:glibc-built " in command
+    value = command.split("PAIRS=")[1].split()[0]
+    selected = info["params"]["allocators"]
+    assert lockstep.parse_pairs(value, selected, set(selected), "glibc") == [tuple(p) for p in recorded]
+
+
 def test_a_mechanism_runs_command_is_the_one_with_its_options():
     from analysis.publish.dataset import run_history
 
