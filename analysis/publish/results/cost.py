@@ -3,7 +3,9 @@
 PROFILE.csv is the program's allocation profile (`python -m analysis profile --out PROFILE.csv -- PROGRAM
 ARGS`). The per-call costs come from the dataset (publish/results/per_call.py: the calls workloads in lockstep
 with the baseline, per host); the model is stats/cost_model.py. One line per allocator and host: the predicted
-ratio over the baseline with its interval, and the time it adds.
+ratio over the baseline with its interval, and the time it adds. With --startup, each of the program's processes
+is also charged one process's start-up and exit under the allocator (the calls-processes workload): for a program
+that starts many short processes, such as a build; a host without that cell says so on the allocator's line.
 """
 from pathlib import Path
 
@@ -13,7 +15,8 @@ from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR
 
 
-def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, processor=None) -> pd.DataFrame:
+def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, processor=None,
+                startup: bool = False) -> pd.DataFrame:
     from analysis.stats import cost_model
 
     if costs.empty:
@@ -33,7 +36,7 @@ def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, pro
     rows = []
     for (host, allocator), cells in chosen.groupby(["processor", "allocator"], sort=True):
         try:
-            p = cost_model.predict(profile, cells)
+            p = cost_model.predict(profile, cells, startup=startup)
         except HeapcostError as exc:
             rows.append({"processor": host, "allocator": allocator, "ratio": None, "low": None, "high": None,
                          "added_s": None, "why": str(exc)})
@@ -63,6 +66,8 @@ def add_arguments(parser):
     parser.add_argument("--processor", default="", help="one host's per-call costs (default: every host's)")
     parser.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset (default data/)")
     parser.add_argument("--baseline", default="glibc", help="the baseline the costs are measured against")
+    parser.add_argument("--startup", action="store_true",
+                        help="also charge each of the program's processes one process's start-up and exit")
 
 
 def run(args) -> int:
@@ -72,7 +77,8 @@ def run(args) -> int:
     if not (args.data / "runs").is_dir():
         raise HeapcostError(f"{args.data / 'runs'} does not exist; give a dataset directory holding runs/ (--data)")
     costs = per_call.table(args.data / "runs", args.baseline)
-    out = predictions(profile, costs, [a for a in args.allocators.split(",") if a], args.processor or None)
+    out = predictions(profile, costs, [a for a in args.allocators.split(",") if a], args.processor or None,
+                      startup=args.startup)
     for r in out.itertuples():
         if r.ratio is None or pd.isna(r.ratio):
             print(f"{r.processor}  {r.allocator}: not predicted: {r.why}")

@@ -125,6 +125,16 @@ def test_a_program_is_predicted_from_its_profile(costs, tmp_path):
     assert hardened["low"] < hardened["ratio"] < hardened["high"]
     with pytest.raises(HeapcostError, match="no per-call costs of nope"):
         cost.predictions(profile, costs, allocators=["nope"])
+    # with each process's start-up asked for: an allocator whose host has no such cell says so on its line
+    started = pd.concat([costs, costs[costs["allocator"] == "hardened"].head(1).assign(
+        workload="calls-processes", pattern="processes", size_class=0, added_ns=2e6, added_ns_low=1.5e6,
+        added_ns_high=2.5e6)], ignore_index=True)
+    two = pd.concat([profile, pd.DataFrame([{"quantity": "processes", "size_class": None, "value": 10}])],
+                    ignore_index=True)
+    out = cost.predictions(two, started, startup=True).set_index("allocator")
+    assert out.loc["hardened", "added_s"] == pytest.approx(hardened["added_s"] + 10 * 2e-3)
+    assert pd.isna(out.loc["scudo", "ratio"]) and "calls-processes" in out.loc["scudo", "why"]
+    assert cost.predictions(two, started).loc[0, "added_s"] == pytest.approx(hardened["added_s"])
 
 
 def test_a_file_that_is_no_profile_is_a_one_line_error(tmp_path):
