@@ -174,3 +174,54 @@ def _rate_row(processor, pattern, size_class, added, low, high, share, source) -
             "pairs_per_s_low": share / (high * 1e-9) if high > 0 else math.inf,
             "pairs_per_s_high": share / (low * 1e-9) if low > 0 else math.inf,
             "per_call_from": source}
+
+
+STARTUP_COLUMNS = ["processor", "allocator", "baseline", "trials", "base_trials", "user_us", "sys_us", "minflt",
+                   "added_user_us", "added_sys_us", "added_minflt", "display"]
+STARTUP_WORKLOAD = "calls-processes"
+
+
+def startup_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """Where a run timed calls-processes as trials (PROTOCOL=trials: each trial's user and system time and minor
+    faults, its waited-for children included): per host and allocator, the medians per started process, and what
+    each adds over the baseline's medians on that host (descriptive: the lockstep runs give the interval of the
+    whole, table()). A host's trial runs of the workload are taken together."""
+    from analysis.contract.schema import read_table, warmup_mask
+
+    spec = CALL_WORKLOADS[STARTUP_WORKLOAD]
+    labels = pool._processors(Path(runs_dir)) if Path(runs_dir).is_dir() else {}
+    frames = []
+    for run in runs_of_kind(Path(runs_dir), "time"):
+        path = run.path / "trials.csv"
+        if not run.complete or not path.is_file():
+            continue
+        t = read_table(path)
+        t = t[(t["workload"].astype(str) == STARTUP_WORKLOAD) & (t["status"] == OK)
+              & ~warmup_mask(t["warmup"])]
+        if len(t):
+            steps = t["scale"].map(lambda x: spec.pairs_at(float(x)))
+            frames.append(pd.DataFrame({"processor": labels.get(run.run_id, run.run_id),
+                                        "allocator": t["allocator"].astype(str),
+                                        "user_us": t["user_s"].astype(float) / steps * 1e6,
+                                        "sys_us": t["sys_s"].astype(float) / steps * 1e6,
+                                        "minflt": t["minflt"].astype(float) / steps}))
+    if not frames:
+        return pd.DataFrame(columns=STARTUP_COLUMNS)
+    trials = pd.concat(frames, ignore_index=True)
+    rows = []
+    for processor, mine in trials.groupby("processor", sort=True):
+        med = mine.groupby("allocator")[["user_us", "sys_us", "minflt"]].median()
+        n = mine.groupby("allocator").size()
+        if baseline not in med.index:
+            continue
+        base = med.loc[baseline]
+        for allocator in sorted(set(med.index) - {baseline}):
+            m = med.loc[allocator]
+            added = {"added_user_us": m["user_us"] - base["user_us"], "added_sys_us": m["sys_us"] - base["sys_us"],
+                     "added_minflt": m["minflt"] - base["minflt"]}
+            rows.append({"processor": processor, "allocator": allocator, "baseline": baseline,
+                         "trials": int(n[allocator]), "base_trials": int(n[baseline]), "user_us": m["user_us"],
+                         "sys_us": m["sys_us"], "minflt": m["minflt"], **added,
+                         "display": f"user {added['added_user_us']:+.0f} µs, system {added['added_sys_us']:+.0f} µs, "
+                                    f"minor faults {added['added_minflt']:+.0f}"})
+    return pd.DataFrame(rows, columns=STARTUP_COLUMNS)

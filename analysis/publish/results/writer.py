@@ -177,6 +177,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     runs_dir = res.time_run.path.parent if res.time_run is not None else None
     costs = per_call.table(runs_dir, baseline) if runs_dir is not None else pd.DataFrame(columns=per_call.COLUMNS)
     numbers.update(_per_call(costs, p))
+    numbers.update(_startup_split(runs_dir, p, baseline))
     numbers.update(_share_rate(costs, p, runs_dir, baseline))
     numbers.update(_cost_check(runs_dir, costs, p))
     numbers.update(_debates_per_call(runs_dir, costs, p, baseline))
@@ -585,6 +586,17 @@ def _share_rate(costs: pd.DataFrame, p, runs_dir: Path | None, baseline: str) ->
     return {"share_rate": {"rows": int(len(rates)), "seed": q.seed, "with": with_, "without": without,
                            "workload": workload, "margin_percent": f"{100 * q.margin:g}",
                            "processors": sorted(set(rates["processor"])), "programs": hosts}}
+
+
+def _startup_split(runs_dir: Path | None, p, baseline: str) -> dict:
+    """results_startup_split.csv: where trials timed calls-processes, what one process's start-up adds in user and
+    system time and minor faults under each allocator (per_call.startup_split)."""
+    split = (per_call.startup_split(runs_dir, baseline) if runs_dir is not None
+             else pd.DataFrame(columns=per_call.STARTUP_COLUMNS))
+    write_csv(split, p("startup_split.csv"))
+    return {"startup_split": [{"processor": h, "trials": int(g["trials"].min()),
+                               "cells": [{"allocator": r.allocator, "display": r.display} for r in g.itertuples()]}
+                              for h, g in split.groupby("processor", sort=True)]}
 
 
 def _per_call(costs: pd.DataFrame, p) -> dict:

@@ -146,3 +146,38 @@ def test_a_file_that_is_no_profile_is_a_one_line_error(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "not an allocation profile" in done.stderr
     done = cli("cost", str(tmp_path / "missing.csv"))
     assert done.returncode == 2 and "not a readable profile" in done.stderr
+
+
+def test_a_process_start_up_splits_into_user_and_system_time_from_trials(tmp_path):
+    """Trials of calls-processes (each trial's times over the processes it started): the medians per process and
+    what each adds over the baseline's on the same host; warm-ups, failed trials and other workloads left out."""
+    from analysis.contract.schema import TRIAL_COLUMNS
+
+    runs = tmp_path / "runs"
+    folder = runs / "20990103T000000Z-time-quick"
+    folder.mkdir(parents=True)
+    (folder / "machine.json").write_text(json.dumps({"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0",
+                                                     "cpu_family": 1, "cpu_model_number": 1, "cpu_stepping": 1}))
+    (folder / "run.json").write_text(json.dumps({"format": "heapcost-run/1", "run_id": folder.name, "kind": "time",
+                                                 "status": "complete", "params": {"protocol": "trials"}}))
+    steps = CALL_WORKLOADS["calls-processes"].pairs_at(0.25)
+    rows = []
+    for i, (user_us, sys_us, faults) in enumerate([(300, 50, 120), (310, 60, 121), (290, 40, 119)]):
+        rows.append({"allocator": "glibc", "user_s": user_us * steps * 1e-6, "sys_s": sys_us * steps * 1e-6,
+                     "minflt": faults * steps})
+        rows.append({"allocator": "hm", "user_s": (user_us + 700) * steps * 1e-6,
+                     "sys_s": (sys_us + 900) * steps * 1e-6, "minflt": (faults + 200) * steps})
+    rows.append({"allocator": "hm", "user_s": 99.0, "sys_s": 99.0, "minflt": 1e9, "warmup": 1})
+    rows.append({"allocator": "hm", "user_s": 99.0, "sys_s": 99.0, "minflt": 1e9, "status": "failed"})
+    rows.append({"allocator": "hm", "user_s": 99.0, "sys_s": 99.0, "minflt": 1e9, "workload": "small-loop"})
+    table = pd.DataFrame([{**{c: "" for c in TRIAL_COLUMNS}, "run_id": folder.name, "workload": "calls-processes",
+                           "scale": 0.25, "status": "ok", "warmup": 0, **r} for r in rows])
+    table.to_csv(folder / "trials.csv", index=False)
+    split = per_call.startup_split(runs, "glibc")
+    assert len(split) == 1
+    r = split.iloc[0]
+    assert (r.allocator, r.trials, r.base_trials) == ("hm", 3, 3)
+    assert r.added_user_us == pytest.approx(700) and r.added_sys_us == pytest.approx(900)
+    assert r.added_minflt == pytest.approx(200) and r.user_us == pytest.approx(1000)
+    assert r.display == "user +700 µs, system +900 µs, minor faults +200"
+    assert per_call.startup_split(runs, "nope").empty  # no baseline measured: nothing to subtract
