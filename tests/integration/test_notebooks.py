@@ -142,7 +142,7 @@ def test_explore_shows_its_view_once_profiles_the_program_its_parameter_names_an
     output = tmp_path / "explore.ipynb"
     pm.execute_notebook(str(REPO / "notebooks" / "explore.ipynb"), str(output),
                         parameters={"workloads": "python", "allocators": "musl", "draws": 20,
-                                    "profile_command": f"{program} baseline"},
+                                    "profile_command": f"{program} baseline", "predict_startup": True},
                         cwd=str(REPO / "notebooks"), kernel_name="python3", progress_bar=False)
     outputs = [o for c in json.loads(output.read_text())["cells"] for o in c.get("outputs", [])]
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
