@@ -259,8 +259,7 @@ def numbers(t: pd.DataFrame) -> dict:
         # cells predicted also with each process's start-up charged, and how many of those measured inside
         "startup": {"cells": int(both["startup_predicted"].notna().sum()),
                     "inside": int(((both["measured"] >= both["startup_low"])
-                                   & (both["measured"] <= both["startup_high"])).sum()),
-                    "processors": sorted(set(both.loc[both["startup_predicted"].notna(), "processor"]))},
+                                   & (both["measured"] <= both["startup_high"])).sum())},
         "split_cells": int((both["split_display"] != "").sum()),
         # of those, the cells whose system time alone, or whose user time alone, added more than the whole per-call
         # prediction

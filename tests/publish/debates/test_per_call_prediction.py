@@ -16,14 +16,15 @@ SPEC = {"900": Question("900", "does the defence cost more than 5%?", (("defende
                         ("loop", "other", "elsewhere"), "wall_s", 0.05, "", "equivalence", primary=(("defended", "plain"), "loop"))}
 
 
-def add_profile_run(runs_dir, run_id, machine, workload, calls, cpu_s, status="complete"):
+def add_profile_run(runs_dir, run_id, machine, workload, calls, cpu_s, status="complete", processes=None):
     d = runs_dir / run_id
     d.mkdir(parents=True)
     (d / "run.json").write_text(json.dumps({"run_id": run_id, "kind": "profile", "status": status,
                                                "params": {"workloads": [workload], "scale": 0.25}}))
     (d / "machine.json").write_text(json.dumps(machine))
     rows = [("malloc_calls", "", calls), ("malloc_calls", 64, calls), ("free_calls", 64, calls),
-            ("timed_runs", "", 5), ("user_s", "", cpu_s), ("sys_s", "", 0.0), ("cpu_sd_log", "", 0.0)]
+            ("timed_runs", "", 5), ("user_s", "", cpu_s), ("sys_s", "", 0.0), ("cpu_sd_log", "", 0.0),
+            *([("processes", "", processes)] if processes is not None else [])]
     pd.DataFrame([{"run_id": run_id, "workload": workload, "scale": 0.25, "quantity": q, "size_class": c,
                    "value": v} for q, c, v in rows], columns=PROFILE_RUN_COLUMNS).to_csv(d / "profiles.csv",
                                                                                    index=False)
@@ -129,3 +130,28 @@ def test_a_pair_measured_per_call_in_turns_with_each_other_is_predicted_from_tho
     assert row["added_with_ms"] == pytest.approx(300.0) and row["added_without_ms"] == pytest.approx(100.0)
     through_glibc = t[(t["configuration"] == "plain / glibc") & (t["workload"] == "loop")].iloc[0]
     assert through_glibc["per_call_from"] == "each against glibc"
+
+
+def test_where_each_sides_start_up_is_measured_a_second_prediction_charges_it_per_process(tmp_path):
+    pool._processors.cache_clear()
+    add_profile_run(tmp_path, "20270105T000000Z-profile-workloads", published_machine(0), "loop", 1e7, 1.0,
+                    processes=100)
+    processor = pool._processors(tmp_path)["20270105T000000Z-profile-workloads"]
+
+    def started(allocator, added_us):
+        return {**per_call(processor, allocator, added_us * 1e3), "pattern": "processes", "size_class": 0}
+
+    costs = pd.DataFrame([per_call(processor, "defended", 30.0), per_call(processor, "plain", 10.0),
+                          started("defended", 2000.0), started("plain", 500.0)])
+    t = per_call_prediction.table(tmp_path, costs, None, SPEC, "glibc").set_index("configuration")
+    # 1e7 pairs (0.3 s against 0.1 s) and 100 processes (0.2 s against 0.05 s) over 1 s under the baseline
+    row = t.loc["defended / plain"]
+    assert row["predicted"] == pytest.approx(1.3 / 1.1)
+    assert row["startup_predicted"] == pytest.approx(1.5 / 1.15)
+    assert row["startup_low"] < row["startup_predicted"] < row["startup_high"]
+    assert t.loc["plain / glibc", "startup_predicted"] == pytest.approx(1.15)
+    # one side without a start-up cell: no second prediction, the first stands
+    t = per_call_prediction.table(tmp_path, costs.iloc[:3], None, SPEC, "glibc").set_index("configuration")
+    assert pd.isna(t.loc["defended / plain", "startup_predicted"]) and t.loc["defended / plain", "startup_display"] == ""
+    assert t.loc["defended / plain", "predicted"] == pytest.approx(1.3 / 1.1)
+    pool._processors.cache_clear()
