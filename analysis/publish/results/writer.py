@@ -629,7 +629,7 @@ def _per_call(costs: pd.DataFrame, p) -> dict:
         # per host, what a short process's start-up and exit add under each allocator, in microseconds, beside
         # the baseline's own time per process
         "processes": [{"processor": host, "base_us": f"{g['base_ns'].median() / 1000:.0f}",
-                       "cells": [{"allocator": r.allocator,
+                       "cells": [{"allocator": r.allocator, "below": bool(r.added_ns_high < 0),
                                   "display": per_call.added_display(r.added_ns / 1000, r.added_ns_low / 1000,
                                                                     r.added_ns_high / 1000)}
                                  for r in g.itertuples()]}
