@@ -587,8 +587,8 @@ CALL_WORKLOADS[f"calls-{CALL_PAGES[0]}-pages"] = CallWorkload(
     f"one block of {CALL_PAGES[0] // 1024} KiB at a time, every page written, then freed: the cost of fresh pages",
     None, f"{CALL_PAGES[1]:,} blocks", default=False, source="calls.c", size_class=CALL_PAGES[0], pattern="pages",
     pairs_full=CALL_PAGES[1])
-# A process's start-up and exit under the allocator: short processes started one at a time (glibc: about 0.6 ms
-# each), each a step; the cost model charges it per process a program starts (a build starts thousands).
+# A process's start-up and exit under the allocator: short processes started one at a time (under glibc, each
+# well under a millisecond), each a step; the cost model charges it per process a program starts (a build starts thousands).
 CALL_PROCESSES = 2_000
 CALL_CHILD_PAIRS = 64  # the malloc+free pairs of 16..1024 bytes each started process makes
 CALL_WORKLOADS["calls-processes"] = CallWorkload(

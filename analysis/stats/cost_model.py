@@ -44,6 +44,9 @@ from analysis.errors import HeapcostError
 ALLOCATING_CALLS = ("malloc_calls", "calloc_calls", "realloc_calls", "reallocarray_calls", "posix_memalign_calls",
                     "aligned_alloc_calls", "memalign_calls", "valloc_calls", "pvalloc_calls")
 REUSED, NOT_REUSED, PAGES, PROCESSES = "lifo", "random", "pages", "processes"
+# the patterns whose step is one malloc+free pair of a small class (pages: a whole fresh block; processes: a
+# process started and ended)
+SMALL_PATTERNS = ("lifo", "fifo", "random")
 Z = 1.959963984540054
 COST_COLUMNS = ["pattern", "size_class", "added_ns", "added_ns_low", "added_ns_high"]
 
@@ -92,7 +95,7 @@ def _nearest(c: int, classes: list[int]) -> int:
 
 def weights(calls: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
     """How many pairs of each measured cell (pattern, class) the program's calls stand for."""
-    small = sorted(int(c) for c in costs.loc[~costs["pattern"].isin((PAGES, PROCESSES)), "size_class"].unique())
+    small = sorted(int(c) for c in costs.loc[costs["pattern"].isin(SMALL_PATTERNS), "size_class"].unique())
     pages = costs.loc[costs["pattern"] == PAGES, "size_class"]
     if not small:
         raise HeapcostError("no per-call cost of a small size class is measured: run the calls workloads "

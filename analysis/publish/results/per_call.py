@@ -19,13 +19,11 @@ from analysis.contract.schema import OK
 from analysis.harness.workloads import CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS
 from analysis.publish.debates import pool
 from analysis.publish.results import memo
-from analysis.stats import random_effects
+from analysis.stats import cost_model, random_effects
 
 SLOTS = CALL_SLOTS  # the live blocks of the lifo, fifo and random patterns (the paper says it)
 CHILD_PAIRS = CALL_CHILD_PAIRS  # the pairs each process of calls-processes makes (the paper says it)
-# the patterns whose step is one malloc+free pair of a small class (pages: a whole fresh block; processes: a
-# process started and ended)
-SMALL_PATTERNS = ("lifo", "fifo", "random")
+SMALL_PATTERNS, STARTUP_PATTERN = cost_model.SMALL_PATTERNS, cost_model.PROCESSES
 COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_class", "n_runs", "n_builds",
            "base_ns", "ratio", "ci_low", "ci_high", "added_ns", "added_ns_low", "added_ns_high"]
 

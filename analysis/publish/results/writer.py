@@ -610,7 +610,7 @@ def _per_call(costs: pd.DataFrame, p) -> dict:
     if costs.empty:
         return {"per_call": {"rows": 0}}
     pages = costs[costs["pattern"] == "pages"]
-    started = costs[costs["pattern"] == "processes"]
+    started = costs[costs["pattern"] == per_call.STARTUP_PATTERN]
     small = costs[costs["pattern"].isin(per_call.SMALL_PATTERNS)]
     return {"per_call": {
         "rows": int(len(costs)), "allocators": sorted(set(costs["allocator"])),
