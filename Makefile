@@ -116,12 +116,12 @@ fleet: $(VENV_STAMP) ## a fleet profile's campaigns on every host (HOSTS=a,b PRO
 	$(if $(filter 1,$(FORCE)),HEAPCOST_FORCE=1) $(VENV)/bin/snakemake -s workflow/Snakefile --workflow-profile workflow/executors/$(EXECUTOR) \
 		--config hosts="$(HOSTS)" profile="$(PROFILE)" executor="$(EXECUTOR)"
 
-debates: $(VENV_STAMP) ## the debates' primary cells on this host (first on any host the dataset lacks): the plan, then the campaigns, merged, then the paper
-	$(PY) -m analysis fleet-plan --profile debates
+debates: $(VENV_STAMP) ## the debates' primary cells on this host (first on any host the dataset lacks): what the recipes build, the plan, then the campaigns with what this host has, merged, then the paper
+	$(PY) -m analysis fleet-plan --profile debates --provision
 	$(MAKE) --no-print-directory fleet PROFILE=debates HOSTS=local EXECUTOR=local
 
 debates-secondary: $(VENV_STAMP) ## the debates' secondary cells on this host (every workload, callgrind, probes), after `make debates`
-	$(PY) -m analysis fleet-plan --profile debates-secondary
+	$(PY) -m analysis fleet-plan --profile debates-secondary --provision
 	$(MAKE) --no-print-directory fleet PROFILE=debates-secondary HOSTS=local EXECUTOR=local
 
 contribute: $(VENV_STAMP) ## pack a run (RUN=data/runs/ID; default the newest complete one) with its machine description into dist/

@@ -12,11 +12,21 @@ kernel calibrates it anew at every boot (2445.422 one boot, 2445.406 another). O
 MHz is the current, varying frequency: there the harness records cpufreq's cpuinfo_max_freq as
 `nominal_mhz` instead, and without either the frequency is left out (None) rather than guessed.
 Memory is rounded to whole GiB for the same reason: MemTotal moves by a few hundred kB between kernels.
+
+A machine is one boot of one computer, virtual or not: machine.json records `machine_id`, a short hash of the
+kernel's boot id (/proc/sys/kernel/random/boot_id), so a reboot counts as a new machine. That is the level at
+which a processor kind's answers vary (two machines of one kind can differ by more than either's interval).
+Runs published before the id was recorded take (processor kind, kernel build) as their machine: several
+virtual machines that booted the same kernel on the same kind cannot be told apart there, so such a machine
+may be several (`machine_of` says which runs are identified). Each machine has a short name derived from
+its identity, stable as runs are added (`machine_name`), and each kind one label (`processor_label`): these are
+the names every table, figure and sentence uses.
 """
 import hashlib
 import json
 import re
 import statistics
+from dataclasses import dataclass
 
 IDENTITY_FIELDS = ("cpu_model", "cpu_family", "cpu_model_number", "cpu_stepping", "nominal_mhz",
                    "logical_cpus", "memory_gib", "kernel", "hypervisor")
@@ -26,6 +36,22 @@ PROCESSOR_FIELDS = ("cpu_model", "cpu_family", "cpu_model_number", "cpu_stepping
 MHZ_STEP = 10
 KB_PER_GIB = 1024 * 1024
 UNKNOWN_HOST = "unknown"
+
+
+# the machine id: this many hex digits of the SHA-256 of the boot id, enough to tell every machine of a
+# dataset apart and too few to recover the boot id
+MACHINE_ID_DIGITS = 12
+# a machine's short name in tables and figures: this many of its id's digits
+MACHINE_NAME_DIGITS = 6
+NOT_RECORDED = "family not recorded"
+
+
+def boot_machine_id(boot_id: str) -> str | None:
+    """The machine id of a boot (the kernel's boot_id), or None when there is none to read."""
+    boot_id = (boot_id or "").strip().lower()
+    if not boot_id:
+        return None
+    return hashlib.sha256(("heapcost machine " + boot_id).encode()).hexdigest()[:MACHINE_ID_DIGITS]
 
 
 def _int_or_none(value):
@@ -92,13 +118,52 @@ def host_label(identity: dict) -> str:
 
 
 def processor_label(identity: dict) -> str:
-    """The processor kind of a host identity, for the debates' per-host answers: the model name, its nominal
-    frequency and, where recorded, its family/model number/stepping."""
+    """The processor kind of a host identity, its one name: the model name, its nominal frequency and its
+    family/model number/stepping, or ", family not recorded" where machine.json lacks them (such a kind never
+    reads like one recorded in full)."""
     label = identity.get("cpu_model") or "unknown CPU"
     if identity.get("nominal_mhz"):
         label += f" {identity['nominal_mhz']} MHz"
     ids = [identity.get(f) for f in ("cpu_family", "cpu_model_number", "cpu_stepping")]
-    return label + (f" ({'/'.join(str(i) for i in ids)})" if all(i is not None for i in ids) else "")
+    return label + (f" ({'/'.join(str(i) for i in ids)})" if all(i is not None for i in ids) else f", {NOT_RECORDED}")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine of a processor kind: `id` its identity (the boot id's hash, or for runs that did not record
+    one the kind and kernel build's), `identified` whether it is one boot for certain."""
+    id: str
+    kind: str
+    identified: bool
+    kernel: str | None
+
+    @property
+    def name(self) -> str:
+        return machine_name(self.id, self.identified)
+
+
+def machine_name(machine_id: str, identified: bool) -> str:
+    """The short name of a machine: M-<digits> for a boot, K-<digits> for a kind and kernel build whose runs
+    recorded no boot (possibly several virtual machines)."""
+    return ("M-" if identified else "K-") + machine_id[:MACHINE_NAME_DIGITS]
+
+
+def machine_of(machine: dict, kind: str | None = None) -> Machine:
+    """The machine that wrote machine.json: its recorded boot hash, else (processor kind, kernel build).
+    `kind`: the run's processor kind where the dataset joined it to a fuller one (processor_groups)."""
+    identity = host_identity(machine)
+    kind = kind or processor_label(identity)
+    recorded = (machine or {}).get("machine_id")
+    if isinstance(recorded, str) and re.fullmatch(r"[0-9a-f]{%d}" % MACHINE_ID_DIGITS, recorded):
+        return Machine(recorded, kind, True, identity.get("kernel"))
+    legacy = hashlib.sha256(json.dumps([kind, identity.get("kernel")]).encode()).hexdigest()[:MACHINE_ID_DIGITS]
+    return Machine(legacy, kind, False, identity.get("kernel"))
+
+
+def machine_groups(machines: dict) -> dict[str, Machine]:
+    """{run: its Machine} for {run: machine.json}, each within its processor kind as processor_groups joins it."""
+    kinds = processor_groups(machines)
+    return {run: machine_of(m, kinds[run]) for run, m in machines.items()}
 
 
 def processor_slug(label: str) -> str:
@@ -106,10 +171,20 @@ def processor_slug(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "unknown-processor"
 
 
+def canonical_label(label: str) -> str:
+    """A processor label as processor_label writes it now: registrations made before a kind without its
+    family/model/stepping read ", family not recorded" named it by model and frequency alone."""
+    label = str(label)
+    if label.endswith(f", {NOT_RECORDED}") or re.search(r"\(\d+/\d+/\d+\)$", label):
+        return label
+    return f"{label}, {NOT_RECORDED}"
+
+
 def extends_label(fuller: str, partial: str) -> bool:
     """Whether processor label `fuller` is label `partial` recorded with its family/model/stepping: runs
     labelled `partial` may be of that very processor (processor_label)."""
-    return fuller.startswith(partial + " (")
+    suffix = f", {NOT_RECORDED}"
+    return partial.endswith(suffix) and fuller.startswith(partial[:-len(suffix)] + " (")
 
 
 def _agrees(partial: dict, full: dict, fields=IDENTITY_FIELDS) -> bool:

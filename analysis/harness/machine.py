@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analysis.contract.host import fingerprint_of_identity, host_identity
+from analysis.contract.host import boot_machine_id, fingerprint_of_identity, host_identity
 from analysis.harness.clock_lock import ClockLock  # noqa: F401  (the harness's name for it)
 
 CPU_SYSFS = Path("devices/system/cpu")
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
 def _read(path, default=None):
@@ -103,6 +104,8 @@ def describe_machine(packages=()) -> dict:
     sysfs_root = os.environ.get("HEAPCOST_SYSFS_ROOT") or "/sys"
     return with_host({
         "kernel": platform.release(),
+        # this boot's identity (a reboot is a new machine): a hash, never the boot id itself
+        "machine_id": boot_machine_id(_read(BOOT_ID, "")),
         "os": _read("/etc/debian_version") and f"Debian {_read('/etc/debian_version')}",
         "arch": platform.machine(),
         "cpu": cpu_info(sysfs_root=sysfs_root),

@@ -28,6 +28,24 @@ PAD_SPREAD = 4096  # bytes of random environment offset per trial (more than a p
 BASELINE = "glibc"
 
 
+# what a fleet job dropped from its campaign, as JSON, for the run it starts to record (params `dropped`)
+DROPPED_ENV = "HEAPCOST_DROPPED"
+
+
+def dropped_by_fleet(environ=None) -> list[dict]:
+    """What the fleet job that started this run dropped from its campaign because this host lacks it
+    (harness/fleet/campaigns.py: [{name, reason}]), or []."""
+    import json
+
+    text = (os.environ if environ is None else environ).get(DROPPED_ENV, "")
+    try:
+        records = json.loads(text) if text else []
+    except ValueError:
+        raise HeapcostError(f"{DROPPED_ENV} is not the JSON list a fleet job writes") from None
+    return [{"name": str(r["name"]), "reason": str(r["reason"])} for r in records
+            if isinstance(r, dict) and "name" in r and "reason" in r]
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -266,6 +284,9 @@ class Campaign:
             p["scales"] = self.scales
         if self.direct_pairs:
             p["pairs"] = [list(pair) for pair in self.direct_pairs]
+        dropped = dropped_by_fleet()
+        if dropped:
+            p["dropped"] = dropped
         return p
 
     def trial_cpus(self, wid: str):

@@ -129,13 +129,53 @@ def test_a_processor_kind_leaves_the_machine_out_and_joins_a_run_that_did_not_re
                                "other-mhz": machine("v595", mhz=2445.4), "intel": machine("v1045", 6, 2600.0, "Intel Xeon")})
     # another kernel is the same processor kind; the run without a family joins the one kind it agrees with
     assert groups["old"] == groups["new"] == "AMD EPYC 2600 MHz (26/2/1)"
-    assert groups["other-mhz"] == "AMD EPYC 2450 MHz"
+    assert groups["other-mhz"] == "AMD EPYC 2450 MHz, family not recorded"
     assert groups["intel"] == "Intel Xeon 2600 MHz (6/2/1)"
     # two fuller kinds it agrees with: it keeps its own (nothing tells which)
     two = processor_groups({"old": machine("a"), "x": machine("b", family=25), "y": machine("c", family=26)})
-    assert two["old"] == "AMD EPYC 2600 MHz"
+    assert two["old"] == "AMD EPYC 2600 MHz, family not recorded"
     # the label it keeps is extended by each fuller kind's, and by no other processor's
     from analysis.contract.host import extends_label
     assert extends_label(two["x"], two["old"]) and extends_label(two["y"], two["old"])
     assert not extends_label(two["old"], two["x"]) and not extends_label(two["x"], two["y"])
     assert not extends_label(groups["intel"], two["old"]) and not extends_label(two["old"], two["old"])
+
+
+def test_a_machine_is_one_boot_and_a_run_without_a_boot_falls_back_to_its_kind_and_kernel():
+    from analysis.contract.host import boot_machine_id, canonical_label, machine_groups, machine_of
+
+    def machine(kernel, boot=None, family=25):
+        cpu = {"model": "AMD EPYC", "logical_cpus": 2, "cpuinfo_mhz": [2596.1], "hypervisor_flag": True,
+               "family": family, "model_number": 17, "stepping": 1}
+        return {"kernel": kernel, "cpu": cpu, "memory_kb": 24 * 1024 * 1024,
+                **({"machine_id": boot_machine_id(boot)} if boot else {})}
+    one, reboot = machine_of(machine("v1252", "boot-1")), machine_of(machine("v1252", "boot-2"))
+    assert one.identified and one.kind == reboot.kind == "AMD EPYC 2600 MHz (25/17/1)" and one.id != reboot.id
+    assert one == machine_of(machine("v1252", "boot-1")) and one.name.startswith("M-") and len(one.name) == 8
+    # the hash never gives the boot id back, and an empty boot id is no machine
+    assert "boot-1" not in one.id and boot_machine_id("") is None and boot_machine_id(" \n") is None
+    legacy, legacy_again = machine_of(machine("v1147")), machine_of(machine("v1147"))
+    assert not legacy.identified and legacy == legacy_again and legacy.name.startswith("K-")
+    assert machine_of(machine("v1098")).id != legacy.id  # another kernel build: another machine
+    # a run that did not record its family is a machine of the kind the dataset joins it to
+    old = {"kernel": "v657", "cpu": {"model": "AMD EPYC", "logical_cpus": 2, "cpuinfo_mhz": [2596.1],
+                                     "hypervisor_flag": True}}
+    groups = machine_groups({"old": old, "new": machine("v1252", "b")})
+    assert groups["old"].kind == groups["new"].kind and groups["old"].id != groups["new"].id
+    # registrations made before a kind without its family read so named it by model and frequency alone
+    assert canonical_label("AMD EPYC 2600 MHz") == "AMD EPYC 2600 MHz, family not recorded"
+    assert canonical_label("AMD EPYC 2600 MHz (26/2/1)") == "AMD EPYC 2600 MHz (26/2/1)"
+
+
+def test_machine_json_records_this_boot_as_a_hash(tmp_path):
+    from analysis.harness import machine
+
+    described = machine.describe_machine()
+    boot = machine._read(machine.BOOT_ID, "")
+    assert described["machine_id"] == (boot_machine_id_of(boot) if boot else None)
+
+
+def boot_machine_id_of(boot):
+    from analysis.contract.host import boot_machine_id
+
+    return boot_machine_id(boot)

@@ -5,9 +5,15 @@ probe or mechanism) and the parameters `make measure` / `make probe` / `python -
 one campaign into a private runs folder beside its archive, exactly as `make measure` or `make probe` would
 (the measure notebook, the probe command), then packs the run it made with `contribute`'s format: the
 archive is the job's output, and the workflow's merge rule merges every archive into the dataset. A value
-may name an environment variable of the node ($HM: the libraries a user brought there); an unset one stops
-the job with one line. A resumed job (Slurm requeue, a second `make fleet`) resumes its unfinished run.
+may name an environment variable of the node ($HM: the libraries a user brought there). A resumed job (Slurm
+requeue, a second `make fleet`) resumes its unfinished run.
+
+Every machine contributes what it can: before a campaign runs, what this host lacks is dropped from it
+(`available`): a brought library whose variable is unset or whose file is not there, an allocator of the
+catalogue not built or installed here. The run records what was dropped (run.json's `params.dropped`). A
+campaign that measured a contested pair of debates.toml and is left with none is skipped, whole.
 """
+import json
 import os
 import re
 import subprocess
@@ -42,6 +48,25 @@ MECHANISM_FLAGS = {"SIZES": "--sizes", "BLOCKS": "--blocks"}
 PROFILE_FLAGS = {"WORKLOADS": "--workloads", "SCALE": "--scale", "RUNS": "--runs"}
 FLAGS = {"probe": PROBE_FLAGS, "mechanism": MECHANISM_FLAGS, "profile": PROFILE_FLAGS}  # commands without make
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+LAYOUTS = range(2, 6)  # the layout builds a profile's brought variables hold beside each library: _l2 ... _l5
+
+
+def _with_layouts(*names: str) -> tuple:
+    return tuple(n for base in names for n in (base, *(f"{base}_l{i}" for i in LAYOUTS)))
+
+
+# The brought libraries each variable of the profiles names (`name=<lib>,...`): what a host without the
+# variable lacks, library by library.
+VARIABLE_NAMES = {
+    "HM": _with_layouts("hardened-72fb357", "hardened-light-72fb357"),
+    "HM4": ("hardened-72fb357", "hardened-light-72fb357", "hardened-2026062800", "hardened-light-2026062800"),
+    "OM": _with_layouts("omalloc-1.128", "omalloc-1.128-getrbyte"),
+    "OM4": ("omalloc-1.128", "omalloc-1.128-getrbyte", "omalloc-1.128-getpid", "omalloc-1.128-getrbyte-getpid"),
+    "OM_SPLIT": ("omalloc-1.128", "omalloc-1.128-getrbyte", "omalloc-1.128-wideoffset",
+                 "omalloc-1.128-getrbyte-narrowoffset"),
+    "OMALLOC_1128": ("omalloc-1.128",),
+    "OMALLOC_1299": ("perl-omalloc",),
+}
 
 
 @dataclass
@@ -112,6 +137,107 @@ def expand(value: str, environ) -> str:
     return re.sub(r"\$(?:\{(\w+)\}|(\w+))", sub, value)
 
 
+@dataclass(frozen=True)
+class Dropped:
+    name: str    # the allocator's name
+    reason: str  # why this host lacks it
+
+    def record(self) -> dict:
+        return {"name": self.name, "reason": self.reason}
+
+
+def _names(value: str) -> list[str]:
+    return [n.strip() for n in value.split(",") if n.strip()]
+
+
+def _strip_layout(name: str) -> str:
+    return re.sub(r"_l[0-9]+$", "", name)
+
+
+def campaign_allocators(c: Campaign, environ=None) -> list[str]:
+    """Every allocator name the campaign's parameters give, brought ones included (an unset variable: the
+    names it stands for)."""
+    environ = os.environ if environ is None else environ
+    names = _names(c.params.get("ALLOCATORS", ""))
+    for item in _names(c.params.get("EXTRA_ALLOCATORS", "")):
+        unset = _unset(item, environ)
+        if unset:
+            names += [n for n, _ in unset]
+            continue
+        names += [i.partition("=")[0].strip() for i in _names(expand(item, environ))]
+    return list(dict.fromkeys(names))
+
+
+def _unset(item: str, environ) -> list[tuple[str, str]]:
+    """[(allocator name, the unset variable)] of an EXTRA_ALLOCATORS item that names a variable this host has
+    not set: `$VAR` stands for the libraries VARIABLE_NAMES gives, `name=$VAR` for `name`."""
+    missing = [m.group(1) or m.group(2) for m in re.finditer(r"\$(?:\{(\w+)\}|(\w+))", item)
+               if (m.group(1) or m.group(2)) not in environ]
+    if not missing:
+        return []
+    name = item.partition("=")[0].strip() if "=" in item else ""
+    if name:
+        return [(name, missing[0])]
+    return [(n, v) for v in missing for n in VARIABLE_NAMES.get(v, (f"${v}",))]
+
+
+def has_contested_pair(names, contested) -> bool:
+    """Whether both sides of a contested pair (with, without) are among `names`, in some layout build."""
+    bases = {_strip_layout(n) for n in names}
+    return any(a in bases and b in bases for a, b in contested)
+
+
+def _contested() -> set:
+    from analysis.contract import debates_spec
+
+    return {tuple(pair) for q in debates_spec.load().values() for pair in q.contested}
+
+
+def _catalogue_ok(names) -> dict:
+    from analysis.harness.allocators import catalog
+    from analysis.harness.allocators.provision import status
+
+    cat = catalog.load_catalog()
+    out = {n: (False, "not in the catalogue") for n in names if n not in cat}
+    out.update({i: (ok, why) for i, ok, why in status([cat[n] for n in names if n in cat])})
+    return out
+
+
+def available(c: Campaign, environ=None, catalogue_ok=_catalogue_ok, contested=None) -> tuple[Campaign | None, list]:
+    """(the campaign with what this host lacks dropped, or None when it is left with no contested pair it had;
+    the Dropped). A brought library is dropped when its variable is unset or its file is not there, an
+    allocator of the catalogue when it is not built or installed here."""
+    environ = dict(os.environ if environ is None else environ)
+    dropped, extra = [], []
+    for item in _names(c.params.get("EXTRA_ALLOCATORS", "")):
+        unset = _unset(item, environ)
+        if unset:
+            dropped += [Dropped(n, f"${v} is not set on this host") for n, v in unset]
+            continue
+        for sub in _names(expand(item, environ)):
+            name, _, lib = (x.strip() for x in sub.partition("="))
+            if lib and Path(lib).is_file():
+                extra.append(f"{name}={lib}")
+            else:
+                dropped.append(Dropped(name, "its library is not there" if lib else "no library named"))
+    wanted = _names(c.params.get("ALLOCATORS", ""))
+    state = catalogue_ok(wanted) if wanted else {}
+    kept = [n for n in wanted if state.get(n, (True, ""))[0]]
+    dropped += [Dropped(n, state[n][1]) for n in wanted if n not in kept]
+    if not dropped:
+        return c, []
+    params = {**c.params, "ALLOCATORS": ",".join(kept), "EXTRA_ALLOCATORS": ",".join(extra)}
+    if not params["EXTRA_ALLOCATORS"]:
+        params.pop("EXTRA_ALLOCATORS")
+    contested = _contested() if contested is None else contested
+    before = campaign_allocators(c, environ)
+    had = has_contested_pair(before, contested)
+    now = kept + [e.partition("=")[0] for e in extra]
+    if (had and not has_contested_pair(now, contested)) or not (kept or extra):
+        return None, dropped
+    return Campaign(c.name, c.command, params, c.minutes, c.about), dropped
+
+
 def command_line(c: Campaign, python: str, environ) -> list[str]:
     params = {k: expand(v, environ) for k, v in c.params.items()}
     if c.command in FLAGS:
@@ -138,7 +264,17 @@ def run_job(c: Campaign, archive: Path, python: str = sys.executable, environ=No
     runs = work / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     before = set(complete_runs(runs))
+    c, dropped = available(c, environ)
+    if c is None:
+        raise HeapcostError(f"campaign {archive.name}: no contested pair is left on this host once "
+                            f"{', '.join(d.name for d in dropped)} are dropped: skipped")
+    for d in dropped:
+        print(f"fleet job: dropped {d.name}: {d.reason}", flush=True)
     argv = command_line(c, python, environ)
+    if dropped:
+        from analysis.harness.measure import DROPPED_ENV
+
+        environ[DROPPED_ENV] = json.dumps([d.record() for d in dropped])
     if not environ.get("HEAPCOST_FORCE"):
         (wait or wait_for_quiet)()
     print("fleet job:", " ".join(argv), flush=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.contract import debates_spec
-from analysis.contract.host import extends_label
+from analysis.contract.host import canonical_label, extends_label
 from analysis.errors import HeapcostError, read_toml
 from analysis.paths import REPO
 from analysis.publish.debates import pool
@@ -137,6 +137,7 @@ def _same_host(label: str, earlier: list[str], labels: list[str]) -> bool:
     were joined to since, where they can have joined only that kind (their own label no longer answers and
     no other kind extends it); or the label without them that such runs fall back to once a second kind
     shares their name and frequency (counted with the fuller kind the prediction used, measured before it)."""
+    earlier = [canonical_label(e) for e in earlier]
     if label in earlier or any(extends_label(e, label) for e in earlier):
         return True
     return any(extends_label(label, e) and e not in labels

@@ -230,3 +230,65 @@ def test_a_recipe_build_is_named_the_published_build_from_the_runs_allocator_rec
     assert published == {"glibc-built_l3": {"d" * 64}, "perl-mymalloc": {"e" * 64}}
     assert brought.build_report("glibc-built_l3", "d" * 64, published).endswith("the published build (sha256 dddddddddddd)")
     assert "another build" in brought.build_report("glibc-built_l3", "0" * 64, published)
+
+
+CONTESTED = {("mozjemalloc-poison", "mozjemalloc"), ("omalloc-1.128", "omalloc-1.128-getrbyte"),
+             ("perl-omalloc", "perl-mymalloc")}
+
+
+def built(*names):
+    return lambda wanted: {n: (n in names, "built" if n in names else "not built yet") for n in wanted}
+
+
+def test_a_host_without_a_brought_library_runs_the_rest_of_its_campaign_and_says_what_it_dropped(tmp_path):
+    lib = tmp_path / "libcopy.so"
+    lib.write_text("")
+    c = campaigns.Campaign("pairs", "measure", {"PROFILE": "quick", "ALLOCATORS": "glibc,mozjemalloc,mozjemalloc-poison,"
+                                                 "mozjemalloc_l2,mozjemalloc-poison_l2",
+                                                 "EXTRA_ALLOCATORS": f"$OM,glibc-copy={lib}"})
+    kept, dropped = campaigns.available(c, {}, built("glibc", "mozjemalloc", "mozjemalloc-poison"), CONTESTED)
+    assert kept.params["ALLOCATORS"] == "glibc,mozjemalloc,mozjemalloc-poison"
+    assert kept.params["EXTRA_ALLOCATORS"] == f"glibc-copy={lib}"
+    names = [d.name for d in dropped]
+    # every library the unset variable stands for, by name, and each recipe build this host lacks
+    assert names[:10] == list(campaigns.VARIABLE_NAMES["OM"]) and names[10:] == ["mozjemalloc_l2", "mozjemalloc-poison_l2"]
+    assert dropped[0].reason == "$OM is not set on this host" and dropped[-1].reason == "not built yet"
+    # with everything here nothing is dropped and the campaign is the one the profile gives
+    om = ",".join(f"{n}={lib}" for n in campaigns.VARIABLE_NAMES["OM"])
+    same, none = campaigns.available(c, {"OM": om}, built(*c.params["ALLOCATORS"].split(",")), CONTESTED)
+    assert same is c and none == []
+
+
+def test_a_campaign_left_without_its_contested_pair_is_skipped_and_one_that_never_had_one_is_not(tmp_path):
+    perl = campaigns.Campaign("perl", "measure", {"ALLOCATORS": "glibc,perl-mymalloc,perl-sysmalloc",
+                                                  "EXTRA_ALLOCATORS": "perl-omalloc=$OMALLOC_1299"})
+    skipped, dropped = campaigns.available(perl, {}, built("glibc", "perl-mymalloc", "perl-sysmalloc"), CONTESTED)
+    assert skipped is None and [d.name for d in dropped] == ["perl-omalloc"]
+    gone = tmp_path / "gone.so"
+    skipped, dropped = campaigns.available(perl, {"OMALLOC_1299": str(gone)}, built("glibc", "perl-mymalloc"), CONTESTED)
+    assert skipped is None and {d.name: d.reason for d in dropped} == {
+        "perl-omalloc": "its library is not there", "perl-sysmalloc": "not built yet"}
+    plain = campaigns.Campaign("time", "measure", {"ALLOCATORS": "glibc,jemalloc,scudo"})
+    kept, dropped = campaigns.available(plain, {}, built("glibc", "jemalloc"), CONTESTED)
+    assert kept.params["ALLOCATORS"] == "glibc,jemalloc" and [d.name for d in dropped] == ["scudo"]
+
+
+def test_the_run_records_what_its_job_dropped(tmp_path):
+    from analysis.harness.measure import DROPPED_ENV, dropped_by_fleet
+
+    seen = {}
+    published = REPO / "data" / "runs" / "20261130T135001Z-time-quick"
+    runner = fake_campaign(published)
+
+    def recording(argv, env, cwd):
+        seen.update(env)
+        return runner(argv, env, cwd)
+    lib = tmp_path / "libh.so"
+    lib.write_text("")
+    c = campaigns.Campaign("time", "measure", {"PROFILE": "smoke", "ALLOCATORS": "glibc",
+                                               "EXTRA_ALLOCATORS": f"$HM,hardened-2026062800={lib}"})
+    campaigns.run_job(c, tmp_path / "h" / "t.tar.gz", environ={}, runner=recording, wait=lambda: 0)
+    assert [d["name"] for d in dropped_by_fleet(seen)] == list(campaigns.VARIABLE_NAMES["HM"])
+    assert dropped_by_fleet({}) == []
+    with pytest.raises(HeapcostError, match=DROPPED_ENV):
+        dropped_by_fleet({DROPPED_ENV: "{"})
