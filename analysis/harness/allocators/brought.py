@@ -108,16 +108,23 @@ def portable_origin(origin: dict) -> dict:
     return {k: v for k, v in origin.items() if k != "path"}
 
 
-def published_builds(runs_dir: Path) -> dict:
-    """{allocator name: {sha256 of a library the dataset recorded under that name}} over every run: the
-    libraries brought by path, and the allocator's own libraries each run's allocator record identifies
-    (the builds of the project's recipes among them)."""
-    out: dict = {}
+def _published_runs(runs_dir: Path):
+    """(run id, run.json's content) of every readable run of a dataset, in the order of their ids."""
     for path in sorted(Path(runs_dir).glob("*/run.json")):
         try:
             info = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if isinstance(info, dict):
+            yield path.parent.name, info
+
+
+def published_builds(runs_dir: Path) -> dict:
+    """{allocator name: {sha256 of a library the dataset recorded under that name}} over every run: the
+    libraries brought by path, and the allocator's own libraries each run's allocator record identifies
+    (the builds of the project's recipes among them)."""
+    out: dict = {}
+    for _, info in _published_runs(runs_dir):
         for name, rec in ((info.get("params") or {}).get("brought_libraries") or {}).items():
             if isinstance(rec, dict) and rec.get("library_sha256"):
                 out.setdefault(name, set()).add(rec["library_sha256"])
@@ -126,6 +133,36 @@ def published_builds(runs_dir: Path) -> dict:
             for lib in (rec.get("libraries") or []) if isinstance(rec, dict) else []:
                 if isinstance(lib, dict) and lib.get("allocator") == name and lib.get("sha256"):
                     out.setdefault(name, set()).add(lib["sha256"])
+    return out
+
+
+RECIPE_FIELDS = ("origin", "build", "layout", "build_of")
+
+
+def _build_of_run(info: dict, name: str) -> tuple[tuple, dict] | None:
+    """What one run recorded under `name`, or None: (its libraries as (file, sha256) pairs, how it was built),
+    from a brought library's record, else from the build fields of the run's allocator record."""
+    rec = ((info.get("params") or {}).get("brought_libraries") or {}).get(name)
+    if isinstance(rec, dict):
+        sha = rec.get("library_sha256")
+        libs = ((rec.get("library", ""), sha),) if sha else ()
+        return libs, {k: v for k, v in rec.items() if k != "library_sha256"}
+    rec = info.get("allocators").get(name) if isinstance(info.get("allocators"), dict) else None
+    if not isinstance(rec, dict):
+        return None
+    libs = tuple((lib.get("file", ""), lib["sha256"]) for lib in rec.get("libraries") or []
+                 if isinstance(lib, dict) and lib.get("allocator") == name and lib.get("sha256"))
+    return libs, {k: rec[k] for k in RECIPE_FIELDS if k in rec}
+
+
+def published_records(runs_dir: Path, name: str) -> dict:
+    """{a build the dataset recorded under `name`, as its libraries' (file, sha256) pairs (none when the runs
+    identified no library): [(run id, what that run recorded of how it was built), ...] in run order}."""
+    out: dict = {}
+    for run_id, info in _published_runs(runs_dir):
+        found = _build_of_run(info, name)
+        if found is not None:
+            out.setdefault(found[0], []).append((run_id, found[1]))
     return out
 
 

@@ -1,7 +1,9 @@
 """The allocator catalogue (allocators.toml) and how each entry is selected on this machine."""
+import difflib
 import glob
 import os
 import re
+import shlex
 import shutil
 import sys
 import tomllib
@@ -11,7 +13,7 @@ from pathlib import Path
 from analysis.errors import HeapcostError
 from analysis.harness.allocators import brought, glibc_build, mozjemalloc_build
 from analysis.harness.allocators.cache import built_prefix
-from analysis.paths import CATALOG_PATH, REPO, cache_dir
+from analysis.paths import CATALOG_PATH, REPO, RUNS_DIR, cache_dir
 
 DEFENCES = (
     "double-free-detect", "invalid-free-detect", "overflow-detect", "guard-pages", "free-poison",
@@ -343,13 +345,121 @@ def for_campaign(names: str | None, extra: str | None, *, baseline: str | None =
     return resolved
 
 
+# ----------------------------------------------------------------------------- published provenance
+def _entry_for(name: str, catalog: dict) -> Allocator | None:
+    """The catalogue entry a name belongs to: its own, or for a layout name `<id>_l<N>` that of `<id>`."""
+    return catalog.get(name) or catalog.get(layout_of(name)[0])
+
+
+def _catalogue_says(entry: Allocator) -> str:
+    """What the catalogue says an entry is built from, on one line: its origin's fields (upstream, revision or
+    package, version, patch, build, ...)."""
+    fields = ", ".join(f"{k} {v}" for k, v in entry.origin.items() if k != "kind" and v not in (None, ""))
+    return f"the catalogue's {entry.id} ({entry.origin.get('kind')}): {fields or 'no origin fields'}"
+
+
+def _value_text(value) -> str:
+    """A recorded value on one line: a list as a shell takes it (an item quoted when it holds a space)."""
+    return shlex.join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _fields(record: dict, section: tuple = ()) -> list:
+    """A run's record of a build as ((section, key), value text) pairs: nested tables opened into sections,
+    empty values left out."""
+    pairs = []
+    for key, value in record.items():
+        if isinstance(value, dict):
+            pairs += _fields(value, (*section, key))
+        elif value not in (None, "", []):
+            pairs.append(((section, key), _value_text(value)))
+    return pairs
+
+
+def _runs_said(run_ids: list, total: int) -> str:
+    """How many of a build's runs recorded something, with the first and last of them."""
+    if len(run_ids) == 1:
+        return f"1 of {total} runs: {run_ids[0]}"
+    return f"{len(run_ids)} of {total} runs: first {run_ids[0]}, last {run_ids[-1]}"
+
+
+def _section_runs(fields: dict) -> list | None:
+    """The runs that recorded a section when every field of it was recorded by the same runs, else None."""
+    held = {tuple(sorted(i for ids in values.values() for i in ids)) for values in fields.values()}
+    return list(held.pop()) if len(held) == 1 else None
+
+
+def _field_lines(runs: list) -> list[str]:
+    """Every field the runs recorded of one build as `key: value` lines under their sections, each value once;
+    a section, or a value, that not every run recorded says which runs did."""
+    seen: dict = {}
+    for run_id, record in runs:
+        for (section, key), text in _fields(record):
+            seen.setdefault(section, {}).setdefault(key, {}).setdefault(text, []).append(run_id)
+    every = [run_id for run_id, _ in runs]
+    lines = []
+    for section in sorted(seen, key=len):  # the top level first, then the sections in the order recorded
+        fields = seen[section]
+        base = (_section_runs(fields) if section else None) or every
+        if section:
+            said = f"  (recorded by {_runs_said(base, len(runs))})" if base != every else ""
+            lines.append(f"{'  ' * len(section)}{'.'.join(section)}:{said}")
+        indent = "  " * (len(section) + 1)
+        for key, values in fields.items():
+            for text, ids in values.items():
+                lines.append(f"{indent}{key}: {text}" + ("" if ids == base else f"  ({_runs_said(ids, len(runs))})"))
+    return lines
+
+
+def _build_lines(number: int, total: int, libraries: tuple, runs: list) -> list[str]:
+    """One published build: its libraries' sha256, the runs that recorded it, and how they say it was built."""
+    ids = [run_id for run_id, _ in runs]
+    said = f"1 run, {ids[0]}" if len(ids) == 1 else f"{len(ids)} runs, first {ids[0]}, last {ids[-1]}"
+    lines = [f"build {number} of {total}: recorded by {said}"]
+    lines += [f"  sha256 {sha} {file}" for file, sha in libraries]
+    if not libraries:
+        lines.append("  sha256: not recorded (these runs identified no library of it)")
+    return lines + _field_lines(runs)
+
+
+def _unknown(name: str, catalog: dict, runs_dir: Path) -> HeapcostError:
+    """The error for a name neither the catalogue nor the dataset knows, with the closest name they do know."""
+    names = sorted({*catalog, *brought.published_builds(runs_dir)})
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean {close[0]}?" if close else "; `python -m analysis allocators` lists the catalogue"
+    return HeapcostError(f"unknown allocator {name!r}: neither the catalogue nor any published run names it{hint}")
+
+
+def provenance_lines(name: str, catalog: dict | None = None, runs_dir: Path | None = None) -> list[str]:
+    """The whole published build configuration of allocator `name`: each distinct build the dataset's runs
+    recorded under it, with what the catalogue says it is built from. What the runs recorded is printed as
+    stored (their paths are already portable: {cache}, {elsewhere})."""
+    catalog = load_catalog() if catalog is None else catalog
+    runs_dir = RUNS_DIR if runs_dir is None else Path(runs_dir)
+    entry, builds = _entry_for(name, catalog), brought.published_records(runs_dir, name)
+    if not builds:
+        if entry is None:
+            raise _unknown(name, catalog, runs_dir)
+        return [f"{name}: no published run recorded it; {_catalogue_says(entry)}"]
+    said = _catalogue_says(entry) if entry else "the catalogue has no entry for it (a library brought by path)"
+    lines = [f"{name}: {len(builds)} published build{'s' if len(builds) > 1 else ''}; {said}"]
+    for number, (libraries, runs) in enumerate(builds.items(), 1):
+        lines += ["", *_build_lines(number, len(builds), libraries, runs)]
+    return lines
+
+
 # ---------------------------------------------------------------------------------------- CLI
 def add_arguments(parser):
     parser.add_argument("--extra", default="", help="bring-your-own allocators: name=/path/lib.so,...")
     parser.add_argument("--available", action="store_true", help="list only those available here")
+    parser.add_argument("--provenance", metavar="NAME", default="",
+                        help="print how every published run recorded allocator NAME's build (sha256, upstream, "
+                             "revision, configuration, compiler, ...), to rebuild it by hand")
 
 
 def run(args) -> int:
+    if getattr(args, "provenance", ""):  # callers other than the CLI may pass only the listing's options
+        print("\n".join(provenance_lines(args.provenance)))
+        return 0
     catalog = load_catalog()
     for e in parse_extra(args.extra, catalog):
         catalog[e.id] = e
