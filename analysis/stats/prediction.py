@@ -69,3 +69,103 @@ def predict(host_estimates: list[tuple[float, float]], tau: float) -> Prediction
     ses = sorted(s for _, s in host_estimates)
     se_new = ses[len(ses) // 2] if n % 2 else (ses[n // 2 - 1] + ses[n // 2]) / 2
     return Prediction(centre, math.sqrt(var_centre + tau * tau + se_new * se_new), n)
+
+
+# ---- the machine level: how machines of one processor kind differ ------------------------------------------
+#
+# A kind's answer is a promise about the machines of that kind, and its one or two machines cannot say how
+# much the next one may differ. The between-machine variance is therefore one component estimated jointly
+# over every cell (a pair on a workload) and kind measured on two machines or more: each such cell and kind
+# gives its machines' estimates (each machine's own runs and builds pooled) with their standard errors, and
+# the variance is the Paule-Mandel value at which the cells' generalised Q statistics sum to their degrees of
+# freedom (sum of machines - 1), with the Q-profile 95% interval (Viechtbauer 2007). What is used is that
+# estimate moderated by a conservative prior, as limma moderates a gene's variance: a prior variance s0^2 worth
+# d0 degrees of freedom, (d0 s0^2 + d tau^2) / (d0 + d) on d0 + d degrees of freedom. Until the dataset has a
+# kind measured on two machines it is the prior alone, never zero; as machines are added the data outweigh it.
+#
+# The prior: a standard deviation of 1% on the log scale between machines of one kind, worth 2 degrees of
+# freedom. Its source is the size of what it stands for, measured before the dataset held two machines of a
+# kind: a fresh machine of the kind 25/17/1 read seed 002's dom-churn cell above the published interval
+# (about ±0.7% wide) in four of five layout builds, and the seeds' own reports put two machines of one kind
+# apart by more than either's interval; 1% is above both the A/A floors (±0.3-0.7%) and those differences'
+# typical size, and 2 degrees of freedom let a handful of cells overrule it.
+PRIOR_TAU_MACHINE = 0.01
+PRIOR_DF_MACHINE = 2.0
+PRIOR_SOURCE = ("prior: 1% between machines of a kind on 2 degrees of freedom (stats/prediction.py), the size of "
+                "the differences seen between two machines of one kind before the dataset held two")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The between-machine variance: `tau2` as used (the data moderated by the prior) on `df` degrees of freedom;
+    `estimate`, `low`, `high` the data's own Paule-Mandel value and Q-profile 95% interval (nan without data),
+    from `cells` cells and kinds on `data_df` degrees of freedom."""
+    tau2: float
+    df: float
+    estimate: float
+    low: float
+    high: float
+    cells: int
+    data_df: float
+    source: str
+
+    @property
+    def tau(self) -> float:
+        return math.sqrt(self.tau2)
+
+
+def _q_statistic(groups: list[list[tuple[float, float]]], tau2: float) -> float:
+    """The generalised Q summed over the groups: each group's machines' squared deviations from their
+    inverse-variance mean, weighted by 1 / (se^2 + tau2)."""
+    total = []
+    for g in groups:
+        w = [1.0 / (max(s, 1e-9) ** 2 + tau2) for _, s in g]
+        mean = math.fsum(wi * e for wi, (e, _) in zip(w, g)) / math.fsum(w)
+        total.append(math.fsum(wi * (e - mean) ** 2 for wi, (e, _) in zip(w, g)))
+    return math.fsum(total)
+
+
+def _solve_q(groups, target: float, hi: float = 1.0) -> float:
+    """The tau2 at which the summed Q equals `target` (Q falls as tau2 grows), 0 when Q(0) is already below."""
+    if _q_statistic(groups, 0.0) <= target:
+        return 0.0
+    while _q_statistic(groups, hi) > target and hi < 1e3:
+        hi *= 4
+    lo = 0.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _q_statistic(groups, mid) > target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-14 + 1e-9 * hi:
+            break
+    return (lo + hi) / 2
+
+
+def machine_spread(cells: dict, prior_tau: float = PRIOR_TAU_MACHINE, prior_df: float = PRIOR_DF_MACHINE,
+                   confidence: float = CONFIDENCE) -> Spread:
+    """The between-machine variance from {(cell, kind): [(estimate, se) per machine]}: the cells with two
+    machines or more estimate it jointly (Paule-Mandel, Q-profile interval), moderated by the prior."""
+    groups = [list(v) for _, v in sorted(cells.items(), key=lambda kv: str(kv[0])) if len(v) >= 2]
+    d = float(sum(len(g) - 1 for g in groups))
+    p2 = prior_tau ** 2
+    if not groups:
+        return Spread(p2, prior_df, math.nan, math.nan, math.nan, 0, 0.0, PRIOR_SOURCE)
+    estimate = _solve_q(groups, d)
+    low = _solve_q(groups, float(sps.chi2.ppf(0.5 + confidence / 2, d)))
+    high = _solve_q(groups, float(sps.chi2.ppf(0.5 - confidence / 2, d)))
+    used = (prior_df * p2 + d * estimate) / (prior_df + d)
+    source = (f"estimated from {len(groups)} cells and kinds with two machines or more ({d:g} degrees of "
+              f"freedom), moderated by the {PRIOR_SOURCE}")
+    return Spread(used, prior_df + d, estimate, low, high, len(groups), d, source)
+
+
+def next_machine(centre: float, se_centre: float, spread: Spread, se_new: float,
+                 confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The prediction interval (log scale) of the estimate a new machine of the kind gives: the kind's mean, its
+    uncertainty, the new machine's own deviation (the spread) and the new machine's measurement error under the
+    design it runs (`se_new`), on the spread's degrees of freedom."""
+    sd = math.sqrt(se_centre ** 2 + spread.tau2 + se_new ** 2)
+    q = float(sps.t.ppf(0.5 + confidence / 2, spread.df))
+    return centre - q * sd, centre + q * sd

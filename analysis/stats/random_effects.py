@@ -1,11 +1,18 @@
-"""A pooled log ratio over runs, with run, build and host as random effects.
+"""A pooled log ratio over runs, with run, build, machine and host as random effects.
 
 Each run gives one estimate y_i of a log ratio with its within-run standard error s_i. Between runs the true
 value moves: a run samples the machine's state (variance tau_run^2), a build samples a library's code
-layout (tau_build^2, shared by the runs of one build) and a host samples a processor (tau_host^2, shared by the
-runs on one host). The model is
+layout (tau_build^2, shared by the runs of one build), a machine samples one computer of its processor kind
+(tau_machine^2, shared by the runs on one machine) and a host samples a processor (tau_host^2, shared by the
+runs on one host). Builds and machines are crossed: the same layout builds, named by sha256, run on every
+machine. The model is
 
-    y_i = mu + u_host[h(i)] + u_build[b(i)] + e_i,   e_i ~ N(0, s_i^2 + tau_run^2),
+    y_i = mu + u_host[h(i)] + u_machine[m(i)] + u_build[b(i)] + e_i,   e_i ~ N(0, s_i^2 + tau_run^2),
+
+A level's variance may be given instead of estimated (`fixed`): the between-machine variance is one
+component estimated jointly over every cell and kind that has two machines or more (stats/prediction.py,
+`machine_spread`), since one kind's one or two machines cannot estimate it; a fixed level enters the model
+even when the runs come from one group of it (one machine still samples the machines of its kind).
 
 a random-effects meta-analysis whose variance components are estimated by REML (restricted likelihood,
 maximised over the log variances). The interval of mu uses the Hartung-Knapp scale (never narrower than the
@@ -23,7 +30,7 @@ from scipy import stats as sps
 
 from analysis.stats.estimators import CONFIDENCE
 
-LEVELS = ("host", "build")  # crossed grouping columns, coarsest first
+LEVELS = ("host", "machine", "build")  # crossed grouping columns, coarsest first (a frame may lack machine)
 RESOLVED = 0.05  # a component counts as resolved when it holds at least this share of the pooled variance
 _FLOOR = -30.0  # log variance taken as zero
 
@@ -33,24 +40,29 @@ class Pooled:
     estimate: float  # mu, log scale
     se: float
     df: float
-    tau2: dict  # component -> estimated variance ("run", "host", "build")
+    tau2: dict  # component -> estimated (or given) variance ("run", "host", "machine", "build")
     runs: int
     builds: int
     hosts: int
+    machines: int = 1
 
     def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float]:
         q = sps.t.ppf(0.5 + confidence / 2, self.df)
         return self.estimate - q * self.se, self.estimate + q * self.se
 
 
-def _design(frame: pd.DataFrame) -> list[list[int]]:
-    """Each grouping level with at least two groups (one group is not a sample): its group index per run."""
-    out = []
+def _design(frame: pd.DataFrame, fixed=()) -> tuple[list[list[int]], list[str]]:
+    """Each grouping level with at least two groups (one group is not a sample to estimate from), and each
+    level whose variance is fixed: its group index per run, and the levels' names."""
+    out, names = [], []
     for level in LEVELS:
+        if level not in frame.columns:
+            continue
         codes, uniq = pd.factorize(frame[level].astype(str))
-        if len(uniq) >= 2:
+        if len(uniq) >= 2 or level in fixed:
             out.append([int(c) for c in codes])
-    return out, [level for level in LEVELS if frame[level].astype(str).nunique() >= 2]
+            names.append(level)
+    return out, names
 
 
 # The restricted likelihood is computed in plain floating point, with correctly rounded sums (math.fsum) and
@@ -202,33 +214,48 @@ def _nelder_mead(f, x0: list[float], step: float = 1.0, lo: float = _FLOOR, hi: 
     return pts[min(range(n + 1), key=lambda i: (vals[i], i))]
 
 
-def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE, start: float | None = None) -> Pooled:
-    """Pool per-run log ratios: `frame` has columns estimate (log ratio), se, host, build (any labels).
-    One run gives its own interval back (nothing is known between runs). `start` moves the optimiser's
-    starting log variance (the published digits must not depend on it)."""
+def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE, start: float | None = None,
+         fixed: dict | None = None, fixed_df: dict | None = None) -> Pooled:
+    """Pool per-run log ratios: `frame` has columns estimate (log ratio), se, host, build (any labels) and
+    optionally machine. One run gives its own interval back (nothing is known between runs), unless a level's
+    variance is fixed. `start` moves the optimiser's starting log variance (the published digits must not
+    depend on it). `fixed`: {level: variance} given rather than estimated, each with the degrees of freedom it
+    was estimated on (`fixed_df`), which bound the interval's when that level's variance is resolved."""
     if frame.empty:
         raise ValueError("no runs to pool")
+    fixed = {k: float(v) for k, v in (fixed or {}).items() if k in frame.columns}
     frame = frame.reset_index(drop=True)
     y = [_quantized(float(v)) for v in frame["estimate"]]
     s2 = [_quantized(float(v)) ** 2 for v in frame["se"]]
     k = len(y)
     hosts, builds = (int(frame[c].astype(str).nunique()) for c in ("host", "build"))
-    if k == 1:
+    machines = int(frame["machine"].astype(str).nunique()) if "machine" in frame.columns else 1
+    if k == 1 and not fixed:
         return Pooled(float(y[0]), float(math.sqrt(s2[0])), float(frame.get("df", pd.Series([1e6])).iloc[0]),
-                      {"run": 0.0, "host": 0.0, "build": 0.0}, 1, builds, hosts)
-    codes, names = _design(frame)
+                      {"run": 0.0, "host": 0.0, "build": 0.0, "machine": 0.0}, 1, builds, hosts, machines)
+    codes, names = _design(frame, fixed)
+    free = [n for n in names if n not in fixed]
+    given = {n: (math.log(v) if v > 0 else _FLOOR) for n, v in fixed.items() if n in names}
+
+    def full(t):
+        rest = iter(t[1:])
+        return [t[0]] + [given[n] if n in given else next(rest) for n in names]
     if start is None:
         mean = math.fsum(y) / k
-        var = math.fsum((v - mean) ** 2 for v in y) / (k - 1)
-        start = math.log(max(var, 1e-12) / (1 + len(names)))
-    theta = _nelder_mead(lambda t: _restricted_nll(t, y, s2, codes), [start] * (1 + len(names)))
-    tau2 = {"run": math.exp(theta[0]) if theta[0] > _FLOOR + 1 else 0.0, "host": 0.0, "build": 0.0}
+        var = math.fsum((v - mean) ** 2 for v in y) / max(k - 1, 1)
+        start = math.log(max(var, 1e-12) / (1 + len(free)))
+    if k == 1:  # one run and a fixed level: nothing to estimate from the runs
+        theta = [_FLOOR] + [given[n] for n in names]
+    else:
+        theta = full(_nelder_mead(lambda t: _restricted_nll(full(t), y, s2, codes), [start] * (1 + len(free))))
+    tau2 = {"run": math.exp(theta[0]) if theta[0] > _FLOOR + 1 else 0.0, "host": 0.0, "build": 0.0, "machine": 0.0}
     for t, name in zip(theta[1:], names):
-        tau2[name] = math.exp(t) if t > _FLOOR + 1 else 0.0
+        tau2[name] = fixed[name] if name in fixed else (math.exp(t) if t > _FLOOR + 1 else 0.0)
     _, mu, w, rvr = _fit(theta, y, s2, codes)
-    q = rvr / (k - 1)  # Hartung-Knapp: the residuals' own scale, never below the model's
+    q = rvr / (k - 1) if k > 1 else 1.0  # Hartung-Knapp: the residuals' own scale, never below the model's
     se = math.sqrt(max(q, 1.0) / w)
-    return Pooled(mu, se, _df(tau2, s2, k, hosts, builds), tau2, k, builds, hosts)
+    return Pooled(mu, se, _df(tau2, s2, k, hosts, builds, machines, fixed_df or {}), tau2, k, builds, hosts,
+                  machines)
 
 
 def quantile(df: float, confidence: float = CONFIDENCE) -> float:
@@ -244,15 +271,20 @@ def floored_se(se: float, df: float, floor_halfwidth: float, confidence: float =
     return max(se, floor_halfwidth / quantile(df, confidence))
 
 
-def _df(tau2: dict, s2, k: int, hosts: int, builds: int) -> float:
+def _df(tau2: dict, s2, k: int, hosts: int, builds: int, machines: int = 1, fixed_df: dict = None) -> float:
     """Degrees of freedom of the coarsest level whose variance is resolved (a share of at least RESOLVED of
     a typical run's total variance): the interval cannot be surer than the number of hosts allows when hosts
-    differ."""
+    differ. A level whose variance was given carries the degrees of freedom it was estimated on."""
+    fixed_df = fixed_df or {}
     total = math.fsum(s2) / len(s2) + math.fsum(tau2.values())
-    for level, groups in (("host", hosts), ("build", builds)):
-        if groups >= 2 and tau2[level] >= RESOLVED * total:
+    for level, groups in (("host", hosts), ("machine", machines), ("build", builds)):
+        if tau2.get(level, 0.0) < RESOLVED * total:
+            continue
+        if level in fixed_df:
+            return float(fixed_df[level])
+        if groups >= 2:
             return float(groups - 1)
-    return float(k - 1)
+    return float(max(k - 1, 1))
 
 
 def simulate(rng: np.random.Generator, mu: float, hosts: int, builds: int, runs_per_cell: int,

@@ -20,16 +20,23 @@ from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY, aa_
 from analysis.stats import equivalence, paired
 from analysis.stats import random_effects
 from analysis.stats.estimators import Difference
-from analysis.contract.host import extends_label, processor_groups
+from analysis.contract.host import extends_label, machine_groups
 from analysis.contract.runstore import Run, read_json
 from analysis.contract.schema import warmup_mask
 
 SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
-RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "processor", "build", "layout", "ratio",
+RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "processor", "machine", "build", "layout", "ratio",
                "ci_low", "ci_high", "estimate", "se", "df", "method", "superseded"]
-HOST_COLUMNS = ["seed", "configuration", "workload", "processor", "machines", "n_runs", "n_estimates", "n_builds",
-                "ratio", "ci_low", "ci_high", "estimate", "se", "df", "floor_halfwidth_percent", "floor_from",
-                "floored", "decision", "decision_words", "layout_variance"]
+HOST_COLUMNS = ["seed", "configuration", "workload", "processor", "machines", "n_machines", "n_runs", "n_estimates",
+                "n_builds", "ratio", "ci_low", "ci_high", "estimate", "se", "df", "floor_halfwidth_percent",
+                "floor_from", "floored", "decision", "decision_words", "layout_variance", "mean90_low",
+                "mean90_high", "next_low", "next_high", "next_one_build_low", "next_one_build_high",
+                "tau_machine_percent", "registered_decision", "registered_decision_words"]
+# what a kind's two intervals promise (the paper's labels)
+MEAN_INTERVAL = "90% interval of the kind's mean (the one-sided 5% test decides on it)"
+NEXT_INTERVAL = "95% prediction interval for the estimate a new machine of the kind gives under make debates"
+MACHINE_COLUMNS = ["seed", "configuration", "workload", "processor", "machine", "n_runs", "n_builds", "estimate",
+                   "se", "ratio", "ci_low", "ci_high"]
 # layout builds a host needs for its layout variance to rest on at least 4 degrees of freedom
 MIN_LAYOUT_BUILDS = 5
 # A single estimate over hosts is shown only where the spread between hosts can be estimated from the hosts
@@ -52,10 +59,21 @@ def _host_kinds(runs_dir: Path) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=8)
+def _machine_of(runs_dir: Path) -> dict:
+    """{run: its Machine} over every run of the dataset (analysis.contract.host.machine_groups): the processor
+    kind and the machine within it."""
+    runs = [d for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
+    return machine_groups({d.name: read_json(d / "machine.json") for d in runs})
+
+
 def _processors(runs_dir: Path) -> dict[str, str]:
     """{run: its processor kind} over every run of the dataset (analysis.contract.host.processor_groups)."""
-    runs = [d for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
-    return processor_groups({d.name: read_json(d / "machine.json") for d in runs})
+    return {run: m.kind for run, m in _machine_of(Path(runs_dir)).items()}
+
+
+def _machines(runs_dir: Path) -> dict[str, str]:
+    """{run: the name of its machine} (analysis.contract.host.machine_name)."""
+    return {run: m.name for run, m in _machine_of(Path(runs_dir)).items()}
 
 
 def build_of(run_info: dict, allocator: str) -> str:
@@ -204,6 +222,7 @@ def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, wi
         rows.append({"seed": seed, "configuration": f"{with_} / {without}", "workload": workload,
                      "run_id": run_id, "host": _host_kinds(Path(runs_dir)).get(run_id, "?"),
                      "processor": _processors(Path(runs_dir)).get(run_id, "?"),
+                     "machine": _machines(Path(runs_dir)).get(run_id, "?"),
                      "build": f"{build_of(run.info, with_)} / {build_of(run.info, without)}",
                      "layout": _layout_of(with_, without),
                      "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
@@ -288,8 +307,12 @@ def pooled(runs: pd.DataFrame, margin: float, rule: str) -> dict:
             "decision_low": d.low, "decision_high": d.high}
 
 
-def layout_variance(builds: int) -> str:
+def layout_variance(builds: int, borrowed: bool = False, undecidable: bool = False) -> str:
     """What a host's layout builds let its answer say about the variance between layouts."""
+    if builds < 2 and borrowed:
+        return "one build: the layout variance borrowed from the cells measured in several builds"
+    if builds < 2 and undecidable:
+        return "one build and no layout variance to borrow: not decided"
     if builds < 2:
         return "not estimable: one build"
     if builds < MIN_LAYOUT_BUILDS:
@@ -299,28 +322,118 @@ def layout_variance(builds: int) -> str:
     return f"estimated from {builds} builds"
 
 
-def per_host(runs: pd.DataFrame, margin: float, rule: str, floors: dict) -> pd.DataFrame:
-    """One row per processor kind: the current-design runs on it pooled (run and build as variance components;
-    its machines, other kernels or VMs of the kind, recorded), the interval widened to the host's A/A floor
-    where it is narrower (`floors`: {processor: (log half-width, where it comes from)}), and the
-    pre-registered rule's decision on that interval."""
-    current = runs[~runs["superseded"].astype(bool)]
+def _with_machine(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs with a machine column: a table made before machines were told apart takes its host as one."""
+    return runs if "machine" in runs.columns else runs.assign(machine=runs["host"])
+
+
+def machine_estimates(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per debate cell, kind and machine: that machine's current-design runs and builds pooled alone
+    (its own estimate, as a new machine's `make debates` would give it)."""
+    current = _with_machine(runs[~runs["superseded"].astype(bool)] if len(runs) else runs)
+    rows = []
+    keys = ["seed", "configuration", "workload", "processor", "machine"]
+    for key, sub in (current.groupby(keys, sort=True) if len(current) else []):
+        p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host="one"))
+        lo, hi = p.interval()
+        rows.append({**dict(zip(keys, key)), "n_runs": int(sub["run_id"].nunique()), "n_builds": p.builds,
+                     "estimate": p.estimate, "se": p.se, "ratio": math.exp(p.estimate), "ci_low": math.exp(lo),
+                     "ci_high": math.exp(hi)})
+    return pd.DataFrame(rows, columns=MACHINE_COLUMNS)
+
+
+def machine_cells(machines: pd.DataFrame) -> dict:
+    """{(seed, configuration, workload, kind): [(estimate, se) per machine]} of machine_estimates' rows, for
+    stats.prediction.machine_spread (kinds whose processor is not told apart are left out: their runs may be
+    of another kind's machines)."""
+    if machines.empty:
+        return {}
+    told = machines[machines["processor"].isin(identified_processors(machines["processor"]))]
+    return {key: list(zip(g["estimate"].astype(float), g["se"].astype(float)))
+            for key, g in told.groupby(["seed", "configuration", "workload", "processor"], sort=True)}
+
+
+def layout_cells(runs: pd.DataFrame) -> dict:
+    """{(cell, kind, machine): [(estimate, se) per layout build]}: each build's runs on one machine pooled,
+    for the layout variance a kind with one build borrows (stats.prediction.borrowed_spread)."""
+    current = runs[~runs["superseded"].astype(bool)] if len(runs) else runs
+    out = {}
+    keys = ["seed", "configuration", "workload", "processor", "machine"]
+    for key, sub in (current.groupby(keys, sort=True) if len(current) else []):
+        per_build = []
+        for _, b in sub.groupby("build", sort=True):
+            p = random_effects.pool(b[["estimate", "se", "df", "build"]].assign(host="one"))
+            per_build.append((p.estimate, p.se))
+        if len(per_build) >= 2:
+            out[key] = per_build
+    return out
+
+
+def _registered(sub: pd.DataFrame, processor: str, margin: float, rule: str, floor: float) -> tuple:
+    """The decision as registered before the machine level (debates.toml's amendment of 2026-12-05): the kind's
+    runs pooled with run and build alone, its machines pooled as if they were one."""
+    p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host=processor))
+    se = random_effects.floored_se(p.se, p.df, floor)
+    return equivalence.tost(p.estimate, se, p.df, margin, rule)
+
+
+def per_host(runs: pd.DataFrame, margin: float, rule: str, floors: dict, spread=None,
+             layout_tau2: float | None = None) -> pd.DataFrame:
+    """One row per processor kind: the current-design runs on it pooled, the interval widened to the kind's
+    A/A floor where it is narrower (`floors`: {processor: (log half-width, where it comes from)}; the floor is
+    per kind: a copy of glibc has no reason to move between machines, so it bounds the runs' noise, and the
+    machines' spread enters through the model), and the pre-registered rule's decision on the 90% interval of
+    the kind's mean. With `spread` (stats.prediction.Spread), machine and layout build are crossed random
+    effects, the machines' variance given (estimated jointly over every cell and kind), and each kind also
+    gets the 95% interval a new machine's estimate should fall in; a kind with one layout build borrows the
+    layout variance (`layout_tau2`), or without one is not decided. Without `spread`: the pool as registered
+    before the machine level (run and build only)."""
+    from analysis.stats.prediction import next_machine
+
+    current = _with_machine(runs[~runs["superseded"].astype(bool)])
+    machines = machine_estimates(current) if spread is not None else None
     rows = []
     for processor, sub in current.groupby("processor", sort=True):
-        p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host=processor))
         floor, source = floors.get(processor, (0.0, "none"))
+        builds = int(sub["build"].astype(str).nunique())
+        fixed, fixed_df = {}, {}
+        if spread is not None:
+            fixed, fixed_df = {"machine": spread.tau2}, {"machine": spread.df}
+            if builds < 2 and layout_tau2 is not None:
+                fixed["build"] = layout_tau2
+        frame = sub[["estimate", "se", "df", "build"] + (["machine"] if spread is not None else [])]
+        p = random_effects.pool(frame.assign(host=processor), fixed=fixed, fixed_df=fixed_df)
         se = random_effects.floored_se(p.se, p.df, floor)
         d = equivalence.tost(p.estimate, se, p.df, margin, rule)
+        undecidable = spread is not None and builds < 2 and layout_tau2 is None
+        if undecidable:
+            d = equivalence.Decision(equivalence.UNDECIDED, d.low, d.high, margin)
         q = random_effects.quantile(p.df)
+        q90 = random_effects.quantile(p.df, 0.90)
         first = sub.iloc[0]
-        rows.append({"seed": first["seed"], "configuration": first["configuration"], "workload": first["workload"],
-                     "processor": processor, "machines": "; ".join(sorted(set(sub["host"].astype(str)))),
-                     "n_runs": int(sub["run_id"].nunique()), "n_estimates": p.runs, "n_builds": p.builds,
-                     "ratio": math.exp(p.estimate), "ci_low": math.exp(p.estimate - q * se),
-                     "ci_high": math.exp(p.estimate + q * se), "estimate": p.estimate, "se": se, "df": p.df,
-                     "floor_halfwidth_percent": f"{math.expm1(floor) * 100:.2f}" if floor else "",
-                     "floor_from": source, "floored": bool(se > p.se), "decision": d.outcome,
-                     "decision_words": d.words(), "layout_variance": layout_variance(p.builds)})
+        row = {"seed": first["seed"], "configuration": first["configuration"], "workload": first["workload"],
+               "processor": processor, "machines": "; ".join(sorted(set(sub["machine"].astype(str)))),
+               "n_machines": int(sub["machine"].astype(str).nunique()),
+               "n_runs": int(sub["run_id"].nunique()), "n_estimates": p.runs, "n_builds": p.builds,
+               "ratio": math.exp(p.estimate), "ci_low": math.exp(p.estimate - q * se),
+               "ci_high": math.exp(p.estimate + q * se), "estimate": p.estimate, "se": se, "df": p.df,
+               "floor_halfwidth_percent": f"{math.expm1(floor) * 100:.2f}" if floor else "",
+               "floor_from": source, "floored": bool(se > p.se), "decision": d.outcome,
+               "decision_words": d.words(), "layout_variance": layout_variance(p.builds, "build" in fixed, undecidable),
+               "mean90_low": math.exp(p.estimate - q90 * se), "mean90_high": math.exp(p.estimate + q90 * se)}
+        if spread is not None:
+            mine = machines[machines["processor"] == processor]
+            se_new = float(np.median(mine["se"])) if len(mine) else se
+            tau_b2 = p.tau2.get("build", 0.0)
+            per_build = max(1, int(np.median(mine["n_builds"]))) if len(mine) else 1
+            se_one = math.sqrt(se_new ** 2 + tau_b2 * (1 - 1 / per_build))
+            lo, hi = next_machine(p.estimate, se, spread, se_new)
+            lo1, hi1 = next_machine(p.estimate, se, spread, se_one)
+            old = _registered(sub, processor, margin, rule, floor)
+            row.update({"next_low": math.exp(lo), "next_high": math.exp(hi), "next_one_build_low": math.exp(lo1),
+                        "next_one_build_high": math.exp(hi1), "tau_machine_percent": f"{spread.tau * 100:.2f}",
+                        "registered_decision": old.outcome, "registered_decision_words": old.words()})
+        rows.append(row)
     return pd.DataFrame(rows, columns=HOST_COLUMNS)
 
 

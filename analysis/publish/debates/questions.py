@@ -15,6 +15,7 @@ callgrind's exact added instructions and data writes per free (reported beside t
 and the allocator's share of the workload's instructions with the ratio k of its own instructions: a program whose
 allocator takes a share s pays about 1 + s (k - 1), and claim_share is the s at which k gives the seed's figure.
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,14 +261,14 @@ def _seed_instructions(seed: str) -> str:
 
 
 def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str, claim,
-             floors: dict, grouped: dict | None = None) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+             floors: dict, grouped: dict | None = None, runs: pd.DataFrame | None = None,
+             spread=None, layout_tau2=None) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """The pre-registered answer of one contested pair on one workload: every run's ratio, each host's pooled
     ratio (never narrower than the host's A/A floor) with the rule's decision there, the verdict across hosts
     (intersection-union), a single ratio over hosts only where there is one host or enough hosts to estimate
     their spread, the added time per malloc+free pair and the comparison with the claim's own interval."""
-    runs = pool.pair_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload,
-                               (grouped or {}).get("wall_s")) \
-        if runs_dir is not None else pd.DataFrame(columns=pool.RUN_COLUMNS)
+    if runs is None:
+        runs = _pair_runs(res, q, runs_dir, with_, without, workload, grouped)
     out = {"margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule,
            "superseded_runs": int(runs["superseded"].sum()) if len(runs) else 0}
     current = runs[~runs["superseded"].astype(bool)] if len(runs) else runs
@@ -275,8 +276,8 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
         return {**out, "verdict": "no verdict: no run of the current design measured both", "n_runs": 0, "n_estimates": 0,
                 "n_builds": 0, "n_hosts": 0, "pooled_display": "n/a", "hosts_display": "n/a",
                 "added_ns_display": "n/a", "claim_comparison": ""}, runs, pd.DataFrame(columns=pool.HOST_COLUMNS)
-    hosts = pool.per_host(runs, q.margin, q.rule,
-                                 {h: pool.floor_of(floors, h) for h in set(current["processor"])})
+    hosts = pool.per_host(runs, q.margin, q.rule, {h: pool.floor_of(floors, h) for h in set(current["processor"])},
+                          spread, layout_tau2)
     pooled = pool.pooled(runs, q.margin, q.rule)
     out.update({k: pooled[k] for k in ("n_runs", "n_estimates", "n_builds", "n_hosts")})
     out["hosts_display"] = "; ".join(
@@ -307,6 +308,40 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
         single["pooled_estimate"], single["pooled_se"], single["pooled_df"], claim[0], claim[1], claim[2],
         claim[3], q.margin)
     return out, runs, hosts
+
+
+def _pair_runs(res: Results, q, runs_dir, with_: str, without: str, workload: str,
+               grouped: dict | None = None) -> pd.DataFrame:
+    return pool.pair_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload,
+                               (grouped or {}).get("wall_s")) \
+        if runs_dir is not None else pd.DataFrame(columns=pool.RUN_COLUMNS)
+
+
+def debate_runs(res: Results, spec: dict, grouped: dict | None = None) -> dict:
+    """{(seed, with, without, workload): every run's estimate of that debate cell} over every contested pair
+    and workload measured: read once, for the machine level's joint spread and for each cell's answer."""
+    runs_dir = pool.runs_dir_of(res)
+    out = {}
+    for d in DEBATES:
+        q = spec[d.seed]
+        for workload in q.workloads:
+            for with_, without in q.contested:
+                if _measured(res, with_, without, workload, grouped):
+                    out[(d.seed, with_, without, workload)] = _pair_runs(res, q, runs_dir, with_, without,
+                                                                         workload, grouped)
+    return out
+
+
+def spreads(cell_runs: dict) -> tuple:
+    """(the between-machine Spread, the layout variance a kind with one build borrows or None), estimated
+    jointly over every debate cell's runs (stats.prediction)."""
+    from analysis.stats import prediction
+
+    frames = [r for r in cell_runs.values() if len(r)]
+    runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=pool.RUN_COLUMNS)
+    spread = prediction.machine_spread(pool.machine_cells(pool.machine_estimates(runs)))
+    tau, n = prediction.borrowed_spread(pool.layout_cells(runs))
+    return spread, (tau * tau if n and math.isfinite(tau) else None)
 
 
 def _per_host_transfer(res: Results, runs: pd.DataFrame, hosts: pd.DataFrame, with_: str, without: str,
@@ -344,6 +379,8 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None, group
     else:
         floors = pool.aa_floors(pool.aa_by_host(res.cells.get("wall_s"), runs_dir, BASELINE, grouped.get("wall_s"))
                                 if aa_hosts is None else aa_hosts)
+    cell_runs = debate_runs(res, spec, grouped) if runs_dir is not None else {}
+    spread, layout_tau2 = spreads(cell_runs)
     rows, run_rows, host_rows = [], [], []
     for d in DEBATES:
         q = spec[d.seed]
@@ -362,7 +399,8 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None, group
                 m = _measured(res, with_, without, workload, grouped)
                 if m:
                     decided, runs, hosts = _decided(res, q, runs_dir, with_, without, workload, claim, floors,
-                                                    grouped)
+                                                    grouped, cell_runs.get((d.seed, with_, without, workload)),
+                                                    spread, layout_tau2)
                     found.append({**m, **decided, "claim_share": claim_share(claimed, m.get("_alloc_ratio")),
                                   "cell": "primary" if q.is_primary(with_, without, workload) else "secondary"})
                     run_rows.append(runs)

@@ -106,7 +106,7 @@ def test_a_registered_prediction_is_checked_by_every_later_host_and_by_no_earlie
          "ci_low": 1.10, "ci_high": 1.12},
         {"configuration": "x / y", "workload": "w", "processor": "Intel 2600 MHz (6/167/1)", "ratio": 1.27,
          "ci_low": 1.26, "ci_high": 1.28},
-        {"configuration": "u / v", "workload": "w", "processor": "AMD 2450 MHz", "ratio": 1.0, "ci_low": 0.99,
+        {"configuration": "u / v", "workload": "w", "processor": "AMD 2450 MHz, family not recorded", "ratio": 1.0, "ci_low": 0.99,
          "ci_high": 1.01}])
     entry = {"seed": "002", "configuration": "x / y", "workload": "w", "registered": "2026-12-02, commit abc",
              "from_hosts": ["Intel 2600 MHz (6/167/1)"], "centre": 1.267, "low": 1.197, "high": 1.341}
@@ -118,12 +118,12 @@ def test_a_registered_prediction_is_checked_by_every_later_host_and_by_no_earlie
     # runs that fall back to a label without family/model/stepping once a second kind shares their name and
     # frequency were counted with the fuller kind the prediction used: they are no host measured after it
     unnamed = pd.concat([per_host, pd.DataFrame([{"configuration": "x / y", "workload": "w",
-                                                  "processor": "AMD 2600 MHz", "ratio": 1.06, "ci_low": 1.0,
+                                                  "processor": "AMD 2600 MHz, family not recorded", "ratio": 1.06, "ci_low": 1.0,
                                                   "ci_high": 1.13}])], ignore_index=True)
     rep = predictions.replication([{**entry, "from_hosts": ["AMD 2600 MHz (26/2/1)", "Intel 2600 MHz (6/167/1)"]}],
                                   unnamed)
     assert rep.empty
-    assert list(predictions.replication([entry], unnamed)["host"]) == ["AMD 2600 MHz (26/2/1)", "AMD 2600 MHz"]
+    assert list(predictions.replication([entry], unnamed)["host"]) == ["AMD 2600 MHz (26/2/1)", "AMD 2600 MHz, family not recorded"]
     # named without family when registered, and answering under that name now beside a kind that extends it:
     # that kind came after the prediction
     rep = predictions.replication([{**entry, "from_hosts": ["AMD 2600 MHz", "Intel 2600 MHz (6/167/1)"]}], unnamed)
@@ -200,13 +200,13 @@ def test_a_processor_not_identified_is_no_other_host_beside_a_kind_it_may_be():
     from analysis.publish.debates import pool
 
     full = ["AMD EPYC 2600 MHz (25/17/1)", "AMD EPYC 2600 MHz (26/2/1)", "Intel 2600 MHz (6/167/1)"]
-    assert pool.identified_processors([*full, "AMD EPYC 2600 MHz", "AMD EPYC 2600 MHz"]) == full
+    assert pool.identified_processors([*full, "AMD EPYC 2600 MHz, family not recorded", "AMD EPYC 2600 MHz, family not recorded"]) == full
     # with none of the kinds it may be among them, it is a host of its own
-    assert pool.identified_processors(["AMD EPYC 2600 MHz", "Intel 2600 MHz (6/167/1)"]) == [
-        "AMD EPYC 2600 MHz", "Intel 2600 MHz (6/167/1)"]
+    assert pool.identified_processors(["AMD EPYC 2600 MHz, family not recorded", "Intel 2600 MHz (6/167/1)"]) == [
+        "AMD EPYC 2600 MHz, family not recorded", "Intel 2600 MHz (6/167/1)"]
     # another frequency or model name is another processor
-    assert pool.identified_processors(["AMD EPYC 2450 MHz", "AMD EPYC 2600 MHz (26/2/1)"]) == [
-        "AMD EPYC 2450 MHz", "AMD EPYC 2600 MHz (26/2/1)"]
+    assert pool.identified_processors(["AMD EPYC 2450 MHz, family not recorded", "AMD EPYC 2600 MHz (26/2/1)"]) == [
+        "AMD EPYC 2450 MHz, family not recorded", "AMD EPYC 2600 MHz (26/2/1)"]
     assert pool.identified_processors([]) == []
 
 
@@ -217,6 +217,6 @@ def test_hosts_pool_into_one_answer_only_when_enough_processors_are_told_apart()
     assert pool.MIN_HOSTS_TO_POOL == 5 and pool.pools_across_hosts(five) == (True, "")
     assert pool.pools_across_hosts(five[:4]) == (False, "not pooled: 4 hosts (5 needed)")
     # a fifth label that may be one of the four is no fifth host
-    maybe = [*five[:4], "AMD EPYC 2000 MHz"]
+    maybe = [*five[:4], "AMD EPYC 2000 MHz, family not recorded"]
     assert pool.pools_across_hosts(maybe) == (
         False, "not pooled: 4 hosts told apart and 1 whose processor is not identified (5 needed)")
