@@ -1,8 +1,9 @@
 """The contribution archive: `contribute` packs a run into one, `merge` unpacks it (analysis/publish/dataset/intake.py).
 
 A contribution is one gzip'd tar: MANIFEST.json first (its format, the run id, the host's machine
-description, the sha256 and size of every file), then the run directory. Its bytes depend on the run's
-files only (fixed mtimes, owners and gzip header), so packing a run twice gives the same archive.
+description, the name of its machine, the sha256 and size of every file), then the run directory. Its bytes
+depend on the run's files only (fixed mtimes, owners and gzip header), so packing a run twice gives the same
+archive. A machine.json whose `machine_id` is not the short hash of a boot id is never packed.
 
 An archive is untrusted input, read as a stream and refused with one line at the first thing wrong. From
 the tar headers alone, before a member's bytes are read: a member that is not a plain file, lies outside
@@ -25,6 +26,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.contract.host import MACHINE_ID_DIGITS, machine_of
 from analysis.errors import HeapcostError
 from analysis.paths import file_sha256
 from analysis.contract.run_check import GiB, INTAKE_FILE, KiB, MAX_RUN_FILES, MiB, check_readable, parse_json, run_paths
@@ -38,6 +40,7 @@ BLOCK = 64 * KiB  # what is read, hashed and written at a time
 MAX_HEADER_BYTES = 1 * MiB  # tar headers and their pax or GNU extensions between two members
 MAX_MANIFEST_BYTES = 1 * MiB
 SHA256 = re.compile(r"[0-9a-f]{64}")
+MACHINE_ID = re.compile(r"[0-9a-f]{%d}" % MACHINE_ID_DIGITS)
 
 
 @dataclass(frozen=True)
@@ -51,10 +54,27 @@ class Limits:
 LIMITS = Limits()
 
 
+def recorded_machine(run_id: str, run_dir: Path) -> dict:
+    """The run's machine.json, refused with one line when it records a `machine_id` that is not
+    MACHINE_ID_DIGITS lowercase hex digits: the id is a short hash of the boot id, and anything else (the raw
+    boot id) would tell who measured. The value itself is never repeated in the message."""
+    machine = parse_json(run_paths(run_dir)["machine.json"].read_bytes(), f"{run_id}: machine.json")
+    recorded = machine.get("machine_id") if isinstance(machine, dict) else None
+    if recorded is not None and not (isinstance(recorded, str) and MACHINE_ID.fullmatch(recorded)):
+        raise HeapcostError(f"{run_id}: machine.json's machine_id is not {MACHINE_ID_DIGITS} lowercase hex digits "
+                            "(a raw boot id would identify the machine); refused")
+    return machine
+
+
 def manifest(run_id: str, run_dir: Path) -> dict:
+    """The contribution's MANIFEST.json: its format, the run id, the run's machine.json (`machine`), the
+    name of its machine as the run alone gives it (`machine_name`, M-/K-: analysis/contract/host.py; a run
+    without a boot id may join a fuller processor kind in a dataset, and a K- name with it), and every
+    file's sha256 and size."""
     paths = run_paths(run_dir)
-    machine = json.loads(paths["machine.json"].read_bytes())
+    machine = recorded_machine(run_id, run_dir)
     return {"format": CONTRIBUTION_FORMAT, "run_id": run_id, "machine": machine,
+            "machine_name": machine_of(machine).name,
             "files": {name: {"sha256": file_sha256(path), "size": path.stat().st_size}
                       for name, path in sorted(paths.items())}}
 

@@ -3,12 +3,14 @@ was measured, generated from the Table Schemas (analysis/contract/schema.py) and
 from the files present. Never edit data/README.md by hand: `python -m analysis dataset` rewrites it."""
 import csv
 import json
+import re
+from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
 
 from analysis import __version__
-from analysis.publish.dataset.datapackage import DATASET_NAME, dataset_files
+from analysis.publish.dataset.datapackage import DATASET_NAME, dataset_files, run_machines
 from analysis.paths import DATA_DIR
 from analysis.contract.schema import LITERATURE_SCHEMAS, TABLE_SCHEMAS, read_table
 
@@ -58,7 +60,13 @@ RUN_FILES = {
                     "versions, ASLR and transparent-hugepage settings, the load average when the run started. "
                     "Newer runs add the CPU family, model number and stepping, `host` (the host identity and its "
                     "fingerprint: analysis/contract/host.py; older runs' are computed from what they record) and "
-                    "`clock_lock` (one entry per session: requested, locked, what it did and the values it held).",
+                    "`clock_lock` (one entry per session: requested, locked, what it did and the values it held). "
+                    "Newer runs also record `machine_id`, the machine that measured, meaning this boot of this "
+                    "computer: 12 hex digits of a hash of the kernel's boot id "
+                    "(/proc/sys/kernel/random/boot_id), never the boot id itself, so a reboot is a new machine "
+                    "(`merge` refuses anything but 12 lowercase hex digits there). Runs without it take "
+                    "(processor kind, kernel build) as their machine, which may be several virtual machines "
+                    "that booted that kernel on that kind (see Machines).",
     "*.ipynb": "The executed notebook that ran the measurement (papermill), with its parameters and output.",
     "disassembly/*.txt": "Speed and callgrind runs: for each library the run identifies (run.json's allocators' "
                          "`libraries`, whose `disassembly` names its file), the instructions around each `rep "
@@ -100,6 +108,52 @@ def _quiet(run_dir: Path) -> tuple[str, str, str]:
     return (f"{loads.median():.2f}" if len(loads) else "",
             f"{timed['other_cpu_s'].sum() / timed['wall'].sum():.1%}" if timed["wall"].sum() > 0 else "",
             f"{int(judged.sum())} of {len(judged)}" if len(judged) else "")
+
+
+RUN_START = re.compile(r"(\d{4})(\d{2})(\d{2})T\d{6}Z")
+MACHINES_INTRO = (
+    "Each run's machine, by processor kind (analysis/contract/host.py). A machine is one boot of one computer: "
+    "`M-` names one identified by its machine.json's `machine_id`, a hash of the kernel's boot id. `K-` names "
+    "the machine of runs that recorded no boot id: their processor kind and kernel build, which may be several "
+    "virtual machines that booted that kernel on that kind. A run that did not record its CPU family, model "
+    "number and stepping joins the one kind that did with the same model name and frequency, where the "
+    "dataset has exactly one. First and last run: the UTC dates of the machine's earliest and latest run, "
+    "from their ids. `datapackage.json` gives each run's machine.json the same `machine` and `processor`.")
+
+
+def _cell(text) -> str:
+    """Text for a Markdown table cell: its pipes escaped."""
+    return str(text).replace("|", "\\|")
+
+
+def run_date(run_id: str) -> str:
+    """The UTC date a run started (YYYY-MM-DD), read from its id's prefix; '' for an id without one."""
+    start = RUN_START.match(run_id)
+    return "-".join(start.groups()) if start else ""
+
+
+def _machine_row(machine, runs: list[str]) -> str:
+    identified = "yes, one boot" if machine.identified else "no: kind and kernel build"
+    return (f"| `{machine.name}` | {identified} | {_cell(machine.kernel or 'not recorded')} | {len(runs)} | "
+            f"{run_date(runs[0])} | {run_date(runs[-1])} |")
+
+
+def machine_section(data_dir: Path) -> list[str]:
+    """The codebook's Machines section: under each processor kind (sorted), a row per machine with its runs,
+    machines in the order of their first run."""
+    runs_of = defaultdict(list)
+    for run, machine in sorted(run_machines(data_dir).items()):
+        runs_of[machine].append(run)
+    out = ["", "## Machines", "", MACHINES_INTRO]
+    if not runs_of:
+        return out + ["", "(no run records its machine)"]
+    for kind in sorted({m.kind for m in runs_of}):
+        machines = sorted((m for m in runs_of if m.kind == kind), key=lambda m: (runs_of[m][0], m.name))
+        runs = sum(len(runs_of[m]) for m in machines)
+        out += ["", f"### {kind}", "", f"{len(machines)} machine(s), {runs} run(s).", "",
+                "| machine | identified | kernel | runs | first run | last run |", "|---|---|---|---|---|---|"]
+        out += [_machine_row(m, runs_of[m]) for m in machines]
+    return out
 
 
 def _run_line(run_dir: Path) -> str:
@@ -156,6 +210,7 @@ def codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> str:
     ]
     runs = sorted(p for p in (data_dir / "runs").glob("*") if p.is_dir()) if (data_dir / "runs").is_dir() else []
     out += [_run_line(r) for r in runs] or ["| (none) | | | | | | | | |"]
+    out += machine_section(data_dir)
     out += ["", "## Files of every run", ""]
     for name, text in RUN_FILES.items():
         out.append(f"- `{name}`: {text}")

@@ -1,10 +1,13 @@
 """data/datapackage.json: every file of the dataset as a resource, tables with their Table Schema and all
-with their sha256. Generated, never hand-edited; `python -m analysis validate data` checks it."""
+with their sha256; each run's machine.json also names the run's machine (`machine`, M-/K-) and its processor
+kind (`processor`), as analysis/contract/host.py groups the runs of the whole dataset. Generated, never
+hand-edited; `python -m analysis validate data` checks it."""
 import csv
 import json
 from pathlib import Path
 
 from analysis import __version__
+from analysis.contract.host import Machine, machine_groups
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR, file_sha256 as sha256
 from analysis.contract.schema import LITERATURE_SCHEMAS, table_schema
@@ -44,7 +47,8 @@ def check_no_loss(data_dir: Path, current: dict | None, new: dict) -> None:
 def check_unchanged(current: dict | None, new: dict, generated=("README.md",)) -> None:
     """Refuse to take in a described file whose content changed since it was published: bringing new runs in
     is automatic, rewriting a measurement is not (a deliberate rewrite, such as a tested migration, writes
-    the description itself: `python -m analysis validate --write`)."""
+    the description itself: `python -m analysis validate --write`). Only the sha256 counts: a description
+    that gains properties (a machine's name) describes the same files."""
     before = {r["path"]: r.get("hash") for r in (current or {}).get("resources", [])}
     changed = [r["path"] for r in new.get("resources", [])
                if r["path"] in before and before[r["path"]] != r.get("hash") and r["path"] not in generated]
@@ -52,6 +56,31 @@ def check_unchanged(current: dict | None, new: dict, generated=("README.md",)) -
         raise HeapcostError(f"{len(changed)} described file(s) changed after publication, first {changed[0]}: "
                             "datapackage.json is left as it is (a deliberate rewrite: `python -m analysis "
                             "validate --write`)")
+
+
+def _machine_json(path: Path) -> dict | None:
+    """A run's machine.json as a dict, or None when it cannot be read as one (validation says why)."""
+    try:
+        machine = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return machine if isinstance(machine, dict) else None
+
+
+def run_machines(data_dir: Path = DATA_DIR) -> dict[str, Machine]:
+    """{run id: its Machine} for every run of data_dir whose machine.json reads, each in its processor kind as
+    the runs of the whole dataset group (machine_groups)."""
+    runs = Path(data_dir) / "runs"
+    found = {p.parent.name: _machine_json(p) for p in sorted(runs.glob("*/machine.json"))
+             if not p.parent.name.startswith(".")} if runs.is_dir() else {}
+    return machine_groups({run: machine for run, machine in found.items() if machine is not None})
+
+
+def machine_properties(data_dir: Path) -> dict[str, dict]:
+    """{path of a run's machine.json: its resource's own properties}: `machine`, the machine's name, and
+    `processor`, the label of its processor kind."""
+    return {f"runs/{run}/machine.json": {"machine": machine.name, "processor": machine.kind}
+            for run, machine in run_machines(data_dir).items()}
 
 
 def _resource_name(rel: Path) -> str:
@@ -87,7 +116,9 @@ def describe_resource(path: Path, data_dir: Path) -> dict:
 
 def build_datapackage(data_dir: Path = DATA_DIR, version: str | None = None) -> dict:
     data_dir = Path(data_dir)
+    machines = machine_properties(data_dir)
     resources = [describe_resource(p, data_dir) for p in dataset_files(data_dir)]
+    resources = [{**r, **machines.get(r["path"], {})} for r in resources]
     return {
         "profile": "data-package",
         "name": DATASET_NAME,

@@ -4,7 +4,8 @@ contribution.py, made by `contribute`) or run directories to data/runs/.
 Every run is checked before anything is written: the archive read within its limits (contribution.py),
 the run's files within theirs (run_check.py), a run.json format or kind this version cannot read, a
 protocol it does not know, a table whose header is not one of ours, a checksum that differs from the
-manifest, a path of the measuring machine, or a table that fails its Table Schema stops the merge with one
+manifest, a machine.json whose `machine_id` is not the short hash of a boot id (a raw boot id would identify
+the machine), a path of the measuring machine, or a table that fails its Table Schema stops the merge with one
 line. The run is checked in a private temporary folder, never in the dataset. A run already in the dataset
 with the same files is left as it is (merging twice changes nothing); one with other files under the same
 id is refused, never overwritten. Each merged run keeps its files byte for byte and gains intake.json
@@ -21,7 +22,7 @@ from pathlib import Path
 from analysis.contract.runstore import runs_of_kind
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR
-from analysis.contract.contribution import LIMITS, Limits, unpack
+from analysis.contract.contribution import LIMITS, Limits, recorded_machine, unpack
 from analysis.contract.run_check import INTAKE_FILE, KINDS, MAX_RUN_FILES, check_readable, run_digests, run_paths
 
 
@@ -86,6 +87,7 @@ def merge(sources, data_dir: Path = DATA_DIR, describe: bool = True, limits: Lim
         for n, source in enumerate(sources):
             run_id, run_dir, provenance = read_source(source, Path(tmp) / str(n), limits)
             check_readable(run_id, run_dir)
+            recorded_machine(run_id, run_dir)
             digests = run_digests(run_dir)
             if run_id in incoming and run_digests(incoming[run_id][0]) != digests:
                 raise HeapcostError(f"{run_id}: given twice with different files")

@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO, cli, cli_here
 from analysis.errors import HeapcostError
 from analysis.contract import contribution, run_check
+from analysis.contract.host import boot_machine_id, machine_of
 from analysis.publish.dataset import archive, intake
 from analysis.publish.dataset.datapackage import write_datapackage
 
@@ -41,6 +42,12 @@ def edit_run_json(run_dir, **changes):
     info = json.loads((run_dir / "run.json").read_text())
     info.update(changes)
     (run_dir / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+def edit_machine_json(run_dir, **changes):
+    machine = json.loads((run_dir / "machine.json").read_text())
+    machine.update(changes)
+    (run_dir / "machine.json").write_text(json.dumps(machine, indent=2) + "\n")
 
 
 def state(data):
@@ -234,6 +241,50 @@ def test_a_damaged_archive_is_refused(tmp_path, packed):
     members[name] = members[name].replace(b"ok", b"ko", 1)
     tar_gz(archive, list(members.items()))
     assert "trials.csv does not match its sha256" in refused(data, archive)
+
+
+# ---------------------------------------------------------------------------- the run's machine
+RAW_BOOT_ID = "3f2b9c1e-7a4d-4e8b-9c21-5d6f7a8b9c0d"
+
+
+def test_the_manifest_names_the_runs_machine_beside_its_machine_json(tmp_path):
+    run = copy_run(TWO_RUNS[1], tmp_path / "src")
+    machine = json.loads((run / "machine.json").read_text())
+    man = contribution.manifest(run.name, run)
+    assert man["machine"] == machine and man["machine_name"] == machine_of(machine).name
+    assert man["machine_name"].startswith("K-")  # a published run: no boot id, its kind and kernel build
+    edit_machine_json(run, machine_id=boot_machine_id(RAW_BOOT_ID))
+    packed = contribution.pack(run, tmp_path / "out")
+    man = json.loads(members_of(packed)[contribution.MANIFEST])
+    assert man["machine_name"] == "M-" + boot_machine_id(RAW_BOOT_ID)[:6]
+    assert man["machine"]["machine_id"] == boot_machine_id(RAW_BOOT_ID)
+
+
+def test_a_run_with_a_boot_hash_or_none_recorded_merges(tmp_path):
+    data = empty_dataset(tmp_path)
+    hashed = copy_run(TWO_RUNS[1], tmp_path / "src")
+    edit_machine_json(hashed, machine_id=boot_machine_id(RAW_BOOT_ID))
+    unreadable = copy_run(TWO_RUNS[0], tmp_path / "src")
+    edit_machine_json(unreadable, machine_id=None)  # the harness could not read a boot id
+    assert dict(intake.merge([hashed, unreadable], data)) == {hashed.name: "added", unreadable.name: "added"}
+
+
+@pytest.mark.parametrize("machine_id", [RAW_BOOT_ID, "3F2B9C1E7A4D", "3f2b9c1e7a4", "3f2b9c1e7a4d0", 12345])
+def test_a_machine_id_that_is_not_a_boot_hash_is_refused_with_one_line(tmp_path, machine_id):
+    data = empty_dataset(tmp_path)
+    run = copy_run(TWO_RUNS[1], tmp_path / "src")
+    edit_machine_json(run, machine_id=machine_id)
+    message = f"{run.name}: machine.json's machine_id is not 12 lowercase hex digits"
+    with pytest.raises(HeapcostError, match=message) as refusal:
+        intake.merge([run], data)
+    assert str(machine_id) not in str(refusal.value)  # the message never repeats what it refuses
+    assert not any((data / "runs").iterdir())
+    with pytest.raises(HeapcostError, match=message):  # the contributor learns it before sending
+        contribution.pack(run, tmp_path / "out")
+    # an archive made by hand, with an honest manifest: refused all the same
+    path = archive_of(tmp_path / "leaking.tar.gz", run.name, run_check.run_files(run))
+    stderr = refused(data, path)
+    assert message in stderr and str(machine_id) not in stderr
 
 
 # ------------------------------------------------------------------------- refused from the headers
