@@ -133,7 +133,7 @@ def run(args) -> int:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']} on {e['processor']}: registered before "
               f"({e['registered']}); left as it was")
     if new:
-        predictions.write(path, predictions.load(path), earlier + new)
+        predictions.write(path, predictions.load(path), earlier + new, predictions.load_next_machines(path))
     for e in new:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']} on {e['processor']}: predicted "
               f"{e['centre']} [{e['low']}, {e['high']}] from the per-unit cost of {e['from_workload']} "

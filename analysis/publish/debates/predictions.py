@@ -30,11 +30,18 @@ LONG_BUILD_KEYS = ("seed", "configuration", "workload", "from_workload", "regist
                    "centre", "low", "high", "startup_ms", "baseline_startup_ms")
 REPLICATION_COLUMNS = ["seed", "configuration", "workload", "registered", "from_hosts", "predicted", "host",
                        "measured", "held"]
+# a [[next_machine]] entry: the estimate the next machine of a kind gives, under make debates's design
+# (layout builds) and with one build, from the machines named
+NEXT_MACHINE_KEYS = ("seed", "configuration", "workload", "kind", "registered", "from_machines", "centre", "low",
+                     "high", "one_build_low", "one_build_high", "tau_machine_percent", "spread_df")
+NEXT_MACHINE_CHECK_COLUMNS = ["seed", "configuration", "workload", "kind", "registered", "from_machines", "machine",
+                              "n_builds", "interval", "predicted", "measured", "held"]
 
 
-def ablation_cells(cells: pd.DataFrame, runs_dir: Path, skip=()) -> dict:
+def ablation_cells(cells: pd.DataFrame, runs_dir: Path, skip=(), by_kind: bool = False) -> dict:
     """{(with, without, workload): [(log ratio, se) per processor kind]} over the catalogue's ablation pairs
-    (one defence inside one allocator), each host's runs and builds pooled; `skip` the debates' own pairs."""
+    (one defence inside one allocator), each host's runs and builds pooled; `skip` the debates' own pairs.
+    `by_kind`: {cell: {kind: (log ratio, se)}} instead, for predictions that leave a kind out."""
     out = {}
     if cells is None or cells.empty:
         return out
@@ -44,13 +51,13 @@ def ablation_cells(cells: pd.DataFrame, runs_dir: Path, skip=()) -> dict:
         for workload in sorted(set(cells.loc[cells["allocator"] == with_, "workload"])):
             est = pool.run_estimates(cells, runs_dir, "ablation", with_, without, workload)
             est = est[~est["superseded"].astype(bool)]
-            per_host = []
+            per_host = {}
             est = est[est["processor"].isin(pool.identified_processors(est["processor"]))]
-            for _, sub in est.groupby("processor", sort=True):
+            for kind, sub in est.groupby("processor", sort=True):
                 p = random_effects.pool(sub[["estimate", "se", "df", "build"]].assign(host="one"))
-                per_host.append((p.estimate, p.se))
+                per_host[kind] = (p.estimate, p.se)
             if per_host:
-                out[(with_, without, workload)] = per_host
+                out[(with_, without, workload)] = per_host if by_kind else list(per_host.values())
     return out
 
 
@@ -96,20 +103,69 @@ def _block(kind: str, entry: dict, keys) -> str:
     return f"[[{kind}]]\n" + "".join(f"{k} = {_toml_value(entry[k])}\n" for k in keys)
 
 
-def render(entries: list[dict], long_builds: list[dict] = ()) -> str:
+def compute_next_machine(per_host: pd.DataFrame, spread, today: str, commit: str) -> list[dict]:
+    """A [[next_machine]] entry for every debate cell and kind with an answer: the 95% interval the estimate of a
+    machine of that kind not yet measured should fall in (pool.per_host's next_* columns)."""
+    out = []
+    if per_host.empty or "next_low" not in per_host.columns:
+        return out
+    told = per_host[per_host["processor"].isin(pool.identified_processors(per_host["processor"]))]
+    for h in told.sort_values(["seed", "configuration", "workload", "processor"]).itertuples():
+        if not (h.next_low == h.next_low):  # no machine level computed for this row
+            continue
+        out.append({"seed": str(h.seed), "configuration": h.configuration, "workload": h.workload, "kind": h.processor,
+                    "registered": f"{today}, commit {commit}", "from_machines": sorted(str(h.machines).split("; ")),
+                    "centre": round(float(h.ratio), 4), "low": round(float(h.next_low), 4),
+                    "high": round(float(h.next_high), 4), "one_build_low": round(float(h.next_one_build_low), 4),
+                    "one_build_high": round(float(h.next_one_build_high), 4),
+                    "tau_machine_percent": round(spread.tau * 100, 3), "spread_df": round(float(spread.df), 2)})
+    return out
+
+
+def next_machine_check(entries: list[dict], machines: pd.DataFrame) -> pd.DataFrame:
+    """Every machine measured after a [[next_machine]] registration (a machine of the kind its registration did
+    not use) against it: its own estimate of the cell, inside the interval of its design (layout builds, or one
+    build)?"""
+    rows = []
+    for e in entries:
+        mine = machines[(machines["configuration"] == e["configuration"]) & (machines["workload"] == e["workload"])
+                        & (machines["processor"] == e["kind"]) & ~machines["machine"].isin(e["from_machines"])]
+        for m in mine.itertuples():
+            one = int(m.n_builds) < 2
+            lo, hi = (e["one_build_low"], e["one_build_high"]) if one else (e["low"], e["high"])
+            rows.append({"seed": e["seed"], "configuration": e["configuration"], "workload": e["workload"],
+                         "kind": e["kind"], "registered": e["registered"], "from_machines": "; ".join(e["from_machines"]),
+                         "machine": m.machine, "n_builds": int(m.n_builds),
+                         "interval": "one build" if one else "layout builds",
+                         "predicted": f"{e['centre']:.3f} [{lo:.3f}, {hi:.3f}]",
+                         "measured": f"{m.ratio:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}]",
+                         "held": bool(lo <= m.ratio <= hi)})
+    return pd.DataFrame(rows, columns=NEXT_MACHINE_CHECK_COLUMNS)
+
+
+def same_machines(e: dict) -> tuple:
+    """What makes two next-machine registrations one: the same cell, kind and machines."""
+    return e["seed"], e["configuration"], e["workload"], e["kind"], tuple(e["from_machines"])
+
+
+def render(entries: list[dict], long_builds: list[dict] = (), next_machines: list[dict] = ()) -> str:
     head = ("# Predictions registered before they are measured. [[prediction]]: each debate's primary answer on a\n"
             "# host not yet measured (`python -m analysis predict`, analysis/publish/debates/predictions.py): the\n"
             "# interval a new host's answer should fall in (95%), from the hosts named, with the between-host spread\n"
             "# borrowed from the catalogue's ablation pairs. [[long_build]]: seed 001's long build on a host, from the\n"
             "# short build's per-unit cost there (`python -m analysis predict-build`, analysis/publish/debates/\n"
-            "# long_build.py). Never edited by hand; a new registration is added below the old ones.\n")
+            "# long_build.py). [[next_machine]]: each debate cell's answer on the next machine of a kind already\n"
+            "# measured, before that machine's runs are merged (`python -m analysis predict`): the 95% interval of its\n"
+            "# estimate under make debates's layout builds (low, high) and with one build. Never edited by hand; a new\n"
+            "# registration is added below the old ones.\n")
     blocks = [_block("prediction", e, KEYS) for e in entries] + \
-        [_block("long_build", e, LONG_BUILD_KEYS) for e in long_builds]
+        [_block("long_build", e, LONG_BUILD_KEYS) for e in long_builds] + \
+        [_block("next_machine", e, NEXT_MACHINE_KEYS) for e in next_machines]
     return head + "\n" + "\n".join(blocks)
 
 
-def write(path: Path, entries: list[dict], long_builds: list[dict] = ()) -> None:
-    Path(path).write_text(render(entries, long_builds))
+def write(path: Path, entries: list[dict], long_builds: list[dict] = (), next_machines: list[dict] = ()) -> None:
+    Path(path).write_text(render(entries, long_builds, next_machines))
 
 
 def _entries(path: Path, kind: str, keys) -> list[dict]:
@@ -129,6 +185,10 @@ def load(path: Path = PREDICTIONS_TOML) -> list[dict]:
 
 def load_long_builds(path: Path = PREDICTIONS_TOML) -> list[dict]:
     return _entries(path, "long_build", LONG_BUILD_KEYS)
+
+
+def load_next_machines(path: Path = PREDICTIONS_TOML) -> list[dict]:
+    return _entries(path, "next_machine", NEXT_MACHINE_KEYS)
 
 
 def _same_host(label: str, earlier: list[str], labels: list[str]) -> bool:
@@ -187,19 +247,33 @@ def run(args) -> int:
     spec = debates_spec.load()
     _, _, per_host = questions.answers(res, res.figures, spec)
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    new = compute(res, per_host, spec, today, head_commit())
-    if not new:
+    commit = head_commit()
+    new = compute(res, per_host, spec, today, commit)
+    spread, _ = questions.spreads(questions.debate_runs(res, spec, pool.grouped_cells(res.cells)))
+    new_machines = compute_next_machine(per_host, spread, today, commit)
+    if not new and not new_machines:
         raise HeapcostError("no primary cell has an answer on any host: nothing to predict from")
     path = Path(args.output)
     earlier = load(path)
+    earlier_machines = load_next_machines(path)
     new, already = not_registered(new, earlier)
+    new_machines, already_machines = not_registered(new_machines, earlier_machines, same_machines)
     for e in already:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']}: registered before from the same hosts "
               f"({e['registered']}); left as it was")
-    if new:
-        write(path, earlier + new, load_long_builds(path))
+    if already_machines:
+        print(f"{len(already_machines)} next-machine intervals registered before from the same machines; left as they were")
+    if new or new_machines:
+        write(path, earlier + new, load_long_builds(path), earlier_machines + new_machines)
     for e in new:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']}: a new host should read "
               f"{e['centre']} [{e['low']}, {e['high']}] (from {len(e['from_hosts'])} host(s); between-host spread "
               f"{e['tau_percent']}% from {e['spread_cells']} ablation cells)")
+    print(f"{len(new_machines)} next-machine intervals registered (between-machine spread {spread.tau * 100:.2f}% on "
+          f"{spread.df:g} degrees of freedom: {spread.source})")
+    primary = {(f"{a} / {b}", w) for q in spec.values() for (a, b), w in [q.primary]}
+    for e in new_machines:
+        if (e["configuration"], e["workload"]) in primary:
+            print(f"  seed {e['seed']} {e['configuration']} on {e['workload']}, {e['kind']}: the next machine should "
+                  f"read {e['low']} to {e['high']} (one build: {e['one_build_low']} to {e['one_build_high']})")
     return 0
