@@ -228,7 +228,7 @@ def add_arguments(parser):
 def same_hosts(e: dict) -> tuple:
     """What makes two new-host predictions one: without a host measured since, registering again adds nothing
     but a later date."""
-    return e["seed"], e["configuration"], e["workload"], tuple(e["from_hosts"])
+    return e["seed"], e["configuration"], e["workload"], tuple(sorted(canonical_label(h) for h in e["from_hosts"]))
 
 
 def not_registered(new: list[dict], earlier: list[dict], key=same_hosts) -> tuple[list[dict], list[dict]]:
