@@ -166,13 +166,18 @@ def plan(profile: str, environ=None, out_dir: Path = None, runs_dir: Path = RUNS
     return lines, ready
 
 
-def recipe_allocators(profile: str) -> list[str]:
+def recipe_allocators(profile: str, environ=None) -> list[str]:
     """The allocators of the catalogue a profile's campaigns name that the project's own recipes install or
-    build (`make allocators`), in the profile's order: what `make debates` provisions before its plan."""
+    build (`make allocators`), in the profile's order: what `make debates` provisions before its plan. A
+    campaign that would be skipped here whatever is built (its contested pair needs a library this host was
+    not brought) asks for nothing."""
     from analysis.harness.fleet.campaigns import _names
 
+    environ = dict(os.environ if environ is None else environ)
     cat = catalog.load_catalog()
-    names = [n for c in load_profile(profile) for n in _names(c.params.get("ALLOCATORS", ""))]
+    every = lambda wanted: {n: (True, "") for n in wanted}  # noqa: E731  (as if every recipe built)
+    names = [n for c in load_profile(profile) if available(c, environ, every)[0] is not None
+             for n in _names(c.params.get("ALLOCATORS", ""))]
     return [n for n in dict.fromkeys(names) if n in cat and cat[n].origin.get("kind") != "brought"]
 
 

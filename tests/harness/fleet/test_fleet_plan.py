@@ -58,3 +58,12 @@ def test_a_host_without_the_brought_libraries_still_measures_what_it_has(tmp_pat
 
 def test_the_primary_cells_take_at_most_an_hour_of_machine_time():
     assert sum(c.minutes for c in plan.load_profile("debates")) <= 60
+
+
+def test_make_debates_builds_only_what_a_campaign_that_can_run_here_needs():
+    lib = str(REPO / "README.md")  # any file stands for a brought library here
+    without = plan.recipe_allocators("debates", environ={})
+    assert "glibc-built" in without and "mozjemalloc-poison_l5" in without
+    assert "perl-mymalloc" not in without  # perl's campaign needs OpenBSD's malloc brought: skipped anyway
+    brought = plan.recipe_allocators("debates", environ={"OMALLOC_1299": lib})
+    assert "perl-mymalloc" in brought and "perl-sysmalloc" in brought
