@@ -65,17 +65,32 @@ def test_the_front_rows_come_from_each_debates_primary_cell():
          "workload": "compile", "margin": "10%", "verdict": "x", "not_measured": ""}])
     hosts = pd.DataFrame([
         {"seed": "001", "configuration": "h / glibc", "workload": "build", "processor": "Intel(R) Xeon(R) Processor 2600 MHz (6/167/1)",
-         "machines": "Intel(R) Xeon(R) Processor 2600 MHz, 2 CPUs, VM", "display": "1.471 [1.442, 1.501]",
-         "decision_words": "larger than 10%"},
+         "machines": "K-99747d; M-0a1b2c", "display": "1.471 [1.442, 1.501]", "decision_words": "larger than 10%"},
         {"seed": "001", "configuration": "h / glibc", "workload": "compile", "processor": "AMD EPYC 2600 MHz (26/2/1)",
-         "machines": "AMD EPYC 2600 MHz, 2 CPUs, VM", "display": "9.9 [9.0, 10.0]", "decision_words": "y"}])
+         "machines": "K-aabbd7", "display": "9.9 [9.0, 10.0]", "decision_words": "y"}])
     rows = front_page.front_rows(debates, hosts)
     assert list(rows["workload"]) == ["build"]
     row = rows.iloc[0]
-    assert row["per_host"] == "Intel Xeon 2600 MHz: 1.471 [1.442, 1.501] (larger than 10%)"
-    assert row["where"] == "Intel Xeon 2600 MHz, 2 CPUs, VM"
-    assert "1.471 [1.442, 1.501] on Intel Xeon 2600 MHz" in row["sentence"]
+    assert row["per_host"] == "Intel(R) Xeon(R) Processor 2600 MHz (6/167/1): 1.471 [1.442, 1.501] (larger than 10%)"
+    assert row["where"] == "Intel(R) Xeon(R) Processor 2600 MHz (6/167/1): K-99747d, M-0a1b2c"
+    assert "1.471 [1.442, 1.501] on Intel(R) Xeon(R) Processor 2600 MHz (6/167/1)" in row["sentence"]
     assert row["sentence"].startswith("hardened_malloc in Fedora:")
+    # the first page's list of machines: the primary cells' kinds only, each once
+    assert front_page.front_machines(debates, hosts) == row["where"]
+
+
+def test_kinds_that_share_a_model_name_and_frequency_read_apart_on_the_first_page():
+    """Two processors sold as 'AMD EPYC 2600 MHz' are two kinds: each keeps its family/model/stepping, and a
+    kind that recorded none reads as such."""
+    kinds = ["AMD EPYC 2600 MHz (25/17/1)", "AMD EPYC 2600 MHz (26/2/1)", "AMD EPYC 2600 MHz, family not recorded"]
+    debates = pd.DataFrame([{"seed": "002", "topic": "t", "cell": "primary", "configuration": "a / b", "workload": "w",
+                             "margin": "2%", "verdict": "v", "not_measured": ""}])
+    hosts = pd.DataFrame([{"seed": "002", "configuration": "a / b", "workload": "w", "processor": k,
+                           "machines": f"K-00000{i}", "display": "1.0 [0.9, 1.1]", "decision_words": "d"}
+                          for i, k in enumerate(kinds)])
+    row = front_page.front_rows(debates, hosts).iloc[0]
+    assert [h.split(": ")[0] for h in row["per_host"].split("; ")] == kinds
+    assert row["where"] == "; ".join(f"{k}: K-00000{i}" for i, k in enumerate(kinds))
 
 
 # ------------------------------------------------------------------------------------------ rendered

@@ -105,3 +105,25 @@ def test_clock_state_reads_new_and_old_runs(tmp_path):
     assert hosts.clock_state(run) == hosts.NOT_LOCKED
     (run / "machine.json").write_text(json.dumps({"clock_lock": [{"locked": True}, {"locked": False}]}))
     assert hosts.clock_state(run) == hosts.NOT_LOCKED  # one session without the lock
+
+
+def test_host_groups_are_named_by_kind_and_machine_and_never_share_a_name(tmp_path):
+    """Two runs of one kind and kernel that recorded no boot are one machine (K-...) even where their memory
+    differs: their fingerprints' groups would read the same, so they are one group. Two boots of one kind and
+    host are one group naming both machines (M-...)."""
+    def machine(memory_kb, machine_id=None, kernel="6.1.0-test"):
+        described = {**OTHER_HOST, "kernel": kernel, "memory_kb": memory_kb}
+        return {**described, "machine_id": machine_id} if machine_id else described
+
+    runs = {"a": machine(16_000_000), "b": machine(32_000_000), "c": machine(16_000_000, "0123456789ab", "6.2"),
+            "d": machine(16_000_000, "ba9876543210", "6.2")}
+    for run, described in runs.items():
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "machine.json").write_text(json.dumps(described))
+    assert host_fingerprint(runs["a"]) != host_fingerprint(runs["b"])
+    host_of, labels, _ = hosts.run_groups(tmp_path, list(runs))
+    assert host_of["a"] == host_of["b"] and host_of["c"] == host_of["d"] != host_of["a"]
+    assert len(set(labels.values())) == len(labels) == 2
+    kind = "Intel(R) Xeon(R) Test 2100 MHz, family not recorded"
+    assert labels[host_of["a"]].startswith(f"{kind}, machine K-")
+    assert labels[host_of["c"]] == f"{kind}, machines M-012345, M-ba9876"

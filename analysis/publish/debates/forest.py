@@ -1,6 +1,8 @@
-"""A forest plot per debate: every run's ratio with/without (labelled with its run and host), each host's
-pooled estimate as a diamond with the rule's decision there, the single estimate over hosts where there is
-one, the pre-registered margin as a shaded band and the verdict across hosts."""
+"""A forest plot per debate: every run's ratio with/without (labelled with its run and the name of the machine
+that measured it), each host's pooled estimate as a diamond with the rule's decision there (the host named by
+its processor kind's label, with its machines), the single estimate over hosts where there is one, the
+pre-registered margin as a shaded band and the verdict across hosts. Kinds and machines are named as
+everywhere else in the paper (analysis/contract/host.py)."""
 from pathlib import Path
 
 import pandas as pd
@@ -10,31 +12,37 @@ from analysis.publish.render.figures import draws_rounded, plain_log_axis, pyplo
 POOLED_COLOUR, RUN_COLOUR, SUPERSEDED_COLOUR, HOST_COLOUR = "#8f2c2c", "#3b6ea8", "#a0a0a0", "#c07a1a"
 
 
-def host_labels(runs: pd.DataFrame) -> dict[str, str]:
-    """Short host names (H1, H2, ...) in order of first appearance."""
-    return {h: f"H{i}" for i, h in enumerate(dict.fromkeys(runs["host"]), start=1)}
+def run_line(run, labels: dict) -> str:
+    """A run's line label: its R-label (`labels`, run id -> R-label), the name of the machine that measured it,
+    its layout build past the first, and "(superseded)" for a run of a superseded design."""
+    layout = f" layout {int(run['layout'])}" if int(run.get("layout", 1) or 1) > 1 else ""
+    return (f"  {labels.get(run['run_id'], run['run_id'])} {run['machine']}{layout}"
+            + (" (superseded)" if run["superseded"] else ""))
+
+
+def kind_line(host) -> str:
+    """A host's line label: its processor kind, the machines its runs came from and the rule's decision there."""
+    machines = ", ".join(m for m in str(host.get("machines", "") or "").split("; ") if m)
+    return f" {host['processor']}" + (f" ({machines})" if machines else "") + f": {host['decision_words']}"
 
 
 @draws_rounded
-def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFrame, labels: dict, hosts: dict,
+def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFrame, labels: dict,
                   path: Path, margin: float, rule: str) -> None:
     """One debate: `answers` its rows (configuration, workload, pooled interval, verdict), `runs` every run
-    behind them, `per_host` each host's answer, `labels` run id -> R-label, `hosts` host -> H-label (the same
-    in every debate's figure). Superseded runs are drawn in grey and never pooled."""
+    behind them (each with its `processor` kind and `machine` name), `per_host` each host's answer, `labels` run
+    id -> R-label. A cell's runs are listed by kind and machine. Superseded runs are drawn in grey and never
+    pooled."""
     plt = pyplot()
-    hosts = {h: hosts[h] for h in dict.fromkeys(runs["host"])}
     lines = []  # (label, ratio, low, high, kind)
     for _, a in answers.iterrows():
         mine = runs[(runs["configuration"] == a["configuration"]) & (runs["workload"] == a["workload"])]
-        for _, r in mine.iterrows():
-            layout = f" layout {int(r['layout'])}" if int(r.get("layout", 1) or 1) > 1 else ""
-            lines.append((f"  {labels.get(r['run_id'], r['run_id'])} {hosts[r['host']]}{layout}"
-                          + (" (superseded)" if r["superseded"] else ""),
-                          r["ratio"], r["ci_low"], r["ci_high"], "superseded" if r["superseded"] else "run"))
+        for _, r in mine.sort_values(["processor", "machine"], kind="stable").iterrows():
+            lines.append((run_line(r, labels), r["ratio"], r["ci_low"], r["ci_high"],
+                          "superseded" if r["superseded"] else "run"))
         cell = per_host[(per_host["configuration"] == a["configuration"]) & (per_host["workload"] == a["workload"])]
         for _, h in cell.iterrows():
-            lines.append((f" {h['processor']}: {h['decision_words']}", float(h["ratio"]), float(h["ci_low"]),
-                          float(h["ci_high"]), "host"))
+            lines.append((kind_line(h), float(h["ratio"]), float(h["ci_low"]), float(h["ci_high"]), "host"))
         pooled = str(a.get("pooled_ratio", "")) not in ("", "n/a") and len(cell) != 1
         lines.append((f"{a['configuration']}, {a['workload']}: {a['verdict']}",
                       *((float(a["pooled_ratio"]), float(a["pooled_low"]), float(a["pooled_high"])) if pooled
@@ -58,8 +66,7 @@ def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFr
     ax.set_xlim(min(ratios) / 1.02, max(ratios) * 1.02)
     plain_log_axis(ax)
     ax.tick_params(axis="x", labelsize=6)
-    ax.set_xlabel("with / without, wall time (95% interval; hosts " +
-                  ", ".join(f"{v}: {k}" for k, v in hosts.items()) + ")" if hosts else "with / without", fontsize=6)
+    ax.set_xlabel("with / without, wall time (95% interval; a run: its R-label and machine)", fontsize=6)
     ax.legend(fontsize=6, loc="lower right")
     fig.tight_layout()
     save(fig, path)
@@ -68,7 +75,6 @@ def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFr
 def write_all(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFrame, labels: dict, spec: dict,
               path_of) -> list[str]:
     """A figure per debate with at least one host's answer; returns the seeds drawn."""
-    hosts = host_labels(runs) if len(runs) else {}
     drawn = []
     for seed, rows in answers.groupby("seed", sort=True):
         answered = per_host[per_host["seed"] == seed]
@@ -77,6 +83,6 @@ def write_all(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFrame,
         if rows.empty:
             continue
         q = spec[seed]
-        debate_forest(rows, runs[runs["seed"] == seed], answered, labels, hosts, path_of(seed), q.margin, q.rule)
+        debate_forest(rows, runs[runs["seed"] == seed], answered, labels, path_of(seed), q.margin, q.rule)
         drawn.append(seed)
     return drawn

@@ -58,7 +58,6 @@ def _host_kinds(runs_dir: Path) -> dict[str, str]:
     return {run: labels[fp] for run, fp in group.items()}
 
 
-@functools.lru_cache(maxsize=8)
 def _machine_of(runs_dir: Path) -> dict:
     """{run: its Machine} over every run of the dataset (analysis.contract.host.machine_groups): the processor
     kind and the machine within it."""
@@ -66,11 +65,13 @@ def _machine_of(runs_dir: Path) -> dict:
     return machine_groups({d.name: read_json(d / "machine.json") for d in runs})
 
 
+@functools.lru_cache(maxsize=8)
 def _processors(runs_dir: Path) -> dict[str, str]:
     """{run: its processor kind} over every run of the dataset (analysis.contract.host.processor_groups)."""
     return {run: m.kind for run, m in _machine_of(Path(runs_dir)).items()}
 
 
+@functools.lru_cache(maxsize=8)
 def _machines(runs_dir: Path) -> dict[str, str]:
     """{run: the name of its machine} (analysis.contract.host.machine_name)."""
     return {run: m.name for run, m in _machine_of(Path(runs_dir)).items()}

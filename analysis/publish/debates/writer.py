@@ -1,7 +1,8 @@
 """The debates' products: results_debates.csv (a row per debate, workload and contested pair: the pre-registered
 margin, the runs, builds and hosts behind it, each host's answer, the verdict across hosts, the transferable
 quantities), results_debate_hosts.csv (a row per debate cell and host: its runs and builds pooled, the A/A
-floor, the rule's decision there), results_debate_runs.csv (every run behind them, superseded ones marked),
+floor, the rule's decision there, its machines' names), results_debate_runs.csv (every run behind them with
+its processor kind and machine name, superseded ones marked),
 results_aa_pooled.csv and results_aa_hosts.csv (A/A across runs, over every host and on each alone),
 results_kernel_part.csv (where each side's time goes on each host: user, system, minor faults),
 results_code_census.csv (what each debated library's code is made of: instructions, rep stos, memset calls),
@@ -35,8 +36,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     per_host = per_host.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"])
                                         for _, r in per_host.iterrows()])
     write_csv(per_host, p("debate_hosts.csv"))
-    hosts = forest.host_labels(runs) if len(runs) else {}
-    runs = runs.assign(run=runs["run_id"].map(labels).fillna(""), host_label=runs["host"].map(hosts),
+    runs = runs.assign(run=runs["run_id"].map(labels).fillna(""),
                        display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in runs.iterrows()])
     write_csv(runs, p("debate_runs.csv"))
     kernel = pool.kernel_part(runs, runs_dir) if runs_dir else pd.DataFrame(columns=pool.KERNEL_COLUMNS)
@@ -83,7 +83,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
         "store_sequence": store_sequence.numbers(stores),
         "debates": {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)},
         "debate_figures": drawn,
-        "debate_hosts": {v: k for k, v in hosts.items()},
+        "debate_machines": machine_kinds(runs),
         "debate_superseded_runs": sorted(set(runs.loc[runs["superseded"].astype(bool), "run"])) if len(runs) else [],
         "debate_hosts_count": len(pool.identified_processors(per_host["processor"])) if len(per_host) else 0,
         "debate_hosts_not_identified": sorted(set(per_host["processor"]) - set(pool.identified_processors(
@@ -113,6 +113,14 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
                       "percent_excluding_1": f"{100 * aa['excludes_1'].mean():.1f}" if len(aa) else "",
                       "min_runs": int(aa["n_runs"].min()) if len(aa) else 0},
     }
+
+
+def machine_kinds(runs) -> dict:
+    """{machine name: its processor kind's label} of the machines behind the debates' runs."""
+    if not len(runs):
+        return {}
+    pairs = runs[["machine", "processor"]].drop_duplicates().sort_values(["machine", "processor"])
+    return dict(zip(pairs["machine"].astype(str), pairs["processor"].astype(str)))
 
 
 def _host_display(h) -> str:

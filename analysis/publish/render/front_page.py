@@ -2,10 +2,10 @@
 debates and the trade-off already wrote (results_debates.csv, results_debate_hosts.csv, results_tradeoff.csv).
 
 results_front.csv holds one row per debate's registered primary cell: the pair measured, the workload, where
-it was measured, the answer on each host, the verdict across hosts and whether the answer carries to the
-setting the debate was about. The abstract's sentences are built from the same rows, so an answer added later
+it was measured (each processor kind with its machines' names), the answer on each host, the verdict across
+hosts and whether the answer carries to the setting the debate was about. A host is named as everywhere else
+in the paper: its processor kind's one label and its machines' short names (analysis/contract/host.py). The abstract's sentences are built from the same rows, so an answer added later
 fills the first page without new prose."""
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -40,39 +40,54 @@ def transfer_note(configuration: str) -> str:
     return ""
 
 
-def short_host(processor: str) -> str:
-    """A processor's name without trademarks and its family/model/stepping code: 'Intel Xeon Processor 2600 MHz'."""
-    name = re.sub(r"\((R|TM)\)", "", str(processor))
-    name = re.sub(r"\s*\(\d+/\d+/\d+\)\s*$", "", name).replace(" Processor ", " ")
-    return re.sub(r"\s+", " ", name).strip()
-
-
-def short_verdict(verdict: str) -> str:
-    """The verdict across hosts with the processors' names shortened."""
-    return re.sub(r"[A-Za-z][^:;,]*?\(\d+/\d+/\d+\)", lambda m: short_host(m.group(0)), str(verdict))
+def kind_machines(rows: pd.DataFrame) -> dict[str, list[str]]:
+    """{processor kind's label: the names of its machines behind the answers} for rows of
+    results_debate_hosts.csv (`processor`, and `machines` the "; "-joined machine names)."""
+    out: dict[str, set] = {}
+    for _, r in rows.iterrows():
+        out.setdefault(str(r["processor"]), set()).update(m for m in str(r["machines"]).split("; ") if m)
+    return {kind: sorted(names) for kind, names in sorted(out.items())}
 
 
 def _machines(rows: pd.DataFrame) -> str:
-    """The machines behind the answers, their processors named short: 'AMD EPYC 2600 MHz, 2 CPUs, ...'."""
-    kinds = sorted({m for cell in rows["machines"].astype(str) for m in cell.split("; ") if m})
-    return "; ".join(re.sub(r"^[^,]*", lambda m: short_host(m.group(0)), k) for k in kinds)
+    """The machines behind the answers, by kind: 'AMD EPYC 2600 MHz (25/17/1): K-1a2b3c, M-4d5e6f; ...'."""
+    return "; ".join(f"{kind}: {', '.join(names)}" for kind, names in kind_machines(rows).items())
+
+
+def primary_cells(debates: pd.DataFrame) -> pd.DataFrame:
+    """Each debate's registered primary cell, by seed (none where the table has no cells)."""
+    if debates.empty or "cell" not in debates:
+        return debates.iloc[0:0]
+    return debates[debates["cell"].astype(str) == "primary"].sort_values("seed")
+
+
+def cell_hosts(hosts: pd.DataFrame, cell) -> pd.DataFrame:
+    """The rows of results_debate_hosts.csv that answer one debate cell (seed, configuration, workload)."""
+    if not len(hosts):
+        return hosts
+    return hosts[(hosts["seed"].astype(str) == str(cell["seed"])) & (hosts["configuration"] == cell["configuration"])
+                 & (hosts["workload"] == cell["workload"])]
+
+
+def front_machines(debates: pd.DataFrame, hosts: pd.DataFrame) -> str:
+    """Every kind behind the first page's answers with its machines, each kind once."""
+    mine = [cell_hosts(hosts, r) for _, r in primary_cells(debates).iterrows()]
+    mine = [m for m in mine if len(m)]
+    return _machines(pd.concat(mine)) if mine else ""
 
 
 def front_rows(debates: pd.DataFrame, hosts: pd.DataFrame) -> pd.DataFrame:
-    """One row per debate's primary cell (a debate without one is left out)."""
-    if debates.empty or "cell" not in debates:
-        return pd.DataFrame(columns=FRONT_COLUMNS)
+    """One row per debate's primary cell (a debate without one is left out). Hosts are named by their processor
+    kind's label as given (analysis.contract.host.processor_label), machines by their names."""
     out = []
-    for _, r in debates[debates["cell"].astype(str) == "primary"].sort_values("seed").iterrows():
-        mine = hosts[(hosts["seed"].astype(str) == str(r["seed"])) & (hosts["configuration"] == r["configuration"])
-                     & (hosts["workload"] == r["workload"])] if len(hosts) else hosts
-        per_host = [f"{short_host(h['processor'])}: {h['display']} ({h['decision_words']})"
-                    for _, h in mine.sort_values("processor").iterrows()]
-        verdict = short_verdict(r["verdict"])
+    for _, r in primary_cells(debates).iterrows():
+        mine = cell_hosts(hosts, r).sort_values("processor") if len(hosts) else hosts
+        per_host = [f"{h['processor']}: {h['display']} ({h['decision_words']})" for _, h in mine.iterrows()]
+        verdict = str(r["verdict"])
         with_side, _, without = str(r["configuration"]).partition(" / ")
         topic = str(r["topic"]).split(":")[0]
         if per_host:
-            shown = [f"{h['display']} on {short_host(h['processor'])}" for _, h in mine.sort_values("processor").iterrows()]
+            shown = [f"{h['display']} on {h['processor']}" for _, h in mine.iterrows()]
             answers = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
             sentence = (f"{topic}: the time with {with_side} over {without} on {r['workload']} is {answers}; "
                         f"against a margin of {r['margin']}, {verdict}.")
@@ -121,7 +136,9 @@ def write_front(p, baseline: str, reduced=()) -> dict:
         return (pd.read_csv(path, dtype=str, keep_default_na=False) if path.is_file() and path.stat().st_size
                 else pd.DataFrame())
 
-    rows = front_rows(table("debates.csv"), table("debate_hosts.csv"))
+    debates, hosts = table("debates.csv"), table("debate_hosts.csv")
+    rows = front_rows(debates, hosts)
     write_csv(rows, p("front.csv"))
     return {"front": {"answers": int(len(rows)), "sentences": list(rows["sentence"]),
+                      "machines": front_machines(debates, hosts),
                       "tradeoff": tradeoff_headline(table("tradeoff.csv"), baseline, reduced)}}

@@ -31,6 +31,7 @@ BACKGROUND = {"noise"}
 DATA_FREE = {"noise": ("analysis/stats/simulate.py", "analysis/stats/compare.py", "analysis/stats/estimators.py", "analysis/stats/noise.py",
                        "analysis/publish/render/figures.py", "analysis/publish/render/products.py", "analysis/publish/debates/simulation.py",
                        "analysis/publish/debates/pool.py", "analysis/stats/random_effects.py", "analysis/stats/equivalence.py",
+                       "analysis/stats/prediction.py",
                        "analysis/stats/primitives.py", "requirements.txt")}
 SOURCES = ["paper.typ", "refs.bib"]
 

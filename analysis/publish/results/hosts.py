@@ -1,7 +1,9 @@
 """The host panel and the clock-lock comparison for the paper, from the comparisons each time run made.
 
-Which host kind measured a run is its machine.json's fingerprint (analysis/contract/host.py). With runs from
-more than one host kind, the paper shows each allocator's geometric-mean speed ratio per host and pooled with
+Which host kind measured a run is its machine.json's fingerprint (analysis/contract/host.py). A group of runs
+is named as everywhere else in the paper: its processor kind's label and its machines' names ("AMD EPYC 2600
+MHz (25/17/1), machine K-1a2b3c"), the machines named over every run of the dataset as the debates name them.
+Groups whose names would read the same are one group. With runs from more than one host kind, the paper shows each allocator's geometric-mean speed ratio per host and pooled with
 the host as a random effect (analysis/stats/hosts.py); with one, it says nothing about hosts. Likewise runs
 with the clock locked are compared with runs without only where the dataset has both.
 """
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract.host import host_groups, host_label
+from analysis.contract.host import Machine, host_groups, machine_groups
 from analysis.publish.render.products import write_csv
 from analysis.publish.results.comparisons import Results
 from analysis.publish.render.formats import fmt_interval
@@ -39,11 +41,44 @@ def clock_state(run_dir: Path) -> str:
     return LOCKED if outcomes and all(o.startswith("locked") for o in outcomes) else NOT_LOCKED
 
 
+def dataset_machines(runs_dir: Path, run_ids) -> dict[str, Machine]:
+    """{run: its Machine} for the given runs, each kind joined over every run of the dataset that has a
+    machine.json (analysis.contract.host.machine_groups), so that a machine's name is the one the debates use."""
+    runs_dir = Path(runs_dir)
+    found = [d.name for d in runs_dir.iterdir() if (d / "machine.json").is_file()] if runs_dir.is_dir() else []
+    machines = machine_groups({run: _machine(runs_dir / run) for run in sorted(set(found) | set(run_ids))})
+    return {run: machines[run] for run in run_ids}
+
+
+def group_label(machines) -> str:
+    """A host group's name from its runs' Machines: each processor kind with its machines' names,
+    'AMD EPYC 2600 MHz (25/17/1), machine K-1a2b3c' (several: 'machines K-1a2b3c, M-4d5e6f')."""
+    by_kind: dict[str, set] = {}
+    for m in machines:
+        by_kind.setdefault(m.kind, set()).add(m.name)
+    return "; ".join(f"{kind}, machine{'s' if len(names) > 1 else ''} {', '.join(sorted(names))}"
+                     for kind, names in sorted(by_kind.items()))
+
+
+def labelled_groups(host_of: dict, machine_of: dict) -> tuple[dict, dict]:
+    """({run: group}, {group: label}): the host fingerprints' groups named by group_label; groups that would
+    share a label are joined into the first (by fingerprint) of them, so no two groups read the same."""
+    members: dict[str, list] = {}
+    for run, fp in host_of.items():
+        members.setdefault(fp, []).append(machine_of[run])
+    label_of = {fp: group_label(ms) for fp, ms in sorted(members.items())}
+    first = {}
+    for fp, label in label_of.items():
+        first.setdefault(label, fp)
+    return ({run: first[label_of[fp]] for run, fp in host_of.items()},
+            {fp: label for label, fp in first.items()})
+
+
 def run_groups(runs_dir: Path, run_ids) -> tuple[dict, dict, dict]:
-    """({run: host fingerprint}, {fingerprint: label}, {run: clock state}) of the given runs."""
+    """({run: host group, a fingerprint}, {group: label}, {run: clock state}) of the given runs."""
     runs = sorted(set(run_ids))
-    host_of, identities = host_groups({run_id: _machine(Path(runs_dir) / run_id) for run_id in runs})
-    labels = {fp: host_label(identity) for fp, identity in identities.items()}
+    host_of, _ = host_groups({run_id: _machine(Path(runs_dir) / run_id) for run_id in runs})
+    host_of, labels = labelled_groups(host_of, dataset_machines(runs_dir, runs))
     clock_of = {run_id: clock_state(Path(runs_dir) / run_id) for run_id in runs}
     return host_of, labels, clock_of
 
@@ -54,7 +89,7 @@ def _displayed(df: pd.DataFrame, ratio="ratio", lo="ci_low", hi="ci_high") -> pd
 
 def host_outputs(res: Results, p, pool: hosts.Pool = hosts.random_effects_pool) -> dict:
     """Writes results_hosts.csv, results_hosts_pooled.csv and results_clock_lock.csv; returns the numbers
-    (`hosts`, `clock_lock`) the paper reads."""
+    (`hosts`, its `leading` the name of the leading speed run's host, and `clock_lock`) the paper reads."""
     cells = res.cells.get("wall_s") if res.cells else None
     if res.time_run is None or cells is None or not len(cells):
         return {"hosts": {"count": 0}, "clock_lock": {"both": False}}
@@ -66,7 +101,9 @@ def host_outputs(res: Results, p, pool: hosts.Pool = hosts.random_effects_pool) 
     write_csv(per_host, p("hosts.csv"))
     write_csv(pooled, p("hosts_pooled.csv"))
     used = sorted(set(host_of.values()))
+    leading = host_of.get(res.time_run.path.name)
     numbers = {"hosts": {"count": len(used), "labels": [labels[h] for h in used], "fingerprints": used,
+                         "leading": labels[leading] if leading else "",
                          "runs": [sum(1 for v in host_of.values() if v == h) for h in used],
                          "allocators": sorted(set(pooled["allocator"]))}}
     _, by_clock = hosts.group_panel(cells, clock_of, pool, allocators=reported)

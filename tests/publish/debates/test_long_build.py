@@ -42,6 +42,7 @@ def runs(tmp_path):
     write_run(runs, "r3-intel", INTEL, {k: v * (1.2 if k != "glibc" else 1.0) for k, v in truth.items()}, start, 3)
     write_run(runs, "r4-one-scale", AMD, truth, start, 4, scales=(0.25,))
     pool._processors.cache_clear()
+    pool._machines.cache_clear()
     return runs
 
 

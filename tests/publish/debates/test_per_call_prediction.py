@@ -38,6 +38,7 @@ def per_call(processor, allocator, added):
 @pytest.fixture
 def runs(tmp_path):
     pool._processors.cache_clear()
+    pool._machines.cache_clear()
     machine = published_machine(0)
     add_profile_run(tmp_path, "20270101T000000Z-profile-workloads", machine, "loop", 1e6, 9.0)  # replaced
     add_profile_run(tmp_path, "20270102T000000Z-profile-workloads", machine, "loop", 1e7, 1.0)
@@ -46,6 +47,7 @@ def runs(tmp_path):
     processor = pool._processors(tmp_path)["20270102T000000Z-profile-workloads"]
     yield tmp_path, processor
     pool._processors.cache_clear()
+    pool._machines.cache_clear()
 
 
 def test_a_debated_pair_is_predicted_from_the_newest_complete_profile_and_set_beside_its_measurement(runs):
@@ -134,6 +136,7 @@ def test_a_pair_measured_per_call_in_turns_with_each_other_is_predicted_from_tho
 
 def test_where_each_sides_start_up_is_measured_a_second_prediction_charges_it_per_process(tmp_path):
     pool._processors.cache_clear()
+    pool._machines.cache_clear()
     add_profile_run(tmp_path, "20270105T000000Z-profile-workloads", published_machine(0), "loop", 1e7, 1.0,
                     processes=100)
     processor = pool._processors(tmp_path)["20270105T000000Z-profile-workloads"]
@@ -155,3 +158,4 @@ def test_where_each_sides_start_up_is_measured_a_second_prediction_charges_it_pe
     assert pd.isna(t.loc["defended / plain", "startup_predicted"]) and t.loc["defended / plain", "startup_display"] == ""
     assert t.loc["defended / plain", "predicted"] == pytest.approx(1.3 / 1.1)
     pool._processors.cache_clear()
+    pool._machines.cache_clear()

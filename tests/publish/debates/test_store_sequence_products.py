@@ -32,6 +32,7 @@ def add_run(runs_dir, run_id, machine, shift=0.0, status="complete"):
 @pytest.fixture
 def runs(tmp_path):
     pool._processors.cache_clear()
+    pool._machines.cache_clear()
     one, other = published_machine(0), published_machine(1)
     add_run(tmp_path, "20270101T000000Z-mechanism-store-sequence", one, shift=100.0)  # older: replaced
     add_run(tmp_path, "20270102T000000Z-mechanism-store-sequence", one)
@@ -39,6 +40,7 @@ def runs(tmp_path):
     add_run(tmp_path, "20270104T000000Z-mechanism-store-sequence", other, shift=1.0)
     yield tmp_path
     pool._processors.cache_clear()
+    pool._machines.cache_clear()
 
 
 def test_each_host_is_answered_by_its_newest_complete_run(runs):
