@@ -69,6 +69,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     registered = predictions.load()
     replication = predictions.replication(registered, per_host)
     write_csv(replication, p("replication.csv"))
+    machine_numbers = _machine_level(res, spec, runs, per_host, p)
     long_pairs = spec[long_build.SEED].contested if long_build.SEED in spec else []
     long_measured = long_build.measured(res.cells, runs_dir, long_pairs) if runs_dir else \
         pd.DataFrame(columns=long_build.MEASURED_COLUMNS)
@@ -99,6 +100,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
                       "configurations": sorted(set(rated["configuration"])) if len(rated) else [],
                       "hosts": sorted(set(rated["processor"])) if len(rated) else []},
         "hosts_apart": apart,
+        "machine_level": machine_numbers,
         "host_predictions": {"predictions": len(registered), "checked": int(len(replication)),
                         "held": int(replication["held"].sum()) if len(replication) else 0,
                         "percent_held": f"{100 * replication['held'].mean():.0f}" if len(replication) else "",
@@ -113,6 +115,43 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
                       "percent_excluding_1": f"{100 * aa['excludes_1'].mean():.1f}" if len(aa) else "",
                       "min_runs": int(aa["n_runs"].min()) if len(aa) else 0},
     }
+
+
+def _machine_level(res: Results, spec: dict, runs: pd.DataFrame, per_host: pd.DataFrame, p) -> dict:
+    """Writes results_debate_machines.csv (each machine's own estimate of each cell), results_next_machine_check.csv
+    (the registered next-machine intervals against the machines measured after them) and
+    results_coverage_out_of_sample.csv (one machine left out, one kind left out: held / checked with a Wilson
+    interval); returns their numbers and the between-machine spread's."""
+    from analysis.publish.debates import coverage
+
+    current = runs[~runs["superseded"].astype(bool)] if len(runs) else runs
+    machines = pool.machine_estimates(current)
+    write_csv(machines, p("debate_machines.csv"))
+    checked = predictions.next_machine_check(predictions.load_next_machines(), machines)
+    write_csv(checked, p("next_machine_check.csv"))
+    primary = {(f"{a} / {b}", w) for q in spec.values() for (a, b), w in [q.primary]}
+    runs_dir = pool.runs_dir_of(res)
+    skip = {pair for q in spec.values() for pair in q.contested}
+    ablations = predictions.ablation_cells(res.cells.get("wall_s"), runs_dir, skip, by_kind=True) if runs_dir else {}
+    details = pd.concat([coverage.leave_one_machine_out(current, {}, primary),
+                         coverage.leave_one_kind_out(per_host, ablations, primary)], ignore_index=True)
+    write_csv(details, p("coverage_out_of_sample_cells.csv"))
+    table = coverage.summary(details)
+    write_csv(table, p("coverage_out_of_sample.csv"))
+    spread, _ = questions.spreads({k: g for k, g in current.groupby(["seed", "configuration", "workload"])}
+                                  if len(current) else {})
+    held = int(checked["held"].sum()) if len(checked) else 0
+    low, high = wilson(held, len(checked))
+    return {"spread": {"tau_percent": f"{spread.tau * 100:.2f}", "df": spread.df, "cells": spread.cells,
+                       "source": spread.source,
+                       "estimate_percent": "" if spread.cells == 0 else f"{100 * spread.estimate ** 0.5:.2f}"},
+            "machines": int(machines["machine"].nunique()) if len(machines) else 0,
+            "next_machine_check": {"checked": int(len(checked)), "held": held,
+                                   "low": "" if low is None else f"{100 * low:.0f}",
+                                   "high": "" if high is None else f"{100 * high:.0f}"},
+            "coverage": table.to_dict(orient="records"),
+            "changed_verdicts": int((per_host["decision"] != per_host["registered_decision"]).sum())
+            if "registered_decision" in per_host.columns and len(per_host) else 0}
 
 
 def machine_kinds(runs) -> dict:
