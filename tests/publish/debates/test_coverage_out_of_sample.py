@@ -7,16 +7,7 @@ import pandas as pd
 
 from analysis.publish.debates import coverage, pool, predictions
 from analysis.stats import prediction
-
-
-def machine_runs(kind: str, machine: str, ratio: float, rng, builds=5, runs_per_build=2, se=0.003,
-                 tau_build=0.003, cell="w") -> pd.DataFrame:
-    offsets = rng.normal(0, tau_build, builds)
-    rows = [{"seed": "002", "configuration": "x / y", "workload": cell, "run_id": f"{machine}-{cell}-{b}-{r}",
-             "host": kind, "processor": kind, "machine": machine, "build": f"b{b}",
-             "estimate": math.log(ratio) + offsets[b] + rng.normal(0, se), "se": se, "df": 60.0, "superseded": False}
-            for b in range(builds) for r in range(runs_per_build)]
-    return pd.DataFrame(rows)
+from synthetic_machines import machine_runs
 
 
 def dataset(rng, tau=0.01, kinds=("K1", "K2"), machines=3):
