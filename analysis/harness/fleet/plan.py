@@ -82,7 +82,8 @@ def map_count_lines(c: Campaign, environ) -> list[str]:
     if kept is None:
         return []
     try:
-        brought.check_map_count(catalog.parse_extra(kept.params.get("EXTRA_ALLOCATORS", ""), catalog.load_catalog()))
+        extra = expand(kept.params.get("EXTRA_ALLOCATORS", ""), environ)
+        brought.check_map_count(catalog.parse_extra(extra, catalog.load_catalog()))
     except HeapcostError as exc:
         return [str(exc)]
     return []

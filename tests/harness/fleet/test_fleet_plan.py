@@ -67,3 +67,18 @@ def test_make_debates_builds_only_what_a_campaign_that_can_run_here_needs():
     assert "perl-mymalloc" not in without  # perl's campaign needs OpenBSD's malloc brought: skipped anyway
     brought = plan.recipe_allocators("debates", environ={"OMALLOC_1299": lib})
     assert "perl-mymalloc" in brought and "perl-sysmalloc" in brought
+
+
+def test_the_plan_names_a_too_low_map_count_for_the_brought_libraries_it_was_given(tmp_path, monkeypatch):
+    lib = tmp_path / "libhardened_malloc.so"
+    lib.write_bytes(b"\x7fELF")
+    low = tmp_path / "max_map_count"
+    low.write_text("65530\n")
+    check = plan.brought.check_map_count
+    monkeypatch.setattr(plan.brought, "check_map_count", lambda allocators: check(allocators, path=low))
+    hardened = next(c for c in plan.load_profile("debates") if c.name == "hardened-1")
+    environ = {"HM": f"hardened-72fb357={lib}"}
+    lines = plan.map_count_lines(hardened, environ)
+    assert len(lines) == 1 and "vm.max_map_count is 65530" in lines[0] and "sysctl -w" in lines[0]
+    low.write_text("1048576\n")
+    assert plan.map_count_lines(hardened, environ) == []
