@@ -27,6 +27,7 @@ import json
 import re
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 IDENTITY_FIELDS = ("cpu_model", "cpu_family", "cpu_model_number", "cpu_stepping", "nominal_mhz",
                    "logical_cpus", "memory_gib", "kernel", "hypervisor")
@@ -223,3 +224,19 @@ def processor_groups(machines: dict) -> dict:
     kind with the same model name and nominal frequency."""
     joined = _joined({run: host_identity(m) for run, m in machines.items()}, PROCESSOR_FIELDS)
     return {run: processor_label(i) for run, i in joined.items()}
+
+
+def dataset_machines(runs_dir, run_ids=()) -> dict[str, Machine]:
+    """{run: its Machine} over every run folder under `runs_dir` that has a machine.json, and `run_ids` besides
+    (one without a readable machine.json counts as having recorded nothing), grouped by machine_groups: a
+    machine's name is the same wherever the dataset is read."""
+    runs_dir = Path(runs_dir)
+    found = {d.name for d in runs_dir.iterdir() if (d / "machine.json").is_file()} if runs_dir.is_dir() else set()
+
+    def described(run: str) -> dict:
+        try:
+            return json.loads((runs_dir / run / "machine.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    return machine_groups({run: described(run) for run in sorted(found | set(run_ids))})

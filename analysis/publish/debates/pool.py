@@ -20,7 +20,7 @@ from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY, aa_
 from analysis.stats import equivalence, paired
 from analysis.stats import random_effects
 from analysis.stats.estimators import Difference
-from analysis.contract.host import extends_label, machine_groups
+from analysis.contract.host import dataset_machines, extends_label
 from analysis.contract.runstore import Run, read_json
 from analysis.contract.schema import warmup_mask
 
@@ -59,10 +59,9 @@ def _host_kinds(runs_dir: Path) -> dict[str, str]:
 
 
 def _machine_of(runs_dir: Path) -> dict:
-    """{run: its Machine} over every run of the dataset (analysis.contract.host.machine_groups): the processor
+    """{run: its Machine} over every run of the dataset (analysis.contract.host.dataset_machines): the processor
     kind and the machine within it."""
-    runs = [d for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
-    return machine_groups({d.name: read_json(d / "machine.json") for d in runs})
+    return dataset_machines(runs_dir)
 
 
 @functools.lru_cache(maxsize=8)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract.host import Machine, host_groups, machine_groups
+from analysis.contract.host import dataset_machines, host_groups
 from analysis.publish.render.products import write_csv
 from analysis.publish.results.comparisons import Results
 from analysis.publish.render.formats import fmt_interval
@@ -39,15 +39,6 @@ def clock_state(run_dir: Path) -> str:
     except (OSError, ValueError):
         outcomes = []
     return LOCKED if outcomes and all(o.startswith("locked") for o in outcomes) else NOT_LOCKED
-
-
-def dataset_machines(runs_dir: Path, run_ids) -> dict[str, Machine]:
-    """{run: its Machine} for the given runs, each kind joined over every run of the dataset that has a
-    machine.json (analysis.contract.host.machine_groups), so that a machine's name is the one the debates use."""
-    runs_dir = Path(runs_dir)
-    found = [d.name for d in runs_dir.iterdir() if (d / "machine.json").is_file()] if runs_dir.is_dir() else []
-    machines = machine_groups({run: _machine(runs_dir / run) for run in sorted(set(found) | set(run_ids))})
-    return {run: machines[run] for run in run_ids}
 
 
 def group_label(machines) -> str:
@@ -78,7 +69,8 @@ def run_groups(runs_dir: Path, run_ids) -> tuple[dict, dict, dict]:
     """({run: host group, a fingerprint}, {group: label}, {run: clock state}) of the given runs."""
     runs = sorted(set(run_ids))
     host_of, _ = host_groups({run_id: _machine(Path(runs_dir) / run_id) for run_id in runs})
-    host_of, labels = labelled_groups(host_of, dataset_machines(runs_dir, runs))
+    machines = dataset_machines(runs_dir, runs)
+    host_of, labels = labelled_groups(host_of, {run: machines[run] for run in runs})
     clock_of = {run_id: clock_state(Path(runs_dir) / run_id) for run_id in runs}
     return host_of, labels, clock_of
 
