@@ -192,3 +192,74 @@ def predict_pair(profile: pd.DataFrame, costs_with: pd.DataFrame | None, costs_w
     ratio = totals[0] / totals[1]
     half = Z * math.sqrt(var)
     return PairPrediction(ratio, ratio * math.exp(-half), ratio * math.exp(half), *sides)
+
+
+# ---- the model's own error, from the programs it was checked on ----
+#
+# The per-call intervals and the profile's timed runs say how well the model's inputs are known, not how well the
+# model describes a program: a program that reserves a large buffer and touches few of its pages, or one whose
+# blocks are freed far apart, misses by more than any input's error (the cost check shows it). The model's own
+# error is read off the programs it was checked on, registered before they were measured: each residual is
+# log(measured) - log(predicted). A new program's interval is a split-conformal one: the residuals of the other
+# programs, taken by their size, give the half-width that held for all but 5% of them, and the interval is the
+# prediction times exp(+-) that half-width, widened by the profile's own sampling error in quadrature. With n
+# residuals, the ceil((n + 1) * 0.95)-th smallest is that half-width, which needs n >= 19: a configuration with
+# fewer takes its family's residuals, and a family with fewer every configuration's.
+
+LEVEL = 0.95
+RESIDUAL_COLUMNS = ["program", "allocator", "family", "processor", "log_error"]
+
+
+def min_residuals(level: float = LEVEL) -> int:
+    """The fewest residuals whose conformal quantile at `level` is finite: ceil((n + 1) level) <= n."""
+    n = 1
+    while math.ceil((n + 1) * level) > n:
+        n += 1
+    return n
+
+
+def conformal_half_width(residuals, level: float = LEVEL) -> float | None:
+    """The split-conformal half-width on the log scale: the ceil((n + 1) level)-th smallest |residual|, or None
+    where there are too few residuals for one (min_residuals)."""
+    r = sorted(abs(float(x)) for x in residuals if x is not None and not math.isnan(float(x)))
+    k = math.ceil((len(r) + 1) * level)
+    return r[k - 1] if r and k <= len(r) else None
+
+
+@dataclass(frozen=True)
+class ModelError:
+    half_log: float | None   # the conformal half-width on the log scale (None: too few residuals anywhere)
+    scope: str               # whose residuals gave it: "configuration", "family" or "every configuration"
+    residuals: int           # how many
+    programs: int            # from how many programs
+
+
+def model_error(residuals: pd.DataFrame, allocator: str, family: str | None = None, leave_out: str | None = None,
+                level: float = LEVEL) -> ModelError:
+    """The model's own error for a configuration: the conformal half-width of the residuals (RESIDUAL_COLUMNS) of
+    every program but `leave_out`, the configuration's own where there are enough, else its family's, else every
+    configuration's."""
+    done = residuals[residuals["log_error"].notna()] if len(residuals) else residuals
+    if leave_out is not None and len(done):
+        done = done[done["program"] != leave_out]
+    need = min_residuals(level)
+    scopes = [("configuration", done[done["allocator"] == allocator] if len(done) else done)]
+    if family and len(done):
+        scopes.append(("family", done[done["family"] == family]))
+    scopes.append(("every configuration", done))
+    for scope, sub in scopes:
+        if len(sub) >= need:
+            return ModelError(conformal_half_width(sub["log_error"], level), scope, int(len(sub)),
+                              int(sub["program"].nunique()))
+    return ModelError(None, "too few programs checked", int(len(done)), int(done["program"].nunique()) if len(done) else 0)
+
+
+def with_model_error(ratio: float, low: float, high: float, error: ModelError) -> tuple[float, float]:
+    """The prediction interval for a new program: the inputs' interval (low, high, on the log scale about the
+    ratio) and the model's own error added in quadrature. Unchanged where the model's error is unknown."""
+    if error.half_log is None or ratio <= 0:
+        return low, high
+    hi_half = math.log(high) - math.log(ratio) if high > ratio else 0.0
+    lo_half = math.log(ratio) - math.log(low) if 0 < low < ratio else hi_half
+    return (ratio * math.exp(-math.hypot(lo_half, error.half_log)),
+            ratio * math.exp(math.hypot(hi_half, error.half_log)))

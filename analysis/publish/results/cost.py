@@ -2,87 +2,190 @@
 
 PROFILE.csv is the program's allocation profile (`python -m analysis profile --out PROFILE.csv -- PROGRAM
 ARGS`). The per-call costs come from the dataset (publish/results/per_call.py: the calls workloads in lockstep
-with the baseline, per host); the model is stats/cost_model.py. One line per allocator and host: the predicted
-ratio over the baseline with its interval, and the time it adds. With --startup, each of the program's processes
-is also charged one process's start-up and exit under the allocator (the calls-processes workload): for a program
-that starts many short processes, such as a build; a host without that cell says so on the allocator's line.
+with the baseline, per host); the model is stats/cost_model.py. One line per allocator and processor kind: the
+predicted ratio over the baseline with its 95% prediction interval for a new program, and the time it adds.
+
+The interval carries the model's own error: the misses of the programs it was checked on (cost_predictions/,
+each predicted before it was measured), taken as a split-conformal half-width (stats/cost_model.model_error),
+besides the per-call intervals and the spread of the profile's timed runs. Where the profile lies outside what
+those programs span (their calls per millisecond, share of large blocks, share of reallocs, threads, processes),
+a line says so: the interval then promises less.
+
+The per-call table and the checked programs' misses are computed once per state of the dataset and kept under
+build/ (`model_inputs`): keyed by each run's intake hashes (the file sizes and times of a run not merged
+through intake), the registrations and the code, so that a prediction answers in about a second once they are
+kept (bench/ measures it).
+
+With --startup, each of the program's processes is also charged one process's start-up and exit under the
+allocator (the calls-processes workload): for a program that starts many short processes, such as a build; a
+host without that cell says so on the allocator's line.
 """
+import hashlib
+import math
+import os
+import pickle
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.errors import HeapcostError
-from analysis.paths import DATA_DIR
+from analysis.paths import BUILD_DIR, DATA_DIR
+from analysis.publish.results import cost_prediction as cp
+
+CACHE_DIR = BUILD_DIR / "cost-inputs"
 
 
-def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, processor=None,
-                startup: bool = False) -> pd.DataFrame:
-    from analysis.stats import cost_model
+# ---- the model's inputs, kept per state of the dataset ----
 
-    if costs.empty:
-        raise HeapcostError("the dataset has no per-call costs: measure the calls workloads first "
-                            "(make measure WORKLOADS=calls ALLOCATORS=glibc,... PROTOCOL=lockstep)")
-    chosen = costs
-    if allocators:
-        unknown = sorted(set(allocators) - set(costs["allocator"]))
-        if unknown:
-            raise HeapcostError(f"no per-call costs of {', '.join(unknown)}; measured: "
-                                f"{', '.join(sorted(set(costs['allocator'])))}")
-        chosen = chosen[chosen["allocator"].isin(allocators)]
-    if processor:
-        chosen = chosen[chosen["processor"] == processor]
-        if chosen.empty:
-            raise HeapcostError(f"no per-call costs on {processor!r}; hosts: {', '.join(sorted(set(costs['processor'])))}")
-    rows = []
-    for (host, allocator), cells in chosen.groupby(["processor", "allocator"], sort=True):
+@dataclass
+class ModelInputs:
+    costs: pd.DataFrame          # per_call.COLUMNS
+    residuals: pd.DataFrame      # cost_model.RESIDUAL_COLUMNS: the checked programs' misses
+    checked: pd.DataFrame        # one row per checked program and processor: its FEATURES
+    aa_copies: frozenset         # allocators that are the baseline's own library brought again (A/A trials)
+
+
+def _run_signature(run: Path) -> bytes:
+    """A run's state: its intake.json (the sha256 of every file as merged), or without one, the path, size and
+    modification time of each of its files."""
+    intake = run / "intake.json"
+    if intake.is_file():
+        return intake.read_bytes()
+    parts = []
+    for path in sorted(p for p in run.rglob("*") if p.is_file()):
+        st = path.stat()
+        parts.append(f"{path.relative_to(run)}\0{st.st_size}\0{st.st_mtime_ns}")
+    return "\n".join(parts).encode()
+
+
+def inputs_key(runs_dir: Path, baseline: str, registry: Path) -> str:
+    from analysis.publish.results import memo
+
+    h = hashlib.sha256()
+    h.update(f"{baseline}\0{memo.code_digest()}\0".encode())
+    for run in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir() and not p.name.startswith(".")):
+        h.update(run.name.encode() + b"\0" + _run_signature(run) + b"\0")
+    if Path(registry).is_dir():
+        h.update(memo.folder_digest(Path(registry)).encode())
+    return h.hexdigest()
+
+
+def model_inputs(runs_dir: Path, baseline: str = "glibc", registry: Path | None = None) -> ModelInputs:
+    """The per-call costs, the checked programs' misses and their range, from the kept copy for this state of the
+    dataset when there is one (HEAPCOST_MEMO=0: always computed)."""
+    from analysis.publish.results import cost_check
+
+    registry = Path(cost_check.REGISTRY if registry is None else registry)
+    runs_dir = Path(runs_dir)
+    path = CACHE_DIR / f"{inputs_key(runs_dir, baseline, registry)}.pickle"
+    if os.environ.get("HEAPCOST_MEMO", "1") != "0" and path.is_file():
         try:
-            p = cost_model.predict(profile, cells, startup=startup)
-        except HeapcostError as exc:
-            rows.append({"processor": host, "allocator": allocator, "ratio": None, "low": None, "high": None,
-                         "added_s": None, "why": str(exc)})
-            continue
-        rows.append({"processor": host, "allocator": allocator, "ratio": p.ratio, "low": p.low, "high": p.high,
-                     "added_s": p.added_s, "why": ""})
-    return pd.DataFrame(rows, columns=["processor", "allocator", "ratio", "low", "high", "added_s", "why"])
-
-
-def read_profile(path: Path) -> pd.DataFrame:
-    from analysis.contract.profile_schema import PROFILE_COLUMNS
-
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            pass
+    inputs = _compute_inputs(runs_dir, baseline, registry)
     try:
-        profile = pd.read_csv(path, dtype={"quantity": str})
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise HeapcostError(f"{path}: not a readable profile ({exc.__class__.__name__})") from None
-    missing = [c for c in PROFILE_COLUMNS if c not in profile.columns]
-    if missing:
-        raise HeapcostError(f"{path}: not an allocation profile (no column {', '.join(missing)}); "
-                            "`python -m analysis profile --out FILE.csv -- PROGRAM ARGS` writes one")
-    return profile
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(inputs, f)
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only build/ only costs the next call the same time again
+    return inputs
 
+
+def _compute_inputs(runs_dir: Path, baseline: str, registry: Path) -> ModelInputs:
+    from analysis.contract.runstore import runs_of_kind
+    from analysis.publish.results import comparisons, cost_check, per_call
+
+    costs = per_call.table(runs_dir, baseline)
+    copies = frozenset(a for run in runs_of_kind(runs_dir, "time") for a in comparisons.aa_copies(run))
+    residuals, checked = [], []
+    for folder in cost_check.registrations(registry):
+        reg = cost_check.load(folder)
+        if reg["registration"].get("baseline", cost_check.BASELINE) != baseline:
+            continue
+        table = cost_check.check(runs_dir, folder, costs)
+        done = table[table["log_error"].notna()]
+        residuals.append(cost_check.residuals_of([table]))
+        measured = set(done["program"])
+        for path in sorted((folder / "profiles").glob("*.csv")):
+            if path.stem in measured:
+                checked.append({"program": path.stem, "processor": reg["registration"]["processor"],
+                                **cp.features(cp.read_profile(path), costs)})
+    from analysis.stats.cost_model import RESIDUAL_COLUMNS
+    return ModelInputs(costs, pd.concat(residuals, ignore_index=True) if residuals
+                       else pd.DataFrame(columns=RESIDUAL_COLUMNS),
+                       pd.DataFrame(checked, columns=["program", "processor", *(f for f, _, _ in cp.FEATURES)]),
+                       copies)
+
+
+# ---- the command ----
 
 def add_arguments(parser):
     parser.add_argument("profile", type=Path, help="the program's allocation profile (python -m analysis profile)")
-    parser.add_argument("--allocators", default="", help="comma-separated allocators (default: every one measured)")
-    parser.add_argument("--processor", default="", help="one host's per-call costs (default: every host's)")
+    parser.add_argument("--allocators", default="",
+                        help="comma-separated allocators (default: every one measured, but for A/A copies of the "
+                             "baseline and layout builds)")
+    parser.add_argument("--processor", default="",
+                        help="any unambiguous part of a processor kind's label, e.g. 25/17/1 or Intel (default: "
+                             "this machine's kind when the dataset has it, else every kind)")
     parser.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset (default data/)")
     parser.add_argument("--baseline", default="glibc", help="the baseline the costs are measured against")
     parser.add_argument("--startup", action="store_true",
                         help="also charge each of the program's processes one process's start-up and exit")
+    parser.add_argument("--explain", action="store_true",
+                        help="under each prediction, the size classes and cells that carry its added time")
+    parser.add_argument("--csv", type=Path, default=None, help="also write the predictions as a table to this file")
+
+
+def _this_kind(known) -> str | None:
+    from analysis.publish.results.cost_check import this_processor
+
+    try:
+        mine = this_processor()
+    except (OSError, HeapcostError):
+        return None
+    return mine if mine in set(known) else None
 
 
 def run(args) -> int:
-    from analysis.publish.results import per_call
-
-    profile = read_profile(args.profile)
+    profile = cp.read_profile(args.profile)
     if not (args.data / "runs").is_dir():
         raise HeapcostError(f"{args.data / 'runs'} does not exist; give a dataset directory holding runs/ (--data)")
-    costs = per_call.table(args.data / "runs", args.baseline)
-    out = predictions(profile, costs, [a for a in args.allocators.split(",") if a], args.processor or None,
-                      startup=args.startup)
+    inputs = model_inputs(args.data / "runs", args.baseline)
+    processor = args.processor or (_this_kind(inputs.costs["processor"]) if len(inputs.costs) else "")
+    if not args.processor:
+        print(f"on this machine's kind, {processor}" if processor else
+              "this machine's kind has no per-call costs in the dataset: every measured kind is shown")
+    out = cp.predictions(profile, inputs.costs, [a for a in args.allocators.split(",") if a], processor or None,
+                      startup=args.startup, residuals=inputs.residuals, baseline=args.baseline,
+                      aa_copies=inputs.aa_copies)
+    beyond = cp.outside_checked(profile, inputs.costs, inputs.checked)
+    print("95% prediction intervals for a new program: the per-call costs' and the profile's own error, and the "
+          "model's, from the misses of the programs it was checked on")
+    if beyond:
+        print(f"extrapolating: this profile lies outside the checked programs in {'; '.join(beyond)}")
     for r in out.itertuples():
         if r.ratio is None or pd.isna(r.ratio):
             print(f"{r.processor}  {r.allocator}: not predicted: {r.why}")
-        else:
-            print(f"{r.processor}  {r.allocator}: {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}] "
-                  f"(+{r.added_s * 1000:.1f} ms over the profile's {args.baseline} run)")
+            continue
+        model = (f"model error +-{r.model_error_percent:.1f}% from {r.model_error_from}"
+                 if r.model_error_percent is not None and not pd.isna(r.model_error_percent)
+                 else f"model error unknown ({r.model_error_from})")
+        print(f"{r.processor}  {r.allocator}: {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}] "
+              f"(+{r.added_s * 1000:.1f} ms over the profile's {args.baseline} run; {model})")
+        if args.explain:
+            for p in cp.explain(profile, inputs.costs, r.processor, r.allocator, args.startup).itertuples():
+                print(f"    {p.pattern:>9s} class {int(p.size_class):>7d}: {p.pairs:12.0f} pairs x "
+                      f"{p.added_ns:+8.1f} ns = {p.added_s * 1000:+9.2f} ms ({100 * p.share:.0f}%)")
+    if args.csv:
+        try:
+            out.to_csv(args.csv, index=False)
+        except OSError as exc:
+            raise HeapcostError(f"{args.csv}: cannot write the table ({exc.strerror})") from None
+        print(f"{args.csv}: {len(out)} predictions")
     return 0

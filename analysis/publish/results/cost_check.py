@@ -25,6 +25,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis.errors import HeapcostError, read_toml
@@ -120,7 +121,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
     """Profile the programs here and write this processor's registration (into `folder`, default its own folder
     under cost_predictions/, replacing an earlier registration on this processor only)."""
     from analysis.harness import cost_programs, profile
-    from analysis.publish.results import cost, per_call
+    from analysis.publish.results import cost_prediction, per_call
     from analysis.stats import cost_model
 
     programs = cost_programs.chosen(names)
@@ -157,7 +158,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
             "program_sha256": file_sha256(shutil.which(program_path) or program_path),
             "package": p.package, "what": p.what, "base_cpu_s": round(float(cost_model.base_time(prof)), 6),
             "calls": int(cost_model.class_calls(prof)["calls"].sum())})
-        for r in cost.predictions(prof, mine, list(allocators), processor).itertuples():
+        for r in cost_prediction.predictions(prof, mine, list(allocators), processor).itertuples():
             prediction_rows.append({"program": p.name, "allocator": r.allocator,
                                     "ratio": None if r.ratio is None or pd.isna(r.ratio) else round(float(r.ratio), 6),
                                     "low": None if r.low is None or pd.isna(r.low) else round(float(r.low), 6),
@@ -300,13 +301,13 @@ def large_shares(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
     """{(program, allocator): the share of the predicted added time that the model charges to blocks above the
     largest measured small class (the pages cell scaled by size)}, from the registered profiles and the per-call
     costs: where a prediction rests on large blocks. A description of each prediction, read after the fact."""
-    from analysis.publish.results import cost
+    from analysis.publish.results import cost_prediction
     from analysis.stats import cost_model
 
     out = {}
     mine = costs[costs["processor"] == processor] if len(costs) else costs
     for path in sorted((Path(folder) / "profiles").glob("*.csv")):
-        profile = cost.read_profile(path)
+        profile = cost_prediction.read_profile(path)
         for allocator, cells in mine.groupby("allocator", sort=True):
             try:
                 parts = cost_model.predict(profile, cells).parts
@@ -360,6 +361,64 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                            log_error=math.log(m) - math.log(row["predicted"]))
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def residuals_of(tables) -> pd.DataFrame:
+    """The checked programs' misses (stats/cost_model.RESIDUAL_COLUMNS) over the check tables of every
+    registration: each measured cell's log(measured) - log(predicted)."""
+    from analysis.publish.results.cost_prediction import family_of
+    from analysis.stats.cost_model import RESIDUAL_COLUMNS
+
+    rows = [{"program": r.program, "allocator": r.allocator, "family": family_of(r.allocator),
+             "processor": r.processor, "log_error": float(r.log_error)}
+            for t in tables for r in t.itertuples() if r.log_error is not None and not pd.isna(r.log_error)]
+    return pd.DataFrame(rows, columns=RESIDUAL_COLUMNS)
+
+
+LOO_COLUMNS = ["loo_low", "loo_high", "loo_inside", "loo_scope"]
+
+
+def leave_one_program_out(table: pd.DataFrame, residuals: pd.DataFrame) -> pd.DataFrame:
+    """The check of the intervals `cost` prints: each measured cell's registered interval widened by the model's
+    own error as the misses of every other program give it (on every processor kind: a program's misses on all
+    kinds are left out with it), and whether the measured ratio lies inside (LOO_COLUMNS)."""
+    from analysis.publish.results.cost_prediction import family_of
+    from analysis.stats import cost_model
+
+    out = []
+    for r in table.itertuples():
+        if r.log_error is None or pd.isna(r.log_error) or r.predicted is None or pd.isna(r.predicted):
+            out.append({"loo_low": None, "loo_high": None, "loo_inside": None, "loo_scope": ""})
+            continue
+        err = cost_model.model_error(residuals, r.allocator, family_of(r.allocator), leave_out=r.program)
+        low, high = cost_model.with_model_error(float(r.predicted), float(r.low), float(r.high), err)
+        out.append({"loo_low": low, "loo_high": high, "loo_inside": bool(low <= float(r.measured) <= high),
+                    "loo_scope": f"{err.scope}, {err.residuals} misses of {err.programs} programs"})
+    return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=LOO_COLUMNS)], axis=1)
+
+
+def loo_summary(table: pd.DataFrame) -> dict:
+    """How often the intervals with the model's own error held, left out program by program: the cells, those
+    inside, the share with its Wilson 95% interval, and the intervals' median half-width (percent, on the log
+    scale); per configuration the same counts; and the cells outside."""
+    from analysis.stats.primitives import wilson
+
+    done = table[table["loo_inside"].notna()] if "loo_inside" in table and len(table) else table.iloc[0:0]
+    if done.empty:
+        return {"loo_cells": 0}
+    inside = done["loo_inside"].astype(bool)
+    half = (np.log(done["loo_high"].astype(float)) - np.log(done["loo_low"].astype(float))) / 2
+    lo, hi = wilson(int(inside.sum()), int(len(done)))
+    return {"loo_cells": int(len(done)), "loo_inside": int(inside.sum()),
+            "loo_coverage_percent": f"{100 * inside.mean():.0f}",
+            "loo_coverage_low_percent": f"{100 * lo:.0f}", "loo_coverage_high_percent": f"{100 * hi:.0f}",
+            "loo_median_half_percent": f"{100 * math.expm1(float(half.median())):.1f}",
+            "loo_by_allocator": [{"allocator": a, "cells": int(len(sub)), "inside": int(sub["loo_inside"].astype(bool).sum()),
+                                  "median_half_percent": f"{100 * math.expm1(float(((np.log(sub['loo_high'].astype(float)) - np.log(sub['loo_low'].astype(float))) / 2).median())):.1f}"}
+                                 for a, sub in done.groupby("allocator", sort=True)],
+            "loo_outside": [{"program": r.program, "allocator": r.allocator, "measured": f"{r.measured:.3f}",
+                             "interval": f"[{r.loo_low:.3f}, {r.loo_high:.3f}]"}
+                            for r in done[~inside].sort_values(["program", "allocator"]).itertuples()]}
 
 
 def _pct(log_value: float) -> str:

@@ -500,12 +500,14 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
     def shown(value, low, high):
         return "" if value is None or pd.isna(value) else fmt_interval(value, low, high)
 
+    checked = [(folder, cost_check.check(runs_dir, folder, costs=costs) if runs_dir is not None
+                else pd.DataFrame(columns=cost_check.COLUMNS)) for folder in cost_check.registrations()]
+    residuals = cost_check.residuals_of([t for _, t in checked])
     tables, hosts = [], []
-    for folder in cost_check.registrations():
+    for folder, table in checked:
         reg = cost_check.load(folder)
         head = reg["registration"]
-        table = (cost_check.check(runs_dir, folder, costs=costs) if runs_dir is not None
-                 else pd.DataFrame(columns=cost_check.COLUMNS))
+        table = cost_check.leave_one_program_out(table, residuals)
         table = table.assign(predicted_display=[shown(r.predicted, r.low, r.high) for r in table.itertuples()],
                              measured_display=[shown(r.measured, r.measured_low, r.measured_high)
                                                for r in table.itertuples()])
@@ -518,7 +520,8 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
                       "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
                       "program_names": [p_["name"] for p_ in reg["program"]],
                       "allocators": list(head.get("allocators", [])),
-                      "figure": p(figure).name if summary["cells"] else "", **summary})
+                      "figure": p(figure).name if summary["cells"] else "", **summary,
+                      **cost_check.loo_summary(table)})
     if not tables:
         return {"cost_check": {"registrations": 0, "hosts": [], "measured_hosts": 0}}
     write_csv(pd.concat(tables, ignore_index=True), p("cost_check.csv"))

@@ -214,3 +214,24 @@ def test_a_program_is_measured_against_the_baseline_in_a_scratch_folder(tmp_path
     assert 0 < row["low"] <= row["measured"] <= row["high"]
     sleeper = cost_check.measure_program(f"{program} 1 sleep", ["glibc", "glibc-copy"], copy, blocks=6, force="1")
     assert sleeper["measured"].isna().all() and "waits" in sleeper["why"].iloc[0]
+
+
+def test_left_out_program_by_program_the_widened_intervals_are_checked(checked):
+    # three cells of two programs: too few misses for a conformal half-width, so the intervals stay the inputs'
+    residuals = cost_check.residuals_of([checked])
+    assert len(residuals) == 3 and set(residuals["program"]) == {"prog-a", "prog-b"}
+    few = cost_check.leave_one_program_out(checked, residuals)
+    done = few[few["loo_inside"].notna()]
+    assert (done["loo_low"] == done["low"]).all() and (done["loo_high"] == done["high"]).all()
+    assert set(done["loo_scope"].str.split(",").str[0]) == {"too few programs checked"}
+    # with twenty other programs missing by 30%, each interval widens to hold a 30% miss and its counts follow
+    others = pd.DataFrame({"program": [f"o{i}" for i in range(20)], "allocator": "hardened", "family": "hardened",
+                           "processor": PROCESSOR, "log_error": [0.3] * 20})
+    wide = cost_check.leave_one_program_out(checked, pd.concat([residuals, others], ignore_index=True))
+    hardened = wide[(wide["allocator"] == "hardened") & wide["loo_inside"].notna()]
+    assert (hardened["loo_high"] / hardened["predicted"] > math.exp(0.3)).all() and hardened["loo_inside"].all()
+    s = cost_check.loo_summary(wide)
+    assert s["loo_cells"] == 3 and s["loo_inside"] == int(wide["loo_inside"].fillna(False).astype(bool).sum())
+    assert [a["allocator"] for a in s["loo_by_allocator"]] == ["hardened", "scudo"]
+    assert len(s["loo_outside"]) == 3 - s["loo_inside"]
+    assert cost_check.loo_summary(checked.iloc[0:0]) == {"loo_cells": 0}

@@ -1,13 +1,15 @@
 """Per-call costs from lockstep runs of the calls workloads: the added nanoseconds per pair recover the truth
 a simulation put in, per host, and a program's prediction reads them."""
 import json
+import math
+import shutil
 
 import pandas as pd
 import pytest
 
 from analysis.errors import HeapcostError
 from analysis.harness.workloads import CALL_WORKLOADS
-from analysis.publish.results import cost, per_call
+from analysis.publish.results import cost, cost_prediction, per_call
 from analysis.stats import simulate
 
 BASE_S = 0.2  # the baseline's active time per process at scale 1
@@ -118,23 +120,23 @@ def test_a_program_is_predicted_from_its_profile(costs, tmp_path):
     profile = pd.DataFrame([{"quantity": "malloc_calls", "size_class": 16, "value": 1e6},
                             {"quantity": "reuse_share", "size_class": 16, "value": 0.5},
                             {"quantity": "wall_s", "size_class": None, "value": 0.5}])
-    out = cost.predictions(profile, costs)
+    out = cost_prediction.predictions(profile, costs)
     assert list(out["allocator"]) == ["hardened", "scudo"] and (out["why"] == "").all()
     hardened, scudo = out.iloc[0], out.iloc[1]
     assert hardened["ratio"] > scudo["ratio"] > 1
     assert hardened["low"] < hardened["ratio"] < hardened["high"]
     with pytest.raises(HeapcostError, match="no per-call costs of nope"):
-        cost.predictions(profile, costs, allocators=["nope"])
+        cost_prediction.predictions(profile, costs, allocators=["nope"])
     # with each process's start-up asked for: an allocator whose host has no such cell says so on its line
     started = pd.concat([costs, costs[costs["allocator"] == "hardened"].head(1).assign(
         workload="calls-processes", pattern="processes", size_class=0, added_ns=2e6, added_ns_low=1.5e6,
         added_ns_high=2.5e6)], ignore_index=True)
     two = pd.concat([profile, pd.DataFrame([{"quantity": "processes", "size_class": None, "value": 10}])],
                     ignore_index=True)
-    out = cost.predictions(two, started, startup=True).set_index("allocator")
+    out = cost_prediction.predictions(two, started, startup=True).set_index("allocator")
     assert out.loc["hardened", "added_s"] == pytest.approx(hardened["added_s"] + 10 * 2e-3)
     assert pd.isna(out.loc["scudo", "ratio"]) and "calls-processes" in out.loc["scudo", "why"]
-    assert cost.predictions(two, started).loc[0, "added_s"] == pytest.approx(hardened["added_s"])
+    assert cost_prediction.predictions(two, started).loc[0, "added_s"] == pytest.approx(hardened["added_s"])
 
 
 def test_a_file_that_is_no_profile_is_a_one_line_error(tmp_path):
@@ -181,3 +183,119 @@ def test_a_process_start_up_splits_into_user_and_system_time_from_trials(tmp_pat
     assert r.added_minflt == pytest.approx(200) and r.user_us == pytest.approx(1000)
     assert r.display == "user +700 µs, system +900 µs, minor faults +200"
     assert per_call.startup_split(runs, "nope").empty  # no baseline measured: nothing to subtract
+
+
+# ---- the cost command as a user meets it ----
+
+def _two_kinds(costs):
+    costs = costs.assign(processor="Simulated CPU 2000 MHz (1/1/1)")
+    other = costs.assign(processor="Intel Xeon 2600 MHz (6/167/1)")
+    return pd.concat([costs, other, costs[costs["allocator"] == "scudo"].assign(allocator="glibc-copy"),
+                      costs[costs["allocator"] == "scudo"].assign(allocator="scudo_l2")], ignore_index=True)
+
+
+def _profile(calls=1e6, wall=0.5, extra=()):
+    return pd.DataFrame([{"quantity": "malloc_calls", "size_class": 16, "value": calls},
+                         {"quantity": "reuse_share", "size_class": 16, "value": 0.5},
+                         {"quantity": "wall_s", "size_class": None, "value": wall}, *extra])
+
+
+def test_a_processor_is_named_by_any_unambiguous_part_of_its_label(costs):
+    kinds = set(_two_kinds(costs)["processor"])
+    assert cost_prediction.match_processor("6/167/1", kinds) == "Intel Xeon 2600 MHz (6/167/1)"
+    assert cost_prediction.match_processor("intel", kinds) == "Intel Xeon 2600 MHz (6/167/1)"
+    assert cost_prediction.match_processor("Simulated CPU 2000 MHz (1/1/1)", kinds) == "Simulated CPU 2000 MHz (1/1/1)"
+    with pytest.raises(HeapcostError, match="no per-call costs on a processor matching 'AMD'") as e:
+        cost_prediction.match_processor("AMD", kinds)
+    assert "kinds: Intel Xeon" in str(e.value)
+    with pytest.raises(HeapcostError, match=r"'MHz' matches 2 processor kinds: Intel.*; Simulated"):
+        cost_prediction.match_processor("MHz", kinds)
+    out = cost_prediction.predictions(_profile(), _two_kinds(costs), processor="1/1/1")
+    assert set(out["processor"]) == {"Simulated CPU 2000 MHz (1/1/1)"}
+
+
+def test_no_configuration_is_reported_that_the_user_did_not_ask_for(costs):
+    both = _two_kinds(costs)
+    out = cost_prediction.predictions(_profile(), both, aa_copies=frozenset({"glibc-copy"}))
+    assert set(out["allocator"]) == {"hardened", "scudo"}
+    asked = cost_prediction.predictions(_profile(), both, allocators=["glibc-copy", "scudo_l2"], processor="intel",
+                             aa_copies=frozenset({"glibc-copy"}))
+    assert sorted(asked["allocator"]) == ["glibc-copy", "scudo_l2"]
+    only_here = both[both["allocator"] == "hardened"].head(1).assign(allocator="here-only")
+    out = cost_prediction.predictions(_profile(), pd.concat([both, only_here]), allocators=["here-only"], processor="intel")
+    assert list(out["why"]) == ["no per-call costs on this processor kind"]
+
+
+def test_the_interval_carries_the_checked_programs_misses(costs):
+    misses = pd.DataFrame({"program": [f"p{i}" for i in range(20)], "allocator": "scudo", "family": "scudo",
+                           "processor": "P", "log_error": [0.1] * 20})
+    plain = cost_prediction.predictions(_profile(), costs, allocators=["scudo"]).iloc[0]
+    wide = cost_prediction.predictions(_profile(), costs, allocators=["scudo"], residuals=misses).iloc[0]
+    assert wide["ratio"] == plain["ratio"]
+    assert wide["low"] < plain["low"] and wide["high"] > plain["high"]
+    assert math.log(wide["high"] / wide["ratio"]) > 0.1
+    assert wide["model_error_percent"] == pytest.approx(100 * math.expm1(0.1))
+    assert "20 misses of 20 checked programs (configuration)" == wide["model_error_from"]
+    assert plain["model_error_from"] == "not checked"
+
+
+def test_a_profile_outside_what_the_model_was_checked_on_says_so(costs):
+    checked = pd.DataFrame([{**cost_prediction.features(_profile(calls=c), costs), "program": f"p{c}", "processor": "P"}
+                            for c in (1e5, 1e6)])
+    assert cost_prediction.outside_checked(_profile(calls=5e5), costs, checked) == []
+    dense = cost_prediction.outside_checked(_profile(calls=1e8), costs, checked)
+    assert len(dense) == 1 and dense[0].startswith("allocation calls per ms of CPU time 2e+05 (checked: 200 to 2e+03)")
+    threaded = _profile(extra=[{"quantity": "threads", "size_class": None, "value": 8}])
+    assert [x.split(" 8 ")[0] for x in cost_prediction.outside_checked(threaded, costs, checked)] == ["threads that allocate"]
+
+
+def _cost_dataset(tmp_path, costs_runs):
+    data = tmp_path / "data"
+    shutil.copytree(costs_runs, data / "runs")
+    profile = tmp_path / "p.csv"
+    _profile().assign(size_class=lambda d: d["size_class"].astype("Int64")).to_csv(profile, index=False)
+    return data, profile
+
+
+@pytest.fixture(scope="module")
+def costs_runs(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("cost") / "runs"
+    machine = {"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0", "cpu_family": 1, "cpu_model_number": 1,
+               "cpu_stepping": 1}
+    lockstep_run(runs, "20990101T000000Z-time-quick", 7, machine)
+    return runs
+
+
+def test_the_command_prints_every_kind_off_its_own_machine_and_writes_a_table(tmp_path, costs_runs, monkeypatch):
+    from conftest import cli
+
+    data, profile = _cost_dataset(tmp_path, costs_runs)
+    out_csv = tmp_path / "out.csv"
+    done = cli("cost", str(profile), "--data", str(data), "--explain", "--csv", str(out_csv),
+               env_extra={"HEAPCOST_MEMO": "0"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "this machine's kind has no per-call costs in the dataset: every measured kind is shown"
+    label = per_call.table(data / "runs", "glibc")["processor"].iloc[0]
+    assert any(line.startswith(f"{label}  hardened: ") for line in lines)
+    assert any("class      16:" in line for line in lines)
+    table = pd.read_csv(out_csv)
+    assert list(table.columns) == cost_prediction.COLUMNS and set(table["allocator"]) == {"hardened", "scudo"}
+    done = cli("cost", str(profile), "--data", str(data), "--processor", "no-such-kind")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no-such-kind" in done.stderr
+
+
+def test_the_kept_inputs_follow_the_runs(tmp_path, costs_runs, monkeypatch):
+    data, _ = _cost_dataset(tmp_path, costs_runs)
+    registry = tmp_path / "registry"
+    key = cost.inputs_key(data / "runs", "glibc", registry)
+    assert cost.inputs_key(data / "runs", "glibc", registry) == key
+    assert cost.inputs_key(data / "runs", "jemalloc", registry) != key
+    run = next((data / "runs").iterdir())
+    (run / "intake.json").write_text('{"files": {}}')
+    assert cost.inputs_key(data / "runs", "glibc", registry) != key
+    monkeypatch.setattr(cost, "CACHE_DIR", tmp_path / "kept")
+    first = cost.model_inputs(data / "runs", "glibc", registry)
+    assert len(list((tmp_path / "kept").glob("*.pickle"))) == 1
+    again = cost.model_inputs(data / "runs", "glibc", registry)
+    pd.testing.assert_frame_equal(first.costs, again.costs)
