@@ -333,3 +333,17 @@ def test_a_workload_profile_that_fails_first_leaves_no_run_and_one_that_fails_la
     assert calls == ["small-loop", "pow2-churn", "pow2-churn"]  # the profiled workload was kept, not run again
     with open(run_dir / "profiles.csv", newline="") as fh:
         assert {r["workload"] for r in csv.DictReader(fh)} == {"small-loop", "pow2-churn"}
+
+
+def test_a_shell_script_wrapper_is_profiled_with_the_programs_it_starts(fixture_program, tmp_path):
+    """A program started through a shell script: the shell's process and each program it forks and execs report
+    (the preload goes with the environment), so the calls are the program's twice and the shell's own."""
+    script = tmp_path / "wrapper.sh"
+    script.write_text(f"#!/bin/sh\n{fixture_program} {tmp_path / 'a.txt'}\n{fixture_program} {tmp_path / 'b.txt'}\n")
+    script.chmod(0o755)
+    once = profile.count_calls([fixture_program, str(tmp_path / "c.txt")])
+    wrapped = profile.count_calls([str(script)])
+    assert wrapped[("processes", None)] == 3
+    assert wrapped[("calloc_calls", 1024)] == 2 * once[("calloc_calls", 1024)]
+    assert wrapped[("malloc_calls", 4096)] >= 2 * once[("malloc_calls", 4096)]  # and the shell's own
+    assert wrapped[("threads", None)] >= 2 * once[("threads", None)]
