@@ -45,7 +45,29 @@ LARGE, SPARSE = 0.5, 1.0
 SYSTEMATIC = 0.05
 MIN_BLOCKS = 6  # a cell's paired estimate needs 5 windows after the first, the warm-up
 COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
-           "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why"]
+           "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why",
+           "current_predicted", "current_low", "current_high", "current_log_error"]
+# current_*: the model as it is now (stats/cost_model.py) on the registered profiles and today's per-call costs of
+# the registration's processor: in-sample wherever the model changed after the check was measured
+
+
+def current_predictions(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
+    """{(program, allocator): (ratio, low, high)} of the model as it is now, for every registered profile and each
+    configuration with per-call costs on `processor`."""
+    from analysis.publish.results import cost_prediction
+    from analysis.stats import cost_model
+
+    out = {}
+    mine = costs[costs["processor"] == processor] if len(costs) else costs
+    for path in sorted((Path(folder) / "profiles").glob("*.csv")):
+        profile = cost_prediction.read_profile(path)
+        for allocator, cells in mine.groupby("allocator", sort=True):
+            try:
+                p = cost_model.predict(profile, cells)
+            except HeapcostError:
+                continue
+            out[(path.stem, allocator)] = (p.ratio, p.low, p.high)
+    return out
 
 
 # ---- the registration ----
@@ -339,9 +361,13 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
     density = {p["name"]: p["calls"] / (1000 * p["base_cpu_s"]) if p.get("base_cpu_s") else None
                for p in reg["program"]}
+    now = current_predictions(folder, baseline_costs, processor)
     rows = []
     for p in reg["prediction"]:
+        current = now.get((p["program"], p["allocator"]), (None, None, None))
         row = {"program": p["program"], "allocator": p["allocator"], "processor": processor,
+               "current_predicted": current[0], "current_low": current[1], "current_high": current[2],
+               "current_log_error": None,
                "predicted": p.get("ratio"), "low": p.get("low"), "high": p.get("high"), "measured": None,
                "measured_low": None, "measured_high": None, "runs": 0, "inside": None, "overlaps": None,
                "log_error": None, "base_cpu_s": base.get(p["program"]), "calls_per_ms": density.get(p["program"]),
@@ -355,6 +381,8 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
         else:
             m, mlo, mhi, n = got
             row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=n)
+            if current[0] is not None and current[0] > 0:
+                row["current_log_error"] = math.log(m) - math.log(current[0])
             if row["predicted"] is not None:
                 row.update(inside=bool(row["low"] <= m <= row["high"]),
                            overlaps=bool(row["low"] <= mhi and mlo <= row["high"]),
@@ -364,14 +392,16 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
 
 
 def residuals_of(tables) -> pd.DataFrame:
-    """The checked programs' misses (stats/cost_model.RESIDUAL_COLUMNS) over the check tables of every
-    registration: each measured cell's log(measured) - log(predicted)."""
+    """The checked programs' misses under the model as it is now (stats/cost_model.RESIDUAL_COLUMNS) over the check
+    tables of every registration: each measured cell's log(measured) - log(current prediction), the misses a
+    prediction `cost` prints would have made on them."""
     from analysis.publish.results.cost_prediction import family_of
     from analysis.stats.cost_model import RESIDUAL_COLUMNS
 
     rows = [{"program": r.program, "allocator": r.allocator, "family": family_of(r.allocator),
-             "processor": r.processor, "log_error": float(r.log_error)}
-            for t in tables for r in t.itertuples() if r.log_error is not None and not pd.isna(r.log_error)]
+             "processor": r.processor, "log_error": float(r.current_log_error)}
+            for t in tables for r in t.itertuples()
+            if r.current_log_error is not None and not pd.isna(r.current_log_error)]
     return pd.DataFrame(rows, columns=RESIDUAL_COLUMNS)
 
 
@@ -379,19 +409,21 @@ LOO_COLUMNS = ["loo_low", "loo_high", "loo_inside", "loo_scope"]
 
 
 def leave_one_program_out(table: pd.DataFrame, residuals: pd.DataFrame) -> pd.DataFrame:
-    """The check of the intervals `cost` prints: each measured cell's registered interval widened by the model's
-    own error as the misses of every other program give it (on every processor kind: a program's misses on all
-    kinds are left out with it), and whether the measured ratio lies inside (LOO_COLUMNS)."""
+    """The check of the intervals `cost` prints: each measured cell's prediction by the model as it is now, its
+    interval widened by the model's own error as the misses of every other program give it (on every processor
+    kind: a program's misses on all kinds are left out with it), and whether the measured ratio lies inside
+    (LOO_COLUMNS)."""
     from analysis.publish.results.cost_prediction import family_of
     from analysis.stats import cost_model
 
     out = []
     for r in table.itertuples():
-        if r.log_error is None or pd.isna(r.log_error) or r.predicted is None or pd.isna(r.predicted):
+        if r.current_log_error is None or pd.isna(r.current_log_error):
             out.append({"loo_low": None, "loo_high": None, "loo_inside": None, "loo_scope": ""})
             continue
         err = cost_model.model_error(residuals, r.allocator, family_of(r.allocator), leave_out=r.program)
-        low, high = cost_model.with_model_error(float(r.predicted), float(r.low), float(r.high), err)
+        low, high = cost_model.with_model_error(float(r.current_predicted), float(r.current_low),
+                                                float(r.current_high), err)
         out.append({"loo_low": low, "loo_high": high, "loo_inside": bool(low <= float(r.measured) <= high),
                     "loo_scope": f"{err.scope}, {err.residuals} misses of {err.programs} programs"})
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=LOO_COLUMNS)], axis=1)
@@ -458,7 +490,19 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
     groups["sparse"]["added_ms"] = [
         {"allocator": a, "ms": f"{1000 * float(((sub['measured'] - 1) * sub['base_cpu_s'].astype(float)).median()):.2f}"}
         for a, sub in sparse.groupby("allocator", sort=True)]
+    current = done[done["current_log_error"].notna()] if "current_log_error" in done else done.iloc[0:0]
+    now_abs = current["current_log_error"].astype(float).abs() if len(current) else pd.Series(dtype=float)
+    worst_now = current.loc[now_abs.idxmax()] if len(current) else None
     return {"cells": int(len(done)), "programs": int(done["program"].nunique()),
+            "p90_abs_error_percent": f"{100 * math.expm1(float(done['abs_error'].quantile(0.9))):.1f}",
+            "current_cells": int(len(current)),
+            "current_median_abs_error_percent": (f"{100 * math.expm1(float(now_abs.median())):.1f}"
+                                                 if len(current) else ""),
+            "current_p90_abs_error_percent": (f"{100 * math.expm1(float(now_abs.quantile(0.9))):.1f}"
+                                              if len(current) else ""),
+            "current_worst": ({"program": worst_now["program"], "allocator": worst_now["allocator"],
+                               "predicted": f"{worst_now['current_predicted']:.3f}",
+                               "measured": f"{worst_now['measured']:.3f}"} if worst_now is not None else {}),
             "configurations": int(done["allocator"].nunique()),
             "inside": int(done["inside"].astype(bool).sum()),
             "coverage_percent": f"{100 * done['inside'].astype(bool).mean():.0f}",

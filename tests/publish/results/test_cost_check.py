@@ -147,6 +147,15 @@ def test_the_large_block_share_is_what_the_model_charges_to_the_pages_cell(tmp_p
     shares = cost_check.large_shares(tmp_path, costs, PROCESSOR)
     assert shares == {("prog-a", "hardened"): pytest.approx(4 / 14)}
     assert cost_check.large_shares(tmp_path, costs, "another processor") == {}
+    # the model as it is now, on the registered profile: 1 + 14 us over 0.1 s
+    now = cost_check.current_predictions(tmp_path, costs, PROCESSOR)
+    assert now[("prog-a", "hardened")][0] == pytest.approx(1 + 14e-6 / 0.1)
+    # a resident set of 512 KiB: at most half of the 1 MiB block's pages touched, so 2 us of its 4
+    (tmp_path / "profiles" / "prog-a.csv").write_text(
+        "quantity,size_class,value\nmalloc_calls,16,1000\nmalloc_calls,1048576,1\nuser_s,,0.1\nsys_s,,0.0\n"
+        "maxrss_kb,,512\n")
+    assert cost_check.current_predictions(tmp_path, costs, PROCESSOR)[("prog-a", "hardened")][0] == \
+        pytest.approx(1 + 12e-6 / 0.1)
 
 
 def test_a_missing_or_foreign_registration_is_a_one_line_error(tmp_path):
@@ -218,6 +227,8 @@ def test_a_program_is_measured_against_the_baseline_in_a_scratch_folder(tmp_path
 
 def test_left_out_program_by_program_the_widened_intervals_are_checked(checked):
     # three cells of two programs: too few misses for a conformal half-width, so the intervals stay the inputs'
+    checked = checked.assign(current_predicted=checked["predicted"], current_low=checked["low"],
+                             current_high=checked["high"], current_log_error=checked["log_error"])
     residuals = cost_check.residuals_of([checked])
     assert len(residuals) == 3 and set(residuals["program"]) == {"prog-a", "prog-b"}
     few = cost_check.leave_one_program_out(checked, residuals)
