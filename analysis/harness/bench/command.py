@@ -22,7 +22,9 @@ now, --only, are kept from the results.json already there, each with when and un
 9. alternation (bench/alternation.py): brought programs taking turns from outside, A/A, on this host; the
    same part measured on other hosts is kept beside it, one entry per host;
 10. alternation-runs (bench/alternation_runs.py): one brought program's A/A windows taken apart into the
-   spread of its runs and what its windows share, under conditions that would move either.
+   spread of its runs and what its windows share, under conditions that would move either;
+11. cost (bench/cost_answer.py): how long `cost` takes to answer with the model's inputs kept, and what
+   profiling a program adds beyond the runs it makes.
 Each part measured records when, under what load and on which host it ran.
 """
 import json
@@ -41,6 +43,7 @@ from analysis.errors import HeapcostError, warn
 from analysis.harness.bench import aa as bench_aa, interference as bench_interference, layout as bench_layout, precision as bench_precision
 from analysis.harness.bench import alternation as bench_alternation
 from analysis.harness.bench import alternation_runs as bench_alternation_runs
+from analysis.harness.bench import cost_answer as bench_cost
 from analysis.harness.bench.precision import BENCH_DIR, hyperfine_json, precision_equal_budget  # noqa: F401
 from analysis.harness.bench.protocols import CANDIDATES, protocol_candidates
 from analysis.paths import REPO
@@ -229,6 +232,7 @@ def format_results(r: dict) -> str:
         lines += bench_alternation.format_alternation(r["alternation"])
     lines += bench_alternation.format_other_hosts(r.get("alternation_other_hosts"))
     lines += bench_alternation_runs.format_runs(r.get("alternation_runs"))
+    lines += bench_cost.format_cost(r.get("cost"))
     return "\n".join(lines)
 
 
@@ -275,6 +279,7 @@ PARTS = {  # the benchmarks (--only) and their keys in results.json
     "precision": ("precision", "precision_rounds", "precision_grid"), "protocols": ("protocols",),
     "hyperfine-aa": ("hyperfine_aa",), "interference": ("interference",), "layout": ("layout",),
     "alternation": ("alternation", "alternation_other_hosts"), "alternation-runs": ("alternation_runs",),
+    "cost": ("cost",),
 }
 NO_MACHINE_TIME = {"adaptive": " (simulated: no machine time)", "aa": " (published data: no machine time)"}
 
@@ -383,6 +388,8 @@ def _run_benchmarks(args, pair, wanted, results) -> int:
             previous, results["measured"]["alternation"]["host"])
     if "alternation-runs" in wanted:
         _measure_part(results, "alternation-runs", lambda: bench_alternation_runs.runs_bench(seed=args.seed))
+    if "cost" in wanted:
+        _measure_part(results, "cost", lambda: bench_cost.cost_bench())
     results["loadavg_after"] = os.getloadavg()[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
