@@ -103,3 +103,23 @@ def load(path: Path = DEBATES_TOML) -> dict[str, Question]:
             raise HeapcostError(f"{path.name}: seed {q.seed} is registered twice")
         out[q.seed] = q
     return out
+
+
+TIMELINE_COLUMNS = ["date", "commit", "event", "seeds", "what"]
+
+
+def timeline(questions: dict[str, Question]) -> list[dict]:
+    """Every registration and amendment once, the earliest first: its date and commit, whether it registered or
+    amended, the seeds it touched (one amendment made to several debates in one commit is one row) and what it
+    changed (the amendment's sentence after its date and commit)."""
+    events: dict[tuple, dict] = {}
+    for seed, q in sorted(questions.items()):
+        entries = [("registered", q.registered, "the question, its pairs, workloads, margin and rule")]
+        entries += [("amended", a.split(": ", 1)[0], a.split(": ", 1)[1]) for a in q.amendments]
+        for event, dated, what in entries:
+            date, commit = dated.split(", commit ")
+            key = (date, commit, event, what)
+            events.setdefault(key, {"date": date, "commit": commit, "event": event, "seeds": [], "what": what})
+            events[key]["seeds"].append(seed)
+    rows = sorted(events.values(), key=lambda r: (r["date"], r["event"] != "registered", r["commit"], r["seeds"]))
+    return [{**r, "seeds": ", ".join(r["seeds"])} for r in rows]

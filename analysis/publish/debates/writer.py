@@ -33,6 +33,8 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
                                                 aa_hosts if baseline == BASELINE else None)
     answers["run"] = answers["run_id"].map(labels).fillna("")
     write_csv(answers, p("debates.csv"))
+    write_csv(pd.DataFrame(debates_spec.timeline(spec), columns=debates_spec.TIMELINE_COLUMNS),
+              p("debate_timeline.csv"))
     per_host = per_host.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"])
                                         for _, r in per_host.iterrows()])
     write_csv(per_host, p("debate_hosts.csv"))
