@@ -73,8 +73,8 @@ def test_the_front_rows_come_from_each_debates_primary_cell():
     row = rows.iloc[0]
     assert row["per_host"] == "Intel(R) Xeon(R) Processor 2600 MHz (6/167/1): 1.471 [1.442, 1.501] (larger than 10%)"
     assert row["where"] == "Intel(R) Xeon(R) Processor 2600 MHz (6/167/1): K-99747d, M-0a1b2c"
-    assert "1.471 [1.442, 1.501] on Intel(R) Xeon(R) Processor 2600 MHz (6/167/1)" in row["sentence"]
-    assert row["sentence"].startswith("hardened_malloc in Fedora:")
+    assert row["sentence"].startswith("hardened_malloc in Fedora (claimed: no figure): h took")
+    assert row["sentence"].endswith("(larger than 10% on 1 of 1 kind); security not measured.")
     # the first page's list of machines: the primary cells' kinds only, each once
     assert front_page.front_machines(debates, hosts) == row["where"]
 
@@ -130,3 +130,31 @@ def test_a_paper_whose_newest_full_run_measured_two_server_workloads_describes_t
     assert {"small-loop", "pow2-churn"} <= described
     assert squash("small-loop (simulated)") in text
 
+
+
+def test_each_answer_is_printed_as_the_decision_reads_it_with_the_next_machine_beside_it():
+    h = {"ratio": "1.1169", "mean90_low": "1.1151", "mean90_high": "1.1188", "next_low": "1.058", "next_high": "1.165"}
+    assert front_page.decision_display(h) == "1.117 [1.115, 1.119]; next machine [1.058, 1.165]"
+    assert front_page.decision_display({"ratio": "1.2"}) == "1.200"
+    assert front_page.decision_display({}) == ""
+
+
+def test_the_verdict_is_counted_over_kinds_and_the_ratios_given_as_a_range():
+    mine = pd.DataFrame({"decision_words": ["larger than 1%", "not decided at this precision", "not decided at this precision"],
+                         "ratio": ["1.065", "1.025", "0.996"]})
+    assert front_page.short_verdict(mine) == "larger than 1% on 1 of 3 kinds, not decided on 2"
+    assert front_page.ratio_range(mine) == "1.00-1.06"
+    assert front_page.short_verdict(mine.iloc[0:0]) == "not measured"
+
+
+def test_what_the_defence_buys_is_read_from_the_probes_or_said_unmeasured():
+    security = pd.DataFrame([
+        {"seed": "002", "better": "8", "worse": "0", "cases": "207", "unmeasured": "", "words": "safer in 8 of 207"},
+        {"seed": "000", "better": "0", "worse": "0", "cases": "0", "words": "perl-omalloc alone: 105 caught",
+         "unmeasured": "perl's own malloc lives inside the interpreter: unreachable"}])
+    table, short = front_page.security_words(security, "002")
+    assert table == "safer in 8 of 207" and short == "safer in 8 of 207 misuse cases"
+    table, short = front_page.security_words(security, "000")
+    assert table.startswith("perl-omalloc alone: 105 caught; unmeasured: perl's own malloc")
+    assert short == "security not measured (perl's own malloc lives inside the interpreter)"
+    assert front_page.security_words(security, "004")[0] == "not measured"

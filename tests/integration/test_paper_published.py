@@ -161,3 +161,22 @@ def test_no_sentence_of_the_main_text_is_said_twice():
     main = " ".join(pages[:references]).replace("\n", " ")
     sentences = [s.strip() for s in re.split(r"(?<=[.;])\s+", main) if len(s.split()) >= 12]
     assert [s for s, n in collections.Counter(sentences).items() if n > 1] == []
+
+
+def test_the_abstract_is_at_most_250_words_and_says_what_each_defence_buys():
+    import csv
+    import re
+
+    pdf = REPO / "paper" / "paper.pdf"
+    if not pdf.is_file():
+        pytest.skip("paper/paper.pdf is not built: `make paper` makes it (`make test` does first)")
+    first = pdf_pages(pdf)[0]
+    abstract = first[first.index("Abstract."):]
+    abstract = abstract[:re.search(r"\n\s*(Table 1|1\s+Five debates)", abstract).start()]
+    words = len(abstract.replace("Abstract.", "").split())
+    assert words <= 250, f"the abstract has {words} words"
+    with open(REPO / "paper" / "generated" / "results_front.csv", newline="") as fh:
+        front = list(csv.DictReader(fh))
+    for row in front:
+        assert row["security"], row["seed"]  # measured, or unmeasured with its reason
+        assert row["claim"], row["seed"]

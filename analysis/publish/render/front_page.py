@@ -12,7 +12,8 @@ import pandas as pd
 
 from analysis.publish.render.products import write_csv
 
-FRONT_COLUMNS = ["seed", "debate", "pair", "workload", "where", "per_host", "verdict", "transfers", "sentence"]
+FRONT_COLUMNS = ["seed", "debate", "claim", "pair", "workload", "cell", "where", "per_host", "decision", "verdict",
+                 "short_verdict", "security", "transfers", "sentence"]
 
 # What a row measured here says about the system the debate was about, by the contested configuration's name
 # (its prefix): the debated setting and this package's differ where the machine cannot run the debated one.
@@ -76,26 +77,103 @@ def front_machines(debates: pd.DataFrame, hosts: pd.DataFrame) -> str:
     return _machines(pd.concat(mine)) if mine else ""
 
 
-def front_rows(debates: pd.DataFrame, hosts: pd.DataFrame) -> pd.DataFrame:
+def _f(value) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if v != v else v
+
+
+def decision_display(h) -> str:
+    """A host's answer as the decision reads it: the ratio with the 90% interval of the kind's mean (a one-sided
+    test at 5% on each side), and the 95% interval for the next machine of the kind beside it."""
+    ratio, lo, hi = _f(h.get("ratio")), _f(h.get("mean90_low")), _f(h.get("mean90_high"))
+    if ratio is None:
+        return ""
+    shown = f"{ratio:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else f"{ratio:.3f}"
+    nlo, nhi = _f(h.get("next_low")), _f(h.get("next_high"))
+    if nlo is not None and nhi is not None:
+        shown += f"; next machine [{nlo:.3f}, {nhi:.3f}]"
+    return shown
+
+
+def short_verdict(mine: pd.DataFrame) -> str:
+    """The decisions on the kinds measured, counted: 'larger than 10% on 4 of 4 kinds' or 'larger than 1% on 1
+    of 5 kinds, not decided on 4'."""
+    if not len(mine):
+        return "not measured"
+    counts: dict[str, int] = {}
+    for w in mine["decision_words"].astype(str):
+        counts[w] = counts.get(w, 0) + 1
+    n = len(mine)
+    ranked = sorted(counts.items(), key=lambda kv: (kv[0].startswith("not decided"), -kv[1], kv[0]))
+    first, rest = ranked[0], ranked[1:]
+    words = f"{first[0]} on {first[1]} of {n} kind{'s' if n > 1 else ''}"
+    for w, k in rest:
+        words += f", {'not decided' if w.startswith('not decided') else w} on {k}"
+    return words
+
+
+def ratio_range(mine: pd.DataFrame) -> str:
+    """The lowest and highest ratio over the kinds: '1.46-1.55', or one ratio."""
+    ratios = [v for v in (_f(x) for x in mine.get("ratio", [])) if v is not None]
+    if not ratios:
+        return ""
+    lo, hi = min(ratios), max(ratios)
+    return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
+
+
+def security_words(security: pd.DataFrame, seed: str) -> tuple[str, str]:
+    """(the table's words on what the defence buys, the abstract's shorter ones) for a debate, from
+    results_debate_security.csv."""
+    if security is None or not len(security):
+        return "not measured", "security not measured"
+    row = security[security["seed"].astype(str) == str(seed)]
+    if not len(row):
+        return "not measured", "security not measured"
+    r = row.iloc[0]
+    if str(r.get("unmeasured", "")):
+        table = (f"{r['words']}; " if str(r.get("words", "")) else "") + f"unmeasured: {r['unmeasured']}"
+        return table, "security not measured (" + str(r["unmeasured"]).split(":")[0].split(" in the ")[0] + ")"
+    better, cases = int(float(r["better"])), int(float(r["cases"]))
+    worse = int(float(r["worse"]))
+    short = (f"safer in {better}" + (f" and less safe in {worse}" if worse else "") + f" of {cases} misuse cases"
+             if better or worse else f"no misuse case of {cases} tells them apart")
+    return str(r["words"]), short
+
+
+def front_rows(debates: pd.DataFrame, hosts: pd.DataFrame, security: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per debate's primary cell (a debate without one is left out). Hosts are named by their processor
-    kind's label as given (analysis.contract.host.processor_label), machines by their names."""
+    kind's label as given (analysis.contract.host.processor_label), machines by their names. Each row also
+    holds the seed's claim, the answer per kind as the decision reads it, what the defence buys (`security`,
+    results_debate_security.csv) and one plain sentence for the abstract."""
     out = []
     for _, r in primary_cells(debates).iterrows():
         mine = cell_hosts(hosts, r).sort_values("processor") if len(hosts) else hosts
         per_host = [f"{h['processor']}: {h['display']} ({h['decision_words']})" for _, h in mine.iterrows()]
+        decided = [f"{h['processor']}: {decision_display(h)} ({h['decision_words']})" for _, h in mine.iterrows()]
         verdict = str(r["verdict"])
         with_side, _, without = str(r["configuration"]).partition(" / ")
         topic = str(r["topic"]).split(":")[0]
+        claim = str(r.get("claim", "") or "")
+        buys, buys_short = security_words(security, r["seed"])
         if per_host:
-            shown = [f"{h['display']} on {h['processor']}" for _, h in mine.iterrows()]
-            answers = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-            sentence = (f"{topic}: the time with {with_side} over {without} on {r['workload']} is {answers}; "
-                        f"against a margin of {r['margin']}, {verdict}.")
+            verdict_short = short_verdict(mine)
+            if verdict_short.startswith("not decided"):
+                verdict_short = verdict_short.replace("not decided at this precision", "not decided") + \
+                    f" against a {r['margin']} margin"
+            sentence = (f"{topic} (claimed: {claim or 'no figure'}): {with_side} took {ratio_range(mine)}x the time "
+                        f"of {without} on {r['workload']} ({verdict_short}); {buys_short}.")
         else:
-            sentence = f"{topic}: not measured here ({r.get('not_measured', '') or 'no run measured both sides'})."
-        out.append({"seed": str(r["seed"]), "debate": topic, "pair": str(r["configuration"]),
-                    "workload": str(r["workload"]), "where": _machines(mine) if len(mine) else "",
-                    "per_host": "; ".join(per_host) or "not measured", "verdict": verdict,
+            sentence = (f"{topic}: not measured here "
+                        f"({r.get('not_measured', '') or 'no run measured both sides'}).")
+        out.append({"seed": str(r["seed"]), "debate": topic, "claim": claim, "pair": str(r["configuration"]),
+                    "workload": str(r["workload"]), "cell": f"{r['configuration']} on {r['workload']}",
+                    "where": _machines(mine) if len(mine) else "",
+                    "per_host": "; ".join(per_host) or "not measured",
+                    "decision": "; ".join(decided) or "not measured", "verdict": verdict,
+                    "short_verdict": short_verdict(mine), "security": buys,
                     "transfers": transfer_note(str(r["configuration"])), "sentence": sentence})
     return pd.DataFrame(out, columns=FRONT_COLUMNS)
 
@@ -137,8 +215,11 @@ def write_front(p, baseline: str, reduced=()) -> dict:
                 else pd.DataFrame())
 
     debates, hosts = table("debates.csv"), table("debate_hosts.csv")
-    rows = front_rows(debates, hosts)
+    rows = front_rows(debates, hosts, table("debate_security.csv"))
     write_csv(rows, p("front.csv"))
+    kinds = sorted(set(hosts["processor"])) if len(hosts) else []
+    machines = sorted({m for v in (hosts["machines"] if len(hosts) else []) for m in str(v).split("; ") if m})
     return {"front": {"answers": int(len(rows)), "sentences": list(rows["sentence"]),
-                      "machines": front_machines(debates, hosts),
+                      "machines": front_machines(debates, hosts), "n_kinds": len(kinds),
+                      "n_machines": len(machines),
                       "tradeoff": tradeoff_headline(table("tradeoff.csv"), baseline, reduced)}}

@@ -181,6 +181,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_share_rate(costs, p, runs_dir, baseline))
     numbers.update(_cost_check(runs_dir, costs, p))
     numbers.update(_debates_per_call(runs_dir, costs, p, baseline))
+    numbers.update(_debate_security(res, p))
     numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
@@ -488,6 +489,27 @@ def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
     r = geo.iloc[i]
     return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"]),
             "run_id": str(r.get("run_id", ""))}
+
+
+def _debate_security(res: Results, p) -> dict:
+    """results_debate_security.csv: each debate's primary pair in the misuse probes, side by side
+    (publish/debates/security_side.py); empty where the dataset has no probe run."""
+    from analysis.errors import HeapcostError
+    from analysis.publish.debates import security_side
+    from analysis.publish.security.writer import reported_probe_rows
+
+    debates_path = Path(p("debates.csv"))
+    debates = pd.read_csv(debates_path, dtype=str, keep_default_na=False) if debates_path.is_file() else pd.DataFrame()
+    primary = debates[debates["cell"] == "primary"] if "cell" in debates else debates.iloc[0:0]
+    try:
+        rows = reported_probe_rows(res.probe_run.path.parent) if res.probe_run is not None else []
+    except HeapcostError:
+        rows = []
+    table = security_side.debate_security(primary, rows) if rows else \
+        pd.DataFrame(columns=security_side.COLUMNS)
+    write_csv(table, p("debate_security.csv"))
+    return {"debate_security": {"rows": int(len(table)),
+                                "measured": int((table["unmeasured"].astype(str) == "").sum()) if len(table) else 0}}
 
 
 def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
