@@ -180,3 +180,19 @@ def test_the_abstract_is_at_most_250_words_and_says_what_each_defence_buys():
     for row in front:
         assert row["security"], row["seed"]  # measured, or unmeasured with its reason
         assert row["claim"], row["seed"]
+
+
+def test_the_probe_outcomes_the_paper_counts_add_up_to_their_total():
+    """Every outcome kind of the security numbers is printed beside the others, and they sum to the total."""
+    import json
+
+    numbers = REPO / "paper" / "generated" / "security_numbers.json"
+    if not numbers.is_file():
+        pytest.skip("paper/generated is not built: `make paper` makes it")
+    s = json.loads(numbers.read_text())
+    assert sum(s["outcomes"].values()) == s["rows"]
+    source = (REPO / "paper" / "paper.typ").read_text()
+    sentence = source[source.index("Of #S.rows outcomes"):]
+    sentence = sentence[:sentence.index("Where the documentation's claims")]
+    for outcome in s["outcomes"]:
+        assert f'"outcomes", "{outcome}"' in sentence, outcome
