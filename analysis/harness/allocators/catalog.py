@@ -47,6 +47,9 @@ class Allocator:
     knock_out_of: str = ""
     not_shipped: str = ""  # why a configuration is no project's shipped one (a control built here)
     settings_reason: str = ""  # why its settings differ from those its project ships
+    # why a configuration is a debugging aid, not a default anyone deploys (its project documents it for finding
+    # bugs); one run at a reduced scale (scale < 1) is a debugging allocator too
+    debugging: str = ""
 
     @property
     def variant(self) -> str:

@@ -5,15 +5,15 @@ ships it), debugging (too slow to be anyone's default), knock-out (one defence r
 
 def catalogue_roles() -> dict[str, str]:
     """Each catalogue allocator's role: knock-out (a defence removed from its control, knock_out_of), control (a
-    build made here only as the knock-outs' control, not_shipped), debugging (run at a reduced scale: scale < 1 in
-    allocators.toml, too slow to be anyone's default) or deployable. An allocator the catalogue lacks is
-    deployable."""
+    build made here only as the knock-outs' control, not_shipped), debugging (`debugging` in allocators.toml says
+    why: a debugging aid its project documents for finding bugs; or run at a reduced scale, scale < 1, too slow to
+    be anyone's default) or deployable. An allocator the catalogue lacks is deployable."""
     from analysis.harness.allocators.catalog import load_catalog
 
     out = {}
     for a in load_catalog().values():
         out[a.id] = ("knock-out" if a.knock_out_of else "control" if a.not_shipped
-                     else "debugging" if a.scale < 1 else "deployable")
+                     else "debugging" if a.debugging or a.scale < 1 else "deployable")
     return out
 
 

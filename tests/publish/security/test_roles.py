@@ -1,0 +1,16 @@
+"""Each catalogue configuration's role on the security axis, read from allocators.toml."""
+from analysis.harness.allocators.catalog import load_catalog
+from analysis.publish.security import roles
+
+
+def test_glibcs_debugging_settings_are_debugging_configurations_with_their_reason():
+    role = roles.catalogue_roles()
+    catalog = load_catalog()
+    for name in ("glibc-perturb", "glibc-debug"):
+        assert role[name] == "debugging" and "debugging" in catalog[name].debugging, name
+    assert role["glibc"] == "deployable" and role["glibc-no-tcache-key"] != "debugging"
+    # every debugging configuration says why: a reason given, or a reduced scale
+    for name, r in role.items():
+        if r == "debugging":
+            assert catalog[name].debugging or catalog[name].scale < 1, name
+    assert {"glibc-perturb", "glibc-debug"} <= roles.catalogue_debugging()
