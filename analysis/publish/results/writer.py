@@ -268,6 +268,18 @@ def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str
     figures.forest(far, p(f"{name}_forest_heavy.svg"), f"{what}: ratio (95% confidence interval, log scale)")
 
 
+def _with_host(rows: pd.DataFrame, res: Results) -> pd.DataFrame:
+    """Rows with a `host` column: the processor kind and machine of the run each row comes from (run_id), named
+    as everywhere in the paper (contract/host.py)."""
+    from analysis.contract.host import dataset_machines
+
+    if rows.empty or "run_id" not in rows or res.time_run is None:
+        return rows.assign(host="")
+    machines = dataset_machines(res.time_run.path.parent, run_ids=tuple(rows["run_id"].astype(str)))
+    return rows.assign(host=[f"{machines[r].kind}, machine {machines[r].name}" if r in machines else ""
+                             for r in rows["run_id"].astype(str)])
+
+
 def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     numbers = {}
     if res.speed is None:
@@ -275,13 +287,13 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     speed = _display_rows(res.speed.results, labels=_labels(res))
     write_csv(speed[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "adjusted",
                      "n_outliers", "noninferior", "display", "percent"]], p("speed.csv"))
-    geo = _display_rows(res.speed.geomean, "geomean_ratio", labels=_labels(res))
+    geo = _with_host(_display_rows(res.speed.geomean, "geomean_ratio", labels=_labels(res)), res)
     write_csv(geo, p("speed_geomean.csv"))
     _forests(res.speed.results, res.speed.geomean, p, "speed", aa=set(res.aa["allocator"]), what=f"wall time against {baseline}")
     mem = _display_rows(res.memory.results, labels=_labels(res))
     write_csv(mem[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "display", "percent"]],
               p("memory.csv"))
-    mgeo = _display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res))
+    mgeo = _with_host(_display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res)), res)
     write_csv(mgeo, p("memory_geomean.csv"))
     _forests(res.memory.results, res.memory.geomean, p, "memory", aa=set(res.aa["allocator"]), what=f"peak RSS against {baseline}")
     # the A/A copies of the baseline are controls, not comparisons: they count in their own table only
