@@ -122,7 +122,7 @@ def explore_program_cells(output: Path) -> tuple[str, str, str]:
 
     cells = [c for c in json.loads(output.read_text())["cells"] if c["cell_type"] == "code"]
     profiled = next(c for c in cells if "allocation_profile.profile(" in "".join(c["source"]))
-    prediction = next(c for c in cells if "cost.predictions(" in "".join(c["source"]))
+    prediction = next(c for c in cells if "cost_prediction.predictions(" in "".join(c["source"]))
     texts = []
     for cell in (profiled, prediction, cells[-1]):
         assert not any(o["output_type"] == "error" for o in cell["outputs"])

@@ -441,7 +441,9 @@ def loo_summary(table: pd.DataFrame) -> dict:
     inside = done["loo_inside"].astype(bool)
     half = (np.log(done["loo_high"].astype(float)) - np.log(done["loo_low"].astype(float))) / 2
     lo, hi = wilson(int(inside.sum()), int(len(done)))
-    return {"loo_cells": int(len(done)), "loo_inside": int(inside.sum()),
+    from analysis.stats.cost_model import min_residuals
+
+    return {"loo_cells": int(len(done)), "loo_inside": int(inside.sum()), "loo_min_residuals": min_residuals(),
             "loo_coverage_percent": f"{100 * inside.mean():.0f}",
             "loo_coverage_low_percent": f"{100 * lo:.0f}", "loo_coverage_high_percent": f"{100 * hi:.0f}",
             "loo_median_half_percent": f"{100 * math.expm1(float(half.median())):.1f}",
