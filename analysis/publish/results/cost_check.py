@@ -51,9 +51,9 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
 # the registration's processor: in-sample wherever the model changed after the check was measured
 
 
-def current_predictions(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
-    """{(program, allocator): (ratio, low, high)} of the model as it is now, for every registered profile and each
-    configuration with per-call costs on `processor`."""
+def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
+    """{(program, allocator): the model's Prediction as it is now} for every registered profile and each
+    configuration with per-call costs on `processor` (one the model cannot predict is left out)."""
     from analysis.publish.results import cost_prediction
     from analysis.stats import cost_model
 
@@ -63,11 +63,16 @@ def current_predictions(folder: Path, costs: pd.DataFrame, processor: str) -> di
         profile = cost_prediction.read_profile(path)
         for allocator, cells in mine.groupby("allocator", sort=True):
             try:
-                p = cost_model.predict(profile, cells)
+                out[(path.stem, allocator)] = cost_model.predict(profile, cells)
             except HeapcostError:
                 continue
-            out[(path.stem, allocator)] = (p.ratio, p.low, p.high)
     return out
+
+
+def current_predictions(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
+    """{(program, allocator): (ratio, low, high)} of the model as it is now, for every registered profile and each
+    configuration with per-call costs on `processor`."""
+    return {k: (p.ratio, p.low, p.high) for k, p in registered_profiles_predicted(folder, costs, processor).items()}
 
 
 # ---- the registration ----
@@ -323,21 +328,13 @@ def large_shares(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
     """{(program, allocator): the share of the predicted added time that the model charges to blocks above the
     largest measured small class (the pages cell scaled by size)}, from the registered profiles and the per-call
     costs: where a prediction rests on large blocks. A description of each prediction, read after the fact."""
-    from analysis.publish.results import cost_prediction
     from analysis.stats import cost_model
 
     out = {}
-    mine = costs[costs["processor"] == processor] if len(costs) else costs
-    for path in sorted((Path(folder) / "profiles").glob("*.csv")):
-        profile = cost_prediction.read_profile(path)
-        for allocator, cells in mine.groupby("allocator", sort=True):
-            try:
-                parts = cost_model.predict(profile, cells).parts
-            except HeapcostError:
-                continue
-            total = float(parts["added_s"].abs().sum())
-            large = float(parts.loc[parts["pattern"] == cost_model.PAGES, "added_s"].abs().sum())
-            out[(path.stem, allocator)] = large / total if total > 0 else 0.0
+    for key, p in registered_profiles_predicted(folder, costs, processor).items():
+        total = float(p.parts["added_s"].abs().sum())
+        large = float(p.parts.loc[p.parts["pattern"] == cost_model.PAGES, "added_s"].abs().sum())
+        out[key] = large / total if total > 0 else 0.0
     return out
 
 

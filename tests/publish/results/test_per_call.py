@@ -35,13 +35,15 @@ def lockstep_run(runs, run_id, seed, machine):
     return folder
 
 
+MACHINE = {"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0", "cpu_family": 1, "cpu_model_number": 1,
+           "cpu_stepping": 1}
+
+
 @pytest.fixture(scope="module")
 def costs(tmp_path_factory):
     runs = tmp_path_factory.mktemp("data") / "runs"
-    machine = {"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0", "cpu_family": 1, "cpu_model_number": 1,
-               "cpu_stepping": 1}
-    lockstep_run(runs, "20990101T000000Z-time-quick", 7, machine)
-    lockstep_run(runs, "20990102T000000Z-time-quick", 70, machine)
+    lockstep_run(runs, "20990101T000000Z-time-quick", 7, MACHINE)
+    lockstep_run(runs, "20990102T000000Z-time-quick", 70, MACHINE)
     return per_call.table(runs, "glibc")
 
 
@@ -260,9 +262,7 @@ def _cost_dataset(tmp_path, costs_runs):
 @pytest.fixture(scope="module")
 def costs_runs(tmp_path_factory):
     runs = tmp_path_factory.mktemp("cost") / "runs"
-    machine = {"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0", "cpu_family": 1, "cpu_model_number": 1,
-               "cpu_stepping": 1}
-    lockstep_run(runs, "20990101T000000Z-time-quick", 7, machine)
+    lockstep_run(runs, "20990101T000000Z-time-quick", 7, MACHINE)
     return runs
 
 
