@@ -162,10 +162,13 @@ def machine_spread(cells: dict, prior_tau: float = PRIOR_TAU_MACHINE, prior_df: 
 
 
 def next_machine(centre: float, se_centre: float, spread: Spread, se_new: float,
-                 confidence: float = CONFIDENCE) -> tuple[float, float]:
+                 confidence: float = CONFIDENCE, centre_df: float | None = None) -> tuple[float, float]:
     """The prediction interval (log scale) of the estimate a new machine of the kind gives: the kind's mean, its
     uncertainty, the new machine's own deviation (the spread) and the new machine's measurement error under the
-    design it runs (`se_new`), on the spread's degrees of freedom."""
+    design it runs (`se_new`), on the spread's degrees of freedom, or on the mean's own (`centre_df`) where
+    fewer: a kind whose mean is known from one or two degrees of freedom cannot promise more about its next
+    machine than about its mean, so this interval is never narrower than the mean's at the same confidence."""
     sd = math.sqrt(se_centre ** 2 + spread.tau2 + se_new ** 2)
-    q = float(sps.t.ppf(0.5 + confidence / 2, spread.df))
+    df = spread.df if centre_df is None or not centre_df > 0 else min(spread.df, centre_df)
+    q = float(sps.t.ppf(0.5 + confidence / 2, df))
     return centre - q * sd, centre + q * sd

@@ -117,3 +117,22 @@ def test_rows_without_an_interval_or_a_group_are_ignored():
     per_host, _ = group_panel(broken, host_of)
     assert set(per_host["group"]) == {"h1", "h2"}
     assert group_panel(pd.DataFrame(), host_of)[0].empty
+
+
+def test_the_next_machines_interval_is_never_narrower_than_the_kinds_mean_known_from_few_degrees_of_freedom():
+    """A kind's mean from one machine and one degree of freedom: the next machine's interval takes the mean's
+    degrees of freedom where they are fewer than the spread's, so it holds the mean's own interval."""
+    import math
+
+    import scipy.stats as sps
+
+    from analysis.stats import prediction
+
+    spread = prediction.Spread(0.015 ** 2, 14.0, math.nan, math.nan, math.nan, 6, 12.0, "test")
+    centre, se = 1.28, 0.2
+    lo, hi = prediction.next_machine(centre, se, spread, 0.01, centre_df=1.0)
+    q_mean = float(sps.t.ppf(0.975, 1.0))
+    assert lo <= centre - q_mean * se and hi >= centre + q_mean * se
+    # with the mean known from many degrees of freedom, the spread's own are used, as before
+    wide = prediction.next_machine(centre, se, spread, 0.01)
+    assert prediction.next_machine(centre, se, spread, 0.01, centre_df=100.0) == wide

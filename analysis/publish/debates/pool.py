@@ -427,8 +427,8 @@ def per_host(runs: pd.DataFrame, margin: float, rule: str, floors: dict, spread=
             tau_b2 = p.tau2.get("build", 0.0)
             per_build = max(1, int(np.median(mine["n_builds"]))) if len(mine) else 1
             se_one = math.sqrt(se_new ** 2 + tau_b2 * (1 - 1 / per_build))
-            lo, hi = next_machine(p.estimate, se, spread, se_new)
-            lo1, hi1 = next_machine(p.estimate, se, spread, se_one)
+            lo, hi = next_machine(p.estimate, se, spread, se_new, centre_df=p.df)
+            lo1, hi1 = next_machine(p.estimate, se, spread, se_one, centre_df=p.df)
             old = _registered(sub, processor, margin, rule, floor)
             row.update({"next_low": math.exp(lo), "next_high": math.exp(hi), "next_one_build_low": math.exp(lo1),
                         "next_one_build_high": math.exp(hi1), "tau_machine_percent": f"{spread.tau * 100:.2f}",
