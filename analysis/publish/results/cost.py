@@ -11,8 +11,8 @@ besides the per-call intervals and the spread of the profile's timed runs. Where
 those programs span (their calls per millisecond, share of large blocks, share of reallocs, threads, processes),
 a line says so: the interval then promises less.
 
-The per-call table and the checked programs' misses are computed once per state of the dataset and kept under
-build/ (`model_inputs`): keyed by each run's intake hashes (the file sizes and times of a run not merged
+The per-call table and the checked programs' misses are computed once per state of the dataset and remembered
+under build/memo/cost_inputs/ (`model_inputs`): keyed by each run's intake hashes (the file sizes and times of a run not merged
 through intake), the registrations and the code, so that a prediction answers in about a second once they are
 kept (bench/ measures it).
 
@@ -21,19 +21,15 @@ allocator (the calls-processes workload): for a program that starts many short p
 host without that cell says so on the allocator's line.
 """
 import hashlib
-import math
-import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.errors import HeapcostError
-from analysis.paths import BUILD_DIR, DATA_DIR
+from analysis.paths import DATA_DIR
 from analysis.publish.results import cost_prediction as cp
 
-CACHE_DIR = BUILD_DIR / "cost-inputs"
 
 
 # ---- the model's inputs, kept per state of the dataset ----
@@ -60,10 +56,11 @@ def _run_signature(run: Path) -> bytes:
 
 
 def inputs_key(runs_dir: Path, baseline: str, registry: Path) -> str:
+    """The state of what the model's inputs are computed from: each run's signature, the baseline and the
+    registrations (memo.remembered adds the code)."""
     from analysis.publish.results import memo
 
-    h = hashlib.sha256()
-    h.update(f"{baseline}\0{memo.code_digest()}\0".encode())
+    h = hashlib.sha256(f"{baseline}\0".encode())
     for run in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir() and not p.name.startswith(".")):
         h.update(run.name.encode() + b"\0" + _run_signature(run) + b"\0")
     if Path(registry).is_dir():
@@ -72,29 +69,15 @@ def inputs_key(runs_dir: Path, baseline: str, registry: Path) -> str:
 
 
 def model_inputs(runs_dir: Path, baseline: str = "glibc", registry: Path | None = None) -> ModelInputs:
-    """The per-call costs, the checked programs' misses and their range, from the kept copy for this state of the
-    dataset when there is one (HEAPCOST_MEMO=0: always computed)."""
-    from analysis.publish.results import cost_check
+    """The per-call costs, the checked programs' misses and their range, remembered (publish/results/memo.py,
+    HEAPCOST_MEMO=0: always computed) by inputs_key rather than by every byte of the runs, so that a call with
+    them kept reads a few small files."""
+    from analysis.publish.results import cost_check, memo
 
     registry = Path(cost_check.REGISTRY if registry is None else registry)
     runs_dir = Path(runs_dir)
-    path = CACHE_DIR / f"{inputs_key(runs_dir, baseline, registry)}.pickle"
-    if os.environ.get("HEAPCOST_MEMO", "1") != "0" and path.is_file():
-        try:
-            with open(path, "rb") as f:
-                return pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            pass
-    inputs = _compute_inputs(runs_dir, baseline, registry)
-    try:
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            pickle.dump(inputs, f)
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only build/ only costs the next call the same time again
-    return inputs
+    return memo.remembered("cost_inputs", (inputs_key(runs_dir, baseline, registry),),
+                           lambda: _compute_inputs(runs_dir, baseline, registry))
 
 
 def _compute_inputs(runs_dir: Path, baseline: str, registry: Path) -> ModelInputs:

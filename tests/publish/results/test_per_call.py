@@ -294,8 +294,11 @@ def test_the_kept_inputs_follow_the_runs(tmp_path, costs_runs, monkeypatch):
     run = next((data / "runs").iterdir())
     (run / "intake.json").write_text('{"files": {}}')
     assert cost.inputs_key(data / "runs", "glibc", registry) != key
-    monkeypatch.setattr(cost, "CACHE_DIR", tmp_path / "kept")
+    from analysis.publish.results import memo
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path / "kept")
+    monkeypatch.setenv("HEAPCOST_MEMO", "1")
     first = cost.model_inputs(data / "runs", "glibc", registry)
-    assert len(list((tmp_path / "kept").glob("*.pickle"))) == 1
+    assert len(list((tmp_path / "kept" / "cost_inputs").glob("*.pickle"))) == 1
     again = cost.model_inputs(data / "runs", "glibc", registry)
     pd.testing.assert_frame_equal(first.costs, again.costs)
