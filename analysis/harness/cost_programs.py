@@ -10,6 +10,7 @@ preprocessed by this host's g++ from a fixed source, so its bytes follow the hos
 input's sha256 is registered with the predictions and recorded by the campaign's run.json: the check compares
 only runs of the same program on the same inputs.
 """
+import functools
 import hashlib
 import random
 import shutil
@@ -31,6 +32,7 @@ class Program:
     what: str = ""
 
 
+# the first registration's programs (registered 2026-12-01 and 2026-12-03); kept as they were
 PROGRAMS = (
     Program("perl-words", "perl -ne '$w{$_}++ for split; END { print scalar(keys %w), qq(\\n) }' {input}", "words",
             "perl", "perl counting the words of a text in a hash"),
@@ -60,7 +62,31 @@ PROGRAMS = (
     Program("cc1plus-cxx", f"{CC1_DIR}/cc1plus -fpreprocessed -quiet -O1 {{input}} -o /dev/null", "cxx-unit",
             "g++-12", "GCC's C++ compiler proper at -O1 on a unit using the standard containers"),
 )
-BY_NAME = {p.name: p for p in PROGRAMS}
+# the second registration's programs, fixed before the model's terms changed after the first check and measured
+# only after their predictions were committed: other programs of the distribution, none of the first set's
+SECOND = (
+    Program("mawk-pairs", "mawk '{ for (i = 1; i < NF; i++) p[$i \" \" $(i + 1)]++ } END { for (w in p) k++; print k }' "
+            "{input}", "words", "mawk", "mawk counting the word pairs of a text in an associative array"),
+    Program("sed-swap", "sed -E 's/([a-z]+) ([a-z]+)/\\2 \\1/g' {input}", "words", "sed",
+            "GNU sed swapping each pair of words by a regular expression"),
+    Program("tsort-graph", "tsort {input}", "pairs", "coreutils", "GNU tsort ordering a graph of 30,000 nodes"),
+    Program("ptx-index", "ptx {input}", "words", "coreutils", "GNU ptx writing a permuted index of a text"),
+    Program("bc-digits", "bc -l {input}", "bc-script", "bc", "bc computing constants to 900 digits"),
+    Program("bzip2-text", "bzip2 -9 -c {input}", "words", "bzip2", "bzip2 compressing a text (few allocations)"),
+    Program("zstd-json", "zstd -19 -T1 -q -c {input}", "json", "zstd",
+            "zstd compressing a JSON document at level 19 on one thread"),
+    Program("clang-cxx", "clang-14 -w -O1 -c -x c++-cpp-output -std=gnu++17 {input} -o /dev/null", "cxx-unit-clang",
+            "clang-14", "clang compiling a C++ unit over the standard containers at -O1"),
+    Program("as-asm", "as -o /dev/null {input}", "asm", "binutils", "GNU as assembling a generated file"),
+    Program("msgfmt-po", "msgfmt -o /dev/null {input}", "po", "gettext", "msgfmt compiling a catalogue of messages"),
+    Program("flex-scanner", "flex -t {input}", "lex", "flex", "flex building a scanner of 2,500 rules"),
+    Program("tcl-dict", "tclsh8.6 {input}", "tcl-script", "tcl8.6", "Tcl building a dict of lists and a list of strings"),
+    Program("make-dryrun", "make -n -f {input} all", "makefile", "make",
+            "GNU make reading 10,000 rules and printing what it would run"),
+    Program("m4-macros", "m4 {input}", "m4-text", "m4", "m4 expanding 800 macros through a text"),
+)
+SETS = {"first": PROGRAMS, "second": SECOND}
+BY_NAME = {p.name: p for p in PROGRAMS + SECOND}
 
 
 # ---- the inputs ----
@@ -69,6 +95,7 @@ def _words(rng: random.Random, count: int) -> list[str]:
     return ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(count)]
 
 
+@functools.lru_cache(maxsize=4)
 def words_text(lines: int = 60000) -> str:
     """A text of words (the alternation bench's, same seed and shape)."""
     rng = random.Random(2026)
@@ -111,38 +138,139 @@ def cxx_source(functions: int = 6) -> str:
     return "\n".join(out) + "\n"
 
 
+def pairs_text(nodes: int = 30000, edges: int = 200000) -> str:
+    """The edges of an acyclic graph, one pair of node names a line (each edge from the lower node to the higher)."""
+    rng = random.Random(2030)
+    names = [f"n{rng.randrange(10**9):09d}" for _ in range(nodes)]
+    return "".join(f"{names[a]} {names[b]}\n" for a, b in (sorted(rng.sample(range(nodes), 2)) for _ in range(edges)))
+
+
+def bc_script(scale: int = 900) -> str:
+    return f"scale={scale}\nx = 4*a(1)\ny = e(1)\nz = l(2)\nlength(x*y+z)\nquit\n"
+
+
+def asm_text(functions: int = 12000) -> str:
+    """An x86-64 assembler file of many small functions, local labels, jumps, calls and strings."""
+    rng = random.Random(2031)
+    regs = ["%rax", "%rbx", "%rcx", "%rdx", "%rsi", "%rdi", "%r8", "%r9"]
+    out = ["\t.text"]
+    for i in range(functions):
+        out += [f"\t.globl\tfn_{i}", f"\t.type\tfn_{i}, @function", f"fn_{i}:"]
+        for j in range(rng.randint(4, 16)):
+            op = rng.choice(["addq", "subq", "xorq", "movq", "imulq"])
+            out.append(f".Lb{i}_{j}:\n\t{op}\t${rng.randint(1, 9999)}, {rng.choice(regs)}")
+            if j and rng.random() < 0.3:
+                out.append(f"\tjne\t.Lb{i}_{rng.randrange(j)}")
+        out += [f"\tcall\tfn_{rng.randrange(functions)}", "\tret", f"\t.size\tfn_{i}, .-fn_{i}"]
+    out.append("\t.data")
+    for i in range(functions // 2):
+        out.append(f"str_{i}:\t.asciz\t\"{''.join(rng.choice('abcdefgh') for _ in range(rng.randint(4, 40)))}\"")
+    return "\n".join(out) + "\n"
+
+
+def po_text(messages: int = 20000) -> str:
+    """A gettext catalogue of messages and their translations, words of a fixed seed."""
+    rng = random.Random(2032)
+    words = _words(rng, 3000)
+    out = ['msgid ""', 'msgstr ""', '"Content-Type: text/plain; charset=UTF-8\\n"', ""]
+    for i in range(messages):
+        out += [f'msgid "{" ".join(rng.choice(words) for _ in range(rng.randint(2, 10)))} {i}"',
+                f'msgstr "{" ".join(rng.choice(words) for _ in range(rng.randint(2, 10)))}"', ""]
+    return "\n".join(out)
+
+
+def lex_text(rules: int = 2500) -> str:
+    """A flex scanner: a rule per keyword, then identifiers, numbers and the rest."""
+    rng = random.Random(2033)
+    words = sorted(set(_words(rng, rules * 2)))[:rules]
+    out = ["%option noyywrap", "%%", *(f'"{w}"\t{{ return {i + 1}; }}' for i, w in enumerate(words)),
+           "[a-z]+[0-9]*\t{ return 9999; }", "[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?\t{ return 9998; }", ".|\\n\t;", "%%"]
+    return "\n".join(out) + "\n"
+
+
+def tcl_script(n: int = 200000) -> str:
+    return ("set d [dict create]\nset l {}\n"
+            f"for {{set i 0}} {{$i < {n}}} {{incr i}} {{\n"
+            "  set k w[expr {($i * 7919) % 40000}]\n  dict lappend d $k $i\n"
+            "  if {$i % 5 == 0} { lappend l [string repeat x [expr {$i % 97}]] }\n}\n"
+            "puts [dict size $d]\nputs [llength $l]\n")
+
+
+def makefile_text(targets: int = 10000) -> str:
+    """A makefile of many targets, each with its variable, prerequisites made by a pattern rule, and a recipe."""
+    rng = random.Random(2034)
+    out = ["SHELL := /bin/sh", "CFLAGS := -O2 -Wall", ".PHONY: all", "all: " + " ".join(f"t{i}" for i in range(targets)),
+           "\t@:", ""]
+    for i in range(targets):
+        deps = " ".join(f"s{rng.randrange(targets)}.c" for _ in range(rng.randint(1, 5)))
+        out += [f"V{i} := $(CFLAGS) -DX{i}={rng.randint(0, 999)}", f"t{i}: {deps}",
+                f"\t@echo cc $(V{i}) -o $@ $^ $(words $^)", ""]
+    out.append("%.c:\n\t@echo gen $@")
+    return "\n".join(out) + "\n"
+
+
+def m4_text(macros: int = 800) -> str:
+    """m4 definitions of some of the words text's words, then that text, which uses them."""
+    words = sorted(set(_words(random.Random(2026), 4000)))[:macros]
+    return "".join(f"define(`{w}', `{w.upper()}_$#')dnl\n" for w in words) + words_text()
+
+
 def _write(path: Path, text: str) -> Path:
     if not path.is_file() or path.read_text() != text:
         path.write_text(text)
     return path
 
 
-def _preprocessed(folder: Path) -> Path:
-    gxx = shutil.which("g++-12") or shutil.which("g++")
-    if gxx is None:
-        raise HeapcostError("the cost check's C++ unit is preprocessed by g++: install g++-12")
+def _preprocessed(folder: Path, compiler: str = "g++") -> Path:
+    """The C++ unit preprocessed by this host's g++ (the first set's cc1plus) or clang++ (the second set's clang)."""
+    found = (shutil.which("g++-12") or shutil.which("g++")) if compiler == "g++" else \
+        (shutil.which("clang++-14") or shutil.which("clang++"))
+    if found is None:
+        raise HeapcostError(f"the cost check's C++ unit is preprocessed by {compiler}: install "
+                            f"{'g++-12' if compiler == 'g++' else 'clang-14'}")
     src = _write(folder / "unit.cc", cxx_source())
-    out = folder / "unit.ii"
-    done = subprocess.run([gxx, "-E", "-P", "-std=gnu++17", str(src), "-o", str(out)], capture_output=True, text=True)
+    out = folder / ("unit.ii" if compiler == "g++" else "unit-clang.ii")
+    done = subprocess.run([found, "-E", "-P", "-std=gnu++17", str(src), "-o", str(out)], capture_output=True, text=True)
     if done.returncode != 0:
-        raise HeapcostError(f"g++ -E failed on the cost check's C++ unit: {done.stderr.strip().splitlines()[-1:]}")
+        raise HeapcostError(f"{compiler} -E failed on the cost check's C++ unit: {done.stderr.strip().splitlines()[-1:]}")
     return out
 
 
-def write_inputs(folder: Path) -> dict[str, Path]:
-    """The programs' inputs in `folder` (written only where their bytes differ): {input name: path}."""
+# {input name: how to write it into a folder}; a set's programs write only the inputs they read
+INPUTS = {
+    "words": lambda folder: _write(folder / "words.txt", words_text()),
+    "json": lambda folder: _write(folder / "records.json", json_text()),
+    "c-unit": lambda folder: _write(folder / "unit.c", c_unit()),
+    "cxx-unit": lambda folder: _preprocessed(folder, "g++"),
+    "pairs": lambda folder: _write(folder / "pairs.txt", pairs_text()),
+    "bc-script": lambda folder: _write(folder / "digits.bc", bc_script()),
+    "cxx-unit-clang": lambda folder: _preprocessed(folder, "clang++"),
+    "asm": lambda folder: _write(folder / "unit.s", asm_text()),
+    "po": lambda folder: _write(folder / "catalog.po", po_text()),
+    "lex": lambda folder: _write(folder / "scanner.l", lex_text()),
+    "tcl-script": lambda folder: _write(folder / "dict.tcl", tcl_script()),
+    "makefile": lambda folder: _write(folder / "build.mk", makefile_text()),
+    "m4-text": lambda folder: _write(folder / "macros.m4", m4_text()),
+}
+
+
+def write_inputs(folder: Path, programs=PROGRAMS) -> dict[str, Path]:
+    """The inputs `programs` read (default the first set's), in `folder`, written only where their bytes differ:
+    {input name: path}."""
     folder.mkdir(parents=True, exist_ok=True)
-    return {"words": _write(folder / "words.txt", words_text()), "json": _write(folder / "records.json", json_text()),
-            "c-unit": _write(folder / "unit.c", c_unit()), "cxx-unit": _preprocessed(folder)}
+    return {name: INPUTS[name](folder) for name in dict.fromkeys(p.input for p in programs if p.input)}
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def chosen(names=None) -> list[Program]:
+def chosen(names=None, programs: str = "first") -> list[Program]:
+    """The programs named (any set's), or else every program of the set `programs` (first, second)."""
     if not names:
-        return list(PROGRAMS)
+        if programs not in SETS:
+            raise HeapcostError(f"no set of cost-check programs {programs!r}; there are: {', '.join(SETS)}")
+        return list(SETS[programs])
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise HeapcostError(f"no cost-check program {', '.join(unknown)}; there are: {', '.join(BY_NAME)}")

@@ -50,3 +50,37 @@ def test_unknown_programs_and_missing_packages_are_named():
 
 def test_the_programs_are_instruments_not_speed_table_workloads():
     assert {p.name for p in cost_programs.PROGRAMS} <= instrument_workloads()
+
+
+def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
+    first = {p.name for p in cost_programs.PROGRAMS}
+    second = {p.name for p in cost_programs.SECOND}
+    assert len(second) >= 12 and not first & second
+    # none runs an executable of the first set: other programs, not other inputs to the same ones
+    def executable(p):
+        return p.command.split()[0].rsplit("/", 1)[-1]
+    assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
+    assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
+    assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'third'"):
+        cost_programs.chosen(programs="third")
+    assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
+
+
+def test_a_set_writes_only_the_inputs_it_reads_the_same_bytes_each_time(tmp_path):
+    cheap = [p for p in cost_programs.SECOND if p.input in ("bc-script", "tcl-script")]
+    written = cost_programs.write_inputs(tmp_path, cheap)
+    assert set(written) == {"bc-script", "tcl-script"} and written["bc-script"].read_text() == cost_programs.bc_script()
+    for make, small in ((cost_programs.pairs_text, (50, 200)), (cost_programs.asm_text, (20,)),
+                        (cost_programs.po_text, (20,)), (cost_programs.lex_text, (20,)),
+                        (cost_programs.makefile_text, (20,)), (cost_programs.m4_text, (20,))):
+        assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
+    assert cost_programs.m4_text(20).endswith(cost_programs.words_text())
+    import graphlib
+
+    edges = [e.split() for e in cost_programs.pairs_text(50, 200).splitlines()]
+    assert len(edges) == 200 and all(len(e) == 2 for e in edges)
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(b, set()).add(a)
+    list(graphlib.TopologicalSorter(graph).static_order())  # tsort's input has no cycle (raises CycleError if it had)

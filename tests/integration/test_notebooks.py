@@ -19,7 +19,8 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 # The notebooks with an out_dir run once, with every default, in the run-by-hand test below (their products
 # land in the lab's scratch folder); the defaults test runs the others, so no notebook runs twice.
 BY_HAND = [p.stem for p in NOTEBOOKS if "out_dir" in default_parameters(p)]
-FAST = {"noise": {"replications": 12, "debate_replications": 3},  # the coverage studies' defaults (hundreds of data sets) take minutes
+FAST = {"noise": {"replications": 12, "debate_replications": 3, "machine_replications": 2, "recovery_replications": 20},
+        # the coverage studies' defaults (hundreds of data sets) take minutes
         "explore": {"draws": 200}}  # the security intervals' posterior draws: the notebook's steps, not its precision
 
 

@@ -31,7 +31,8 @@ import pandas as pd
 from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
 
-REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration
+REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration of the first set;
+# a later set of programs under its own name: cost_predictions/<set>/<processor kind>/
 REGISTERED = "registered.toml"
 INPUTS_DIR = BUILD_DIR / "cost-inputs"
 BASELINE = "glibc"
@@ -94,17 +95,26 @@ def this_processor() -> str:
     return processor_label(host_identity(describe_machine()))
 
 
-def folder_of(processor: str, root: Path | None = None) -> Path:
-    """The registration folder of a processor kind (under `root`, default cost_predictions/)."""
+def folder_of(processor: str, root: Path | None = None, programs: str = "first") -> Path:
+    """The registration folder of a processor kind for a set of programs (under `root`, default
+    cost_predictions/): the first set's directly under it, a later set's under the set's name."""
     from analysis.contract.host import processor_slug
 
-    return Path(REGISTRY if root is None else root) / processor_slug(processor)
+    root = Path(REGISTRY if root is None else root)
+    return (root if programs == "first" else root / programs) / processor_slug(processor)
+
+
+def programs_of(reg: dict) -> str:
+    """Which set of programs a registration predicts (harness/cost_programs.SETS; the first set's never said)."""
+    return str(reg["registration"].get("programs", "first"))
 
 
 def registrations(root: Path | None = None) -> list[Path]:
-    """The registration folders under `root` (default cost_predictions/), the earliest registered first."""
+    """The registration folders under `root` (default cost_predictions/), every set's, the earliest registered
+    first."""
     root = Path(REGISTRY if root is None else root)
-    found = [f for f in sorted(root.iterdir()) if (f / REGISTERED).is_file()] if root.is_dir() else []
+    found = sorted({f.parent for f in root.glob(f"*/{REGISTERED}")} | {f.parent for f in root.glob(f"*/*/{REGISTERED}")}) \
+        if root.is_dir() else []
     return sorted(found, key=lambda f: (str(load(f)["registration"].get("registered", "")), f.name))
 
 
@@ -144,19 +154,25 @@ def _per_call_runs(runs_dir: Path, baseline: str, processor: str) -> list[str]:
 
 
 def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DIR, folder: Path | None = None,
-             baseline: str = BASELINE, today: str | None = None, runs: int | None = None) -> Path:
-    """Profile the programs here and write this processor's registration (into `folder`, default its own folder
-    under cost_predictions/, replacing an earlier registration on this processor only)."""
+             baseline: str = BASELINE, today: str | None = None, runs: int | None = None,
+             programs_set: str = "first", residuals: pd.DataFrame | None = None) -> Path:
+    """Profile the programs of a set here and write this processor's registration of that set (into `folder`,
+    default the set's own folder under cost_predictions/, replacing an earlier registration of that set on this
+    processor only). A later set's intervals are the ones `cost` prints: the model's own error, from the misses
+    of every program already checked, joins the inputs' (`residuals`, default those the dataset gives)."""
     from analysis.harness import cost_programs, profile
     from analysis.publish.results import cost_prediction, per_call
     from analysis.stats import cost_model
 
-    programs = cost_programs.chosen(names)
-    inputs = cost_programs.write_inputs(INPUTS_DIR)
+    programs = cost_programs.chosen(names, programs_set)
+    inputs = cost_programs.write_inputs(INPUTS_DIR, programs)
     commands = cost_programs.commands(programs, inputs)
     processor = this_processor()
-    folder = Path(folder) if folder is not None else folder_of(processor)
+    folder = Path(folder) if folder is not None else folder_of(processor, programs=programs_set)
     costs = per_call.table(Path(data_dir) / "runs", baseline)
+    if residuals is None and programs_set != "first":  # the misses of every program checked so far
+        residuals = residuals_of([check(Path(data_dir) / "runs", f, costs) for f in registrations()
+                                  if load(f)["registration"].get("baseline", BASELINE) == baseline])
     mine = costs[costs["processor"] == processor] if len(costs) else costs
     if mine.empty:
         raise HeapcostError(f"the dataset has no per-call costs on this host's processor ({processor}): measure the "
@@ -185,19 +201,26 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
             "program_sha256": file_sha256(shutil.which(program_path) or program_path),
             "package": p.package, "what": p.what, "base_cpu_s": round(float(cost_model.base_time(prof)), 6),
             "calls": int(cost_model.class_calls(prof)["calls"].sum())})
-        for r in cost_prediction.predictions(prof, mine, list(allocators), processor).itertuples():
-            prediction_rows.append({"program": p.name, "allocator": r.allocator,
-                                    "ratio": None if r.ratio is None or pd.isna(r.ratio) else round(float(r.ratio), 6),
-                                    "low": None if r.low is None or pd.isna(r.low) else round(float(r.low), 6),
-                                    "high": None if r.high is None or pd.isna(r.high) else round(float(r.high), 6),
-                                    "why": r.why})
+        def num(v):
+            return None if v is None or pd.isna(v) else round(float(v), 6)
+
+        for r in cost_prediction.predictions(prof, mine, list(allocators), processor, residuals=residuals).itertuples():
+            row = {"program": p.name, "allocator": r.allocator, "ratio": num(r.ratio), "low": num(r.low),
+                   "high": num(r.high), "why": r.why}
+            if residuals is not None:  # the inputs' interval alone, and what the model's own error came from
+                row.update(inputs_low=num(r.inputs_low), inputs_high=num(r.inputs_high),
+                           model_error_percent=num(r.model_error_percent), model_error_from=r.model_error_from or "")
+            prediction_rows.append(row)
     head = {"registered": f"{today or datetime.date.today().isoformat()}, commit {commit}", "processor": processor,
+            **({} if programs_set == "first" else {"programs": programs_set,
+                                                   "interval": "95% prediction interval for a new program: the inputs' "
+                                                               "interval joined with the model's own error"}),
             "baseline": baseline, "model": "analysis/stats/cost_model.py",
             "per_call_runs": _per_call_runs(Path(data_dir) / "runs", baseline, processor),
             "allocators": list(allocators)}
     for row in prediction_rows:  # TOML has no null: a cell the model could not predict keeps only its reason
-        for k in ("ratio", "low", "high"):
-            if row[k] is None:
+        for k in ("ratio", "low", "high", "inputs_low", "inputs_high", "model_error_percent"):
+            if k in row and row[k] is None:
                 del row[k]
     out = folder / REGISTERED
     out.write_text(render(head, program_rows, prediction_rows))
@@ -218,29 +241,34 @@ def load(folder: Path) -> dict:
 # ---- the measurement ----
 
 def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = None, runs_dir: Path | None = None,
-            force=None, names=None) -> Path:
-    """Run the programs of a registration (default this host's processor's) against the baseline."""
+            force=None, names=None, programs_set: str = "first") -> Path:
+    """Run the programs of a registration (default this host's processor's of the set `programs_set`) against the
+    baseline; a configuration it predicts that is neither in the catalogue nor brought is left out and named."""
     from analysis.harness import cost_programs
     from analysis.harness.allocators import catalog
     from analysis.harness.measure import Campaign, RUNS_DIR
 
     if folder is None:
         processor = this_processor()
-        folder = folder_of(processor)
+        folder = folder_of(processor, programs=programs_set)
         if not (folder / REGISTERED).is_file():
-            raise HeapcostError(f"no predicted costs are registered on this host's processor ({processor}): "
-                                "register them here first (python -m analysis cost-check register), commit, then measure")
+            raise HeapcostError(f"no predicted costs are registered on this host's processor ({processor}) for the "
+                                f"{programs_set} set of programs: register them here first (python -m analysis cost-check register "
+                                f"--programs-set {programs_set}), commit, then measure")
     reg = load(folder)
     wanted = list(reg["registration"]["allocators"])
     brought = {item.partition("=")[0] for item in extra_allocators.split(",") if item.strip()}
     known = set(catalog.load_catalog())
     missing = [a for a in wanted if a not in known and a not in brought]
     if missing:
-        raise HeapcostError(f"the registration predicts {', '.join(missing)}, which the catalogue does not build: "
-                            "bring each as EXTRA_ALLOCATORS=name=/path/lib.so (the library the per-call runs used)")
+        if len(missing) == len(wanted):
+            raise HeapcostError(f"the registration predicts {', '.join(missing)}, which the catalogue does not build: "
+                                "bring each as EXTRA_ALLOCATORS=name=/path/lib.so (the library the per-call runs used)")
+        print(f"not measured (neither in the catalogue nor brought; bring each as EXTRA_ALLOCATORS=name=/path/lib.so, "
+              f"the library the per-call runs used): {', '.join(missing)}")
     registered = {p["name"]: p for p in reg["program"]}
     programs = cost_programs.chosen(names or list(registered))
-    inputs = cost_programs.write_inputs(INPUTS_DIR)
+    inputs = cost_programs.write_inputs(INPUTS_DIR, programs)
     for p in programs:
         if p.input and file_sha256(inputs[p.input]) != registered[p.name]["input_sha256"]:
             raise HeapcostError(f"{p.name}'s input differs from the registered one (its sha256): this host makes "
@@ -529,10 +557,14 @@ def add_arguments(parser):
     reg.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS), help="the configurations to predict")
     reg.add_argument("--programs", default="", help="comma-separated programs (default: every one)")
     reg.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset whose per-call costs predict")
+    reg.add_argument("--programs-set", default="first", choices=("first", "second"),
+                     help="which set of programs (harness/cost_programs.SETS; default the first)")
     mea = sub.add_parser("measure", help="measure the registered programs against the baseline into data/runs/")
     mea.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
     mea.add_argument("--blocks", type=int, default=8, help="windows per program and configuration (default 8)")
     mea.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
+    mea.add_argument("--programs-set", default="first", choices=("first", "second"),
+                     help="which registration of this host's processor to measure (default the first set's)")
     chk = sub.add_parser("check", help="print predicted against measured")
     chk.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset holding the measuring runs")
 
@@ -542,13 +574,13 @@ def run(args) -> int:
         raise HeapcostError(f"{args.data / 'runs'} does not exist; give a dataset directory holding runs/ (--data)")
     if args.action == "register":
         out = register([a for a in args.allocators.split(",") if a], [n for n in args.programs.split(",") if n] or None,
-                       args.data)
+                       args.data, programs_set=args.programs_set)
         print(f"{out.relative_to(REPO) if out.is_relative_to(REPO) else out}: registered; commit it before measuring")
         return 0
     if args.action == "measure":
         if args.blocks < MIN_BLOCKS:
             raise HeapcostError(f"--blocks must be at least {MIN_BLOCKS} (a cell's estimate needs 5 windows), not {args.blocks}")
-        print(measure(args.extra_allocators, args.blocks, force=args.force))
+        print(measure(args.extra_allocators, args.blocks, force=args.force, programs_set=args.programs_set))
         return 0
     folders = registrations()
     if not folders:
@@ -570,3 +602,65 @@ def _print_check(table: pd.DataFrame, head: dict) -> None:
     if s["cells"]:
         print(f"{s['inside']} of {s['cells']} measured ratios inside their prediction interval; median absolute "
               f"error {s['median_abs_error_percent']}%")
+
+
+# ---- the models compared ----
+
+MODEL_COLUMNS = ["processor", "column", "programs_set", "model", "sample", "programs", "cells", "inside",
+                 "coverage_percent", "coverage_low_percent", "coverage_high_percent", "median_half_percent",
+                 "median_abs_error_percent", "p90_abs_error_percent", "worst_program", "worst_allocator",
+                 "worst_predicted", "worst_measured", "worst_error_percent"]
+
+
+def _model_row(processor: str, column: int, programs_set: str, model: str, sample: str, done: pd.DataFrame,
+               predicted: str, low: str, high: str, inside: str, error: str) -> dict:
+    from analysis.stats.primitives import wilson
+
+    row = dict.fromkeys(MODEL_COLUMNS, "")
+    row.update(processor=processor, column=column, programs_set=programs_set, model=model, sample=sample,
+               programs=int(done["program"].nunique()), cells=int(len(done)))
+    if done.empty:
+        return row
+    err = done[error].astype(float)
+    held = done[inside].astype(bool)
+    lo, hi = wilson(int(held.sum()), int(len(done)))
+    half = (np.log(done[high].astype(float)) - np.log(done[low].astype(float))) / 2
+    worst = done.loc[err.abs().idxmax()]
+    row.update(inside=int(held.sum()), coverage_percent=f"{100 * held.mean():.0f}",
+               coverage_low_percent=f"{100 * lo:.0f}", coverage_high_percent=f"{100 * hi:.0f}",
+               median_half_percent=f"{100 * math.expm1(float(half.median())):.1f}",
+               median_abs_error_percent=f"{100 * math.expm1(float(err.abs().median())):.1f}",
+               p90_abs_error_percent=f"{100 * math.expm1(float(err.abs().quantile(0.9))):.1f}",
+               worst_program=worst["program"], worst_allocator=worst["allocator"],
+               worst_predicted=f"{float(worst[predicted]):.3f}", worst_measured=f"{float(worst['measured']):.3f}",
+               worst_error_percent=_pct(float(worst[error])))
+    return row
+
+
+def models_compared(tables) -> pd.DataFrame:
+    """Per processor kind, the model checked three ways (MODEL_COLUMNS), from the check tables of every
+    registration (each with its `programs_set` and leave_one_program_out's columns):
+    1. the model as registered, on the first set: out of sample;
+    2. the model as it is now on the first set, its intervals widened by the other programs' misses: in sample
+       for every term chosen after that set was measured;
+    3. the model as it is now, registered on the second set with the model's own error before it was measured:
+       out of sample.
+    A kind whose second set is not measured has no third row."""
+    rows = []
+    for t in tables:
+        if t.empty:
+            continue
+        processor = str(t["processor"].iloc[0])
+        programs_set = str(t["programs_set"].iloc[0]) if "programs_set" in t else "first"
+        done = t[t["log_error"].notna()]
+        if programs_set == "first":
+            rows.append(_model_row(processor, 1, programs_set, "as registered", "out of sample", done,
+                                   "predicted", "low", "high", "inside", "log_error"))
+            now = t[t["loo_inside"].notna()] if "loo_inside" in t else t.iloc[0:0]
+            rows.append(_model_row(processor, 2, programs_set, "as it is now", "in sample", now,
+                                   "current_predicted", "loo_low", "loo_high", "loo_inside", "current_log_error"))
+        elif len(done):
+            rows.append(_model_row(processor, 3, programs_set, "as it is now", "out of sample", done,
+                                   "predicted", "low", "high", "inside", "log_error"))
+    out = pd.DataFrame(rows, columns=MODEL_COLUMNS)
+    return out.sort_values(["processor", "column"], kind="stable").reset_index(drop=True)

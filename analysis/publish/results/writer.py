@@ -546,11 +546,13 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
                              measured_display=[shown(r.measured, r.measured_low, r.measured_high)
                                                for r in table.itertuples()])
         summary = cost_check.summary(table)
-        figure = f"cost_check_{processor_slug(head['processor'])}.svg"
+        programs_set = cost_check.programs_of(reg)
+        figure = ("cost_check_" + ("" if programs_set == "first" else f"{programs_set}_")
+                  + f"{processor_slug(head['processor'])}.svg")
         if summary["cells"]:
             figures.cost_check_figure(table, p(figure))
-        tables.append(table)
-        hosts.append({"registered": head["registered"], "processor": head["processor"],
+        tables.append(table.assign(programs_set=programs_set))
+        hosts.append({"registered": head["registered"], "processor": head["processor"], "programs_set": programs_set,
                       "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
                       "program_names": [p_["name"] for p_ in reg["program"]],
                       "allocators": list(head.get("allocators", [])),
@@ -559,8 +561,14 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
     if not tables:
         return {"cost_check": {"registrations": 0, "hosts": [], "measured_hosts": 0}}
     write_csv(pd.concat(tables, ignore_index=True), p("cost_check.csv"))
+    models = cost_check.models_compared(tables)
+    write_csv(models, p("cost_check_models.csv"))
+    kinds = sorted(set(costs["processor"])) if costs is not None and len(costs) else []
+    second = set(models.loc[models["column"] == 3, "processor"]) if len(models) else set()
     return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
-                           "measured_hosts": sum(1 for h in hosts if h["cells"])}}
+                           "measured_hosts": sum(1 for h in hosts if h["cells"]),
+                           "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],
+                           "models": models.to_dict("records")}}
 
 
 # the debate whose seed's figure is a share of a whole program's time (a browser benchmark's): its primary pair's

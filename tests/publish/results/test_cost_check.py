@@ -246,3 +246,43 @@ def test_left_out_program_by_program_the_widened_intervals_are_checked(checked):
     assert [a["allocator"] for a in s["loo_by_allocator"]] == ["hardened", "scudo"]
     assert len(s["loo_outside"]) == 3 - s["loo_inside"]
     assert cost_check.loo_summary(checked.iloc[0:0]) == {"loo_cells": 0}
+
+
+def test_a_later_set_of_programs_registers_beside_the_first_and_both_are_found(tmp_path, monkeypatch):
+    first = registration(cost_check.folder_of(PROCESSOR, tmp_path))
+    second = cost_check.folder_of(PROCESSOR, tmp_path, programs="second")
+    assert second.parent.name == "second" and second.name == first.name
+    second.mkdir(parents=True)
+    (second / cost_check.REGISTERED).write_text((first / cost_check.REGISTERED).read_text().replace(
+        "2099-01-01", "2099-03-01").replace('[registration]\n', '[registration]\nprograms = "second"\n'))
+    assert cost_check.registrations(tmp_path) == [first, second]
+    assert [cost_check.programs_of(cost_check.load(f)) for f in cost_check.registrations(tmp_path)] == ["first", "second"]
+    monkeypatch.setattr(cost_check, "REGISTRY", tmp_path)
+    monkeypatch.setattr(cost_check, "this_processor", lambda: "Third CPU (1/1/1)")
+    with pytest.raises(HeapcostError, match=r"\(Third CPU \(1/1/1\)\) for the second set of programs"):
+        cost_check.measure(programs_set="second")
+
+
+def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
+    def table(programs_set, errors, inside, loo=None):
+        rows = []
+        for i, (e, held) in enumerate(zip(errors, inside)):
+            m = 1.1 * math.exp(e)
+            rows.append({"program": f"p{i}", "allocator": "hardened", "processor": PROCESSOR, "predicted": 1.1,
+                         "low": 1.0, "high": 1.21, "measured": m, "inside": held, "log_error": e,
+                         "current_predicted": m, "current_log_error": 0.0 if loo else None,
+                         "loo_low": 0.9 * m if loo else None, "loo_high": 1.1 * m if loo else None,
+                         "loo_inside": True if loo else None, "programs_set": programs_set})
+        return pd.DataFrame(rows)
+
+    first = table("first", [0.01, -0.02, 0.30, 0.05], [True, True, False, True], loo=True)
+    second = table("second", [0.02, 0.01, -0.01], [True, True, True])
+    got = cost_check.models_compared([second, first]).set_index("column")
+    assert list(got.index) == [1, 2, 3]
+    assert got.loc[1, "sample"] == "out of sample" and got.loc[1, "inside"] == 3 and got.loc[1, "cells"] == 4
+    assert got.loc[1, "worst_program"] == "p2" and got.loc[1, "worst_error_percent"] == "+35.0"
+    assert got.loc[2, "sample"] == "in sample" and got.loc[2, "inside"] == 4 and got.loc[2, "median_abs_error_percent"] == "0.0"
+    assert got.loc[3, "programs_set"] == "second" and got.loc[3, "coverage_percent"] == "100"
+    assert got.loc[3, "median_abs_error_percent"] == "1.0"
+    # a second set registered but not measured yet adds no row
+    assert 3 not in set(cost_check.models_compared([first, table("second", [], [])])["column"])
