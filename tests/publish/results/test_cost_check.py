@@ -286,3 +286,40 @@ def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
     assert got.loc[3, "median_abs_error_percent"] == "1.0"
     # a second set registered but not measured yet adds no row
     assert 3 not in set(cost_check.models_compared([first, table("second", [], [])])["column"])
+
+
+def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so(tmp_path, monkeypatch, capsys):
+    from analysis.harness import cost_programs, measure
+
+    folder = registration(tmp_path / "reg")
+    text = (folder / cost_check.REGISTERED).read_text().replace(
+        'allocators = ["hardened", "scudo"]', 'allocators = ["scudo", "omalloc-1.128", "hardened-72fb357"]')
+    (folder / cost_check.REGISTERED).write_text(text.replace('name = "prog-a"', 'name = "gzip-text"').replace(
+        'name = "prog-b"', 'name = "sort-text"'))
+    monkeypatch.setattr(cost_programs, "write_inputs", lambda folder, programs=(): {"words": tmp_path / "w"})
+    monkeypatch.setattr(cost_check, "file_sha256", lambda path: SHA["prog-a"][1])
+    monkeypatch.setattr(cost_programs, "extra_workloads", lambda programs, inputs: ",".join(p.name for p in programs))
+    started = {}
+
+    class Campaign:
+        def __init__(self, **kw):
+            started.update(kw)
+
+        def run(self):
+            return tmp_path / "run"
+
+    monkeypatch.setattr(measure, "Campaign", Campaign)
+    cost_check.measure("hardened-72fb357=/lib/h.so", folder=folder, names=["gzip-text"])
+    assert started["allocators"] == "scudo" and started["extra_allocators"] == "hardened-72fb357=/lib/h.so"
+    assert "not measured (neither in the catalogue nor brought" in capsys.readouterr().out
+    with pytest.raises(HeapcostError, match="which the catalogue does not build"):
+        cost_check.measure("", folder=_only(folder, tmp_path), names=["gzip-text"])
+
+
+def _only(folder, tmp_path):
+    """The registration in `folder` predicting only the hand-built OpenBSD malloc."""
+    out = tmp_path / "only"
+    out.mkdir()
+    (out / cost_check.REGISTERED).write_text((folder / cost_check.REGISTERED).read_text().replace(
+        'allocators = ["scudo", "omalloc-1.128", "hardened-72fb357"]', 'allocators = ["omalloc-1.128"]'))
+    return out
