@@ -38,7 +38,7 @@ ALARM ?=
 TECHNIQUES ?=
 TECHNIQUES_MUSL ?=
 
-PAPER_INPUTS := $(shell find data notebooks analysis cost_predictions predictions.toml paper/paper.typ paper/refs.bib -type f \
+PAPER_INPUTS := $(shell find data notebooks analysis cost_predictions predictions.toml paper/paper.typ paper/common.typ paper/supplement.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
 .PHONY: help venv git-filter test test-fast measure probe mechanism fleet debates debates-secondary contribute merge allocators system-deps lab paper bench dataset validate clean
@@ -82,10 +82,10 @@ git-filter: ## strip notebook outputs on commit: the nbstrip clean filter in thi
 system-deps: $(VENV_STAMP) ## install the Debian packages the tests and measurements use (root), or print the command
 	$(PY) -m analysis provision --no-build
 
-paper: $(VENV_STAMP) git-filter paper/paper.pdf paper/paper.html ## render paper/paper.pdf and paper/paper.html from the published dataset
+paper: $(VENV_STAMP) git-filter paper/paper.pdf paper/paper.html ## render paper/paper.pdf and paper/paper.html, and the supplement beside them, from the published dataset
 
 # one command makes both (grouped target); nothing changed in the inputs: nothing to do
-paper/paper.pdf paper/paper.html &: $(VENV_STAMP) $(PAPER_INPUTS) CITATION.cff
+paper/paper.pdf paper/paper.html paper/supplement.pdf paper/supplement.html &: $(VENV_STAMP) $(PAPER_INPUTS) CITATION.cff
 	$(PY) -m analysis paper
 
 # the tests run in one worker per CPU (pytest-xdist): on 2 cores the suite takes 0.55 of its serial time

@@ -35,14 +35,21 @@ def pdf_text(pdf: Path) -> str:
     return "".join(pdf_pages(pdf))
 
 
+def with_supplement_text(pdf: Path) -> str:
+    """The paper's text, then its supplement's (supplement.pdf beside it, made by the same build) where there is one."""
+    supplement = Path(pdf).with_name("supplement.pdf")
+    return pdf_text(pdf) + (pdf_text(supplement) if supplement.is_file() else "")
+
+
 def generated_csv(out: Path, name: str) -> list[dict]:
     with open(out / "generated" / name, newline="") as fh:
         return list(csv.DictReader(fh))
 
 
 def assert_paper_states_generated(out: Path, pdf: Path, html: Path, data: Path) -> None:
-    """Each result the paper states is in the PDF's and the HTML's text exactly as generated/ holds it."""
-    text = squash(pdf_text(pdf))
+    """Each result the paper states is in the PDF's and the HTML's text exactly as generated/ holds it: in the
+    paper or in its supplement (supplement.pdf beside it, made by the same build)."""
+    text = squash(with_supplement_text(pdf))
     numbers = json.loads((out / "generated" / "results_numbers.json").read_text())
     # the verdict table: every allocator with its overhead, score interval and verdict
     trade = generated_csv(out, "results_tradeoff.csv")
@@ -81,6 +88,8 @@ def assert_paper_states_generated(out: Path, pdf: Path, html: Path, data: Path) 
     assert archive.checksum(data) in text
     html_text = html.read_text()
     assert archive.checksum(data) in html_text
+    if Path(html).with_name("supplement.html").is_file():
+        html_text += Path(html).with_name("supplement.html").read_text()
     for r in trade:
         assert r["overhead_display"] in html_text
 

@@ -105,7 +105,7 @@ def test_a_paper_whose_newest_full_run_measured_two_server_workloads_describes_t
     import json
     import shutil
 
-    from paper_checks import pdf_text, squash
+    from paper_checks import with_supplement_text, pdf_text, squash
     from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
     from analysis.paths import REPO
     from analysis.publish.render import paper
@@ -120,7 +120,7 @@ def test_a_paper_whose_newest_full_run_measured_two_server_workloads_describes_t
     pdf, _ = paper.build(data, out, notebooks=["security", "results"], log=lambda *_: None)
     numbers = json.loads((out / "generated" / "results_numbers.json").read_text())
     assert numbers["time_run"]["run_id"] == SIM_RUN
-    text = squash(pdf_text(pdf))
+    text = squash(with_supplement_text(pdf))
     method = text[text.index(squash("Harness, clock and noise")):text.index(squash("3.3 Statistics"))]
     assert squash(f"standard workloads, is {SIM_RUN}") in method and SERVER_RUN not in method
     abstract = text[:text.index(squash("1 Five debates"))]

@@ -10,7 +10,7 @@ from analysis.contract.host import host_fingerprint
 from analysis.publish.results import hosts, comparisons, writer
 from analysis.publish.render import paper
 from analysis.paths import REPO
-from paper_checks import generated_csv, pdf_text, squash
+from paper_checks import with_supplement_text, generated_csv, pdf_text, squash
 from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
 
 pytestmark = pytest.mark.paper
@@ -31,7 +31,7 @@ def build_paper(data, out):
     writer.write_outputs(comparisons.compute(data), generated)
     paper.write_paper_numbers(data, generated, ["results"])
     pdf, _ = paper.compile_paper(out)
-    return squash(pdf_text(pdf))
+    return squash(with_supplement_text(pdf))
 
 
 @pytest.fixture(scope="module")

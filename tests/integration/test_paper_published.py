@@ -116,8 +116,25 @@ def test_runs_measured_with_the_check_behind_the_library_are_the_listed_ones():
 
 
 MAIN_TEXT_PAGES = 16  # the main text's budget: pages before the references
+WHOLE_PAPER_PAGES = 45  # the main text, the references and the appendix; the rest is in the supplement
 
 
+def test_the_whole_paper_fits_its_budget_and_cites_only_parts_the_supplement_has():
+    """At most 45 pages in all, the supplement beside it; every part of the supplement the paper cites is one the
+    supplement numbered (never the fallback "the supplement" of a label it lacks)."""
+    import json
+
+    pdf = REPO / "paper" / "paper.pdf"
+    if not pdf.is_file():
+        pytest.skip("paper/paper.pdf is not built: `make paper` makes it (`make test` does first)")
+    assert len(pdf_pages(pdf)) <= WHOLE_PAPER_PAGES
+    assert (REPO / "paper" / "supplement.pdf").is_file()
+    refs = json.loads((REPO / "paper" / "generated" / "supplement_refs.json").read_text())
+    import re
+
+    cited = set(re.findall(r'#supp\("([a-z0-9-]+)"\)', (REPO / "paper" / "paper.typ").read_text()))
+    assert cited and cited <= set(refs), sorted(cited - set(refs))
+    assert all(re.fullmatch(r"(Table|Figure|Section) S[0-9]+(\.[0-9]+)*", v) for v in refs.values())
 
 
 def test_the_main_text_fits_its_budget_and_page_one_gives_the_five_answers():

@@ -33,7 +33,8 @@ DATA_FREE = {"noise": ("analysis/stats/simulate.py", "analysis/stats/compare.py"
                        "analysis/publish/debates/pool.py", "analysis/stats/random_effects.py", "analysis/stats/equivalence.py",
                        "analysis/stats/prediction.py",
                        "analysis/stats/primitives.py", "requirements.txt")}
-SOURCES = ["paper.typ", "refs.bib"]
+SOURCES = ["paper.typ", "common.typ", "supplement.typ", "refs.bib"]
+SUPPLEMENT_REFS = "supplement_refs.json"  # {label: "Table S3"}: the supplement's numbers the paper cites
 
 
 def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) -> dict:
@@ -147,12 +148,40 @@ def write_paper_numbers(data_dir: Path, generated: Path, notebooks: list[str]) -
 TAGGING_BUGS = ("internal error: parent group", "tags weren't properly closed")
 
 
-def compile_paper(out_dir: Path) -> tuple[Path, Path]:
+def supplement_refs(out_dir: Path) -> dict:
+    """{label: "Table S3" | "Figure S2" | "Section S4"} of every labelled table, figure and section of the
+    supplement, from its own numbering (the metadata its show rules leave), written into generated/ for the
+    paper to cite: the two documents are compiled apart, so the paper cannot reference the supplement's labels."""
     import typst
 
-    source = out_dir / "paper.typ"
+    source = out_dir / "supplement.typ"
+    if not source.is_file():
+        return {}
+    try:
+        found = json.loads(typst.query(str(source), "<supp-ref>", field="value", root=str(out_dir),
+                                       ignore_system_fonts=True))
+    except typst.TypstError as exc:
+        message = " ".join((getattr(exc, "message", "") or str(exc)).split())
+        raise HeapcostError(f"typst could not compile {source}: {message}") from None
+    refs = {item["key"]: item["text"] for item in found}
+    (out_dir / "generated" / SUPPLEMENT_REFS).write_text(json.dumps(refs, indent=2, sort_keys=True) + "\n")
+    return refs
+
+
+def compile_paper(out_dir: Path) -> tuple[Path, Path]:
+    """paper.pdf and paper.html, then the supplement's supplement.pdf and supplement.html beside them."""
+    pdf, html = _compile(out_dir, "paper")
+    if (out_dir / "supplement.typ").is_file():
+        _compile(out_dir, "supplement")
+    return pdf, html
+
+
+def _compile(out_dir: Path, name: str) -> tuple[Path, Path]:
+    import typst
+
+    source = out_dir / f"{name}.typ"
     compiler = typst.Compiler(str(source), root=str(out_dir), ignore_system_fonts=True)
-    pdf, html = out_dir / "paper.pdf", out_dir / "paper.html"
+    pdf, html = out_dir / f"{name}.pdf", out_dir / f"{name}.html"
     try:
         try:
             compiler.compile(output=str(pdf), format="pdf")
@@ -162,7 +191,7 @@ def compile_paper(out_dir: Path) -> tuple[Path, Path]:
             # pages break, not on the source): the paper is then written without tags, and says so here.
             if not any(m in str(exc) for m in TAGGING_BUGS):
                 raise
-            print("paper: typst's tagged PDF hit its page-break bug; paper.pdf is written without PDF tags")
+            print(f"paper: typst's tagged PDF hit its page-break bug; {name}.pdf is written without PDF tags")
             compiler.compile(output=str(pdf), format="pdf", pdf_tags=False)
         compiler.compile(output=str(html), format="html")
     except typst.TypstError as exc:
@@ -197,7 +226,10 @@ def build(data_dir: Path = DATA_DIR, out_dir: Path = PAPER_DIR, notebooks=NOTEBO
         for fname, blob in files.items():
             (generated / fname).write_bytes(blob)
     ran = run_notebooks(data_dir, generated, notebooks, log, kept)
+    if (out_dir / "supplement.typ").is_file():  # listed first, so the supplement's own build sees it too
+        (generated / SUPPLEMENT_REFS).write_text("{}\n")
     write_paper_numbers(data_dir, generated, ran)
+    supplement_refs(out_dir)
     if out_dir == PAPER_DIR.resolve():  # the repository's own paper: its map in docs/, read from its source
         from analysis.publish.render import paper_map
 

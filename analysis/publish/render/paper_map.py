@@ -1,5 +1,6 @@
-"""docs/paper-map.md, derived from the paper's own source: every file of paper/generated/ that paper.typ reads
-(through its helpers `fig`, `C` and `J`, or `json` directly), what it is, the sections that read it, and what writes it. The writer
+"""docs/paper-map.md, derived from the paper's own source: every file of paper/generated/ that paper.typ, its
+supplement (supplement.typ) or what both share (common.typ) reads (through the helpers `fig`, `C` and `J`, or `json`
+directly), what it is, the sections that read it, and what writes it. The writer
 is never kept by hand: each analysis notebook writes the files that start with its name (`results_...` by
 notebooks/results.ipynb), as `make paper` keeps them; paper_numbers.json is the paper command's own."""
 import re
@@ -8,6 +9,8 @@ from pathlib import Path
 from analysis.paths import REPO
 
 PAPER_SOURCE = REPO / "paper" / "paper.typ"
+# the documents read beside the paper, and how their sections are named in the map
+COMPANIONS = {"common.typ": "both documents' shared definitions", "supplement.typ": "supplement: "}
 PAPER_MAP = REPO / "docs" / "paper-map.md"
 READ = re.compile(r'(?P<helper>fig|C|J|json)\("(?:generated/)?(?P<file>[\w.]+\.(?:svg|csv|json))"')
 HEADING = re.compile(r"^(?P<level>=+) (?P<title>[^<\n]+?)\s*(?:<[\w-]+>)?\s*$")
@@ -34,7 +37,7 @@ def writer_of(file: str, notebooks) -> str:
     prefix = file.split("_", 1)[0]
     if prefix in notebooks:
         return f"notebooks/{prefix}.ipynb"
-    if prefix == "paper":
+    if prefix in ("paper", "supplement"):
         return "`python -m analysis paper` (analysis/publish/render/paper.py)"
     return "nothing: no notebook's name starts its name"
 
@@ -46,16 +49,36 @@ def page(source: str, notebooks) -> str:
              "", "Every figure, table and number of `paper/paper.pdf` is read from `paper/generated/`. Each analysis notebook",
              "writes the files that start with its name; `make paper` runs them (`python -m analysis paper --notebooks",
              "NAME` runs one), and `python -m analysis paper --data DIR --out DIR` renders the paper from another dataset",
-             "into another place. The list below is read from `paper/paper.typ` itself.", "",
+             "into another place. The list below is read from `paper/paper.typ` itself, its supplement",
+             "(`paper/supplement.typ`, which `make paper` renders beside it) and what both share (`paper/common.typ`).", "",
              "| file in `paper/generated/` | what | read in | written by |", "|---|---|---|---|"]
     lines += [f"| `{f}` | {e['kind']} | {'; '.join(e['sections']) or 'the preamble'} | {writer_of(f, notebooks)} |"
               for f, e in rows]
     return "\n".join(lines) + "\n"
 
 
+def sources(source: Path = PAPER_SOURCE) -> str:
+    """The paper's source, then its companions' beside it: the shared definitions under a heading of their own,
+    the supplement's headings named as the supplement's."""
+    text = source.read_text()
+    for name, how in COMPANIONS.items():
+        companion = source.with_name(name)
+        if not companion.is_file():
+            continue
+        lines = companion.read_text().splitlines()
+        if how.endswith(": "):
+            lines = [HEADING.sub(lambda h: f"{h['level']} {how}{h['title'].strip()}", l) if HEADING.match(l) else l
+                     for l in lines]
+        else:
+            lines = [f"= {how}"] + lines
+        text += "\n" + "\n".join(lines)
+    return text
+
+
 def write(notebooks, path: Path = PAPER_MAP, source: Path = PAPER_SOURCE) -> bool:
-    """Rewrite the page from the paper's source, for the given analysis notebooks; True when it changed."""
-    text = page(source.read_text(), notebooks)
+    """Rewrite the page from the paper's source and its companions, for the given analysis notebooks; True when it
+    changed."""
+    text = page(sources(source), notebooks)
     if path.is_file() and path.read_text() == text:
         return False
     path.write_text(text)

@@ -44,6 +44,8 @@ DEFAULT_ALLOCATORS = ("jemalloc", "mimalloc2", "scudo", "mozjemalloc-poison", "h
 LARGE, SPARSE = 0.5, 1.0
 # a configuration whose median signed error over the programs is beyond this is missed systematically
 SYSTEMATIC = 0.05
+# a miss beyond this factor either way is named, with its measured reason or as unexplained
+FAR = 1.25
 MIN_BLOCKS = 6  # a cell's paired estimate needs 5 windows after the first, the warm-up
 COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
            "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why",
@@ -547,7 +549,12 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
             "sparse_below_calls_per_ms": f"{SPARSE:g}",
             "misses": [{"program": r.program, "allocator": r.allocator, "predicted": f"{r.predicted:.3f}",
                         "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error)}
-                       for r in worst.itertuples()]}
+                       for r in worst.itertuples()],
+            "far_factor": f"{FAR:g}",
+            "far_misses": [{"program": r.program, "allocator": r.allocator, "predicted": f"{r.predicted:.3f}",
+                            "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error)}
+                           for r in done[done["abs_error"] > math.log(FAR)].sort_values(
+                               ["abs_error", "program", "allocator"], ascending=[False, True, True]).itertuples()]}
 
 
 # ---- the command ----

@@ -28,7 +28,7 @@ def test_the_map_lists_each_file_with_the_sections_that_read_it_and_its_writer()
 
 
 def test_the_published_map_is_the_one_the_paper_source_gives():
-    expected = paper_map.page(paper_map.PAPER_SOURCE.read_text(), NOTEBOOKS)
+    expected = paper_map.page(paper_map.sources(), NOTEBOOKS)
     assert paper_map.PAPER_MAP.read_text() == expected, "docs/paper-map.md is stale: run `make paper`"
     assert "nothing: no notebook" not in expected  # every file the paper reads has a writer
     assert expected.count("\n| `") > 40

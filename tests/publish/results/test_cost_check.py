@@ -323,3 +323,11 @@ def _only(folder, tmp_path):
     (out / cost_check.REGISTERED).write_text((folder / cost_check.REGISTERED).read_text().replace(
         'allocators = ["scudo", "omalloc-1.128", "hardened-72fb357"]', 'allocators = ["omalloc-1.128"]'))
     return out
+
+
+def test_misses_beyond_the_named_factor_are_listed_either_way(checked):
+    s = cost_check.summary(checked)
+    far = {(m["program"], m["allocator"]) for m in s["far_misses"]}
+    done = checked[checked["log_error"].notna()]
+    expected = {(r.program, r.allocator) for r in done.itertuples() if abs(r.log_error) > math.log(1.25)}
+    assert s["far_factor"] == "1.25" and far == expected
