@@ -203,7 +203,7 @@ def cost_check_figure(table: pd.DataFrame, path: Path) -> None:
     done = table[table["measured"].notna() & table["predicted"].notna()]
     allocs = sorted(done["allocator"].unique())
     markers = "osD^v<>phX*"
-    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    fig, ax = plt.subplots(figsize=(3.3, 3.0))  # placed two side by side: half the text block, drawn at about its size
     lo = min(done[["low", "measured_low"]].min().min(), 0.9)
     hi = max(done[["high", "measured_high"]].max().max(), 1.1)
     ax.plot([lo, hi], [lo, hi], color="0.6", lw=0.8, zorder=0)
@@ -221,9 +221,9 @@ def cost_check_figure(table: pd.DataFrame, path: Path) -> None:
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0)))
         axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         axis.set_minor_formatter(plt_null_formatter())
-    ax.set_xlabel("predicted ratio over the baseline (95% interval of the per-call costs)")
-    ax.set_ylabel("measured ratio (95% confidence interval)")
-    ax.legend(fontsize=6, frameon=False, loc="upper left")
+    ax.set_xlabel("predicted ratio (registered interval)")
+    ax.set_ylabel("measured ratio (95% CI)")
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
     fig.tight_layout()
     save(fig, path)
 
