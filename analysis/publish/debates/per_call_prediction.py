@@ -270,3 +270,77 @@ def numbers(t: pd.DataFrame) -> dict:
                            "predicted": r.predicted_display, "measured": r.measured_display}
                           for r in both.itertuples() if r.split_display == "" and r.ci_low > r.pred_high],
     }
+
+
+# ---- registered before the cells are measured again ----
+
+# a [[per_call]] entry of predictions.toml: a debate cell predicted from a kind's per-call costs and the workload's
+# profile, registered (`python -m analysis predict`, committed) before the kind's next runs of the cell
+REGISTERED_KEYS = ("seed", "configuration", "workload", "processor", "registered", "after_run", "profile_run",
+                   "centre", "low", "high", "model_low", "model_high", "model_error_from")
+CHECK_COLUMNS = ["seed", "configuration", "workload", "processor", "registered", "after_run", "predicted_display",
+                 "model_display", "runs", "measured", "ci_low", "ci_high", "measured_display", "inside", "inside_model",
+                 "log_error"]
+
+
+def registrations(t: pd.DataFrame, residuals: pd.DataFrame, registered: str, after_run: str) -> list[dict]:
+    """A [[per_call]] entry for every predicted cell of `t` (table()): its interval from the inputs, and the same
+    widened by the model's own error for the configuration with the defence (the checked programs' misses,
+    `residuals`; stats/cost_model.model_error), as `cost` prints it. `after_run`: the newest run id of the dataset
+    when registered; a run that checks the entry started after it."""
+    from analysis.publish.results.cost_prediction import family_of
+
+    out = []
+    for r in t.itertuples():
+        if not _num(r.predicted):
+            continue
+        with_ = r.configuration.split(" / ")[0]
+        err = cost_model.model_error(residuals, with_, family_of(with_)) if len(residuals) else None
+        low, high = (cost_model.with_model_error(r.predicted, r.pred_low, r.pred_high, err) if err is not None
+                     else (r.pred_low, r.pred_high))
+        out.append({"seed": str(r.seed), "configuration": r.configuration, "workload": r.workload,
+                    "processor": r.processor, "registered": registered, "after_run": after_run,
+                    "profile_run": r.profile_run, "centre": round(float(r.predicted), 6),
+                    "low": round(float(r.pred_low), 6), "high": round(float(r.pred_high), 6),
+                    "model_low": round(float(low), 6), "model_high": round(float(high), 6),
+                    "model_error_from": (f"{err.residuals} misses of {err.programs} checked programs ({err.scope})"
+                                         if err is not None else "not checked")})
+    return out
+
+
+def check(entries: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
+    """Every registered entry against the runs of its cell on its kind that started after it (results_debate_runs
+    rows: one estimate per run and layout build, pooled as the debates pool them); a cell no such run measured
+    keeps its row, unmeasured."""
+    from analysis.stats import random_effects
+
+    rows = []
+    for e in entries:
+        row = dict.fromkeys(CHECK_COLUMNS)
+        row.update({k: e[k] for k in ("seed", "configuration", "workload", "processor", "registered", "after_run")})
+        row.update(predicted_display=fmt_interval(e["centre"], e["low"], e["high"]),
+                   model_display=fmt_interval(e["centre"], e["model_low"], e["model_high"]), runs=0)
+        later = runs[(runs["seed"].astype(str) == str(e["seed"])) & (runs["configuration"] == e["configuration"])
+                     & (runs["workload"] == e["workload"]) & (runs["processor"] == e["processor"])
+                     & (runs["run_id"].astype(str) > str(e["after_run"]))
+                     & ~runs["superseded"].astype(str).str.lower().eq("true")] if len(runs) else runs
+        if len(later):
+            pooled = random_effects.pool(later.assign(host=later["processor"]))
+            lo, hi = pooled.interval()
+            m = math.exp(pooled.estimate)
+            row.update(runs=int(later["run_id"].nunique()), measured=m, ci_low=math.exp(lo), ci_high=math.exp(hi),
+                       measured_display=fmt_interval(m, math.exp(lo), math.exp(hi)),
+                       inside=bool(e["low"] <= m <= e["high"]), inside_model=bool(e["model_low"] <= m <= e["model_high"]),
+                       log_error=math.log(m) - math.log(e["centre"]))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=CHECK_COLUMNS)
+
+
+def check_numbers(t: pd.DataFrame) -> dict:
+    done = t[t["measured"].notna()] if len(t) else t
+    return {"registered": int(len(t)), "measured": int(len(done)),
+            "inside": int(done["inside"].astype(bool).sum()) if len(done) else 0,
+            "inside_model": int(done["inside_model"].astype(bool).sum()) if len(done) else 0,
+            "registrations": sorted(set(t["registered"])) if len(t) else [],
+            "median_abs_error_percent": (f"{100 * math.expm1(float(done['log_error'].astype(float).abs().median())):.1f}"
+                                         if len(done) else "")}

@@ -148,7 +148,10 @@ def same_machines(e: dict) -> tuple:
     return e["seed"], e["configuration"], e["workload"], e["kind"], tuple(e["from_machines"])
 
 
-def render(entries: list[dict], long_builds: list[dict] = (), next_machines: list[dict] = ()) -> str:
+def render(entries: list[dict], long_builds: list[dict] = (), next_machines: list[dict] = (),
+           per_calls: list[dict] = ()) -> str:
+    from analysis.publish.debates.per_call_prediction import REGISTERED_KEYS
+
     head = ("# Predictions registered before they are measured. [[prediction]]: each debate's primary answer on a\n"
             "# host not yet measured (`python -m analysis predict`, analysis/publish/debates/predictions.py): the\n"
             "# interval a new host's answer should fall in (95%), from the hosts named, with the between-host spread\n"
@@ -156,16 +159,23 @@ def render(entries: list[dict], long_builds: list[dict] = (), next_machines: lis
             "# short build's per-unit cost there (`python -m analysis predict-build`, analysis/publish/debates/\n"
             "# long_build.py). [[next_machine]]: each debate cell's answer on the next machine of a kind already\n"
             "# measured, before that machine's runs are merged (`python -m analysis predict`): the 95% interval of its\n"
-            "# estimate under make debates's layout builds (low, high) and with one build. Never edited by hand; a new\n"
-            "# registration is added below the old ones.\n")
+            "# estimate under make debates's layout builds (low, high) and with one build. [[per_call]]: each debate\n"
+            "# cell a kind's per-call costs and the workload's profile predict (`python -m analysis predict`,\n"
+            "# analysis/publish/debates/per_call_prediction.py), checked by that kind's runs after `after_run`: the\n"
+            "# inputs' interval (low, high) and with the model's own error (model_low, model_high). Never edited by\n"
+            "# hand; a new registration is added below the old ones.\n")
     blocks = [_block("prediction", e, KEYS) for e in entries] + \
         [_block("long_build", e, LONG_BUILD_KEYS) for e in long_builds] + \
-        [_block("next_machine", e, NEXT_MACHINE_KEYS) for e in next_machines]
+        [_block("next_machine", e, NEXT_MACHINE_KEYS) for e in next_machines] + \
+        [_block("per_call", e, REGISTERED_KEYS) for e in per_calls]
     return head + "\n" + "\n".join(blocks)
 
 
-def write(path: Path, entries: list[dict], long_builds: list[dict] = (), next_machines: list[dict] = ()) -> None:
-    Path(path).write_text(render(entries, long_builds, next_machines))
+def write(path: Path, entries: list[dict], long_builds: list[dict] = (), next_machines: list[dict] = (),
+          per_calls: list[dict] | None = None) -> None:
+    """The registration file with these entries; `per_calls` None: the [[per_call]] entries it holds, kept."""
+    Path(path).write_text(render(entries, long_builds, next_machines,
+                                 load_per_calls(path) if per_calls is None else per_calls))
 
 
 def _entries(path: Path, kind: str, keys) -> list[dict]:
@@ -189,6 +199,31 @@ def load_long_builds(path: Path = PREDICTIONS_TOML) -> list[dict]:
 
 def load_next_machines(path: Path = PREDICTIONS_TOML) -> list[dict]:
     return _entries(path, "next_machine", NEXT_MACHINE_KEYS)
+
+
+def load_per_calls(path: Path = PREDICTIONS_TOML) -> list[dict]:
+    from analysis.publish.debates.per_call_prediction import REGISTERED_KEYS
+
+    return _entries(path, "per_call", REGISTERED_KEYS)
+
+
+def same_per_call(e: dict) -> tuple:
+    """What makes two per-call registrations one: the same cell, kind, profile and prediction."""
+    return e["seed"], e["configuration"], e["workload"], e["processor"], e["profile_run"], e["centre"]
+
+
+def compute_per_calls(data_dir: Path, spec: dict, today: str, commit: str, baseline: str = "glibc") -> list[dict]:
+    """A [[per_call]] entry for every debate cell a kind's per-call costs and profiles predict now, the model's own
+    error from the cost check's misses (publish/results/cost.model_inputs), `after_run` the dataset's newest run."""
+    from analysis.publish.debates import per_call_prediction
+    from analysis.publish.results import cost
+
+    runs_dir = Path(data_dir) / "runs"
+    inputs = cost.model_inputs(runs_dir, baseline)
+    t = per_call_prediction.table(runs_dir, inputs.costs, pd.DataFrame(), spec, baseline, None,
+                                  per_call_prediction.direct_costs(runs_dir, spec, baseline))
+    newest = max((p.name for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")), default="")
+    return per_call_prediction.registrations(t, inputs.residuals, f"{today}, commit {commit}", newest)
 
 
 def _same_host(label: str, earlier: list[str], labels: list[str]) -> bool:
@@ -251,20 +286,28 @@ def run(args) -> int:
     new = compute(res, per_host, spec, today, commit)
     spread, _ = questions.spreads(questions.debate_runs(res, spec, pool.grouped_cells(res.cells)))
     new_machines = compute_next_machine(per_host, spread, today, commit)
-    if not new and not new_machines:
+    new_per_calls = compute_per_calls(Path(args.data) if args.data else DATA_DIR, spec, today, commit)
+    if not new and not new_machines and not new_per_calls:
         raise HeapcostError("no primary cell has an answer on any host: nothing to predict from")
     path = Path(args.output)
     earlier = load(path)
     earlier_machines = load_next_machines(path)
     new, already = not_registered(new, earlier)
     new_machines, already_machines = not_registered(new_machines, earlier_machines, same_machines)
+    earlier_per_calls = load_per_calls(path)
+    new_per_calls, _ = not_registered(new_per_calls, earlier_per_calls, same_per_call)
     for e in already:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']}: registered before from the same hosts "
               f"({e['registered']}); left as it was")
     if already_machines:
         print(f"{len(already_machines)} next-machine intervals registered before from the same machines; left as they were")
-    if new or new_machines:
-        write(path, earlier + new, load_long_builds(path), earlier_machines + new_machines)
+    if new or new_machines or new_per_calls:
+        write(path, earlier + new, load_long_builds(path), earlier_machines + new_machines,
+              earlier_per_calls + new_per_calls)
+    for e in new_per_calls:
+        print(f"seed {e['seed']} {e['configuration']} on {e['workload']}, {e['processor']}: its per-call costs "
+              f"predict {e['centre']} [{e['low']}, {e['high']}], with the model's own error "
+              f"[{e['model_low']}, {e['model_high']}], for runs after {e['after_run']}")
     for e in new:
         print(f"seed {e['seed']} {e['configuration']} on {e['workload']}: a new host should read "
               f"{e['centre']} [{e['low']}, {e['high']}] (from {len(e['from_hosts'])} host(s); between-host spread "

@@ -159,3 +159,36 @@ def test_where_each_sides_start_up_is_measured_a_second_prediction_charges_it_pe
     assert t.loc["defended / plain", "predicted"] == pytest.approx(1.3 / 1.1)
     pool._processors.cache_clear()
     pool._machines.cache_clear()
+
+
+def test_a_registered_cell_is_checked_only_by_its_kinds_runs_after_it():
+    from analysis.publish.debates import per_call_prediction as pcp
+    from analysis.stats import cost_model
+
+    t = pd.DataFrame([{"seed": "002", "configuration": "poison / plain", "workload": "churn", "processor": "K (1/2/3)",
+                       "profile_run": "20990101T000000Z-profile-workloads", "predicted": 1.05, "pred_low": 1.04,
+                       "pred_high": 1.06},
+                      {"seed": "003", "configuration": "a / b", "workload": "churn", "processor": "K (1/2/3)",
+                       "profile_run": "p", "predicted": float("nan"), "pred_low": float("nan"),
+                       "pred_high": float("nan")}])
+    residuals = pd.DataFrame([{"program": f"p{i}", "allocator": "poison", "family": "poison", "processor": "K (1/2/3)",
+                               "log_error": e} for i, e in enumerate([0.01, -0.02, 0.03, -0.04] * 6)],
+                             columns=cost_model.RESIDUAL_COLUMNS)
+    entries = pcp.registrations(t, residuals, "2099-01-02, commit abc", "20990102T000000Z-time-quick")
+    assert len(entries) == 1  # a cell the model could not predict is not registered
+    e = entries[0]
+    assert e["low"] == 1.04 and e["model_low"] < e["low"] and e["model_high"] > e["high"]
+
+    def run(run_id, ratio, processor="K (1/2/3)"):
+        return {"seed": "002", "configuration": "poison / plain", "workload": "churn", "run_id": run_id,
+                "processor": processor, "machine": "M-1", "build": "x", "estimate": math.log(ratio), "se": 0.004,
+                "df": 30, "superseded": False}
+    runs = pd.DataFrame([run("20990101T000000Z-time-quick", 1.30),            # before the registration
+                         run("20990103T000000Z-time-quick", 1.052),
+                         run("20990104T000000Z-time-quick", 1.30, "Other (9/9/9)")])  # another kind
+    got = pcp.check(entries, runs).iloc[0]
+    assert got["runs"] == 1 and abs(got["measured"] - 1.052) < 1e-9 and bool(got["inside"]) and bool(got["inside_model"])
+    none_after = pcp.check(entries, runs.iloc[[0, 2]]).iloc[0]
+    assert none_after["runs"] == 0 and pd.isna(none_after["measured"])
+    numbers = pcp.check_numbers(pcp.check(entries, runs))
+    assert numbers["registered"] == 1 and numbers["measured"] == 1 and numbers["inside"] == 1
