@@ -127,6 +127,7 @@ def test_a_pair_is_the_ratio_of_both_sides_predicted_times():
                                 None)
 
 
+@pytest.mark.slow  # hundreds of simulated data sets: seconds of CPU, in `make test` only
 def test_a_pairs_interval_covers_the_truth_at_its_rate_on_simulated_per_call_costs():
     """Per-call costs measured with a known standard error around a known truth: the pair's 95% interval holds
     the true ratio in about 95% of the simulated measurements, T's own spread included."""
