@@ -216,3 +216,25 @@ def test_the_probe_outcomes_the_paper_counts_add_up_to_their_total():
     sentence = sentence[:sentence.index("Where the documentation's claims")]
     for outcome in s["outcomes"]:
         assert f'"outcomes", "{outcome}"' in sentence, outcome
+
+
+def test_the_comparisons_the_paper_counts_add_up_to_their_total():
+    """The speed and memory comparisons the paper counts (slower, faster and neither; larger, smaller and
+    neither) sum to the comparisons it says there are, and the rendered paper prints each part."""
+    import json
+    import re
+
+    from paper_checks import squash
+
+    numbers = REPO / "paper" / "generated" / "results_numbers.json"
+    pdf = REPO / "paper" / "paper.pdf"
+    if not (numbers.is_file() and pdf.is_file()):
+        pytest.skip("paper/paper.pdf is not built: `make paper` makes it")
+    r = json.loads(numbers.read_text())
+    speed, memory = r["speed"], r["memory"]
+    assert speed["slower"] + speed["faster"] + speed["neither"] == speed["rows"]
+    assert memory["larger"] + memory["smaller"] + memory["neither"] == memory["rows"]
+    text = squash(" ".join(pdf_pages(pdf)))
+    assert squash(f"{speed['slower']} are slower than") in text and squash(f"and {speed['neither']} neither") in text
+    assert re.search(squash(f"Of {memory['rows']} comparisons, {memory['larger']} show a larger and "
+                            f"{memory['smaller']} a smaller"), text) and squash(f"and {memory['neither']} neither.") in text

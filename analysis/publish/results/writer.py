@@ -303,6 +303,8 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     numbers["speed"] = {
         "rows": int(len(counted)), "aa_rows": int(len(speed) - len(counted)),
         "slower": int((counted["ci_low"] > 1).sum()), "faster": int((counted["ci_high"] < 1).sum()),
+        # the rest: an interval that holds 1 (slower + faster + neither = rows, as the paper prints them)
+        "neither": int(((counted["ci_low"] <= 1) & (counted["ci_high"] >= 1)).sum()),
         "noninferior": int(counted["noninferior"].sum()),
         "cheapest": _attributed(res, _extreme(geo_counted, "geomean_ratio", min)),
         "dearest": _attributed(res, _extreme(geo_counted, "geomean_ratio", max)),
@@ -314,6 +316,7 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     }
     numbers["memory"] = {"rows": int(len(mem_counted)), "larger": int((mem_counted["ci_low"] > 1).sum()),
                          "smaller": int((mem_counted["ci_high"] < 1).sum()),
+                         "neither": int(((mem_counted["ci_low"] <= 1) & (mem_counted["ci_high"] >= 1)).sum()),
                          "leanest": _extreme(mgeo, "geomean_ratio", min),
                          "heaviest": _extreme(mgeo, "geomean_ratio", max)}
     return numbers
