@@ -127,7 +127,7 @@ COUNTS = [
 PROBES = [
     _f("run_id", "string", "The probe run (directory name).", required=True),
     _f("allocator", "string", "Allocator id.", required=True),
-    _f("probe", "string", "Probe id (see probes/README.md and analysis/harness/probes.py).", required=True),
+    _f("probe", "string", "Probe id (see probes/README.md and analysis/harness/security/probes.py).", required=True),
     _f("size", "integer", "Block size the misuse worked on (the probe's argv[1]); empty for the entropy "
        "probes, which take no size. Runs published before sizes existed lack the column: one size per "
        "probe (the probe's old default).", "bytes", minimum=1),
@@ -256,7 +256,7 @@ TECHNIQUES = [
        "technique's own assertion failed (its precondition or result did not hold here) before the allocator "
        "ended it; crashes: another signal or a non-zero exit without an allocator message; hangs: killed at the "
        "timeout; not-run: it could not run under this allocator (detail). The outcome of the most runs (ties go "
-       "to the one better for the attacker); see outcomes. Rules: analysis/harness/technique_verdict.py.",
+       "to the one better for the attacker); see outcomes. Rules: analysis/harness/security/technique_verdict.py.",
        required=True, enum=TECHNIQUE_OUTCOMES),
     _f("outcomes", "string", "Count of each outcome over the runs, most frequent first, as `name=count` "
        "separated by spaces (more than one name: the outcome is random here)."),

@@ -8,7 +8,7 @@ import pytest
 
 from analysis.contract import security_weights as W
 from analysis.errors import HeapcostError
-from analysis.harness.probes import PROBES
+from analysis.harness.security.probes import PROBES
 from analysis.paths import REPO
 from analysis.stats import primitives as PR
 

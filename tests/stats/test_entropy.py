@@ -104,7 +104,7 @@ def test_reuse_entropy_known_extremes_and_the_cap():
 
 
 def test_a_reuse_row_from_the_result_lines_of_its_processes():
-    from analysis.harness import probes as P
+    from analysis.harness.security import probes as P
 
     probe = P.PROBES["reuse-entropy"]
     assert probe.sizes == (None,) and probe.argv(None) == []
@@ -219,7 +219,7 @@ def test_address_entropy_intervals_cover_the_truth(case):
 @pytest.mark.slow
 @pytest.mark.allocators
 def test_glibc_reuse_is_lifo_near_zero_bits():
-    from analysis.harness import probes as P
+    from analysis.harness.security import probes as P
     from analysis.harness.allocators.catalog import load_catalog
 
     target = P.target_for(load_catalog()["glibc"])
@@ -239,7 +239,7 @@ def test_glibc_reuse_is_lifo_near_zero_bits():
 
 
 def test_reuse_with_no_reading_says_why():
-    from analysis.harness import probes as P
+    from analysis.harness.security import probes as P
 
     slow = P._reuse_summary([{"picks": "5", "candidates": "100"}] * 3, 0, "")
     assert slow["outcome"] == "n/a" and slow["detail"].startswith("no process made two picks in its time budget")

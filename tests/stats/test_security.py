@@ -106,7 +106,7 @@ def test_claims_against_observations():
 
 def test_every_defence_id_maps_to_known_probes():
     from analysis.harness.allocators.catalog import DEFENCES
-    from analysis.harness.probes import PROBES
+    from analysis.harness.security.probes import PROBES
 
     assert set(S.DEFENCE_PROBES) == set(DEFENCES)
     for probe_ids, _ in S.DEFENCE_PROBES.values():

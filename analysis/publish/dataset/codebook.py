@@ -24,13 +24,13 @@ HOW_MEASURED = {
     "probes.csv": "Heap-misuse probes (`python -m analysis probe`). One row per allocator, probe and block "
                   "size: each probe is a small C or C++ program that commits one misuse, run in fresh sandboxed "
                   "processes, its outcome classified from exit status, signal, stderr and what the program "
-                  "observed (analysis/harness/probe_verdict.py).",
+                  "observed (analysis/harness/security/probe_verdict.py).",
     "techniques.csv": "Known exploitation techniques (`python -m analysis probe --techniques DIR`): programs that "
                       "each carry out one published heap technique and assert its own success (how2heap's "
                       "glibc_2.36 folder), brought by the user and built by hand, never shipped. One row per "
                       "technique and allocator: the program run in fresh sandboxed processes under the allocator "
                       "(malloc checked to come from its library), stdin from /dev/null, with a timeout; each run "
-                      "classified from its exit status, signal and stderr (analysis/harness/technique_verdict.py).",
+                      "classified from its exit status, signal and stderr (analysis/harness/security/technique_verdict.py).",
     "pairs.csv": "Lockstep pairs (`python -m analysis measure --protocol lockstep`, kind `time`). One row per "
                  "process pair: the baseline's process (A) and another allocator's (B) on the same C workload, "
                  "alive at once, pinned to one CPU and taking turns of about a millisecond of their own work "

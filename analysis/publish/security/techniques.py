@@ -1,6 +1,6 @@
 """The known exploitation techniques for the paper: each configuration's cells from the newest techniques.csv of the
 dataset that ran it (brought programs, each
-asserting its own success: how2heap's glibc_2.36 folder; analysis/harness/techniques.py) as a table, a figure and
+asserting its own success: how2heap's glibc_2.36 folder; analysis/harness/security/techniques.py) as a table, a figure and
 numbers, the glibc family's place on the security axis checked against them, and what each glibc defence buys
 against them. Written by notebooks/security.ipynb, hence the files' prefix:
 
@@ -15,7 +15,7 @@ against them. Written by notebooks/security.ipynb, hence the files' prefix:
   paper then says so).
 
 A cell whose technique does not build against the configuration's C library (techniques.csv: not-applicable
-without any run, analysis/harness/techniques.py) is neither stopped nor working: it is shown as `not-built` and
+without any run, analysis/harness/security/techniques.py) is neither stopped nor working: it is shown as `not-built` and
 counted apart from the techniques run, in every "N of M".
 """
 import csv

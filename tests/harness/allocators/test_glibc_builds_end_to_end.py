@@ -12,7 +12,8 @@ import pytest
 
 from analysis.errors import HeapcostError
 from analysis.paths import portable_path
-from analysis.harness import lockstep, probes, trial
+from analysis.harness import lockstep, trial
+from analysis.harness.security import probes
 from analysis.harness.allocators import catalog, glibc_build, provision
 from analysis.harness.launcher import _DEFAULTS, LaunchResult
 from analysis.harness.workloads import WORKLOADS

@@ -4,7 +4,7 @@ glibc-no-safe-linking) a safe-linking-encoded target sent malloc to a garbage ad
 allocator was credited as caught, so removing safe-linking raised the score."""
 import pytest
 
-from analysis.harness import probes as P
+from analysis.harness.security import probes as P
 from analysis.harness.allocators.catalog import parse_extra
 from conftest import build_fixture_libs
 

@@ -18,16 +18,16 @@ configurations run none: not-run). A technique of the glibc set that the musl se
 `not_built`: program -> the compiler's one-line reason); its program_sha256 is empty. A technique that cannot be
 built against a configuration's C library is neither stopped nor working there.
 
-Each program runs as the probes do (analysis/harness/probes.py): in a fresh sandboxed process under the
+Each program runs as the probes do (analysis/harness/security/probes.py): in a fresh sandboxed process under the
 allocator's LD_PRELOAD and environment (a built glibc's loader in front of the argv: the program cannot be
 relinked to that loader as the probes are, so its brk heap lies after the loader's data there, not the
 program's), mallocwho checking that malloc came from the allocator's library (in a run of its own before the
-cell's: malloc_check), stdin from /dev/null, a timeout; native/faultwhere.c is preloaded last to name the object
+cell's: malloc_check), stdin from /dev/null, a timeout; security/faultwhere.c is preloaded last to name the object
 a fault or a trap was raised in.
 A statically linked (musl) program takes no LD_PRELOAD, so neither mallocwho nor faultwhere reaches it. Its malloc
 is the one linked into it, checked once when the folder is brought from its symbol table (MUSL_MALLOCS: mallocng,
 or musl's bump allocator lite_malloc, which a static program that never calls free gets instead), and recorded in
-run.json with each program's; a fault is located by native/faulttrace.c, which runs it under ptrace, and told to be
+run.json with each program's; a fault is located by security/faulttrace.c, which runs it under ptrace, and told to be
 in the allocator's own code by the function the program's symbol table puts its pc in (MUSL_MALLOC_FUNCTIONS).
 Each (technique, allocator) cell runs `runs` times (randomised allocators differ between runs); one run's outcome
 is technique_verdict.verdict's, the cell's the most frequent (ties go to the one better for the attacker).
@@ -43,9 +43,11 @@ from pathlib import Path
 
 from analysis.errors import HeapcostError
 from analysis.harness import elf, launcher
-from analysis.harness.technique_verdict import NOT_RUN, verdict
+from analysis.harness.security.technique_verdict import NOT_RUN, verdict
 from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
-from analysis.paths import NATIVE_DIR, file_sha256, portable_path, portable_text
+from analysis.paths import file_sha256, portable_path, portable_text
+
+HERE = Path(__file__).resolve().parent  # the C sources beside this module: faultwhere.c, faulttrace.c
 
 PROVENANCE_FILE = "provenance.json"
 PROVENANCE_KEYS = ("upstream", "revision", "folder", "compiler", "flags", "libc")
@@ -104,7 +106,7 @@ class Brought:
         if self.libc != "glibc":
             out.update(libc=self.libc, malloc_check=MUSL_MALLOC_CHECK,
                        malloc={t.id: t.malloc.split(":")[0] for t in self.techniques},
-                       fault_record="native/faulttrace.c (ptrace): a static program takes no preloaded faultwhere",
+                       fault_record="security/faulttrace.c (ptrace): a static program takes no preloaded faultwhere",
                        not_built=self.not_built)
         return out
 
@@ -232,13 +234,13 @@ def bring(folder, libc: str = "glibc") -> Brought:
 def faultwhere_path() -> Path:
     from analysis.harness.build import build_c
 
-    return build_c("faultwhere", [NATIVE_DIR / "faultwhere.c"], shared=True, ldflags=["-ldl"])
+    return build_c("faultwhere", [HERE / "faultwhere.c"], shared=True, ldflags=["-ldl"])
 
 
 def faulttrace_path() -> Path:
     from analysis.harness.build import build_c
 
-    return build_c("faulttrace", [NATIVE_DIR / "faulttrace.c"])
+    return build_c("faulttrace", [HERE / "faulttrace.c"])
 
 
 def check_faulttrace() -> None:

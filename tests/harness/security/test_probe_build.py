@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import probes as P
-from analysis.harness.probe_build import interpreter_ldflags
+from analysis.harness.security import probes as P
+from analysis.harness.security.probe_build import interpreter_ldflags
 from conftest import libc_path
 
 

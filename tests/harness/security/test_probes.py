@@ -1,5 +1,5 @@
 """The probes under real allocators (known outcomes at given sizes), brought allocators (fixture libraries),
-the aggregation of trials and the CLI. The outcome rules themselves: tests/harness/test_probe_verdict.py."""
+the aggregation of trials and the CLI. The outcome rules themselves: tests/harness/security/test_probe_verdict.py."""
 import csv
 import json
 import shutil
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.harness import probes as P
+from analysis.harness.security import probes as P
 from analysis.harness import launcher
 from analysis.harness.allocators.catalog import load_catalog, parse_extra
 from analysis.paths import REPO

@@ -20,11 +20,12 @@ from pathlib import Path
 
 from analysis.contract import runstore
 from analysis.contract.schema import PROBE_COLUMNS
-from analysis.harness import launcher, primitive_probe, techniques
-from analysis.harness.probe_build import (  # noqa: F401 (PROBE_*FLAGS, probe_binary: callers import them here)
+from analysis.harness import launcher
+from analysis.harness.security import primitive_probe, techniques
+from analysis.harness.security.probe_build import (  # noqa: F401 (PROBE_*FLAGS, probe_binary: callers import them here)
     PROBE_CFLAGS, PROBE_LDFLAGS, binary_for, probe_binary,
 )
-from analysis.harness.probe_verdict import normalize, parse_result, parse_stderr, verdict
+from analysis.harness.security.probe_verdict import normalize, parse_result, parse_stderr, verdict
 from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
 from analysis.stats import security
 from analysis.errors import HeapcostError

@@ -16,7 +16,7 @@ def interpreter_ldflags(loader: tuple) -> tuple:
     """Link flags making a built glibc's ld.so the program's interpreter (its libraries on the run path),
     so the kernel lays the process out as on the system's glibc. Run as `ld.so --library-path dirs prog`,
     ld.so is the executable and the brk heap sits below the program's static data: fake-chunk-free was
-    caught only on the build and the heap had 18 bits of entropy, not 28 (tests/harness/test_probe_build.py)."""
+    caught only on the build and the heap had 18 bits of entropy, not 28 (tests/harness/security/test_probe_build.py)."""
     if not loader:
         return ()
     ld_so, flag, dirs = (str(part) for part in loader)

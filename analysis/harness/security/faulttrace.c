@@ -1,4 +1,4 @@
-/* faulttrace: runs a statically linked technique program (analysis/harness/techniques.py: how2heap's programs built
+/* faulttrace: runs a statically linked technique program (analysis/harness/security/techniques.py: how2heap's programs built
  * against musl) under ptrace and records where a fault or a trap was raised, as the preloaded faultwhere.c does for
  * a dynamically linked one (no LD_PRELOAD reaches a static program). Usage: faulttrace PROGRAM [ARGS...].
  *

@@ -4,7 +4,7 @@ import signal
 
 import pytest
 
-from analysis.harness.probe_verdict import parse_fault, parse_stderr, verdict
+from analysis.harness.security.probe_verdict import parse_fault, parse_stderr, verdict
 
 GLIBC = ("/lib/x86_64-linux-gnu/libc.so.6",)
 MIMALLOC = ("/opt/allocators/mimalloc2/lib/libmimalloc.so.2",)

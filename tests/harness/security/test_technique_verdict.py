@@ -1,12 +1,12 @@
-"""The outcome of one run of a brought technique program (analysis/harness/technique_verdict.py) on synthetic
+"""The outcome of one run of a brought technique program (analysis/harness/security/technique_verdict.py) on synthetic
 endings and stderr: one test per rule, each allocator's abort message, a statically linked (musl) program's
 assertion and faults located by function, and a cell's aggregation."""
 import signal
 
 import pytest
 
-from analysis.harness.technique_verdict import allocator_message, parse_fault, verdict
-from analysis.harness.techniques import summarize
+from analysis.harness.security.technique_verdict import allocator_message, parse_fault, verdict
+from analysis.harness.security.techniques import summarize
 
 ASSERTION = "tcache_poisoning: tcache_poisoning.c:58: main: Assertion `(long)target == (long)c' failed."
 MOZ = "/cache/allocators/mozjemalloc-poison/lib/libmozjemalloc-poison.so"

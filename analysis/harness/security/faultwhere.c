@@ -1,4 +1,4 @@
-/* faultwhere: preloaded into a brought technique program (analysis/harness/techniques.py), it interposes
+/* faultwhere: preloaded into a brought technique program (analysis/harness/security/techniques.py), it interposes
  * nothing; its constructor installs a handler for the fatal signals a fault or a trap raises (SIGSEGV, SIGBUS,
  * SIGILL, SIGTRAP, SIGFPE) that writes one line to stderr naming the object the faulting instruction is in:
  *

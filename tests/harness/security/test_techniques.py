@@ -1,4 +1,4 @@
-"""Brought technique programs (analysis/harness/techniques.py): a tiny program written here, compiled with gcc at
+"""Brought technique programs (analysis/harness/security/techniques.py): a tiny program written here, compiled with gcc at
 test time, that succeeds, fails its own assertion, is stopped by glibc, segfaults or sleeps, run under glibc; the
 same built statically with musl-gcc, run under the musl configuration beside the glibc-linked set under glibc, with a
 technique the musl set lacks (not-applicable, with the reason); and bad input (a missing folder, a folder with no
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import techniques
+from analysis.harness.security import techniques
 from analysis.paths import machine_paths
 
 SOURCE = r"""
@@ -80,7 +80,7 @@ def test_bring_finds_the_programs_with_their_sha256_and_records_no_folder_of_thi
 @pytest.mark.slow
 def test_each_ending_is_classified_under_glibc(brought):
     from analysis.harness.allocators.catalog import load_catalog
-    from analysis.harness.probes import target_for
+    from analysis.harness.security.probes import target_for
 
     target = target_for(load_catalog()["glibc"])
     b = {t.id: t for t in techniques.bring(brought).techniques}
@@ -182,7 +182,7 @@ def test_a_musl_set_is_brought_static_with_its_malloc_read_from_its_symbols(brou
 
 
 def test_the_musl_configuration_runs_the_musl_set_and_a_missing_build_is_not_applicable(brought, brought_musl):
-    from analysis.harness.probes import Target
+    from analysis.harness.security.probes import Target
 
     shutil.copy(brought / "succeeds", brought / "only_glibc")
     glibc, musl = techniques.bring(brought), techniques.bring(brought_musl, "musl")

@@ -2,7 +2,7 @@
 next owner's data once the block is handed out again (uaf-read-reused) are two probes. Before the split one
 probe fell back to the second when the first found poison, so glibc with perturb (which fills freed blocks)
 was `missed` just like glibc, and its claimed free-poison was never credited."""
-from analysis.harness import probes as P
+from analysis.harness.security import probes as P
 from analysis.harness.allocators.catalog import load_catalog
 from analysis.stats import security as S
 

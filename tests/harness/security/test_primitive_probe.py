@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from analysis.harness import primitive_probe
+from analysis.harness.security import primitive_probe
 from analysis.stats import primitives as PR
 
 
@@ -82,7 +82,7 @@ def test_run_cell_reports_a_wrong_malloc_instead_of_counting():
 
 @pytest.fixture(scope="module")
 def driver():
-    from analysis.harness.probes import probe_binary
+    from analysis.harness.security.probes import probe_binary
 
     return probe_binary("primitive_sequences.c")
 
@@ -126,7 +126,7 @@ def test_probe_run_writes_primitives_csv_and_resumes_without_duplicates(tmp_path
     import json
 
     from analysis.contract.schema import PRIMITIVE_COLUMNS
-    from analysis.harness import probes as P
+    from analysis.harness.security import probes as P
 
     monkeypatch.setattr(primitive_probe, "SEQUENCES", 30)
     monkeypatch.setattr(primitive_probe, "BATCH", 20)

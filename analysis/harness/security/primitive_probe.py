@@ -64,7 +64,7 @@ def cell(job) -> list[dict]:
 def run_cells(args, run_dir, run_id: str, targets, probes, runner) -> None:
     """The primitive-sequences cells of a probe run into its primitives.csv (cells already there are kept:
     a resumed run goes on where it stopped). `runner`: the probe runner's (skip, build, launch, results)
-    functions (analysis/harness/probes.py), passed in so that this module does not import it back."""
+    functions (analysis/harness/security/probes.py), passed in so that this module does not import it back."""
     from analysis.contract import runstore
     from analysis.contract.schema import PRIMITIVE_COLUMNS
 

@@ -1,12 +1,12 @@
 """The outcome of one run of a brought exploitation-technique program (how2heap's glibc_2.36 folder, built by
-hand: analysis/harness/techniques.py): did the technique work under the allocator, or who stopped it.
+hand: analysis/harness/security/techniques.py): did the technique work under the allocator, or who stopped it.
 
 Such a program asserts its own success: it ends with status 0 when the technique's checks held, and with the C
 library's assertion message (glibc's `prog: file.c:58: main: Assertion `...' failed.`, musl's `Assertion failed: ...
 (file.c: main: 58)`) and SIGABRT when one of them did not. One pure function, `verdict`, classifies a run from how
 it ended (exit status, signal, timeout) and its stderr; it reads no file and runs nothing. The fault line
 `heapcost-technique: signal ... object=<path>` is written when the program dies of a fault or a trap: by the
-preloaded native/faultwhere.c in a dynamically linked program, by native/faulttrace.c (ptrace, with the first bytes
+preloaded security/faultwhere.c in a dynamically linked program, by security/faulttrace.c (ptrace, with the first bytes
 of the instruction at pc: `insn=`) around a statically linked one. In a static program the C library's allocator
 shares the program's file, so its own code is told by function: the caller passes the program's functions and which
 of them are the allocator's (`functions`).
@@ -18,7 +18,7 @@ The rules, in the order they are applied (the first that matches decides):
 - not-applicable: the program's own assertion failed (the C library's assertion message): the technique's
   precondition or result did not hold under this allocator, and the allocator did not end the program first. An
   allocator message printed before it is named in the detail. (A cell is not-applicable without any run, too, when
-  the program does not build against the configuration's C library: analysis/harness/techniques.py.)
+  the program does not build against the configuration's C library: analysis/harness/security/techniques.py.)
 - stopped: the allocator ended the program with a message of its own (ALLOCATOR_MESSAGES: glibc's
   `malloc(): ...`, `free(): ...`, `double free or corruption (...)`, scudo, hardened_malloc, mimalloc, jemalloc,
   tcmalloc, OpenBSD's malloc, mozjemalloc's release assertion, efence, duma, dmalloc); or, without a message, with
@@ -37,7 +37,7 @@ import re
 import signal as _signals
 from typing import Iterable, NamedTuple
 
-from analysis.harness.probe_verdict import signal_name
+from analysis.harness.security.probe_verdict import signal_name
 
 OUTCOMES = ("works", "stopped", "not-applicable", "crashes", "hangs")
 NOT_RUN = "not-run"  # the runner could not run the program under the allocator (its rows say why)
