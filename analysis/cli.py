@@ -24,7 +24,7 @@ STAGES = {
                           "build's per-unit cost on each host (predictions.toml), before measuring it"),
         "measure": ("analysis.harness.measure", "run a measurement campaign into data/runs/"),
         "probe": ("analysis.harness.security.probes", "run the heap-misuse probes under allocators"),
-        "mechanism": ("analysis.harness.store_sequence", "time the store sequences a poisoning free executes (rep "
+        "mechanism": ("analysis.harness.mechanisms.store_sequence", "time the store sequences a poisoning free executes (rep "
                       "stos, a memset call, plain stores) alone on this host, into data/runs/"),
         "profile": ("analysis.harness.profile", "a program's allocation profile under glibc: calls per size class, reuse, "
                     "mmap and brk, wall time"),

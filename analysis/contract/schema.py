@@ -271,8 +271,8 @@ TECHNIQUES = [
        "technique's failed assertion, the signal and the object it was raised in."),
 ]
 
-# The store sequences a poisoning free can execute, timed alone (mechanism runs: harness/store_sequence.py,
-# native/store_sequence.c); the program's names
+# The store sequences a poisoning free can execute, timed alone (mechanism runs: harness/mechanisms/store_sequence.py,
+# mechanisms/store_sequence.c); the program's names
 STORE_SEQUENCES = ["none", "rep-stosb", "rep-stosq-gcc", "memset-call", "stores-16"]
 WORKING_SETS = ["hot", "heap"]
 STORE_SEQUENCE = [
@@ -291,7 +291,7 @@ STORE_SEQUENCE = [
        "to the next block alone), rep-stosb (`rep stosb` of the block's bytes), rep-stosq-gcc (gcc's lowering "
        "of a bounded memset as the gcc build of mozjemalloc has it: an 8-byte store at each end, then `rep stosq` "
        "over the 8-aligned rest), memset-call (a call to libc's memset through the PLT, as the clang build makes "
-       "it), stores-16 (a loop of aligned 16-byte SSE2 stores). analysis/harness/native/store_sequence.c.",
+       "it), stores-16 (a loop of aligned 16-byte SSE2 stores). analysis/harness/mechanisms/store_sequence.c.",
        required=True, enum=STORE_SEQUENCES),
     _f("bytes", "integer", "Bytes one sequence stores (the size of the block poisoned).", "bytes", required=True,
        minimum=16),

@@ -150,10 +150,10 @@ def library_identity(allocator: str, path) -> dict:
     """A library as a run names it on any machine: the allocator's id, the file's name, where it lives
     with the machine's folders written as placeholders, its sha256 (which build it was), the census of its
     code and the file in the run that keeps the instructions around its rep stos and memset calls
-    (harness/code_census.py; `disassembly` is absent when objdump cannot read the library)."""
+    (harness/mechanisms/code_census.py; `disassembly` is absent when objdump cannot read the library)."""
     import hashlib
 
-    from analysis.harness import code_census
+    from analysis.harness.mechanisms import code_census
 
     path = Path(path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
@@ -178,7 +178,7 @@ def disassembly_name(file: str, sha256: str) -> str:
 def write_disassemblies(run_dir: Path, libraries) -> list[str]:
     """Each library's excerpt (code_census.examine) into the run folder, unless it is there already (a resumed
     run); the names written. No folder of this machine is in it: it names the library by its file name alone."""
-    from analysis.harness import code_census
+    from analysis.harness.mechanisms import code_census
     from analysis.paths import file_sha256
 
     written = []
@@ -358,7 +358,7 @@ class Campaign:
                 machine.record_clock_lock(run_dir / "machine.json", {"utc": runstore.utc_now(), **lock.record()})
                 runstore.write_json_atomic(run_dir / "run.json", info)
                 if self.mode == "callgrind":
-                    from analysis.harness.callgrind import run_counts
+                    from analysis.harness.mechanisms.callgrind import run_counts
                     notes = run_counts(self, run_dir, info)
                 else:
                     notes = self._run_time(run_dir, info)
@@ -495,13 +495,16 @@ class Campaign:
 
 
 def sources_sha256() -> str:
-    """One hash over the workload sources, the harness's C helpers and the catalogue."""
+    """One hash over the workload sources, the harness's C helpers (native/, and the callgrind shim beside its
+    module in mechanisms/) and the catalogue."""
     import hashlib
 
     from analysis.paths import CATALOG_PATH, NATIVE_DIR, WORKLOADS_DIR
 
     h = hashlib.sha256()
+    mechanisms = Path(__file__).resolve().parent / "mechanisms"
     files = sorted(p for d in (WORKLOADS_DIR, NATIVE_DIR) for p in d.rglob("*") if p.is_file())
+    files += sorted(mechanisms.glob("*.c"))
     for path in [*files, CATALOG_PATH, Path(__file__).with_name("workloads.py")]:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness import elf, launcher
+from analysis.harness import launcher
+from analysis.harness.mechanisms import elf
 from analysis.harness.security.technique_verdict import NOT_RUN, verdict
 from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
 from analysis.paths import file_sha256, portable_path, portable_text

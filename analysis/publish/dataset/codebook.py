@@ -37,7 +37,7 @@ HOW_MEASURED = {
                  "under a token, so both run in the same speed regime of that CPU; each reports its own active "
                  "time. Statistics use the ratio active_b_s / active_a_s of each pair (analysis/stats/paired.py).",
     "store_sequence.csv": "The store sequences a poisoning free can execute, timed alone (`python -m analysis "
-                          "mechanism`, kind `mechanism`; analysis/harness/native/store_sequence.c). One row per "
+                          "mechanism`, kind `mechanism`; analysis/harness/mechanisms/store_sequence.c). One row per "
                           "measurement: many repetitions of one sequence back to back on one working set and size, "
                           "pinned to one CPU, timed with CLOCK_MONOTONIC; every cell once per block, a block's "
                           "groups and each group's sequences in a fresh random order, after a warm-up block that "
@@ -70,7 +70,7 @@ RUN_FILES = {
     "*.ipynb": "The executed notebook that ran the measurement (papermill), with its parameters and output.",
     "disassembly/*.txt": "Speed and callgrind runs: for each library the run identifies (run.json's allocators' "
                          "`libraries`, whose `disassembly` names its file), the instructions around each `rep "
-                         "stos` and each call to memset, from `objdump -d -C` (analysis/harness/code_census.py): "
+                         "stos` and each call to memset, from `objdump -d -C` (analysis/harness/mechanisms/code_census.py): "
                          "the library's counts, then windows under their symbol, those filling a constant "
                          "non-zero byte (a poisoning) first; the heading says how many windows were cut.",
 }

@@ -661,7 +661,7 @@ CODE_COLUMNS = ["allocator", "file", "sha256", "instructions", "rep_stos", "mems
 
 
 def code_census(runs_dir: Path, allocators) -> pd.DataFrame:
-    """The census of each debated library's code (harness/code_census.py), from the newest run that recorded
+    """The census of each debated library's code (harness/mechanisms/code_census.py), from the newest run that recorded
     it: one row per allocator and file."""
     found = {}
     wanted = set(allocators)

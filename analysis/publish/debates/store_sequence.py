@@ -1,4 +1,4 @@
-"""Seed 002's mechanism, timed alone: the store-sequence microbenchmark (mechanism runs, harness/store_sequence.py)
+"""Seed 002's mechanism, timed alone: the store-sequence microbenchmark (mechanism runs, harness/mechanisms/store_sequence.py)
 per host. results_store_sequence.csv has a row per host, working set, size and sequence (ns per sequence with its
 interval over the run's blocks) and, at the shipped poison's size, a row per difference of gcc's string store and
 clang's call to memset (`minus` names the sequence subtracted, block by block); results_store_sequence_wide.csv

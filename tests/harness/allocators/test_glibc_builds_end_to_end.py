@@ -326,7 +326,7 @@ def test_a_lockstep_pair_of_two_builds_on_small_loop():
 @pytest.mark.valgrind
 def test_callgrind_counts_the_program_run_through_the_loader():
     need("glibc-built", "glibc-no-tcache-key")
-    from analysis.harness import callgrind
+    from analysis.harness.mechanisms import callgrind
 
     wl = WORKLOADS["small-loop"]
     wl.prepare("glibc")

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from analysis.harness import callgrind
+from analysis.harness.mechanisms import callgrind
 from analysis.publish.debates.questions import claim_share
 from analysis.publish.results.comparisons import per_free
 from analysis.publish.results.writer import alloc_shares

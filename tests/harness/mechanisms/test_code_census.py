@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from analysis.harness import code_census
+from analysis.harness.mechanisms import code_census
 
 DISASSEMBLY = """
 0000000000006250 <memset@plt>:
@@ -146,7 +146,7 @@ def test_a_library_examined_once_is_read_back_by_the_next_process_and_a_new_copy
     version = subprocess.run(["objdump", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     (tools / "objdump").write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo '{version}' && exit 0\nexit 1\n")
     (tools / "objdump").chmod(0o755)
-    code = ("import json, sys; from analysis.harness import code_census as c; "
+    code = ("import json, sys; from analysis.harness.mechanisms import code_census as c; "
             "print(json.dumps(c.examine(sys.argv[1])))")
     env = {"HEAPCOST_CACHE": str(tmp_path / "cache"), "PATH": f"{tools}:/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code, str(lib)], capture_output=True, text=True, env=env,

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from analysis.harness import callgrind
+from analysis.harness.mechanisms import callgrind
 from analysis.harness import measure
 from analysis.harness.workloads import WORKLOADS
 

@@ -20,7 +20,6 @@ from analysis.contract.schema import COUNT_COLUMNS
 from analysis.errors import HeapcostError
 from analysis.harness.build import build_c
 from analysis.harness.trial import clean_env, preloadable_path, progress_bar
-from analysis.paths import NATIVE_DIR
 
 CALLGRIND_TIMEOUT_S = 1800
 EVENT_NAMES = {"Ir": "instructions", "Dr": "data_reads", "Dw": "data_writes", "D1mr": "d1_read_misses",
@@ -117,7 +116,7 @@ def sum_outputs(out_dir: Path) -> dict:
 
 
 def malloccount_path() -> Path:
-    return build_c("malloccount", [NATIVE_DIR / "malloccount.c"], shared=True, ldflags=["-ldl"])
+    return build_c("malloccount", [Path(__file__).resolve().with_name("malloccount.c")], shared=True, ldflags=["-ldl"])
 
 
 def count_calls(workload, scale: float, timeout: float) -> dict:

@@ -9,7 +9,7 @@ import pytest
 from analysis.contract.run_check import check_readable
 from analysis.contract.schema import STORE_SEQUENCE_COLUMNS, STORE_SEQUENCES, WORKING_SETS, read_table
 from analysis.errors import HeapcostError
-from analysis.harness import store_sequence as SS
+from analysis.harness.mechanisms import store_sequence as SS
 from conftest import cli_here
 
 CANNED = """# heapcost-store-sequence 1 heap_kib=2048 target_us=5000 blocks=1 repetitions=0 cpu=1

@@ -4,8 +4,8 @@ run of its own (kind `mechanism`) with its machine.json and store_sequence.csv.
 Seed 002's partial poison (the first 256 bytes of a freed block) is dearer than the whole block's in the gcc
 build of mozjemalloc, though callgrind counts almost the same instructions per free: gcc lowers the bounded
 memset to `rep stosq` with a store at each end, clang calls memset (the code census and the disassembly
-excerpts of measure runs, harness/code_census.py). This times those sequences by themselves
-(native/store_sequence.c: what each sequence is, the working sets, the blocks), pinned to one CPU as trials are,
+excerpts of measure runs, harness/mechanisms/code_census.py). This times those sequences by themselves
+(mechanisms/store_sequence.c: what each sequence is, the working sets, the blocks), pinned to one CPU as trials are,
 for sizes from 16 bytes to a page. It times the sequence alone, in a tight loop: not inside mozjemalloc's free,
 where the code around it may overlap with it or wait on it differently.
 
@@ -22,13 +22,13 @@ from pathlib import Path
 from analysis.contract import runstore
 from analysis.contract.schema import STORE_SEQUENCE_COLUMNS, STORE_SEQUENCES, WORKING_SETS
 from analysis.errors import HeapcostError
-from analysis.paths import NATIVE_DIR, RUNS_DIR
+from analysis.paths import RUNS_DIR
 from analysis.stats.store_sequence import DIFFERENCES, POISON_BYTES
 
 KIND = "mechanism"
 LABEL = "store-sequence"
 TABLE = "store_sequence.csv"
-SOURCE = NATIVE_DIR / "store_sequence.c"
+SOURCE = Path(__file__).resolve().with_name("store_sequence.c")  # beside this module
 # -fno-builtin: memset stays a call; -fno-tree-loop-distribute-patterns: the store loop stays a loop
 CFLAGS = ("-fno-builtin", "-fno-tree-loop-distribute-patterns")
 SIZES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
