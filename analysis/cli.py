@@ -26,7 +26,7 @@ STAGES = {
         "probe": ("analysis.harness.security.probes", "run the heap-misuse probes under allocators"),
         "mechanism": ("analysis.harness.mechanisms.store_sequence", "time the store sequences a poisoning free executes (rep "
                       "stos, a memset call, plain stores) alone on this host, into data/runs/"),
-        "profile": ("analysis.harness.profile", "a program's allocation profile under glibc: calls per size class, reuse, "
+        "profile": ("analysis.harness.workloads.profile", "a program's allocation profile under glibc: calls per size class, reuse, "
                     "mmap and brk, wall time"),
         "cost-check": ("analysis.publish.results.cost_check", "the cost model checked out of sample: register predicted "
                        "costs of programs nobody tuned for, measure them, print predicted against measured"),

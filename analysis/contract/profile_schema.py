@@ -1,4 +1,4 @@
-"""The allocation profile's table (`python -m analysis profile -- PROGRAM ARGS`, analysis/harness/profile.py):
+"""The allocation profile's table (`python -m analysis profile -- PROGRAM ARGS`, analysis/harness/workloads/profile.py):
 its columns, and every quantity with its unit, whether it is given per size class, and what it is.
 
 A tidy table, one row per quantity and, for the quantities given per size class, one more per class. For any
@@ -114,7 +114,7 @@ PROFILE_COLUMNS = [f["name"] for f in PROFILE]
 RUN_KIND, RUN_TABLE = "profile", "profiles.csv"  # a run of heapcost's own workloads' profiles, and its table
 PROFILE_RUN = [
     _f("run_id", "string", "The profile run (directory name).", required=True),
-    _f("workload", "string", "The heapcost workload profiled (analysis/harness/workloads.py), run as a time "
+    _f("workload", "string", "The heapcost workload profiled (analysis/harness/workloads/builtin.py), run as a time "
        "run runs it under the system glibc.", required=True),
     _f("scale", "number", "The workload's scale in the profile's runs (the scale of the time runs whose cells "
        "the profile predicts).", required=True, minimum=0),

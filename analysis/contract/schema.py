@@ -36,7 +36,7 @@ TRIALS = [
        required=True, minimum=0),
     _f("block", "integer", "Randomized block: every (allocator, workload) pair runs once per block.", minimum=0),
     _f("warmup", "integer", "1 for warm-up blocks, excluded from statistics.", enum=[0, 1]),
-    _f("workload", "string", "Workload id (see analysis/harness/workloads.py).", required=True),
+    _f("workload", "string", "Workload id (see analysis/harness/workloads/builtin.py).", required=True),
     _f("allocator", "string", "Allocator id (see allocators.toml, run.json).", required=True),
     _f("scale", "number", "Workload scale actually run (profile scale x the allocator's scale factor).",
        minimum=0),

@@ -93,7 +93,7 @@ def _split(names) -> list[str]:
 
 def select_workloads(names) -> list[str]:
     """Workload ids or groups (perl-cases, seed-003, c, ...); empty: every default workload."""
-    from analysis.harness.workloads import DEFAULT_WORKLOADS, WORKLOAD_GROUPS, WORKLOADS
+    from analysis.harness.workloads.builtin import DEFAULT_WORKLOADS, WORKLOAD_GROUPS, WORKLOADS
 
     wanted = _split(names)
     if not wanted:
@@ -203,8 +203,8 @@ class Campaign:
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
                  runs_dir=RUNS_DIR, progress=True, protocol="lockstep", pin="auto", force=None, scales=None,
                  extra_workloads=None, pairs=None):
-        from analysis.harness.brought_workloads import parse_extra_workloads
-        from analysis.harness.workloads import WORKLOAD_GROUPS, WORKLOADS
+        from analysis.harness.workloads.brought import parse_extra_workloads
+        from analysis.harness.workloads.builtin import WORKLOAD_GROUPS, WORKLOADS
 
         self.profile = get_profile(profile)
         if mode not in MODES:
@@ -495,17 +495,17 @@ class Campaign:
 
 
 def sources_sha256() -> str:
-    """One hash over the workload sources, the harness's C helpers (native/, and the callgrind shim beside its
-    module in mechanisms/) and the catalogue."""
+    """One hash over the workload sources, the harness's C helpers (native/, and those beside their modules in
+    mechanisms/ and workloads/) and the catalogue."""
     import hashlib
 
     from analysis.paths import CATALOG_PATH, NATIVE_DIR, WORKLOADS_DIR
 
     h = hashlib.sha256()
-    mechanisms = Path(__file__).resolve().parent / "mechanisms"
+    here = Path(__file__).resolve().parent
     files = sorted(p for d in (WORKLOADS_DIR, NATIVE_DIR) for p in d.rglob("*") if p.is_file())
-    files += sorted(mechanisms.glob("*.c"))
-    for path in [*files, CATALOG_PATH, Path(__file__).with_name("workloads.py")]:
+    files += sorted((here / "mechanisms").glob("*.c")) + sorted((here / "workloads").glob("*.c"))
+    for path in [*files, CATALOG_PATH, here / "workloads" / "builtin.py"]:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 

@@ -2,7 +2,7 @@
 
 The per-call costs (publish/results/per_call.py) are the time one malloc+free pair adds under an allocator
 over the baseline, per size class and reuse pattern, measured by the calls-<class>-<pattern> workloads in
-lockstep with the baseline. The program's profile (harness/profile.py) counts its allocation calls per size
+lockstep with the baseline. The program's profile (harness/workloads/profile.py) counts its allocation calls per size
 class and the share of its frees whose memory was taken again soon (reuse_share). The model:
 
     added = sum over classes c of  n_c * (s_c * lifo(m(c)) + (1 - s_c) * random(m(c)))

@@ -14,7 +14,7 @@ from analysis.errors import HeapcostError
 from analysis.harness import launcher, lockstep, measure, quiet
 from analysis.harness.allocators import catalog
 from analysis.harness.trial import SpeedTrial, reference_checksum
-from analysis.harness.workloads import WORKLOADS
+from analysis.harness.workloads.builtin import WORKLOADS
 
 ENV = {"PATH": "/usr/bin:/bin"}
 TWO_CPUS = len(os.sched_getaffinity(0)) >= 2

@@ -13,7 +13,7 @@ from analysis.harness.allocators import catalog
 from analysis.harness import blocks, measure, trial
 from analysis.contract import runstore
 from analysis.errors import HeapcostError
-from analysis.harness.workloads import WORKLOADS
+from analysis.harness.workloads.builtin import WORKLOADS
 from conftest import REPO, cli
 
 pytestmark = [pytest.mark.allocators, pytest.mark.slow]

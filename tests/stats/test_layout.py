@@ -11,7 +11,7 @@ import pytest
 from analysis.errors import HeapcostError
 from analysis.harness import lockstep
 from analysis.harness.bench import command as bench, layout as bench_layout
-from analysis.harness.workloads import WORKLOADS
+from analysis.harness.workloads.builtin import WORKLOADS
 from analysis.stats import layout
 
 # condition: (true A/A log ratio, share of each process's own effect the pair shares)

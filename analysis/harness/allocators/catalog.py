@@ -293,7 +293,7 @@ def resolve(alloc: Allocator) -> Resolved:
 
 
 def supports(alloc: Allocator, workload_id: str) -> bool:
-    from analysis.harness.workloads import WORKLOAD_GROUPS
+    from analysis.harness.workloads.builtin import WORKLOAD_GROUPS
 
     for pattern in alloc.workloads:
         if pattern in ("*", workload_id) or workload_id in WORKLOAD_GROUPS.get(pattern, ()):

@@ -45,8 +45,8 @@ def _analysis(*args) -> tuple[float, subprocess.CompletedProcess]:
 
 
 def cost_bench(program: str = PROGRAM, answers: int = ANSWERS, alone_runs: int = ALONE_RUNS) -> dict:
-    from analysis.harness import cost_programs
-    from analysis.harness.profile import TIMED_RUNS
+    from analysis.harness.workloads import cost_programs
+    from analysis.harness.workloads.profile import TIMED_RUNS
 
     chosen = cost_programs.chosen([program])
     missing = cost_programs.missing_programs(chosen)

@@ -43,7 +43,7 @@ HOW_MEASURED = {
                           "groups and each group's sequences in a fresh random order, after a warm-up block that "
                           "calibrates the repetitions. Statistics over blocks: analysis/stats/store_sequence.py.",
     "profiles.csv": "Allocation profiles of heapcost's own workloads (`python -m analysis profile --workloads "
-                    "...`, kind `profile`; analysis/harness/profile.py). One row per workload and quantity, and per "
+                    "...`, kind `profile`; analysis/harness/workloads/profile.py). One row per workload and quantity, and per "
                     "size class for the quantities given by class: each workload run as a time run runs it under "
                     "the system glibc, once with the counting shim preloaded (analysis/harness/native/"
                     "allocprofile.c), once under strace -f, then timed with nothing preloaded. The profiles "

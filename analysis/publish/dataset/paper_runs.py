@@ -108,10 +108,10 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
 def instrument_workloads() -> frozenset[str]:
     """Workloads that measure a quantity for a model rather than a program's speed: the per-call cost
     workloads (calls-<class>-<pattern>), read by publish/results/per_call.py, and the programs that check the
-    cost model (harness/cost_programs.py), read by publish/results/cost_check.py; never by the speed tables,
+    cost model (harness/workloads/cost_programs.py), read by publish/results/cost_check.py; never by the speed tables,
     the host panel or the lead of a run (a run of them alone contributes nothing else)."""
-    from analysis.harness.cost_programs import BY_NAME
-    from analysis.harness.workloads import CALL_WORKLOADS
+    from analysis.harness.workloads.cost_programs import BY_NAME
+    from analysis.harness.workloads.builtin import CALL_WORKLOADS
 
     return frozenset(CALL_WORKLOADS) | frozenset(BY_NAME)
 
@@ -125,7 +125,7 @@ def _without_instruments(table: pd.DataFrame | None) -> pd.DataFrame | None:
 
 def standard_workloads() -> frozenset[str]:
     """The standard set: the workloads a campaign runs by default (the full profile's workloads)."""
-    from analysis.harness.workloads import DEFAULT_WORKLOADS
+    from analysis.harness.workloads.builtin import DEFAULT_WORKLOADS
 
     return frozenset(DEFAULT_WORKLOADS)
 

@@ -1,7 +1,7 @@
 """The cost model checked out of sample: predictions registered before the programs are measured, then the
 measured ratios against them.
 
-`python -m analysis cost-check register` profiles each program of harness/cost_programs.py on this host, predicts
+`python -m analysis cost-check register` profiles each program of harness/workloads/cost_programs.py on this host, predicts
 its ratio under each configuration from this host's per-call costs in the dataset (stats/cost_model.py), and
 writes the predictions with their profiles into cost_predictions/<processor>/, one folder per processor kind
 (never edited by hand; a new registration on a processor replaces its folder, the others stay). Committed
@@ -162,7 +162,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
     default the set's own folder under cost_predictions/, replacing an earlier registration of that set on this
     processor only). A later set's intervals are the ones `cost` prints: the model's own error, from the misses
     of every program already checked, joins the inputs' (`residuals`, default those the dataset gives)."""
-    from analysis.harness import cost_programs, profile
+    from analysis.harness.workloads import cost_programs, profile
     from analysis.publish.results import cost_prediction, per_call
     from analysis.stats import cost_model
 
@@ -246,7 +246,7 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
             force=None, names=None, programs_set: str = "first") -> Path:
     """Run the programs of a registration (default this host's processor's of the set `programs_set`) against the
     baseline; a configuration it predicts that is neither in the catalogue nor brought is left out and named."""
-    from analysis.harness import cost_programs
+    from analysis.harness.workloads import cost_programs
     from analysis.harness.allocators import catalog
     from analysis.harness.measure import Campaign, RUNS_DIR
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from analysis.contract.runstore import runs_of_kind
 from analysis.contract.schema import OK
-from analysis.harness.workloads import CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS
+from analysis.harness.workloads.builtin import CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS
 from analysis.publish.debates import pool
 from analysis.publish.results import memo
 from analysis.stats import cost_model, random_effects

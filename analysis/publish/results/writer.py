@@ -257,7 +257,7 @@ def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str
     """Two forest plots: the allocators within 0.5-2x in percent, the others (debugging allocators) in
     multiples, each with 95% confidence intervals; A/A copies of the baseline are left to their own table, and
     the seeds' own cases (perl's benchmark case by case, pow2-ladder, build) to the debates' tables."""
-    from analysis.harness.workloads import WORKLOADS
+    from analysis.harness.workloads.builtin import WORKLOADS
 
     # every workload but the seeds' own cases: the default ones, redis, and those users brought (EXTRA_WORKLOADS)
     seed_cases = [w.id for w in WORKLOADS.values() if w.seed and not w.default]

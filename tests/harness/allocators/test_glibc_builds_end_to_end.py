@@ -16,7 +16,7 @@ from analysis.harness import lockstep, trial
 from analysis.harness.security import probes
 from analysis.harness.allocators import catalog, glibc_build, provision
 from analysis.harness.launcher import _DEFAULTS, LaunchResult
-from analysis.harness.workloads import WORKLOADS
+from analysis.harness.workloads.builtin import WORKLOADS
 
 VERSION = "2.36-9+deb12u14"
 VARIANTS = tuple(glibc_build.VARIANTS)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.harness.bench import alternation as B
-from analysis.harness.brought_workloads import split_items
+from analysis.harness.workloads.brought import split_items
 
 
 def test_the_programs_split_into_their_own_workloads(tmp_path):

@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import cost_programs
+from analysis.harness.workloads import cost_programs
 from analysis.harness.bench import command, cost_answer
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from analysis.harness.mechanisms import callgrind
 from analysis.harness import measure
-from analysis.harness.workloads import WORKLOADS
+from analysis.harness.workloads.builtin import WORKLOADS
 
 pytestmark = [pytest.mark.valgrind, pytest.mark.allocators, pytest.mark.slow]
 

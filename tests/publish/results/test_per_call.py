@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness.workloads import CALL_WORKLOADS
+from analysis.harness.workloads.builtin import CALL_WORKLOADS
 from analysis.publish.results import cost, cost_prediction, per_call
 from analysis.stats import simulate
 

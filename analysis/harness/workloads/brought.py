@@ -19,7 +19,7 @@ from pathlib import Path
 
 from analysis.errors import HeapcostError
 from analysis.harness.trial import is_static_elf
-from analysis.harness.workloads import Workload, scale_arg
+from analysis.harness.workloads.builtin import Workload, scale_arg
 from analysis.paths import portable_path, portable_text
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -3,9 +3,9 @@ brought workloads (their input among the files it hashes), and names that keep t
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import cost_programs
+from analysis.harness.workloads import cost_programs
 from analysis.harness.bench import alternation
-from analysis.harness.brought_workloads import parse_extra_workloads
+from analysis.harness.workloads.brought import parse_extra_workloads
 from analysis.publish.dataset.paper_runs import instrument_workloads
 
 

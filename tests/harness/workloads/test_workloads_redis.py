@@ -10,7 +10,7 @@ import pytest
 from analysis.harness import launcher
 from analysis.harness.measure import Campaign
 from analysis.harness.trial import clean_env, last_checksum, preload_env, read_who, reported_metrics
-from analysis.harness.workloads import get
+from analysis.harness.workloads.builtin import get
 
 needs_redis = pytest.mark.skipif(not (shutil.which("redis-server") and shutil.which("redis-benchmark")),
                                  reason="redis-server / redis-tools not installed (make system-deps)")

@@ -27,10 +27,9 @@ from pathlib import Path
 from analysis.contract.profile_schema import PROFILE_COLUMNS, PROFILE_ENTRY_POINTS, PROFILE_QUANTITIES
 from analysis.errors import HeapcostError, warn
 from analysis.harness import launcher
-from analysis.harness.brought_workloads import absolute_word, dynamic_program
+from analysis.harness.workloads.brought import absolute_word, dynamic_program
 from analysis.harness.build import build_c
 from analysis.harness.trial import clean_env, first_line, preloadable_path
-from analysis.paths import NATIVE_DIR
 
 TIMEOUT_S = 600
 TIMED_RUNS = 5
@@ -40,7 +39,7 @@ PER_CLASS = [q for q, (_, per_class, _) in PROFILE_QUANTITIES.items() if per_cla
 
 
 def allocprofile_path() -> Path:
-    return build_c("allocprofile", [NATIVE_DIR / "allocprofile.c"], shared=True, ldflags=["-ldl"])
+    return build_c("allocprofile", [Path(__file__).resolve().with_name("allocprofile.c")], shared=True, ldflags=["-ldl"])
 
 
 # ---- the program ----
@@ -263,7 +262,7 @@ def workload_rows(workload_id: str, scale: float, timeout: float = TIMEOUT_S, sy
                   runs: int = TIMED_RUNS) -> list[dict]:
     """A heapcost workload's profile, run as a time run runs it under the system glibc: its argv and its
     environment at that scale, from a scratch folder."""
-    from analysis.harness import workloads
+    from analysis.harness.workloads import builtin as workloads
 
     workload = workloads.get(workload_id)
     workload.prepare("glibc")
@@ -280,8 +279,9 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
 
     from analysis.contract import runstore
     from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS, RUN_KIND, RUN_TABLE
-    from analysis.harness import machine, quiet, workloads
-    from analysis.harness.workloads import check_scale
+    from analysis.harness import machine, quiet
+    from analysis.harness.workloads import builtin as workloads
+    from analysis.harness.workloads.builtin import check_scale
     from analysis.paths import RUNS_DIR
 
     ids = workloads.expand([n.strip() for n in str(names).split(",") if n.strip()])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness.brought_workloads import parse_extra_workloads, split_items
+from analysis.harness.workloads.brought import parse_extra_workloads, split_items
 from analysis.harness.measure import Campaign
 from conftest import FIXTURES, REPO, cli, libc_path
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.harness import workloads as wl
+from analysis.harness.workloads import builtin as wl
 from analysis.errors import HeapcostError
 
 pytestmark = [pytest.mark.allocators, pytest.mark.slow]
@@ -265,7 +265,7 @@ def test_calls_processes_starts_its_steps_as_processes_each_making_its_pairs(tmp
     environment, stdout's buffer)."""
     import subprocess
 
-    from analysis.harness.profile import allocprofile_path
+    from analysis.harness.workloads.profile import allocprofile_path
 
     w = wl.WORKLOADS["calls-processes"]
     scale = 0.005
@@ -296,7 +296,7 @@ def test_a_calls_program_does_its_pairs_whatever_the_allocator(wid, tmp_path):
     working set's first fill), each freed; its checksum does not depend on the allocator (jemalloc, if here)."""
     import subprocess
 
-    from analysis.harness.profile import allocprofile_path
+    from analysis.harness.workloads.profile import allocprofile_path
 
     w = wl.WORKLOADS[wid]
     scale = 0.0005 if w.pattern != "pages" else 0.01

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import launcher, workloads as wl
+from analysis.harness import launcher
+from analysis.harness.workloads import builtin as wl
 from analysis.harness.build import build_c
 from analysis.harness.trial import clean_env, last_checksum, preload_env, read_who, reported_metrics, wrong_malloc
 from conftest import FIXTURES
