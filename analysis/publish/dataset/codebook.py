@@ -45,7 +45,7 @@ HOW_MEASURED = {
     "profiles.csv": "Allocation profiles of heapcost's own workloads (`python -m analysis profile --workloads "
                     "...`, kind `profile`; analysis/harness/workloads/profile.py). One row per workload and quantity, and per "
                     "size class for the quantities given by class: each workload run as a time run runs it under "
-                    "the system glibc, once with the counting shim preloaded (analysis/harness/native/"
+                    "the system glibc, once with the counting shim preloaded (analysis/harness/workloads/"
                     "allocprofile.c), once under strace -f, then timed with nothing preloaded. The profiles "
                     "predict the debated cells from per-call costs (analysis/publish/debates/"
                     "per_call_prediction.py).",
