@@ -9,6 +9,8 @@ blocks follow for the cells whose interval is still wider, decided from the rows
 import random
 import time
 
+from analysis.errors import HeapcostError
+
 
 def plan(cells, blocks: int, warmups: int, seed: int, first_block: int = 0) -> list[tuple]:
     """(block, warm-up?, *cell) for every cell once per block, in a fresh random order each block."""
@@ -57,3 +59,14 @@ def run_blocks(cells, *, blocks: int, warmups: int, seed: int, salt: int, done: 
         next_block += 1
         bar.total += len(queue)
         bar.refresh()
+
+
+def parse_seed(value) -> int:
+    """SEED: the blocks' random orders and draws, a non-negative integer."""
+    try:
+        seed = int(value)
+    except (TypeError, ValueError):
+        seed = -1
+    if seed < 0:
+        raise HeapcostError(f"SEED must be a non-negative integer, not {value!r}")
+    return seed

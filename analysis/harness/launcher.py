@@ -150,3 +150,19 @@ def default_trial_cpu() -> int | None:
     """The CPU trials are pinned to by default: the last one this process may use (None: just one)."""
     allowed = sorted(os.sched_getaffinity(0))
     return allowed[-1] if len(allowed) > 1 else None
+
+
+def parse_pin(value) -> int | None:
+    """PIN: the CPU trials run on: auto (the last CPU when there are several), none, or a CPU number."""
+    text = str(value if value not in (None, "") else "auto").strip().lower()
+    if text == "auto":
+        return default_trial_cpu()
+    if text in ("none", "no", "0-"):
+        return None
+    try:
+        cpu = int(text)
+    except ValueError:
+        cpu = -1
+    if cpu < 0:
+        raise HeapcostError(f"PIN must be auto, none or a CPU number, not {value!r}")
+    return cpu

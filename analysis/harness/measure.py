@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.harness.allocators import catalog as catalog_mod
-from analysis.harness.blocks import run_blocks
+from analysis.harness.blocks import parse_seed, run_blocks
 from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
 from analysis.harness import launcher, machine, quiet
 from analysis.harness.allocators import brought, glibc_build
@@ -67,22 +67,6 @@ MODES = ("time", "callgrind")
 PROTOCOLS = ("trials", "lockstep")  # lockstep: process pairs for the C workloads that take turns
 
 
-def parse_pin(value) -> int | None:
-    """PIN: auto (the last CPU when there are several), none, or a CPU number."""
-    text = str(value if value not in (None, "") else "auto").strip().lower()
-    if text == "auto":
-        return launcher.default_trial_cpu()
-    if text in ("none", "no", "0-"):
-        return None
-    try:
-        cpu = int(text)
-    except ValueError:
-        cpu = -1
-    if cpu < 0:
-        raise HeapcostError(f"PIN must be auto, none or a CPU number, not {value!r}")
-    return cpu
-
-
 def _split(names) -> list[str]:
     if names is None:
         return []
@@ -104,16 +88,6 @@ def select_workloads(names) -> list[str]:
                             f"groups: {', '.join(WORKLOAD_GROUPS)}")
     ids = [i for w in wanted for i in (WORKLOAD_GROUPS.get(w) or [w])]
     return list(dict.fromkeys(ids))
-
-
-def parse_seed(value) -> int:
-    try:
-        seed = int(value)
-    except (TypeError, ValueError):
-        seed = -1
-    if seed < 0:
-        raise HeapcostError(f"SEED must be a non-negative integer, not {value!r}")
-    return seed
 
 
 def parse_scales(value) -> list[float]:
@@ -214,7 +188,7 @@ class Campaign:
         if self.protocol not in PROTOCOLS:
             raise HeapcostError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
         self.pin = str(pin if pin not in (None, "") else "auto")
-        self.cpu = parse_pin(self.pin)
+        self.cpu = launcher.parse_pin(self.pin)
         self.all_cpus = sorted(os.sched_getaffinity(0))
         self.force = force
         self.target_ci = parse_positive(target_ci, "TARGET_CI")

@@ -169,7 +169,7 @@ def measure(sizes=None, blocks=BLOCKS, target_us=TARGET_US, heap_kib=HEAP_KIB, s
             seed=None, pin="auto", force=None, out=None, runs_dir=None, repetitions=None, run=subprocess.run) -> Path:
     """One mechanism run: the program pinned to the trial CPU, its rows in the run's store_sequence.csv."""
     from analysis.harness import launcher, machine, quiet
-    from analysis.harness.measure import parse_pin, parse_seed
+    from analysis.harness.blocks import parse_seed
 
     sizes = parse_sizes(sizes)
     blocks = positive_int(blocks, "--blocks")
@@ -180,7 +180,7 @@ def measure(sizes=None, blocks=BLOCKS, target_us=TARGET_US, heap_kib=HEAP_KIB, s
     sequences = parse_names(sequences, STORE_SEQUENCES, "sequence(s)")
     working_sets = parse_names(working_sets, WORKING_SETS, "working set(s)")
     repetitions = positive_int(repetitions, "--repetitions") if repetitions not in (None, "") else None
-    cpu = parse_pin(pin)
+    cpu = launcher.parse_pin(pin)
     params = {"sizes": sizes, "blocks": blocks, "target_us": target_us, "heap_kib": heap_kib,
               "sequences": sequences, "working_sets": working_sets, "pin": str(pin or "auto"),
               "cflags": list(CFLAGS), "source_sha256": source_sha256(),
