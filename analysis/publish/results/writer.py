@@ -596,18 +596,14 @@ def _debates_per_call(runs_dir, costs: pd.DataFrame, p, baseline: str) -> dict:
     # the cells' per-call predictions registered before their kind measured them again, against those runs
     from analysis.publish.debates import predictions
 
+    from analysis.publish.debates.pool import RUN_COLUMNS
+
     runs = written("debate_runs.csv")
     checked = per_call_prediction.check(predictions.load_per_calls(),
-                                        runs if runs is not None else pd.DataFrame(columns=pool_run_columns()))
+                                        runs if runs is not None else pd.DataFrame(columns=RUN_COLUMNS))
     write_csv(checked, p("debate_per_call_check.csv"))
     return {"debate_per_call": per_call_prediction.numbers(t),
             "debate_per_call_check": per_call_prediction.check_numbers(checked)}
-
-
-def pool_run_columns() -> list[str]:
-    from analysis.publish.debates.pool import RUN_COLUMNS
-
-    return RUN_COLUMNS
 
 
 def _rate_display(value: float, low: float, high: float) -> str:
