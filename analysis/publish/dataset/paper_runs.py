@@ -236,5 +236,21 @@ def merge_rows(per_run: dict[str, pd.DataFrame], lead: dict[str, str], baseline:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def merge_pair_rows(per_run: dict[str, pd.DataFrame], lead: dict[str, str]) -> pd.DataFrame:
+    """Rows of pairs (an `allocator` against its `base`, as the ablations): each pair's rows from the run that
+    leads for its allocator when that run measured the pair, else from the run that leads for its base (a
+    knock-out measured only beside its control in a small run), with that run's id."""
+    have = {(run_id, a, b) for run_id, frame in per_run.items() if frame is not None and not frame.empty
+            for a, b in zip(frame["allocator"], frame["base"])}
+    frames = []
+    for run_id, frame in per_run.items():
+        if frame is None or frame.empty:
+            continue
+        keep = [lead.get(a) == run_id or ((lead.get(a), a, b) not in have and lead.get(b) == run_id)
+                for a, b in zip(frame["allocator"], frame["base"])]
+        frames.append(frame[keep].assign(run_id=run_id))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 def merge_probe_rows(runs: list[RunTable], lead: dict[str, str]) -> list[dict]:
     return [dict(r, run_id=rt.run_id) for rt in runs for r in rt.table if lead.get(r["allocator"]) == rt.run_id]

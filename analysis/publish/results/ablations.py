@@ -39,6 +39,12 @@ ABLATIONS = [
      "hardened-72fb357", "hardened-light-72fb357"),
     ("slot randomization, write-after-free check, slab quarantines, a guard slab every slab (hardened_malloc 2026062800)",
      "hardened-2026062800", "hardened-light-2026062800"),
+    # the same four, one at a time: the default variant against it with one option set to light.mk's value
+    ("write-after-free check (hardened_malloc 72fb357)", "hardened-72fb357", "hardened-72fb357-no-wafc"),
+    ("random slot selection (hardened_malloc 72fb357)", "hardened-72fb357", "hardened-72fb357-no-slot-random"),
+    ("slab quarantines (hardened_malloc 72fb357)", "hardened-72fb357", "hardened-72fb357-no-quarantine"),
+    ("a guard slab every slab instead of every 8th (hardened_malloc 72fb357)", "hardened-72fb357",
+     "hardened-72fb357-guard8"),
 ]
 
 

@@ -13,7 +13,7 @@ from analysis.stats import compare as cmp
 from analysis.stats import estimators, paired, scaling
 from analysis.stats import security, weight_draws
 from analysis.contract.runstore import Run
-from analysis.contract.schema import LITERATURE_SCHEMAS, OK, measured_trials, read_table
+from analysis.contract.schema import LITERATURE_SCHEMAS, OK, declared_orientation, measured_trials, read_table
 from analysis.publish.results import ablations as ablation
 from analysis.publish.render.formats import fmt_interval
 from analysis.publish.results import cpu_split, memo, provenance, server_metrics
@@ -311,6 +311,8 @@ class Results:
     cost: pd.DataFrame  # per-unit cost ratios and start-up costs, from runs with cells at several scales
     roles: pd.DataFrame  # lockstep role effects (time in role b over role a) of runs whose roles alternate
     brought: pd.DataFrame  # brought libraries: file, sha256, upstream revision, configuration (provenance.py)
+    knock_outs: pd.DataFrame  # a defence set option by option (knock_outs.parts): one row per part and workload
+    knock_out_summary: pd.DataFrame  # and per workload: the whole, the parts' sum, their interaction
 
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
@@ -377,8 +379,9 @@ def _compute(data_dir: Path, baseline: str, weights: dict | None) -> Results:
                          or [pd.DataFrame(columns=LEFT_OUT_COLUMNS)], ignore_index=True)
     abl, abl_mem = ({rt.run_id: ablation.run_ablations(usable(rt.table, m)[0], per_run.get(rt.run_id), m) for rt in time_runs}
                     for m in ("wall_s", "maxrss_kb"))
-    abl = paper_runs.merge_rows(abl, time_lead, baseline)
-    abl_mem = paper_runs.merge_rows(abl_mem, time_lead, baseline)
+    knock = _knock_outs(time_runs, baseline)
+    abl = paper_runs.merge_pair_rows(abl, time_lead)
+    abl_mem = paper_runs.merge_pair_rows(abl_mem, time_lead)
     cg_lead = paper_runs.leads("callgrind", cg_runs, cg_run)
     if cg_run is not None and any(rt.run_id == cg_run.run_id and baseline in set(rt.table["allocator"]) for rt in cg_runs):
         # every callgrind run counts the baseline as its own reference: its rows come from the main run, not from
@@ -418,7 +421,29 @@ def _compute(data_dir: Path, baseline: str, weights: dict | None) -> Results:
                    aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}),
                    pd.concat([scaling.per_unit_ratios(scaling.cost_model(rt.table), baseline).assign(run_id=rt.run_id)
                               for rt in time_runs] or [pd.DataFrame(columns=scaling.RATIO_COLUMNS)], ignore_index=True),
-                   role_table(time_runs, baseline), provenance.brought_libraries(all_runs))
+                   role_table(time_runs, baseline), provenance.brought_libraries(all_runs), *knock)
+
+
+def _knock_outs(time_runs, baseline: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """knock_outs.parts of every run that measured a control beside all its knock-outs and its all-off variant."""
+    from analysis.harness.allocators.catalog import load_catalog
+    from analysis.publish.results import knock_outs
+
+    catalog = load_catalog()
+    labels = {base: defence for defence, alloc, base in ablation.ABLATIONS if alloc in knock_outs.TOGETHER}
+    found = []
+    for rt in time_runs:
+        controls = set(knock_outs.TOGETHER) & set(rt.run.info.get("allocators") or {})
+        if not controls:
+            continue
+        pairs_csv = rt.run.path / "pairs.csv"  # read again: rt.pairs leaves out the cost check's programs
+        cells = (paired.as_comparison(declared_orientation(rt.run.info, read_table(pairs_csv)), baseline).results
+                 if pairs_csv.is_file() else None)
+        found.append(knock_outs.parts(rt.run_id, usable(rt.table, "wall_s")[0], cells, catalog, labels))
+    found = [f for f in found if len(f[0])]
+    if not found:
+        return pd.DataFrame(columns=knock_outs.COLUMNS), pd.DataFrame(columns=knock_outs.SUMMARY_COLUMNS)
+    return (pd.concat([f[0] for f in found], ignore_index=True), pd.concat([f[1] for f in found], ignore_index=True))
 
 
 def role_table(time_runs, baseline: str) -> pd.DataFrame:

@@ -165,6 +165,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["left_out"] = int(len(res.left_out))
 
     numbers.update(_ablations(res, p))
+    numbers.update(_knock_outs(res, p))
     numbers.update(_callgrind(res, p, baseline))
     numbers.update(_tradeoff(res, p, baseline))
     numbers.update(hosts.host_outputs(res, p))
@@ -320,6 +321,58 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
                          "leanest": _extreme(mgeo, "geomean_ratio", min),
                          "heaviest": _extreme(mgeo, "geomean_ratio", max)}
     return numbers
+
+
+def _short(part: str) -> str:
+    """An ablation's defence without the allocator it names in parentheses."""
+    return part.split(" (")[0]
+
+
+def _knock_outs(res: Results, p) -> dict:
+    """results_knock_outs.csv (each option's saving, with the trials' faults and peak memory) and the numbers the
+    paper states: per workload the whole saving, the largest part and its share, the interaction."""
+    parts, summary = res.knock_outs, res.knock_out_summary
+    if parts is None or parts.empty:
+        return {}
+    labels = _labels(res)
+
+    def count(x):
+        return "" if x is None or not np.isfinite(x) else f"{x:,.0f}"
+
+    table = parts.assign(run=parts["run_id"].map(labels).fillna(""),
+                         saving_display=[fmt_interval(r.saving, r.ci_low, r.ci_high) for r in parts.itertuples()],
+                         share_display=[f"{100 * x:.0f}%" if np.isfinite(x) else "" for x in parts["share_of_whole"]],
+                         minflt_display=[count(x) for x in parts["minflt"]],
+                         maxrss_mb_display=[count(x / 1024) if x is not None and np.isfinite(x) else ""
+                                            for x in parts["maxrss_kb"]])
+    write_csv(table, p("knock_outs.csv"))
+    rows = []
+    for r in summary.itertuples():
+        decided = r.interaction_ci_low > 1 or r.interaction_ci_high < 1
+        rows.append({"run": labels.get(r.run_id, ""), "control": r.control, "workload": r.workload, "design": r.design,
+                     "whole": fmt_interval(r.whole, r.whole_ci_low, r.whole_ci_high),
+                     "parts_sum": f"{r.parts_sum:.3f}",
+                     "interaction": fmt_interval(r.interaction, r.interaction_ci_low, r.interaction_ci_high),
+                     "interaction_decided": bool(decided),
+                     "largest": r.largest_part, "largest_share_percent": round(100 * r.largest_share),
+                     "largest_label": _short(parts.loc[parts["configuration"] == r.largest_part, "part"].iloc[0]),
+                     "largest_saving": fmt_interval(*parts[(parts["run_id"] == r.run_id) & (parts["workload"] == r.workload)
+                                                          & (parts["configuration"] == r.largest_part)]
+                                                    [["saving", "ci_low", "ci_high"]].iloc[0]),
+                     "control_minflt": count(r.control_minflt), "whole_minflt": count(r.whole_minflt),
+                     "control_maxrss_mb": count(r.control_maxrss_kb / 1024) if np.isfinite(r.control_maxrss_kb or np.nan) else "",
+                     "whole_maxrss_mb": count(r.whole_maxrss_kb / 1024) if np.isfinite(r.whole_maxrss_kb or np.nan) else ""})
+    largest = parts[parts["configuration"].isin(set(summary["largest_part"]))]
+    with_trials = parts[parts["minflt"].notna()]
+    faults, rss = {}, {}
+    for (w, k), g in with_trials.groupby(["workload", "configuration"]):
+        faults.setdefault(w, {})[k] = count(g["minflt"].iloc[0])
+        rss.setdefault(w, {})[k] = count(g["maxrss_kb"].iloc[0] / 1024)
+    return {"knock_outs": {"controls": sorted(set(summary["control"])), "runs": sorted(set(summary["run_id"].map(labels))),
+                           "workloads": rows, "largest_parts": sorted(set(largest["configuration"])),
+                           "largest_labels": sorted({_short(x) for x in largest["part"]}),
+                           "interactions_decided": int(sum(r["interaction_decided"] for r in rows)),
+                           "minflt": faults, "maxrss_mb": rss}}
 
 
 def _ablations(res: Results, p) -> dict:

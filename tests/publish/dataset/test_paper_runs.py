@@ -278,3 +278,23 @@ def test_an_ablation_pools_every_workload_both_sides_ran_trials_and_pairs(tmp_pa
     assert set(abl["workload"]) == {"small-loop", "pow2-churn", "dom-churn", "all"}
     pooled = abl[abl["workload"] == "all"].iloc[0]
     assert int(pooled["n"]) == 3 and pooled["ci_low"] < 0.99 / 0.9 < pooled["ci_high"]
+
+
+def test_a_knock_out_measured_only_in_a_small_run_keeps_its_ablation():
+    """hardened-72fb357 leads in the big run R1, which never ran its knock-out; the small run R2 ran the knock-out
+    beside it. The knock-out's ablation comes from R2 (the run leading for its base); the light variant's,
+    which R1 measured, still comes from R1 alone, although R2 measured it too."""
+    from analysis.publish.dataset import paper_runs
+
+    def rows(*pairs):
+        return pd.DataFrame([{"allocator": a, "base": b, "workload": "all", "ratio": r} for a, b, r in pairs])
+
+    per_run = {"R1": rows(("hardened-72fb357", "hardened-light-72fb357", 1.7)),
+               "R2": rows(("hardened-72fb357", "hardened-light-72fb357", 1.4),
+                          ("hardened-72fb357", "hardened-72fb357-no-wafc", 1.1))}
+    lead = {"hardened-72fb357": "R1", "hardened-light-72fb357": "R1", "hardened-72fb357-no-wafc": "R2"}
+    merged = paper_runs.merge_pair_rows(per_run, lead)
+    got = {(r.base, r.run_id): r.ratio for r in merged.itertuples()}
+    assert got == {("hardened-light-72fb357", "R1"): 1.7, ("hardened-72fb357-no-wafc", "R2"): 1.1}
+    # per allocator alone (merge_rows), the knock-out's row would be lost: its allocator leads in R1
+    assert "hardened-72fb357-no-wafc" not in set(paper_runs.merge_rows(per_run, lead, "glibc")["base"])
