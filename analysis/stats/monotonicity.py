@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from analysis.stats.security import (
-    DEFENCE_PROBES, _draw_loss, _score_arrays, posterior_loss, size_of, weights_file,
+    DEFENCE_PROBES, _draw_loss, _probe_loss_cells, _score_arrays, posterior_loss, size_of, weights_file,
 )
 
 TOLD_APART = 0.1  # a probe tells a pair apart when its loss with the defence is lower by at least this share
@@ -47,12 +47,34 @@ def told_apart(losses: dict, with_: str, without: str, defence: str) -> tuple[li
     return found, measured
 
 
+def driver(rows, with_: str, without: str, weights: dict) -> dict | None:
+    """The entry (a probe or a primitive cell) that takes the most points off `with_`'s score against
+    `without`'s: 100 w_p (L_p,with / W_with - L_p,without / W_without) over the entries both have, W each side's
+    weight with data. None when no entry takes points off."""
+    cells = _probe_loss_cells(rows, [posterior_loss(r) for r in rows])
+    a, b = cells.get(with_, {}), cells.get(without, {})
+
+    def total(c):
+        return sum(float(weights.get(p, 0.0)) for p, x in c.items() if x is not None) or 1.0
+    wa, wb = total(a), total(b)
+    best = None
+    for p in sorted(set(a) & set(b)):
+        if a[p] is None or b[p] is None:
+            continue
+        w = float(weights.get(p, 0.0))
+        points = 100 * w * (a[p] / wa - b[p] / wb)
+        if points > 0 and (best is None or points > best["points"]):
+            best = {"entry": p, "points": points, "loss_with": a[p], "loss_without": b[p]}
+    return best
+
+
 def monotonicity(rows, pairs, weights: dict | None = None, *, draws: int = 2000, seed: int = 0) -> list[dict]:
     """Per knock-out pair (defence_pairs) with a score on both sides: the scores, their difference (with -
     without) and its 95% interval from the two posteriors (as score_intervals draws them); `raised` when the
     interval lies wholly below 0 (removing the defences raised the score beyond what sampling explains); per
     removed defence, the probes that tell the pair apart (`apart`), `blind`: the removed defences whose probes
-    ran on both sides and none tells them apart, `unmeasured`: those whose probes did not run on both."""
+    ran on both sides and none tells them apart, `unmeasured`: those whose probes did not run on both; for a
+    raised pair, `driver`: the entry that takes the most points off the side with the defences (driver)."""
     weights = weights_file().weights() if weights is None else weights
     rows = list(rows)
     rng = np.random.default_rng(seed)
@@ -74,5 +96,6 @@ def monotonicity(rows, pairs, weights: dict | None = None, *, draws: int = 2000,
                     "difference_high": high, "raised": high < 0,
                     "apart": "; ".join(f"{d}: {', '.join(p)}" for d, (p, _) in apart.items() if p),
                     "blind": " ".join(d for d, (p, ran) in apart.items() if ran and not p),
-                    "unmeasured": " ".join(d for d, (_, ran) in apart.items() if not ran)})
+                    "unmeasured": " ".join(d for d, (_, ran) in apart.items() if not ran),
+                    "driver": (driver(rows, with_, without, weights) or {}).get("entry", "") if high < 0 else ""})
     return out

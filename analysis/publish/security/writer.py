@@ -42,11 +42,17 @@ def catalogue_claims() -> dict[str, tuple]:
 
 
 def catalogue_pairs() -> list[tuple[str, str, tuple]]:
-    """The catalogue's knock-out pairs (security.defence_pairs over allocators.toml's families and claims)."""
+    """The catalogue's knock-out pairs (security.defence_pairs over allocators.toml's claims): two configurations
+    of one source, the same family at the same upstream revision or package version (hardened_malloc 72fb357's
+    knock-outs pair with 72fb357, never with release 2026062800, whose code differs besides)."""
     from analysis.harness.allocators.catalog import load_catalog
 
     catalog = load_catalog().values()
-    return defence_pairs({a.id: a.defences for a in catalog}, {a.id: a.family for a in catalog})
+
+    def source(a):
+        origin = a.origin or {}
+        return f"{a.family}@{origin.get('revision') or origin.get('version') or ''}"
+    return defence_pairs({a.id: a.defences for a in catalog}, {a.id: source(a) for a in catalog})
 
 
 def monotonicity_problems(rows, pairs=None) -> list[str]:
@@ -86,6 +92,27 @@ def weights_table(path) -> list[dict]:
         w.writeheader()
         w.writerows(rows)
     return rows
+
+
+def raised_detail(m: dict, scored, weights: dict, primitive_rows) -> dict:
+    """A pair whose removal raised the score, with the entry that carries it (monotonicity.driver): its loss on
+    each side and, for a primitive cell, how many sequences a detection stopped on each side."""
+    from analysis.contract.security_weights import PRIMITIVE_PREFIX
+    from analysis.stats.monotonicity import driver
+
+    d = driver(scored, m["with"], m["without"], weights) or {}
+    out = {"with": m["with"], "without": m["without"], "removed": m["removed"].split(),
+           "entry": d.get("entry", ""), "points": round(d.get("points", 0.0), 1),
+           "loss_with": round(d.get("loss_with", 0.0), 3), "loss_without": round(d.get("loss_without", 0.0), 3)}
+    if out["entry"].startswith(PRIMITIVE_PREFIX):
+        bug, _, primitive = out["entry"][len(PRIMITIVE_PREFIX):].partition("/")
+        out.update(bug_class=bug, primitive=primitive)
+        for side in ("with", "without"):
+            cells = [r for r in primitive_rows if r["allocator"] == m[side] and r["bug_class"] == bug
+                     and r["primitive"] == primitive]
+            out[f"detected_{side}"] = sum(int(float(r.get("detected") or 0)) for r in cells)
+            out[f"sequences_{side}"] = sum(int(float(r.get("sequences") or 0)) for r in cells)
+    return out
 
 
 def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | None = None,
@@ -131,7 +158,7 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
     with open(out_dir / f"{prefix}monotonicity.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=["with", "without", "removed", "score_with", "score_without", "difference",
                                            "difference_low", "difference_high", "raised", "apart", "blind",
-                                           "unmeasured"])
+                                           "unmeasured", "driver"])
         w.writeheader()
         w.writerows({k: round(v, 2) if isinstance(v, float) else v for k, v in m.items()} for m in checked)
     counts = Counter(r["outcome"] for r in rows)
@@ -153,6 +180,8 @@ def write_outputs(rows, out_dir, *, weights: dict | None = None, claims: dict | 
                           "seen-not-claimed": sum(d["kind"] == "seen-not-claimed" for d in found)},
         "monotonicity": {"pairs": len(checked),
                          "raised": [f"{m['with']} > {m['without']}" for m in checked if m["raised"]],
+                         "raised_detail": [raised_detail(m, scored, weights, primitive_rows or [])
+                                           for m in checked if m["raised"]],
                          "blind": [f"{m['with']} > {m['without']}: {m['blind']}" for m in checked if m["blind"]]},
     }
     (out_dir / f"{prefix}numbers.json").write_text(json_text(numbers, indent=2) + "\n")
