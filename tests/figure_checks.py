@@ -19,20 +19,42 @@ _TRANSFORM = re.compile(r"translate\(([-\d.e]+)[ ,]+([-\d.e]+)\)\s*(?:rotate\(([
                         r"scale\(([-\d.e]+)[ ,]+([-\d.e]+)\)")
 
 
+def _call(source: str, start: int) -> str:
+    """The text of a call whose "(" is at `start`, to its matching ")" (brackets of content and strings nest)."""
+    depth, i, quoted = 0, start, False
+    while i < len(source):
+        c = source[i]
+        if quoted:
+            quoted = c != '"' or source[i - 1] == "\\"
+        elif c == '"':
+            quoted = True
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return source[start:i + 1]
+        i += 1
+    return source[start:]
+
+
 def placements(source: str, generated: Path) -> dict[str, float]:
     """{svg file: the share of the text block's width the document gives it}: every fig("file", ..., width: N%)
     (100% when not given; a name built from a seed is every file it can name), and the images of a grid of
     columns (the cost check's figures, side by side two at a time)."""
     out = {}
     for m in re.finditer(r'#fig\(("(?P<name>[^"]+)"(?P<tail> \+ [^,]+)?)', source):
-        call = source[m.start():source.find("\n\n", m.start())]  # to the end of its paragraph
-        width = re.search(r"width: (\d+)%", call)
+        call = _call(source, m.start() + len("#fig"))
+        width = re.search(r"\bwidth: (\d+)%", call)
         share = int(width.group(1)) / 100 if width else 1.0
         if m.group("tail"):  # "results_debate_" + r.seed + ".svg"
             for f in sorted(generated.glob(m.group("name") + "*.svg")):
                 out[f.name] = share
         else:
             out[m.group("name")] = share
+            stem = m.group("name").removesuffix(".svg")
+            for f in sorted(generated.glob(stem + "-part*.svg")):  # a figure drawn in parts (figures.part_path)
+                out[f.name] = share
     for grid in re.finditer(r"#figure\(grid\(columns: calc\.min\((?P<list>\w+)\.len\(\), (?P<cols>\d+)\)", source):
         cols = int(grid.group("cols"))
         for f in sorted(generated.glob("results_cost_check_*.svg")):

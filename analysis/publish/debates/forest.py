@@ -3,11 +3,13 @@ that measured it), each host's pooled estimate as a diamond with the rule's deci
 its processor kind's label, with its machines), the single estimate over hosts where there is one, the
 pre-registered margin as a shaded band and the verdict across hosts. Kinds and machines are named as
 everywhere else in the paper (analysis/contract/host.py)."""
+import textwrap
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.publish.render.figures import draws_rounded, plain_log_axis, pyplot, save
+from analysis.publish.render.figures import (PART_HEIGHT_IN, clear_parts, draws_rounded, part_path, plain_log_axis,
+                                             pyplot, save, split_units)
 
 POOLED_COLOUR, RUN_COLOUR, SUPERSEDED_COLOUR, HOST_COLOUR = "#8f2c2c", "#3b6ea8", "#a0a0a0", "#c07a1a"
 
@@ -26,16 +28,21 @@ def kind_line(host) -> str:
     return f" {host['processor']}" + (f" ({machines})" if machines else "") + f": {host['decision_words']}"
 
 
+LABEL_CHARS = 70  # a line's label wraps beyond this many characters
+ROW_IN = 0.15  # the height of one text row of a label
+
+
 @draws_rounded
 def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFrame, labels: dict,
                   path: Path, margin: float, rule: str) -> None:
     """One debate: `answers` its rows (configuration, workload, pooled interval, verdict), `runs` every run
     behind them (each with its `processor` kind and `machine` name), `per_host` each host's answer, `labels` run
     id -> R-label. A cell's runs are listed by kind and machine. Superseded runs are drawn in grey and never
-    pooled."""
-    plt = pyplot()
-    lines = []  # (label, ratio, low, high, kind)
+    pooled. Long labels wrap; a debate with more lines than a page holds is drawn in parts (figures.part_path),
+    each cell whole in one part where it fits."""
+    cells = []  # per cell: its lines (label, ratio, low, high, kind)
     for _, a in answers.iterrows():
+        lines = []
         mine = runs[(runs["configuration"] == a["configuration"]) & (runs["workload"] == a["workload"])]
         for _, r in mine.sort_values(["processor", "machine"], kind="stable").iterrows():
             lines.append((run_line(r, labels), r["ratio"], r["ci_low"], r["ci_high"],
@@ -47,20 +54,48 @@ def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFr
         lines.append((f"{a['configuration']}, {a['workload']}: {a['verdict']}",
                       *((float(a["pooled_ratio"]), float(a["pooled_low"]), float(a["pooled_high"])) if pooled
                         else (float("nan"),) * 3), "pooled"))
-    fig, ax = plt.subplots(figsize=(6.0, 0.7 + 0.2 * max(1, len(lines))))
+        cells.append([(textwrap.fill(t, LABEL_CHARS, subsequent_indent="    "), *rest) for t, *rest in lines])
+    clear_parts(path)
+    capacity = int((PART_HEIGHT_IN - 1.0) / ROW_IN)
+    cells = [chunk for cell in cells for chunk in _pieces(cell, capacity)]
+    units = [sum(t.count("\n") + 1 for t, *_ in cell) for cell in cells]
+    groups = split_units(units, capacity)
+    for i, group in enumerate(groups):
+        _draw(sum((cells[j] for j in group), []), part_path(path, i), margin, rule)
+
+
+def _pieces(lines: list, capacity: int) -> list[list]:
+    """A cell's lines in pieces of at most `capacity` text rows (a cell with more runs than a page holds)."""
+    pieces, current, filled = [], [], 0
+    for line in lines:
+        rows = line[0].count("\n") + 1
+        if current and filled + rows > capacity:
+            pieces.append(current)
+            current, filled = [], 0
+        current.append(line)
+        filled += rows
+    return pieces + ([current] if current else [])
+
+
+def _draw(lines: list, path: Path, margin: float, rule: str) -> None:
+    plt = pyplot()
+    heights = [t.count("\n") + 1 for t, *_ in lines]
+    ys = [sum(heights[:i]) + (h - 1) / 2 for i, h in enumerate(heights)]
+    rows = sum(heights)
+    fig, ax = plt.subplots(figsize=(5.6, 1.0 + ROW_IN * max(1, rows)))
     band = (1 / (1 + margin), 1 + margin) if rule == "equivalent" else (0, 1 + margin)
     ax.axvspan(max(band[0], 1e-3), band[1], color="#cfe8cf", alpha=0.6, lw=0, label=f"margin {margin * 100:g}%")
     ax.axvline(1.0, color="grey", lw=0.6, ls="--")
     colours = {"run": RUN_COLOUR, "superseded": SUPERSEDED_COLOUR, "pooled": POOLED_COLOUR, "host": HOST_COLOUR}
-    for y, (_, ratio, lo, hi, kind) in enumerate(lines):
+    for y, (_, ratio, lo, hi, kind) in zip(ys, lines):
         if ratio != ratio:  # a verdict with no single estimate over hosts: its line has words only
             continue
         ax.errorbar([ratio], [y], xerr=[[ratio - lo], [hi - ratio]], fmt="o" if kind in ("run", "superseded") else "D",
                     ms=2.5 if kind in ("run", "superseded") else 4, color=colours[kind],
                     elinewidth=0.8 if kind in ("run", "superseded") else 1.2,
                     capsize=1.5)
-    ax.set_yticks(range(len(lines)), [t for t, *_ in lines], fontsize=6)
-    ax.set_ylim(len(lines) - 0.5, -0.5)
+    ax.set_yticks(ys, [t for t, *_ in lines], fontsize=6)
+    ax.set_ylim(rows - 0.5, -0.5)
     ratios = [v for _, r, lo, hi, _ in lines for v in (lo, hi) if v == v] + [1.0, band[1]]
     ax.set_xscale("log")
     ax.set_xlim(min(ratios) / 1.02, max(ratios) * 1.02)

@@ -55,6 +55,42 @@ def save(fig, path: Path) -> None:
     Path(path).write_text(stable_ids(buf.getvalue()))
 
 
+# A figure taller than this is split into parts (<stem>-part<N>.svg beside <stem>.svg, placed one after another
+# by fig() in paper/common.typ): fig() shrinks a figure taller than 20 cm (7.87 in) to that height, which would
+# take its text below a legible size.
+PART_HEIGHT_IN = 7.6
+
+
+def part_path(path: Path, index: int) -> Path:
+    """The file of part `index` (0-based) of the figure at `path`: the first keeps the figure's own name."""
+    path = Path(path)
+    return path if index == 0 else path.with_name(f"{path.stem}-part{index + 1}{path.suffix}")
+
+
+def clear_parts(path: Path) -> None:
+    """Remove the parts an earlier drawing of `path` left (a figure drawn again may have fewer)."""
+    path = Path(path)
+    for old in path.parent.glob(f"{path.stem}-part*{path.suffix}"):
+        old.unlink()
+
+
+def split_units(units: list[int], capacity: int) -> list[list[int]]:
+    """Indices of `units` (each item's height in rows) in consecutive groups of at most `capacity` rows, as even
+    as the items allow; an item taller than the capacity stands alone."""
+    total = sum(units)
+    if total <= capacity:
+        return [list(range(len(units)))]
+    target = total / -(-total // capacity)  # the even share of the fewest parts that fit
+    groups, current, filled = [], [], 0
+    for i, u in enumerate(units):
+        if current and (filled + u > capacity or filled >= target):
+            groups.append(current)
+            current, filled = [], 0
+        current.append(i)
+        filled += u
+    return groups + ([current] if current else [])
+
+
 # matplotlib names clip paths, markers and hatches by a hash of their full-precision coordinates, whose
 # last bit depends on the host (SIMD path, BLAS threads): numbered in order of appearance they do not
 _HASHED_ID = re.compile(r"\b[pmh][0-9a-f]{10}\b")
@@ -108,14 +144,17 @@ def percent_axis(ax, lo: float, hi: float) -> None:
     ax.xaxis.set_minor_formatter(plt_null_formatter())
 
 
+FOREST_ROW_IN = 0.12  # one allocator's row in a forest panel
+
+
 @draws_rounded
-def forest(table: pd.DataFrame, path: Path, xlabel: str, percent: bool = False, col_wrap: int = 3) -> None:
+def forest(table: pd.DataFrame, path: Path, xlabel: str, percent: bool = False, col_wrap: int = 2) -> None:
     """One panel per workload (a seaborn FacetGrid): each allocator's ratio to the baseline with its 95%
     confidence interval on a log axis. percent=True labels it in percent and clips it to NEAR_ONE: an
-    interval that leaves the range ends in a triangle at the edge."""
-    import seaborn as sns
-
-    plt = pyplot()
+    interval that leaves the range ends in a triangle at the edge. More panels than a page holds at a legible
+    size are drawn in parts (part_path), rows of panels at a time, and more allocators than a panel holds in
+    groups of them; every part keeps the whole table's axis range."""
+    clear_parts(path)
     if table.empty:
         return
     order = sorted(table["allocator"].unique())
@@ -123,9 +162,29 @@ def forest(table: pd.DataFrame, path: Path, xlabel: str, percent: bool = False, 
     lo, hi = float(table["ci_low"].min()) / 1.05, float(table["ci_high"].max()) * 1.05
     if percent:
         lo, hi = max(lo, NEAR_ONE[0]), min(hi, NEAR_ONE[1])
-    height = 0.4 + 0.12 * len(order)
+    groups = split_units([1] * len(order), int((PART_HEIGHT_IN - 1.0) / FOREST_ROW_IN))
+    index = 0
+    for group in groups:
+        allocs = [order[i] for i in group]
+        panel = 0.4 + FOREST_ROW_IN * len(allocs)
+        per_part = max(1, int((PART_HEIGHT_IN - 0.5) // panel)) * col_wrap
+        for start in range(0, len(workloads), per_part):
+            mine = workloads[start:start + per_part]
+            _forest_part(table[table["allocator"].isin(allocs) & table["workload"].isin(mine)], allocs, mine,
+                         part_path(path, index), xlabel, percent, col_wrap, lo, hi)
+            index += 1
+
+
+def _forest_part(table, order, workloads, path, xlabel, percent, col_wrap, lo, hi) -> None:
+    import seaborn as sns
+
+    if table.empty:
+        return
+    plt = pyplot()
+    height = 0.4 + FOREST_ROW_IN * len(order)
     grid = sns.FacetGrid(table, col="workload", col_order=workloads, col_wrap=min(col_wrap, len(workloads)),
-                         sharex=True, sharey=True, height=height, aspect=2.4 / height)
+                         sharex=True, sharey=True, height=height,
+                         aspect=2.4 * col_wrap / min(col_wrap, len(workloads)) / height)  # a lone panel: the full width
     colour = sns.color_palette()[0]
 
     def panel(data, **_):
@@ -179,7 +238,7 @@ def per_free_figure(table: pd.DataFrame, path: Path, baseline: str) -> None:
     workloads = sorted(table["workload"].unique())
     allocs = sorted(table["allocator"].unique())
     markers = "osD^v<>phX*"
-    fig, ax = plt.subplots(figsize=(5.5, 0.9 + 0.2 * len(allocs)))
+    fig, ax = plt.subplots(figsize=(5.5, 0.9 + 0.17 * len(allocs)))  # legible on one page
     for i, w in enumerate(workloads):
         sub = table[table["workload"] == w].set_index("allocator")
         ys = [y for y, a in enumerate(allocs) if a in sub.index]
@@ -296,7 +355,7 @@ def probe_matrix(order: list[str], probes: list[str], outcome: dict, outcomes_pa
     plt = pyplot()
     names = list(OUTCOME_COLOURS)
     grid = np.array([[names.index(outcome.get((a, p), "n/a")) for p in probes] for a in order])
-    fig, ax = plt.subplots(figsize=(1.0 + 0.32 * len(probes), 1.2 + 0.28 * len(order)))
+    fig, ax = plt.subplots(figsize=(1.0 + 0.15 * len(probes), 1.0 + 0.17 * len(order)))  # legible on one page
     ax.imshow(grid, cmap=ListedColormap(list(OUTCOME_COLOURS.values())), vmin=0, vmax=len(names) - 1,
               aspect="auto")
     ax.set_xticks(range(len(probes)), probes, rotation=60, ha="right", fontsize=7)

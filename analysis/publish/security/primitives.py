@@ -79,13 +79,13 @@ def matrix_figure(cells: list[dict], path: Path, key: str = "strong_rate", label
     order = sorted({c["allocator"] for c in cells})
     rate = {(c["allocator"], f"{c['bug_class']}/{c['capability']}"): c[key] for c in cells if c["sequences"]}
     grid = np.array([[rate.get((a, col), np.nan) for col in COLUMNS] for a in order], dtype=float)
-    fig, ax = plt.subplots(figsize=(1.5 + 0.45 * len(COLUMNS), 1.2 + 0.26 * len(order)))
+    fig, ax = plt.subplots(figsize=(1.5 + 0.45 * len(COLUMNS), 1.0 + 0.17 * len(order)))  # legible on one page
     im = ax.imshow(grid, cmap="rocket_r", vmin=0, vmax=1, aspect="auto")
     for i in range(len(order)):
         for j in range(len(COLUMNS)):
             if not np.isnan(grid[i, j]):
                 ax.text(j, i, f"{grid[i, j]:.2f}".lstrip("0") if grid[i, j] < 1 else "1", ha="center", va="center",
-                        fontsize=5.5, color="white" if grid[i, j] > 0.5 else "black")
+                        fontsize=6, color="white" if grid[i, j] > 0.5 else "black")
     ax.set_xticks(range(len(COLUMNS)), COLUMNS, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(len(order)), order, fontsize=7)
     ax.grid(False)

@@ -223,7 +223,7 @@ def matrix_figure(rows: list[dict], techniques: list[str], allocators: list[str]
     names = list(COLOURS)
     grid = np.array([[names.index(outcome.get((a, t), "not-run")) if outcome.get((a, t), "not-run") in names
                       else names.index("not-run") for t in techniques] for a in allocators])
-    fig, ax = plt.subplots(figsize=(1.4 + 0.3 * len(techniques), 1.3 + 0.28 * len(allocators)))
+    fig, ax = plt.subplots(figsize=(1.4 + 0.2 * len(techniques), 1.0 + 0.17 * len(allocators)))  # legible on one page
     ax.imshow(grid, cmap=ListedColormap(list(COLOURS.values())), vmin=0, vmax=len(names) - 1, aspect="auto")
     ax.set_xticks(range(len(techniques)), techniques, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(len(allocators)), allocators, fontsize=7)

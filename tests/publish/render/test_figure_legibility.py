@@ -1,4 +1,4 @@
-"""The paper's figures as a reader sees them: drawn at the size paper.typ places them, no text under 6 pt, none
+"""The figures as a reader sees them: drawn at the size paper.typ and supplement.typ place them, no text under 6 pt, none
 leaving its figure, none over another (figure_checks.py reads the texts' boxes from the SVG). The checker is held
 to figures drawn here with a known fault first."""
 import pytest
@@ -44,10 +44,41 @@ def test_the_checker_finds_small_overlapping_and_escaping_texts_and_passes_a_pla
     assert SMALLEST_PT == 6.0
 
 
-def test_every_figure_the_paper_places_is_legible_as_placed():
-    source = (REPO / "paper" / "paper.typ").read_text()
+@pytest.mark.parametrize("document", ["paper.typ", "supplement.typ"])
+def test_every_figure_the_paper_places_is_legible_as_placed(document):
+    """Both documents; a figure drawn in parts (<stem>-part<N>.svg) is read part by part."""
+    source = (REPO / "paper" / document).read_text()
     placed = {name: share for name, share in placements(source, GENERATED).items() if (GENERATED / name).is_file()}
     if not placed:
         pytest.skip("paper/generated/ holds no figure the paper places: `make paper` makes them")
     found = [f for name, share in sorted(placed.items()) for f in faults(GENERATED / name, share)]
     assert found == [], f"{len(found)} faults, the first: " + "; ".join(found[:5])
+
+
+def test_a_forest_too_tall_for_a_page_is_drawn_in_legible_parts(tmp_path):
+    """60 allocators on 3 workloads: more rows than a page holds at 6 pt, so the forest comes in parts (allocators
+    in groups, panels a few at a time), each legible at the full text width; a second, smaller drawing leaves
+    none of the first one's parts behind."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    rows = [{"allocator": f"allocator-{i:02d}", "workload": f"workload-{w}", "ratio": r, "ci_low": r / 1.05,
+             "ci_high": r * 1.05} for i in range(60) for w in range(3) for r in [float(np.exp(rng.normal(0, 0.1)))]]
+    path = tmp_path / "forest.svg"
+    figures.forest(pd.DataFrame(rows), path, "ratio", percent=True)
+    parts = [path, *sorted(tmp_path.glob("forest-part*.svg"))]
+    assert len(parts) >= 4
+    assert [f for p in parts for f in faults(p, 1.0)] == []
+    drawn = {t["text"] for p in parts for t in texts(p)[1]}
+    assert {f"allocator-{i:02d}" for i in range(60)} <= drawn and {f"workload-{w}" for w in range(3)} <= drawn
+    figures.forest(pd.DataFrame(rows[:10]), path, "ratio", percent=True)
+    assert not list(tmp_path.glob("forest-part*.svg"))
+
+
+def test_parts_split_evenly_and_keep_a_tall_item_alone():
+    assert figures.split_units([1] * 10, 10) == [list(range(10))]
+    groups = figures.split_units([1] * 11, 10)
+    assert [len(g) for g in groups] == [6, 5]
+    assert figures.split_units([2, 30, 2], 10) == [[0], [1], [2]]
+    assert sum(figures.split_units([3] * 40, 44), []) == list(range(40))
