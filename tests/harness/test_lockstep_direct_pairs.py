@@ -134,6 +134,7 @@ def test_declared_direct_pairs_keep_their_orientation():
     assert (turned["active_b_s"] / turned["active_a_s"]).iloc[:8].median() > 1.05
 
 
+@pytest.mark.slow  # end to end over a simulated dataset, 4-5 s: in make test, not test-fast
 def test_the_readers_take_runs_with_direct_pairs(tmp_path):
     """A lockstep run with jemalloc and its junk:free each against glibc and directly against each other:
     the comparisons with the baseline are those of a run without direct pairs, the merge turns the direct

@@ -93,6 +93,7 @@ def _plant(tmp_path, monkeypatch, without: str, with_: str) -> list[str]:
     return W.monotonicity_problems(W.reported_probe_rows(runs), [(with_, without, ("delayed-reuse",))])
 
 
+@pytest.mark.slow  # copies every published probe run, 4-5 s: in make test, not test-fast
 @pytest.mark.skipif(not PUBLISHED, reason="no published probe run")
 def test_a_planted_run_where_removing_the_quarantine_raises_the_score_fails(tmp_path, monkeypatch):
     problems = _plant(tmp_path, monkeypatch, "scudo", "scudo-quarantine")

@@ -55,6 +55,7 @@ def test_every_figure_the_paper_places_is_legible_as_placed(document):
     assert found == [], f"{len(found)} faults, the first: " + "; ".join(found[:5])
 
 
+@pytest.mark.slow  # draws a four-part forest, 2-3 s: in make test, not test-fast
 def test_a_forest_too_tall_for_a_page_is_drawn_in_legible_parts(tmp_path):
     """60 allocators on 3 workloads: more rows than a page holds at 6 pt, so the forest comes in parts (allocators
     in groups, panels a few at a time), each legible at the full text width; a second, smaller drawing leaves

@@ -60,6 +60,7 @@ def test_a_sub_additive_set_is_found_and_the_block_shift_cancels():
     assert row["interaction_ci_low"] < math.exp(0.15) < row["interaction_ci_high"]
 
 
+@pytest.mark.slow  # 200 simulated runs, 2.6 s: in make test, not test-fast
 def test_coverage_of_the_parts_the_whole_and_the_interaction_over_simulated_runs():
     """Each 95% interval (a part's saving, the whole's, the interaction) holds its truth in about 95% of
     simulated runs of 8 blocks."""
