@@ -10,7 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 # Tests run campaigns on a machine that is busy by design (the tests themselves): the quiet-machine check
-# (analysis/harness/quiet.py) is forced off here; tests of the check itself pass force explicitly.
+# (analysis/harness/process/quiet.py) is forced off here; tests of the check itself pass force explicitly.
 os.environ.setdefault("HEAPCOST_FORCE", "1")
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -25,7 +25,7 @@ PORTABLE_PATHS = "Paths are portable: {cache}/... inside the allocator cache, {v
 
 INTERFERED = (
     "1 when measured during interference; kept, and counted by the analysis. Runs with cpu_other_s: others "
-    "used more than the thresholds of analysis/harness/quiet.py on the trial's own CPU (cpu_other_s) or on the "
+    "used more than the thresholds of analysis/harness/process/quiet.py on the trial's own CPU (cpu_other_s) or on the "
     "other CPUs (other_cpu_s - cpu_other_s), thresholds measured by `make bench` (bench/results.md, "
     "interference); unpinned trials are judged by the other-CPU thresholds. Earlier runs: other_cpu_s above a "
     "quarter of the wall time and above 0.02 s.")

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from analysis.contract import runstore
 from analysis.errors import HeapcostError
-from analysis.harness import machine, quiet
-from analysis.harness.build import build_c
-from analysis.harness.launcher import _DEFAULTS, LaunchResult
-from analysis.harness.trial import SpeedTrial, first_line, side_arguments
+from analysis.harness.process import machine, quiet
+from analysis.harness.process.build import build_c
+from analysis.harness.process.launcher import _DEFAULTS, LaunchResult
+from analysis.harness.process.trial import SpeedTrial, first_line, side_arguments
 from analysis.paths import NATIVE_DIR
 
 SLICE_US = 1000          # each process's turn: about 1 ms of the CPU

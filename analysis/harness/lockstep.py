@@ -19,10 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from analysis.errors import HeapcostError, warn
-from analysis.harness import machine, quiet
-from analysis.harness.build import build_c
-from analysis.harness.launcher import _DEFAULTS, LaunchResult
-from analysis.harness.trial import SpeedTrial, first_line, side_arguments
+from analysis.harness.process import machine, quiet
+from analysis.harness.process.build import build_c
+from analysis.harness.process.launcher import _DEFAULTS, LaunchResult
+from analysis.harness.process.trial import SpeedTrial, first_line, side_arguments
 from analysis.paths import NATIVE_DIR, WORKLOADS_DIR
 
 CHUNK_US = 1000  # default turn length: about 1 ms of a process's own work
@@ -241,7 +241,7 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     from analysis.contract import runstore
     from analysis.contract.schema import PAIR_COLUMNS
     from analysis.harness.blocks import run_blocks
-    from analysis.harness.trial import progress_bar
+    from analysis.harness.process.trial import progress_bar
 
     windows = getattr(camp, "alternation_windows", {})
     info["protocol_cells"] = {"lockstep": sorted({c[1] for c in camp.lockstep_cells if c[1] not in windows}),

@@ -15,9 +15,9 @@ from pathlib import Path
 from analysis.harness.allocators import catalog as catalog_mod
 from analysis.harness.blocks import parse_seed, run_blocks
 from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
-from analysis.harness import launcher, machine, quiet
+from analysis.harness.process import launcher, machine, quiet
 from analysis.harness.allocators import brought, glibc_build
-from analysis.harness.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
+from analysis.harness.process.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                     skipped_row)
 from analysis.errors import HeapcostError, warn
 from analysis.paths import RUNS_DIR, portable_path, portable_text

@@ -83,7 +83,7 @@ flags\t\t: fpu hypervisor constant_tsc
 
 
 def test_new_runs_record_family_model_and_stepping_and_their_fingerprint(tmp_path):
-    from analysis.harness.machine import cpu_info, with_host
+    from analysis.harness.process.machine import cpu_info, with_host
 
     cpu = cpu_info(CPUINFO, sysfs_root=tmp_path)
     assert (cpu["model"], cpu["family"], cpu["model_number"], cpu["stepping"]) == ("AMD EPYC 7B13", 25, 1, 1)
@@ -168,7 +168,7 @@ def test_a_machine_is_one_boot_and_a_run_without_a_boot_falls_back_to_its_kind_a
 
 
 def test_machine_json_records_this_boot_as_a_hash(tmp_path):
-    from analysis.harness import machine
+    from analysis.harness.process import machine
 
     described = machine.describe_machine()
     boot = machine._read(machine.BOOT_ID, "")

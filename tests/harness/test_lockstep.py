@@ -11,9 +11,10 @@ from analysis.contract import runstore
 from conftest import libc_path
 from analysis.contract.schema import PAIR_COLUMNS, TRIAL_COLUMNS, table_schema
 from analysis.errors import HeapcostError
-from analysis.harness import launcher, lockstep, measure, quiet
+from analysis.harness import lockstep, measure
+from analysis.harness.process import launcher, quiet
 from analysis.harness.allocators import catalog
-from analysis.harness.trial import SpeedTrial, reference_checksum
+from analysis.harness.process.trial import SpeedTrial, reference_checksum
 from analysis.harness.workloads.builtin import WORKLOADS
 
 ENV = {"PATH": "/usr/bin:/bin"}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.harness import launcher
+from analysis.harness.process import launcher
 from analysis.harness.measure import Campaign
 
 CPUS = sorted(os.sched_getaffinity(0))

@@ -136,7 +136,7 @@ def test_explore_shows_its_view_once_profiles_the_program_its_parameter_names_an
     The program named is profiled and its cost predicted (the defaults' run above: none named, and it says so)."""
     import json
 
-    from analysis.harness.build import build_c
+    from analysis.harness.process.build import build_c
     from conftest import FIXTURES
 
     program = build_c("alloc_profile", [FIXTURES / "alloc_profile.c"], ldflags=["-pthread"])

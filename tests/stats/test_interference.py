@@ -132,7 +132,7 @@ def test_results_md_shows_every_condition_and_the_thresholds_in_use():
     md = bench.format_results({"measured": {}, "interference": r})
     for name in TRUTH:
         assert f"| {name} | 300 |" in md
-    from analysis.harness import quiet
+    from analysis.harness.process import quiet
 
     assert "- the pairs' CPU:" in md and "- the other CPU:" in md and "(when measured: 5.0% and 0.020 s)" in md
     assert f"campaigns use {quiet.SAME_CPU_FRACTION:.1%} and {quiet.SAME_CPU_MIN_S:.3f} s" in md
@@ -142,7 +142,7 @@ def test_results_md_shows_every_condition_and_the_thresholds_in_use():
 def test_the_thresholds_campaigns_use_are_the_ones_the_bench_measured():
     import json
 
-    from analysis.harness import quiet
+    from analysis.harness.process import quiet
     from analysis.paths import REPO
 
     measured = json.loads((REPO / "bench" / "results.json").read_text())["interference"]["thresholds"]["placements"]

@@ -52,7 +52,7 @@ from analysis.paths import REPO
 def overhead_true(runs: int = 200) -> dict:
     """Wall-clock cost per trial of running /bin/true: our launcher (with and without the probe)
     against `hyperfine -N`."""
-    from analysis.harness import launcher
+    from analysis.harness.process import launcher
 
     env = {"PATH": "/usr/bin:/bin"}
     launcher.run(["/bin/true"], env=env)  # build and warm the launcher
@@ -298,7 +298,7 @@ def run(args) -> int:
         raise HeapcostError(f"--aa-rounds must be at least 1, got {args.aa_rounds}")
     # a busy machine makes every number here worse: record how busy it was, and refuse to start on a busy
     # machine or beside a campaign (FORCE=1 / --force overrides), as a campaign does
-    from analysis.harness import quiet
+    from analysis.harness.process import quiet
     from analysis.paths import RUNS_DIR
 
     with quiet.CampaignLock(RUNS_DIR, "1" if args.force else None) as lock:
@@ -339,7 +339,7 @@ def kept_parts(previous: dict, wanted) -> dict:
 def measuring_host() -> str:
     """The host a part runs on, as the dataset labels a host kind (processor, CPUs, memory, kernel, VM)."""
     from analysis.contract.host import host_identity, host_label
-    from analysis.harness.machine import describe_machine
+    from analysis.harness.process.machine import describe_machine
 
     return host_label(host_identity(describe_machine()))
 

@@ -50,7 +50,7 @@ CONDITIONS = (
 
 
 def load_path() -> Path:
-    from analysis.harness.build import build_c
+    from analysis.harness.process.build import build_c
     from analysis.paths import NATIVE_DIR
 
     return build_c("heapcost-cpu-load", [NATIVE_DIR / "cpu_load.c"])
@@ -144,7 +144,7 @@ def run_conditions(camp, baseline: str, other: str, workload: str, budget_s: flo
 def interference_bench(allocators=("glibc", "scudo"), workload="small-loop", budget_min: float = 5.0,
                        seed: int = 1, force=None, out: Path | None = None) -> dict:
     """The interference part of results.json: every condition's effect and the thresholds."""
-    from analysis.harness import quiet
+    from analysis.harness.process import quiet
     from analysis.harness.bench.campaign import bench_campaign
 
     baseline, other = allocators
@@ -183,7 +183,7 @@ def format_interference(r: dict | None) -> list[str]:
               f"the origin, weighted by the shifts' precision), and the share at which its 95% bound reaches "
               f"±{t['tolerance']:.2%}:", ""]
     names = {"same": "the pairs' CPU", "other": "the other CPU"}
-    from analysis.harness import quiet
+    from analysis.harness.process import quiet
 
     now = {"same": (quiet.SAME_CPU_FRACTION, quiet.SAME_CPU_MIN_S),
            "other": (quiet.OTHER_CPUS_FRACTION, quiet.OTHER_CPUS_MIN_S)}

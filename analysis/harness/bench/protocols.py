@@ -96,7 +96,7 @@ def regime_of(log_ref: np.ndarray) -> np.ndarray:
 def run_units(camp, baseline: str, other: str, workload: str, budget_s: float, *, reference: bool,
               seed: int) -> tuple[pd.DataFrame, float]:
     """ABBA quadruples of pinned trials until the budget is spent; (rows, elapsed seconds)."""
-    from analysis.harness.trial import SpeedTrial, run_one
+    from analysis.harness.process.trial import SpeedTrial, run_one
 
     rng = random.Random(seed)
     factor = camp.resolved[other].allocator.scale
@@ -150,7 +150,8 @@ def _campaign_candidate(name, kwargs, pair, workload, budget_min, seed, force) -
 
 
 def _unit_candidate(name, pair, workload, budget_min, seed, force) -> list[dict]:
-    from analysis.harness import measure, quiet
+    from analysis.harness import measure
+    from analysis.harness.process import quiet
 
     baseline, other = pair
     reference = name == "ABBA with a reference probe"
@@ -161,7 +162,7 @@ def _unit_candidate(name, pair, workload, budget_min, seed, force) -> list[dict]
             for variant in sorted({camp.resolved[a].allocator.variant for a in pair}):
                 wl.prepare(variant)
         with quiet.CampaignLock(Path(tmp), force):
-            from analysis.harness import launcher
+            from analysis.harness.process import launcher
 
             with launcher.pinned(camp.cpu):
                 units, elapsed = run_units(camp, baseline, other, workload, budget_min * 60,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from analysis.contract.runstore import runs_of_kind
 from analysis.errors import HeapcostError, read_toml
-from analysis.harness.quiet import QUIET_LOAD
+from analysis.harness.process.quiet import QUIET_LOAD
 from analysis.paths import REPO
 from analysis.contract.contribution import pack
 from analysis.contract.run_check import KINDS

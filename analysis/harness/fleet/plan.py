@@ -19,7 +19,7 @@ from analysis.contract.host import machine_groups
 from analysis.errors import HeapcostError
 from analysis.harness.allocators import brought, catalog
 from analysis.harness.allocators.provision import status
-from analysis.harness.machine import describe_machine
+from analysis.harness.process.machine import describe_machine
 from analysis.paths import REPO, RUNS_DIR, file_sha256
 from analysis.harness.fleet.campaigns import Campaign, available, expand, load_profile
 

@@ -14,12 +14,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from analysis.harness import launcher
+from analysis.harness.process import launcher
 from analysis.contract import runstore
 from analysis.contract.schema import COUNT_COLUMNS
 from analysis.errors import HeapcostError
-from analysis.harness.build import build_c
-from analysis.harness.trial import clean_env, preloadable_path, progress_bar
+from analysis.harness.process.build import build_c
+from analysis.harness.process.trial import clean_env, preloadable_path, progress_bar
 
 CALLGRIND_TIMEOUT_S = 1800
 EVENT_NAMES = {"Ir": "instructions", "Dr": "data_reads", "Dw": "data_writes", "D1mr": "d1_read_misses",

@@ -40,7 +40,7 @@ HEADER = ["block", "warmup", "working_set", "sequence", "bytes", "repetitions", 
 
 
 def binary() -> Path:
-    from analysis.harness.build import build_c
+    from analysis.harness.process.build import build_c
 
     return build_c("heapcost-store-sequence", [SOURCE], cflags=CFLAGS)
 
@@ -168,7 +168,7 @@ def write_table(path: Path, rows: list[dict]) -> None:
 def measure(sizes=None, blocks=BLOCKS, target_us=TARGET_US, heap_kib=HEAP_KIB, sequences="", working_sets="",
             seed=None, pin="auto", force=None, out=None, runs_dir=None, repetitions=None, run=subprocess.run) -> Path:
     """One mechanism run: the program pinned to the trial CPU, its rows in the run's store_sequence.csv."""
-    from analysis.harness import launcher, machine, quiet
+    from analysis.harness.process import launcher, machine, quiet
     from analysis.harness.blocks import parse_seed
 
     sizes = parse_sizes(sizes)

@@ -28,7 +28,7 @@ def interpreter_ldflags(loader: tuple) -> tuple:
 @lru_cache(maxsize=None)
 def probe_binary(source: str, variant: str = "glibc", loader: tuple = ()) -> Path:
     """The probe program of a source in probes/ for a variant (glibc, or musl: static) and a loader."""
-    from analysis.harness.build import build_c
+    from analysis.harness.process.build import build_c
 
     src = PROBES_DIR / source
     header = PROBES_DIR / "probe.h"

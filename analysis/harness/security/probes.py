@@ -20,13 +20,13 @@ from pathlib import Path
 
 from analysis.contract import runstore
 from analysis.contract.schema import PROBE_COLUMNS
-from analysis.harness import launcher
+from analysis.harness.process import launcher
 from analysis.harness.security import primitive_probe, techniques
 from analysis.harness.security.probe_build import (  # noqa: F401 (PROBE_*FLAGS, probe_binary: callers import them here)
     PROBE_CFLAGS, PROBE_LDFLAGS, binary_for, probe_binary,
 )
 from analysis.harness.security.probe_verdict import normalize, parse_result, parse_stderr, verdict
-from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
+from analysis.harness.process.trial import clean_env, preload_env, read_who, wrong_malloc
 from analysis.stats import security
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
@@ -413,7 +413,7 @@ def add_arguments(parser):
 
 def _open_run(args, params):
     try:
-        from analysis.harness.machine import describe_machine
+        from analysis.harness.process.machine import describe_machine
         machine = describe_machine()
     except Exception as exc:  # the description is context, never a reason to lose a probe run
         machine = {"error": f"describe_machine failed: {exc}"}

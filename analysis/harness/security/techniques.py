@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness import launcher
+from analysis.harness.process import launcher
 from analysis.harness.mechanisms import elf
 from analysis.harness.security.technique_verdict import NOT_RUN, verdict
-from analysis.harness.trial import clean_env, preload_env, read_who, wrong_malloc
+from analysis.harness.process.trial import clean_env, preload_env, read_who, wrong_malloc
 from analysis.paths import file_sha256, portable_path, portable_text
 
 HERE = Path(__file__).resolve().parent  # the C sources beside this module: faultwhere.c, faulttrace.c
@@ -233,13 +233,13 @@ def bring(folder, libc: str = "glibc") -> Brought:
 
 
 def faultwhere_path() -> Path:
-    from analysis.harness.build import build_c
+    from analysis.harness.process.build import build_c
 
     return build_c("faultwhere", [HERE / "faultwhere.c"], shared=True, ldflags=["-ldl"])
 
 
 def faulttrace_path() -> Path:
-    from analysis.harness.build import build_c
+    from analysis.harness.process.build import build_c
 
     return build_c("faulttrace", [HERE / "faulttrace.c"])
 
@@ -273,7 +273,7 @@ def why_not(target, technique: Technique | None = None) -> str:
 
 def _launch(technique: Technique, target, timeout: float, *, check_malloc: bool):
     """Run the program once under the target: (LaunchResult, stderr, the malloc check's complaint or '')."""
-    from analysis.harness.trial import preloadable_path
+    from analysis.harness.process.trial import preloadable_path
 
     with tempfile.TemporaryDirectory(prefix="heapcost-technique-") as tmp:
         tmp = Path(tmp)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness.trial import is_static_elf
+from analysis.harness.process.trial import is_static_elf
 from analysis.harness.workloads.builtin import Workload, scale_arg
 from analysis.paths import portable_path, portable_text
 

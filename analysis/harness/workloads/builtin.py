@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.harness import build as native
+from analysis.harness.process import build as native
 from analysis.errors import HeapcostError
 from analysis.paths import BUILD_DIR, WORKLOADS_DIR
 

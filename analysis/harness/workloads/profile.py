@@ -26,10 +26,10 @@ from pathlib import Path
 
 from analysis.contract.profile_schema import PROFILE_COLUMNS, PROFILE_ENTRY_POINTS, PROFILE_QUANTITIES
 from analysis.errors import HeapcostError, warn
-from analysis.harness import launcher
+from analysis.harness.process import launcher
 from analysis.harness.workloads.brought import absolute_word, dynamic_program
-from analysis.harness.build import build_c
-from analysis.harness.trial import clean_env, first_line, preloadable_path
+from analysis.harness.process.build import build_c
+from analysis.harness.process.trial import clean_env, first_line, preloadable_path
 
 TIMEOUT_S = 600
 TIMED_RUNS = 5
@@ -279,7 +279,7 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
 
     from analysis.contract import runstore
     from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS, RUN_KIND, RUN_TABLE
-    from analysis.harness import machine, quiet
+    from analysis.harness.process import machine, quiet
     from analysis.harness.workloads import builtin as workloads
     from analysis.harness.workloads.builtin import check_scale
     from analysis.paths import RUNS_DIR

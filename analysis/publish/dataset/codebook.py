@@ -200,7 +200,7 @@ def codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> str:
         "",
         "Of the speed runs' trials and pairs: the median 1-minute load average when each started, the CPU time "
         "other processes used meanwhile as a share of their wall time (the harness's own milliseconds included), "
-        "and how many were flagged as measured during interference (analysis/harness/quiet.py). A campaign's own "
+        "and how many were flagged as measured during interference (analysis/harness/process/quiet.py). A campaign's own "
         "processes keep the load near one, a lockstep pair's above it, and the 1-minute average carries that into "
         "the trials that follow: whether others ran is what the other two columns say (docs/design.md, the "
         "timing protocol).",

@@ -61,7 +61,7 @@ def usable(trials: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFram
 
 def interference_counts(*tables: pd.DataFrame) -> dict:
     """How many measured trials (or lockstep pairs) ran during interference (the `interfered` column of
-    analysis/harness/quiet.py): kept in every statistic, but said. Tables from before the column existed
+    analysis/harness/process/quiet.py): kept in every statistic, but said. Tables from before the column existed
     count as not recorded."""
     out = {"recorded": 0, "interfered": 0, "not_recorded": 0}
     for table in tables:

@@ -92,7 +92,7 @@ def _head() -> tuple[str, bool]:
 
 def this_processor() -> str:
     from analysis.contract.host import host_identity, processor_label
-    from analysis.harness.machine import describe_machine
+    from analysis.harness.process.machine import describe_machine
 
     return processor_label(host_identity(describe_machine()))
 

@@ -12,10 +12,11 @@ import pytest
 
 from analysis.errors import HeapcostError
 from analysis.paths import portable_path
-from analysis.harness import lockstep, trial
+from analysis.harness import lockstep
+from analysis.harness.process import trial
 from analysis.harness.security import probes
 from analysis.harness.allocators import catalog, glibc_build, provision
-from analysis.harness.launcher import _DEFAULTS, LaunchResult
+from analysis.harness.process.launcher import _DEFAULTS, LaunchResult
 from analysis.harness.workloads.builtin import WORKLOADS
 
 VERSION = "2.36-9+deb12u14"

@@ -198,7 +198,7 @@ def bench_args(out, **kw):
 
 
 def test_bad_grid_input_fails_before_the_bench_takes_the_lock(monkeypatch, tmp_path):
-    from analysis.harness import quiet
+    from analysis.harness.process import quiet
 
     def no_lock(*a, **k):
         raise AssertionError("the lock was taken")

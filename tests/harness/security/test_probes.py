@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from analysis.harness.security import probes as P
-from analysis.harness import launcher
+from analysis.harness.process import launcher
 from analysis.harness.allocators.catalog import load_catalog, parse_extra
 from analysis.paths import REPO
 from conftest import build_fixture_libs, cli_here

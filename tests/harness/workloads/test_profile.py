@@ -11,7 +11,7 @@ import pytest
 from analysis.contract.profile_schema import PROFILE_COLUMNS, PROFILE_ENTRY_POINTS, PROFILE_QUANTITIES
 from analysis.errors import HeapcostError
 from analysis.harness.workloads import profile
-from analysis.harness.build import build_c
+from analysis.harness.process.build import build_c
 from conftest import FIXTURES, cli, cli_here
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None,

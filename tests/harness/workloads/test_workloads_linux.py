@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import launcher
+from analysis.harness.process import launcher
 from analysis.harness.workloads import builtin as wl
-from analysis.harness.build import build_c
-from analysis.harness.trial import clean_env, last_checksum, preload_env, read_who, reported_metrics, wrong_malloc
+from analysis.harness.process.build import build_c
+from analysis.harness.process.trial import clean_env, last_checksum, preload_env, read_who, reported_metrics, wrong_malloc
 from conftest import FIXTURES
 
 W = wl.WORKLOADS["linux-build"]
@@ -57,7 +57,7 @@ def test_registered_by_name_only_spread_over_the_trial_cpus_and_kept_off_the_see
     assert wl.expand(["linux-build"]) == ["linux-build"]
     assert W.seed.startswith("001_") and "tinyconfig" in W.description and "10 ms" in W.description
     with pytest.raises(HeapcostError, match="cannot run on a built glibc"):
-        from analysis.harness.trial import loader_argv
+        from analysis.harness.process.trial import loader_argv
         loader_argv(["/some/ld.so"], ["x"], W)
 
 

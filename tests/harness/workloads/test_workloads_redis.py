@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.harness import launcher
+from analysis.harness.process import launcher
 from analysis.harness.measure import Campaign
-from analysis.harness.trial import clean_env, last_checksum, preload_env, read_who, reported_metrics
+from analysis.harness.process.trial import clean_env, last_checksum, preload_env, read_who, reported_metrics
 from analysis.harness.workloads.builtin import get
 
 needs_redis = pytest.mark.skipif(not (shutil.which("redis-server") and shutil.which("redis-benchmark")),

@@ -3,8 +3,8 @@ import signal
 
 import pytest
 
-from analysis.harness import launcher
-from analysis.harness.build import build_c
+from analysis.harness.process import launcher
+from analysis.harness.process.build import build_c
 from conftest import FIXTURES
 
 ENV = {"PATH": "/usr/bin:/bin"}

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness import launcher, machine, quiet
+from analysis.harness.process import launcher, machine, quiet
 from analysis.paths import portable_path, repo_relative
 
 CHECKSUM_PREFIX = "checksum="

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from analysis.errors import HeapcostError
-from analysis.harness.build import build_c
+from analysis.harness.process.build import build_c
 from analysis.paths import NATIVE_DIR
 
 
