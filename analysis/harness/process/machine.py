@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from analysis.contract.host import boot_machine_id, fingerprint_of_identity, host_identity
-from analysis.harness.clock_lock import ClockLock  # noqa: F401  (the harness's name for it)
+from analysis.harness.process.clock_lock import ClockLock  # noqa: F401  (the harness's name for it)
 
 CPU_SYSFS = Path("devices/system/cpu")
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")

@@ -1,4 +1,4 @@
-"""ClockLock (analysis/harness/clock_lock.py) against fake sysfs trees: what it locks, and that every way out
+"""ClockLock (analysis/harness/process/clock_lock.py) against fake sysfs trees: what it locks, and that every way out
 (normal, exception, SIGINT, SIGTERM, SIGHUP, a hard crash followed by the next run) puts the tree back byte
 for byte. Signals go to child processes, so the test process keeps its own handlers."""
 import json
@@ -12,7 +12,7 @@ import time
 import pytest
 from conftest import REPO
 
-from analysis.harness.clock_lock import ClockLock, Terminated
+from analysis.harness.process.clock_lock import ClockLock, Terminated
 
 CPU = "devices/system/cpu"
 
@@ -111,7 +111,7 @@ def test_a_machine_without_cpufreq_says_why_and_touches_nothing(tree, tmp_path):
 
 CHILD = textwrap.dedent("""
     import sys, time
-    from analysis.harness.clock_lock import ClockLock
+    from analysis.harness.process.clock_lock import ClockLock
     with ClockLock(True, sys.argv[1], sys.argv[2]) as lock:
         print(lock.outcome, flush=True)
         if sys.argv[3] == "crash":
