@@ -386,6 +386,8 @@ def _ablations(res: Results, p) -> dict:
                                          ["ratio", "ci_low", "ci_high"]])
                 if (r["defence"], r["allocator"], r["base"], r["workload"]) in mem_abl.index else "n/a"
                 for _, r in abl.iterrows()]
+        for count in ("n", "n_base"):  # counts of workloads or runs: whole numbers, blank where a row has none
+            abl[count] = pd.to_numeric(abl[count], errors="coerce").round().astype("Int64")
         write_csv(abl, p("ablations.csv"))
         figures.ablation_figure(res.ablation, p("ablations.svg"), "wall time ratio to the family's base (95% confidence interval)")
         pooled = abl[abl["workload"] == "all"]
