@@ -57,29 +57,21 @@ def debate_forest(answers: pd.DataFrame, runs: pd.DataFrame, per_host: pd.DataFr
         cells.append([(textwrap.fill(t, LABEL_CHARS, subsequent_indent="    "), *rest) for t, *rest in lines])
     clear_parts(path)
     capacity = int((PART_HEIGHT_IN - 1.0) / ROW_IN)
-    cells = [chunk for cell in cells for chunk in _pieces(cell, capacity)]
-    units = [sum(t.count("\n") + 1 for t, *_ in cell) for cell in cells]
-    groups = split_units(units, capacity)
+    # a cell with more runs than a page holds is cut into pieces of its lines first
+    cells = [[cell[i] for i in piece] for cell in cells for piece in split_units(_rows(cell), capacity)]
+    groups = split_units([sum(_rows(cell)) for cell in cells], capacity)
     for i, group in enumerate(groups):
         _draw(sum((cells[j] for j in group), []), part_path(path, i), margin, rule)
 
 
-def _pieces(lines: list, capacity: int) -> list[list]:
-    """A cell's lines in pieces of at most `capacity` text rows (a cell with more runs than a page holds)."""
-    pieces, current, filled = [], [], 0
-    for line in lines:
-        rows = line[0].count("\n") + 1
-        if current and filled + rows > capacity:
-            pieces.append(current)
-            current, filled = [], 0
-        current.append(line)
-        filled += rows
-    return pieces + ([current] if current else [])
+def _rows(lines: list) -> list[int]:
+    """The text rows each line's (wrapped) label takes."""
+    return [t.count("\n") + 1 for t, *_ in lines]
 
 
 def _draw(lines: list, path: Path, margin: float, rule: str) -> None:
     plt = pyplot()
-    heights = [t.count("\n") + 1 for t, *_ in lines]
+    heights = _rows(lines)
     ys = [sum(heights[:i]) + (h - 1) / 2 for i, h in enumerate(heights)]
     rows = sum(heights)
     fig, ax = plt.subplots(figsize=(5.6, 1.0 + ROW_IN * max(1, rows)))

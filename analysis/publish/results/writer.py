@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials, read_table
-from analysis.publish.results import cost_check, field, hosts, per_call, server_metrics
+from analysis.publish.results import cost_check, field, hosts, knock_outs, per_call, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
 from analysis.publish.debates.writer import write_debates
@@ -339,12 +339,14 @@ def _knock_outs(res: Results, p) -> dict:
     def count(x):
         return "" if x is None or not np.isfinite(x) else f"{x:,.0f}"
 
+    def mib(kb):
+        return count(None if kb is None else kb / 1024)
+
     table = parts.assign(run=parts["run_id"].map(labels).fillna(""),
                          saving_display=[fmt_interval(r.saving, r.ci_low, r.ci_high) for r in parts.itertuples()],
                          share_display=[f"{100 * x:.0f}%" if np.isfinite(x) else "" for x in parts["share_of_whole"]],
                          minflt_display=[count(x) for x in parts["minflt"]],
-                         maxrss_mb_display=[count(x / 1024) if x is not None and np.isfinite(x) else ""
-                                            for x in parts["maxrss_kb"]])
+                         maxrss_mb_display=[mib(x) for x in parts["maxrss_kb"]])
     write_csv(table, p("knock_outs.csv"))
     rows = []
     for r in summary.itertuples():
@@ -360,15 +362,16 @@ def _knock_outs(res: Results, p) -> dict:
                                                           & (parts["configuration"] == r.largest_part)]
                                                     [["saving", "ci_low", "ci_high"]].iloc[0]),
                      "control_minflt": count(r.control_minflt), "whole_minflt": count(r.whole_minflt),
-                     "control_maxrss_mb": count(r.control_maxrss_kb / 1024) if np.isfinite(r.control_maxrss_kb or np.nan) else "",
-                     "whole_maxrss_mb": count(r.whole_maxrss_kb / 1024) if np.isfinite(r.whole_maxrss_kb or np.nan) else ""})
+                     "control_maxrss_mb": mib(r.control_maxrss_kb), "whole_maxrss_mb": mib(r.whole_maxrss_kb)})
     largest = parts[parts["configuration"].isin(set(summary["largest_part"]))]
     with_trials = parts[parts["minflt"].notna()]
     faults, rss = {}, {}
     for (w, k), g in with_trials.groupby(["workload", "configuration"]):
         faults.setdefault(w, {})[k] = count(g["minflt"].iloc[0])
-        rss.setdefault(w, {})[k] = count(g["maxrss_kb"].iloc[0] / 1024)
-    return {"knock_outs": {"controls": sorted(set(summary["control"])), "runs": sorted(set(summary["run_id"].map(labels))),
+        rss.setdefault(w, {})[k] = mib(g["maxrss_kb"].iloc[0])
+    options = parts[parts["configuration"] != parts["control"].map(knock_outs.TOGETHER)]
+    return {"knock_outs": {"controls": sorted(set(summary["control"])),
+                           "options": int(options["configuration"].nunique()), "runs": sorted(set(summary["run_id"].map(labels))),
                            "workloads": rows, "largest_parts": sorted(set(largest["configuration"])),
                            "largest_labels": sorted({_short(x) for x in largest["part"]}),
                            "interactions_decided": int(sum(r["interaction_decided"] for r in rows)),
