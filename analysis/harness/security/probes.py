@@ -65,7 +65,9 @@ class Probe:
         return SIZES if self.kind == "misuse" else (None,)
 
     def argv(self, size: int | None) -> list[str]:
-        return [] if size is None else [str(size), *self.extra]
+        """The probe's arguments: the size and its extra ones, or for a probe run at its own size (the entropy
+        probes), its extra arguments alone (reuse-entropy-page: size, repetitions, candidates)."""
+        return list(self.extra) if size is None else [str(size), *self.extra]
 
 
 PROBES = {p.id: p for p in (
@@ -121,6 +123,12 @@ PROBES = {p.id: p for p in (
           kind="placement-entropy"),
     Probe("reuse-entropy", "reuse_entropy.c",
           "which of many freed blocks the next malloc of their size returns is guessable", kind="reuse-entropy"),
+    # The same measurement at one page (4096 bytes), 256 candidates: an allocator that caches freed pages
+    # picks which one comes back from its page cache. OpenBSD's malloc starts that scan at a random slot, and
+    # seed 003's patch narrows the draw from a byte to a nibble (with 64 slots: from 64 starts to 16).
+    Probe("reuse-entropy-page", "reuse_entropy.c",
+          "which of many freed one-page blocks the next malloc of a page returns is guessable",
+          extra=("4096", "512", "256"), kind="reuse-entropy"),
     Probe("primitive-sequences", "primitive_sequences.c", "random heap-action sequences, one bug each", kind="primitives"),
 )}
 

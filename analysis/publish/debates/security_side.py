@@ -17,13 +17,17 @@ from analysis.harness.allocators.catalog import layout_of
 COLUMNS = ["seed", "with", "without", "probed_with", "probed_without", "cases", "better", "worse", "same",
            "better_probes", "worse_probes", "entropy", "words", "unmeasured"]
 # a debated configuration the probes measure under another name: (that name, why)
-PROBED_AS = {"perl-omalloc": ("omalloc-1.299", "perl's allocations go to OpenBSD's malloc 1.299, probed as itself")}
+SECOND_PORT = ("probed as the second Linux port of the pair (the same malloc.c 1.128 and reversed diff over a "
+               "compatibility layer of its own: the first port's could not be rebuilt byte for byte)")
+PROBED_AS = {"perl-omalloc": ("omalloc-1.299", "perl's allocations go to OpenBSD's malloc 1.299, probed as itself"),
+             "omalloc-1.128": ("omalloc-1.128-port2", SECOND_PORT),
+             "omalloc-1.128-getrbyte": ("omalloc-1.128-getrbyte-port2", SECOND_PORT)}
 # a configuration no probe reaches, and why
 UNREACHABLE = {"perl-mymalloc": "perl's own malloc is out of the C probes' reach: it lives inside the interpreter "
                                 "and no probe calls it, every probe of it is n/a, so perl's side of this debate is "
                                 "unmeasured"}
 SAFETY = {"missed": 0, "late-crash": 1, "mitigated": 2, "caught": 3}
-ENTROPY = ("placement-entropy", "reuse-entropy", "address-entropy")
+ENTROPY = ("placement-entropy", "reuse-entropy", "reuse-entropy-page", "address-entropy")
 
 
 def _probed(name: str) -> tuple[str, str]:
@@ -112,7 +116,7 @@ def compare(rows: list[dict], with_: str, without: str) -> dict:
         said.append(f"no probe case of {out['cases']} tells the two apart")
     if entropy_moved:
         said.append("entropy, where the intervals are apart: " + ", ".join(entropy_moved))
-    note = "; ".join(w for w in (why_w, why_o) if w)
+    note = "; ".join(dict.fromkeys(w for w in (why_w, why_o) if w))
     out["words"] = "; ".join(said) + (f" ({note})" if note else "")
     return out
 

@@ -25,3 +25,10 @@ def test_poisoning_stops_the_stale_read_and_not_the_read_after_reuse():
 def test_the_two_reads_are_weighed_and_only_the_stale_one_shows_poisoning():
     assert {"uaf-read", "uaf-read-reused"} <= set(S.DEFAULT_WEIGHTS) & set(S.EXPLOITATION_WEIGHTS)
     assert S.DEFENCE_PROBES["free-poison"][0] == ("uaf-read",)
+
+
+def test_an_entropy_probe_runs_at_its_own_arguments_and_a_misuse_probe_at_each_size():
+    from analysis.harness.security.probes import PROBES
+    assert PROBES["reuse-entropy"].argv(None) == []
+    assert PROBES["reuse-entropy-page"].argv(None) == ["4096", "512", "256"]
+    assert PROBES["overflow-16"].argv(64) == ["64", "16"]

@@ -51,3 +51,18 @@ def test_one_row_per_primary_cell():
                             {"seed": "000", "configuration": "perl-omalloc / perl-mymalloc"}])
     table = security_side.debate_security(primary, ROWS)
     assert list(table.columns) == security_side.COLUMNS and list(table["seed"]) == ["002", "000"]
+
+
+def test_seed_003s_pair_is_compared_as_its_second_port_with_the_reason_said_once():
+    rows = [row("omalloc-1.128", "reuse-entropy-page", "", "mitigated", "1.0", "0.9", "1.1"),  # the first port
+            row("omalloc-1.128-port2", "reuse-entropy-page", "", "mitigated", "4.9", "4.8", "5.0"),
+            row("omalloc-1.128-getrbyte-port2", "reuse-entropy-page", "", "mitigated", "7.0", "6.9", "7.1"),
+            row("omalloc-1.128-port2", "reuse-entropy", "", "mitigated", "4.8", "4.3", "5.5"),
+            row("omalloc-1.128-getrbyte-port2", "reuse-entropy", "", "mitigated", "4.8", "4.4", "5.6"),
+            row("omalloc-1.128-port2", "double-free", "16", "missed"),
+            row("omalloc-1.128-getrbyte-port2", "double-free", "16", "missed")]
+    r = security_side.compare(rows, "omalloc-1.128_l2", "omalloc-1.128-getrbyte")
+    assert (r["probed_with"], r["probed_without"]) == ("omalloc-1.128-port2", "omalloc-1.128-getrbyte-port2")
+    # the page cache's reuse moves (intervals apart), the chunk reuse does not, and never the first port's row
+    assert "reuse-entropy-page 7.0 -> 4.9 bits" in r["words"] and "reuse-entropy 4.8 -> 4.8" not in r["words"]
+    assert r["words"].count("second Linux port") == 1 and (r["cases"], r["same"]) == (1, 1)
