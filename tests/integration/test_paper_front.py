@@ -158,3 +158,9 @@ def test_what_the_defence_buys_is_read_from_the_probes_or_said_unmeasured():
     assert table.startswith("perl-omalloc alone: 105 caught; unmeasured: perl's own malloc")
     assert short == "security not measured (perl's own malloc lives inside the interpreter)"
     assert front_page.security_words(security, "004")[0] == "not measured"
+    entropy = pd.DataFrame([{"seed": "003", "better": "0", "worse": "0", "cases": "94", "unmeasured": "",
+                             "words": "no probe case of 94 tells the two apart",
+                             "entropy_moved": "reuse-entropy-page 7.0 -> 4.9 bits"}])
+    assert front_page.security_words(entropy, "003")[1] == ("no misuse case of 94 tells them apart; randomness, "
+                                                            "where the intervals are apart: reuse-entropy-page "
+                                                            "7.0 -> 4.9 bits")

@@ -15,13 +15,15 @@ import pandas as pd
 from analysis.harness.allocators.catalog import layout_of
 
 COLUMNS = ["seed", "with", "without", "probed_with", "probed_without", "cases", "better", "worse", "same",
-           "better_probes", "worse_probes", "entropy", "words", "unmeasured"]
+           "better_probes", "worse_probes", "entropy", "entropy_moved", "words", "unmeasured"]
 # a debated configuration the probes measure under another name: (that name, why)
+# seed 003's pair, probed as its second Linux port (allocators.toml): the same malloc.c 1.128 and reversed diff over
+# a compatibility layer of its own, since the first port's could not be rebuilt byte for byte
+SECOND_PORTS = {"omalloc-1.128": "omalloc-1.128-port2", "omalloc-1.128-getrbyte": "omalloc-1.128-getrbyte-port2"}
 SECOND_PORT = ("probed as the second Linux port of the pair (the same malloc.c 1.128 and reversed diff over a "
                "compatibility layer of its own: the first port's could not be rebuilt byte for byte)")
 PROBED_AS = {"perl-omalloc": ("omalloc-1.299", "perl's allocations go to OpenBSD's malloc 1.299, probed as itself"),
-             "omalloc-1.128": ("omalloc-1.128-port2", SECOND_PORT),
-             "omalloc-1.128-getrbyte": ("omalloc-1.128-getrbyte-port2", SECOND_PORT)}
+             **{first: (second, SECOND_PORT) for first, second in SECOND_PORTS.items()}}
 # a configuration no probe reaches, and why
 UNREACHABLE = {"perl-mymalloc": "perl's own malloc is out of the C probes' reach: it lives inside the interpreter "
                                 "and no probe calls it, every probe of it is n/a, so perl's side of this debate is "
@@ -106,7 +108,8 @@ def compare(rows: list[dict], with_: str, without: str) -> dict:
                if (p, "") in mine or (p, "") in theirs]
     entropy_moved = [f"{p} {_bits(theirs[(p, '')])} -> {_bits(mine[(p, '')])} bits" for p in ENTROPY
                      if (p, "") in mine and (p, "") in theirs and _apart(mine[(p, "")], theirs[(p, "")])]
-    out.update(better_probes="; ".join(better), worse_probes="; ".join(worse), entropy="; ".join(entropy))
+    out.update(better_probes="; ".join(better), worse_probes="; ".join(worse), entropy="; ".join(entropy),
+               entropy_moved="; ".join(entropy_moved))
     said = []
     if out["better"] or out["worse"]:
         said.append(f"safer in {out['better']} and less safe in {out['worse']} of {out['cases']} probe cases"

@@ -9,13 +9,14 @@ results_code_census.csv (what each debated library's code is made of: instructio
 results_long_build.csv (seed 001's long build on each host: wall, user and system time and the process tree's
 peak memory), results_long_build_check.csv (its registered prediction beside the measured answer),
 results_store_sequence.csv and results_store_sequence_wide.csv (seed 002's store sequences timed alone on each
-host: store_sequence.py) and a forest plot per debate."""
+host: store_sequence.py), results_debate_second_port.csv (a pair timed again as its second port beside the first
+port's answer: second_port.py) and a forest plot per debate."""
 import pandas as pd
 
 from analysis.contract import debates_spec
-from analysis.publish.debates import forest, long_build, pool, questions, predictions, store_sequence
+from analysis.publish.debates import forest, long_build, pool, questions, predictions, second_port, store_sequence
 from analysis.publish.results.comparisons import BASELINE, Results
-from analysis.publish.render.formats import fmt_interval
+from analysis.publish.render.formats import fmt_interval, fmt_ratio
 from analysis.publish.render.products import write_csv
 from analysis.stats import equivalence
 from analysis.stats.primitives import wilson
@@ -38,6 +39,16 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     per_host = per_host.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"])
                                         for _, r in per_host.iterrows()])
     write_csv(per_host, p("debate_hosts.csv"))
+    ported = second_port.check(per_host, res.cells.get("wall_s"), runs_dir)
+    ported = ported.assign(run=ported["run_id"].map(labels).fillna(""),
+                           display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in ported.iterrows()],
+                           first_display=[fmt_interval(r["first_ratio"], r["first_mean90_low"], r["first_mean90_high"])
+                                          for _, r in ported.iterrows()],
+                           first_next_display=[f"[{fmt_ratio(r['first_next_one_build_low'])}, "
+                                               f"{fmt_ratio(r['first_next_one_build_high'])}]"
+                                               if pd.notna(r["first_next_one_build_low"]) else ""
+                                               for _, r in ported.iterrows()])
+    write_csv(ported, p("debate_second_port.csv"))
     runs = runs.assign(run=runs["run_id"].map(labels).fillna(""),
                        display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in runs.iterrows()])
     write_csv(runs, p("debate_runs.csv"))
@@ -84,6 +95,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     write_csv(store_sequence.wide(stores), p("store_sequence_wide.csv"))
     return {
         "store_sequence": store_sequence.numbers(stores),
+        "second_port": {"checked": int(len(ported)), "inside": int(ported["inside"].fillna(False).astype(bool).sum())},
         "debates": {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)},
         "debate_figures": drawn,
         "debate_machines": machine_kinds(runs),

@@ -140,7 +140,8 @@ def security_words(security: pd.DataFrame, seed: str) -> tuple[str, str]:
     worse = int(float(r["worse"]))
     short = (f"safer in {better}" + (f" and less safe in {worse}" if worse else "") + f" of {cases} misuse cases"
              if better or worse else f"no misuse case of {cases} tells them apart")
-    return str(r["words"]), short
+    moved = str(r.get("entropy_moved", "") or "")
+    return str(r["words"]), short + (f"; randomness, where the intervals are apart: {moved}" if moved else "")
 
 
 def front_rows(debates: pd.DataFrame, hosts: pd.DataFrame, security: pd.DataFrame | None = None) -> pd.DataFrame:
