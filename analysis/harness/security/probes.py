@@ -123,6 +123,11 @@ PROBES = {p.id: p for p in (
           kind="placement-entropy"),
     Probe("reuse-entropy", "reuse_entropy.c",
           "which of many freed blocks the next malloc of their size returns is guessable", kind="reuse-entropy"),
+    # Placement at 64 KiB, where allocators map large blocks: OpenBSD's malloc relies on mmap for random page
+    # addresses, which Linux does not give (it places successive mappings side by side).
+    Probe("placement-entropy-page", "placement_entropy.c",
+          "the next 64 KiB block's address follows from the previous one", extra=("65536",),
+          kind="placement-entropy"),
     # The same measurement at one page (4096 bytes), 256 candidates: an allocator that caches freed pages
     # picks which one comes back from its page cache. OpenBSD's malloc starts that scan at a random slot, and
     # seed 003's patch narrows the draw from a byte to a nibble (with 64 slots: from 64 starts to 16).

@@ -29,7 +29,7 @@ UNREACHABLE = {"perl-mymalloc": "perl's own malloc is out of the C probes' reach
                                 "and no probe calls it, every probe of it is n/a, so perl's side of this debate is "
                                 "unmeasured"}
 SAFETY = {"missed": 0, "late-crash": 1, "mitigated": 2, "caught": 3}
-ENTROPY = ("placement-entropy", "reuse-entropy", "reuse-entropy-page", "address-entropy")
+ENTROPY = ("placement-entropy", "placement-entropy-page", "reuse-entropy", "reuse-entropy-page", "address-entropy")
 
 
 def _probed(name: str) -> tuple[str, str]:
@@ -131,3 +131,18 @@ def debate_security(primary: pd.DataFrame, rows: list[dict]) -> pd.DataFrame:
         with_, _, without = str(r["configuration"]).partition(" / ")
         out.append({**compare(rows, with_.strip(), without.strip()), "seed": str(r["seed"])})
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+def page_placement(rows: list[dict], table: pd.DataFrame, seed: str = "003") -> dict | None:
+    """OpenBSD's malloc on Linux: the placement entropy of its 64 KiB blocks (placement-entropy-page) under the
+    configuration a debate's pair was probed as (seed 003's: OpenBSD's malloc.c 1.128), which tells whether the
+    random page addresses it takes from OpenBSD's mmap survive Linux's; None where it was not probed."""
+    mine = table[table["seed"].astype(str) == seed] if len(table) else table
+    if not len(mine) or str(mine.iloc[0]["unmeasured"]):
+        return None
+    allocator = str(mine.iloc[0]["probed_with"])
+    row = _cases(rows, allocator).get(("placement-entropy-page", ""))
+    if row is None or row.get("bits") in (None, ""):
+        return None
+    return {"allocator": allocator, "bits": _bits(row), "low": f"{float(row['bits_ci_low']):.1f}",
+            "high": f"{float(row['bits_ci_high']):.1f}"}

@@ -581,8 +581,10 @@ def _debate_security(res: Results, p) -> dict:
     table = security_side.debate_security(primary, rows) if rows else \
         pd.DataFrame(columns=security_side.COLUMNS)
     write_csv(table, p("debate_security.csv"))
-    return {"debate_security": {"rows": int(len(table)),
-                                "measured": int((table["unmeasured"].astype(str) == "").sum()) if len(table) else 0}}
+    numbers = {"rows": int(len(table)),
+               "measured": int((table["unmeasured"].astype(str) == "").sum()) if len(table) else 0}
+    page = security_side.page_placement(rows, table) if rows else None
+    return {"debate_security": {**numbers, **({"page_placement": page} if page else {})}}
 
 
 def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:

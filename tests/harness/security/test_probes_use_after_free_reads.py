@@ -31,4 +31,5 @@ def test_an_entropy_probe_runs_at_its_own_arguments_and_a_misuse_probe_at_each_s
     from analysis.harness.security.probes import PROBES
     assert PROBES["reuse-entropy"].argv(None) == []
     assert PROBES["reuse-entropy-page"].argv(None) == ["4096", "512", "256"]
+    assert PROBES["placement-entropy-page"].argv(None) == ["65536"]
     assert PROBES["overflow-16"].argv(64) == ["64", "16"]

@@ -66,3 +66,13 @@ def test_seed_003s_pair_is_compared_as_its_second_port_with_the_reason_said_once
     # the page cache's reuse moves (intervals apart), the chunk reuse does not, and never the first port's row
     assert "reuse-entropy-page 7.0 -> 4.9 bits" in r["words"] and "reuse-entropy 4.8 -> 4.8" not in r["words"]
     assert r["words"].count("second Linux port") == 1 and (r["cases"], r["same"]) == (1, 1)
+
+
+def test_openbsds_page_placement_is_read_from_the_configuration_seed_003_was_probed_as():
+    rows = [row("omalloc-1.128-port2", "placement-entropy-page", "", "missed", "0.0", "0.0", "0.0"),
+            row("omalloc-1.128-getrbyte-port2", "placement-entropy-page", "", "missed", "0.0", "0.0", "0.0")]
+    table = security_side.debate_security(pd.DataFrame([{"seed": "003", "configuration":
+                                                         "omalloc-1.128 / omalloc-1.128-getrbyte"}]), rows)
+    assert security_side.page_placement(rows, table) == {"allocator": "omalloc-1.128-port2", "bits": "0.0",
+                                                         "low": "0.0", "high": "0.0"}
+    assert security_side.page_placement(rows[1:], table) is None
