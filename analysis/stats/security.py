@@ -76,8 +76,8 @@ EXPLOITATION_WEIGHTS = {
     "realloc-reuse": 5, "realloc-shrink": 5, "malloc-zero": 5, "calloc-overflow": 5, "huge-request": 5,
     # reliability: leaks and predictable placement
     "reuse-immediate": 2, "uaf-read": 2, "uaf-read-reused": 2, "fresh-contents": 2, "placement-entropy": 2,
-    "address-entropy": 2, "placement-entropy-page": 2,
-    "reuse-entropy": 2, "reuse-entropy-page": 2,
+    "address-entropy": 2,
+    "reuse-entropy": 2,
 }
 # How a probe's sizes are averaged into its loss: each size class present counts equally (small: up to
 # 1 KiB, medium: up to 64 KiB, large: above), the sizes within a class equally. The classes, not the
@@ -88,8 +88,7 @@ SIZE_CLASSES = (("small", 1024), ("medium", 65536), ("large", float("inf")))
 TARGET_PLACEMENT_BITS = 4.0  # one in 16 next-block guesses
 TARGET_REUSE_BITS = 4.0  # one in 16 guesses of which freed block comes back
 ENTROPY_TARGETS = {"address-entropy": TARGET_ADDRESS_BITS, "placement-entropy": TARGET_PLACEMENT_BITS,
-                   "placement-entropy-page": TARGET_PLACEMENT_BITS,
-                   "reuse-entropy": TARGET_REUSE_BITS, "reuse-entropy-page": TARGET_REUSE_BITS}
+                   "reuse-entropy": TARGET_REUSE_BITS}
 
 # Which probes show each claimed defence (catalogue ids), and the outcomes that count as showing it.
 DETECTED = frozenset({"caught"})

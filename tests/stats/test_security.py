@@ -112,7 +112,8 @@ def test_every_defence_id_maps_to_known_probes():
     for probe_ids, _ in S.DEFENCE_PROBES.values():
         assert set(probe_ids) <= set(PROBES)
     # primitive-sequences writes primitives.csv, not probe rows: it has no weight in the score
-    assert set(S.PROBE_WEIGHTS) == {p for p, probe in PROBES.items() if probe.kind != "primitives"}
+    # the probes read beside the score (scored=False) have no weight either
+    assert set(S.PROBE_WEIGHTS) == {p for p, probe in PROBES.items() if probe.kind != "primitives" and probe.scored}
 
 
 def test_outputs_are_written(tmp_path):

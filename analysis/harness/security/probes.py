@@ -54,6 +54,9 @@ class Probe:
     what: str  # the misuse and the primitive an attacker wants, in one line
     extra: tuple = ()  # arguments after the size (overflow: N)
     kind: str = "misuse"  # misuse | address-entropy | placement-entropy | reuse-entropy | primitives
+    # False: a measurement read beside the security score, never in it (the page-sized entropy runs, for the
+    # debates): the score's probe set, and so what a run must have probed to stand beside another, stays fixed
+    scored: bool = True
 
     @property
     def cxx(self) -> bool:
@@ -127,13 +130,13 @@ PROBES = {p.id: p for p in (
     # addresses, which Linux does not give (it places successive mappings side by side).
     Probe("placement-entropy-page", "placement_entropy.c",
           "the next 64 KiB block's address follows from the previous one", extra=("65536",),
-          kind="placement-entropy"),
+          kind="placement-entropy", scored=False),
     # The same measurement at one page (4096 bytes), 256 candidates: an allocator that caches freed pages
     # picks which one comes back from its page cache. OpenBSD's malloc starts that scan at a random slot, and
     # seed 003's patch narrows the draw from a byte to a nibble (with 64 slots: from 64 starts to 16).
     Probe("reuse-entropy-page", "reuse_entropy.c",
           "which of many freed one-page blocks the next malloc of a page returns is guessable",
-          extra=("4096", "512", "256"), kind="reuse-entropy"),
+          extra=("4096", "512", "256"), kind="reuse-entropy", scored=False),
     Probe("primitive-sequences", "primitive_sequences.c", "random heap-action sequences, one bug each", kind="primitives"),
 )}
 

@@ -175,8 +175,18 @@ def too_few_note(rt: RunTable) -> str:
 
 
 def _probe_design(run: Run) -> tuple:
+    """The probes and sizes a probe run's scores add over: its scored probes (a probe read beside the score,
+    `scored=False` in harness/security/probes.py, never makes two runs incomparable)."""
     params = run.info.get("params") or {}
-    return tuple(params.get("probes") or ()), tuple(params.get("sizes") or ())
+    unscored = unscored_probes()
+    return tuple(p for p in params.get("probes") or () if p not in unscored), tuple(params.get("sizes") or ())
+
+
+def unscored_probes() -> frozenset[str]:
+    """The probes read beside the security score, never in it (the page-sized entropy runs)."""
+    from analysis.harness.security.probes import PROBES
+
+    return frozenset(p for p, probe in PROBES.items() if not probe.scored)
 
 
 def _pair_rows(rt: RunTable, allocator: str) -> pd.DataFrame:
@@ -253,4 +263,15 @@ def merge_pair_rows(per_run: dict[str, pd.DataFrame], lead: dict[str, str]) -> p
 
 
 def merge_probe_rows(runs: list[RunTable], lead: dict[str, str]) -> list[dict]:
-    return [dict(r, run_id=rt.run_id) for rt in runs for r in rt.table if lead.get(r["allocator"]) == rt.run_id]
+    """Each allocator's probe rows from the run that leads for it: the scored probes (what the scores add over)."""
+    unscored = unscored_probes()
+    return [dict(r, run_id=rt.run_id) for rt in runs for r in rt.table if lead.get(r["allocator"]) == rt.run_id
+            and r["probe"] not in unscored]
+
+
+def extra_probe_rows(runs: list[RunTable], lead: dict[str, str]) -> list[dict]:
+    """The rows merge_probe_rows leaves out: the probes read beside the score (unscored_probes), from each
+    allocator's leading run."""
+    unscored = unscored_probes()
+    return [dict(r, run_id=rt.run_id) for rt in runs for r in rt.table if lead.get(r["allocator"]) == rt.run_id
+            and r["probe"] in unscored]

@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.harness.allocators.catalog import layout_of
 from analysis.publish.debates import pool
 from analysis.publish.debates.security_side import SECOND_PORTS
 
-COLUMNS = ["seed", "configuration", "port_configuration", "workload", "processor", "machine", "run_id", "ratio",
-           "ci_low", "ci_high", "first_ratio", "first_mean90_low", "first_mean90_high", "first_next_one_build_low",
-           "first_next_one_build_high", "inside"]
+COLUMNS = ["seed", "configuration", "port_configuration", "workload", "processor", "machine", "run_id", "layout",
+           "ratio", "ci_low", "ci_high", "instructions_ratio", "first_ratio", "first_mean90_low", "first_mean90_high",
+           "first_next_one_build_low", "first_next_one_build_high", "inside"]
 CONFIDENCE = 0.95
 
 
@@ -35,9 +36,22 @@ def _number(row: pd.Series, key: str) -> float:
     return float(value) if pd.notna(value) else np.nan
 
 
-def check(per_host: pd.DataFrame, cells: pd.DataFrame | None, runs_dir: Path | None) -> pd.DataFrame:
+def _instructions(per_free: pd.DataFrame | None, with_: str, without: str, workload: str) -> float:
+    """with/without in callgrind's instructions on the workload (exact counts, one run each), or NaN."""
+    if per_free is None or not len(per_free):
+        return np.nan
+    mine = per_free[per_free["workload"].astype(str) == str(workload)].set_index("allocator")["instructions_per_free"]
+    if with_ not in mine.index or without not in mine.index:
+        return np.nan
+    return float(mine.loc[with_]) / float(mine.loc[without])
+
+
+def check(per_host: pd.DataFrame, cells: pd.DataFrame | None, runs_dir: Path | None,
+          per_free: pd.DataFrame | None = None) -> pd.DataFrame:
     """The rows above, from the debates' per-kind answers (results_debate_hosts.csv), the wall-time comparisons
-    (to find the runs that measured a second port) and the runs folder (their pairs.csv, read through pool)."""
+    (to find the runs that measured a second port), the runs folder (their pairs.csv, read through pool) and
+    callgrind's counts per free (Results.per_free), a row per layout build the run timed (`<id>_l<N>`, the same
+    source linked or aligned otherwise: one more sample of where the code lies)."""
     if runs_dir is None or cells is None or not len(per_host) or not len(cells):
         return pd.DataFrame(columns=COLUMNS)
     kinds, machines = pool._processors(Path(runs_dir)), pool._machines(Path(runs_dir))
@@ -46,10 +60,14 @@ def check(per_host: pd.DataFrame, cells: pd.DataFrame | None, runs_dir: Path | N
         ports = _ported(configuration)
         if ports is None:
             continue
-        runs = sorted(set(cells.loc[cells["allocator"].astype(str).isin(ports)
-                                    & (cells["workload"].astype(str) == str(workload)), "run_id"].astype(str)))
-        for run_id in runs:
-            d = pool._direct_at(Path(runs_dir) / run_id / "pairs.csv", ports[0], ports[1], str(workload))
+        names = cells["allocator"].astype(str)
+        layout = names.map(lambda n: layout_of(n)[1])
+        mine = cells[names.map(lambda n: layout_of(n)[0]).isin(ports) & (cells["workload"].astype(str) == str(workload))]
+        measured = sorted({(str(r), int(n)) for r, n in zip(mine["run_id"], layout.loc[mine.index])})
+        for run_id, n in measured:
+            suffix = "" if n == 1 else f"_l{n}"
+            d = pool._direct_at(Path(runs_dir) / run_id / "pairs.csv", ports[0] + suffix, ports[1] + suffix,
+                                str(workload))
             if d is None:
                 continue
             low, high = d.interval(CONFIDENCE)
@@ -60,9 +78,27 @@ def check(per_host: pd.DataFrame, cells: pd.DataFrame | None, runs_dir: Path | N
             ratio = float(np.exp(d.estimate))
             out.append({"seed": seed, "configuration": configuration, "port_configuration": " / ".join(ports),
                         "workload": workload, "processor": kind, "machine": machines.get(run_id, ""),
-                        "run_id": run_id, "ratio": ratio, "ci_low": float(np.exp(low)), "ci_high": float(np.exp(high)),
+                        "run_id": run_id, "layout": n, "ratio": ratio, "ci_low": float(np.exp(low)),
+                        "ci_high": float(np.exp(high)),
+                        "instructions_ratio": _instructions(per_free, ports[0] + suffix, ports[1] + suffix, workload),
                         "first_ratio": _number(row, "ratio"), "first_mean90_low": _number(row, "mean90_low"),
                         "first_mean90_high": _number(row, "mean90_high"), "first_next_one_build_low": lo1,
                         "first_next_one_build_high": hi1,
                         "inside": bool(lo1 <= ratio <= hi1) if np.isfinite(lo1) and np.isfinite(hi1) else None})
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+def summary(table: pd.DataFrame) -> dict:
+    """The numbers the paper states: rows checked and held, whether two layout builds of one run and workload
+    read intervals that do not overlap (where the code lies moves the ratio beyond each build's own noise), and
+    whether a build counted fewer instructions with the defence yet took longer (its interval above 1)."""
+    if not len(table):
+        return {"checked": 0, "inside": 0, "layouts_apart": False, "fewer_instructions_slower": False}
+    apart = False
+    for _, g in table.groupby(["run_id", "workload"]):
+        if len(g) >= 2 and float(g["ci_low"].max()) > float(g["ci_high"].min()):
+            apart = True
+    instructions = pd.to_numeric(table["instructions_ratio"], errors="coerce")
+    return {"checked": int(len(table)), "inside": int(table["inside"].fillna(False).astype(bool).sum()),
+            "layouts_apart": bool(apart),
+            "fewer_instructions_slower": bool(((instructions < 1) & (table["ci_low"].astype(float) > 1)).any())}

@@ -39,7 +39,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     per_host = per_host.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"])
                                         for _, r in per_host.iterrows()])
     write_csv(per_host, p("debate_hosts.csv"))
-    ported = second_port.check(per_host, res.cells.get("wall_s"), runs_dir)
+    ported = second_port.check(per_host, res.cells.get("wall_s"), runs_dir, res.per_free)
     ported = ported.assign(run=ported["run_id"].map(labels).fillna(""),
                            display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in ported.iterrows()],
                            first_display=[fmt_interval(r["first_ratio"], r["first_mean90_low"], r["first_mean90_high"])
@@ -95,7 +95,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     write_csv(store_sequence.wide(stores), p("store_sequence_wide.csv"))
     return {
         "store_sequence": store_sequence.numbers(stores),
-        "second_port": {"checked": int(len(ported)), "inside": int(ported["inside"].fillna(False).astype(bool).sum())},
+        "second_port": second_port.summary(ported),
         "debates": {seed: list(g["verdict"]) for seed, g in answers.groupby("seed", sort=True)},
         "debate_figures": drawn,
         "debate_machines": machine_kinds(runs),

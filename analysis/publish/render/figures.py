@@ -317,14 +317,23 @@ def tradeoff_axes(ax, trade: pd.DataFrame, baseline: str) -> None:
 
 
 def separate_labels(ax, texts, pad_px: float = 1.0, rounds: int = 500) -> None:
-    """Move apart the labels whose boxes still overlap: of each overlapping pair, the higher label goes up
-    just clear of the lower one (in display space, then back to data coordinates), until none overlaps."""
+    """Move apart the labels whose boxes still overlap: a label on a tick label moves right, clear of it; of each
+    overlapping pair of labels, the higher goes up just clear of the lower one (in display space, then back to
+    data coordinates), until none overlaps."""
     import itertools
 
     renderer = ax.figure.canvas.get_renderer()
     texts = [t for t in texts if t.get_text()]
+    # the axes' tick labels stay where they are: a label on one moves right, clear of it
+    ticks = [t.get_window_extent(renderer) for t in (*ax.get_xticklabels(), *ax.get_yticklabels()) if t.get_text()]
     for _ in range(rounds):
         boxes = [t.get_window_extent(renderer) for t in texts]
+        hit = next(((i, tick) for i, box in enumerate(boxes) for tick in ticks if box.overlaps(tick)), None)
+        if hit is not None:
+            i, tick = hit
+            x, y = ax.transData.transform(texts[i].get_position())
+            texts[i].set_position(ax.transData.inverted().transform((x + tick.x1 - boxes[i].x0 + pad_px, y)))
+            continue
         pair = next(((i, j) for i, j in itertools.combinations(range(len(texts)), 2) if boxes[i].overlaps(boxes[j])),
                     None)
         if pair is None:

@@ -99,7 +99,7 @@ def decision_display(h) -> str:
 
 
 def short_verdict(mine: pd.DataFrame) -> str:
-    """The decisions on the kinds measured, counted: 'larger than 10% on 4 of 4 kinds' or 'larger than 1% on 1
+    """The decisions on the kinds measured, counted: 'larger than 10% on all 4 kinds' or 'larger than 1% on 1
     of 5 kinds, not decided on 4'."""
     if not len(mine):
         return "not measured"
@@ -109,7 +109,8 @@ def short_verdict(mine: pd.DataFrame) -> str:
     n = len(mine)
     ranked = sorted(counts.items(), key=lambda kv: (kv[0].startswith("not decided"), -kv[1], kv[0]))
     first, rest = ranked[0], ranked[1:]
-    words = f"{first[0]} on {first[1]} of {n} kind{'s' if n > 1 else ''}"
+    words = (f"{first[0]} on all {n} kinds" if first[1] == n > 1 else
+             f"{first[0]} on {first[1]} of {n} kind{'s' if n > 1 else ''}")
     for w, k in rest:
         words += f", {'not decided' if w.startswith('not decided') else w} on {k}"
     return words
@@ -138,10 +139,29 @@ def security_words(security: pd.DataFrame, seed: str) -> tuple[str, str]:
         return table, "security not measured (" + str(r["unmeasured"]).split(":")[0].split(" in the ")[0] + ")"
     better, cases = int(float(r["better"])), int(float(r["cases"]))
     worse = int(float(r["worse"]))
+    moved = plain_entropy(str(r.get("entropy_moved", "") or ""))
+    if moved and better <= 1 and worse <= 1:
+        # the misuse cases barely tell the sides apart: what the defence changes is its randomness
+        return str(r["words"]), f"{better} safer, {worse} less safe of {cases} misuse cases; {moved}"
     short = (f"safer in {better}" + (f" and less safe in {worse}" if worse else "") + f" of {cases} misuse cases"
              if better or worse else f"no misuse case of {cases} tells them apart")
-    moved = str(r.get("entropy_moved", "") or "")
-    return str(r["words"]), short + (f"; randomness, where the intervals are apart: {moved}" if moved else "")
+    return str(r["words"]), short
+
+
+# the entropy probes in plain words, for the abstract
+ENTROPY_WORDS = {"placement-entropy": "placement randomness", "placement-entropy-page": "64 KiB placement randomness",
+                 "reuse-entropy": "reuse randomness", "reuse-entropy-page": "page reuse randomness",
+                 "address-entropy": "address randomness"}
+
+
+def plain_entropy(moved: str) -> str:
+    """'reuse-entropy-page 7.0 -> 4.9 bits; ...' (security_side's entropy_moved) in plain words: 'page reuse
+    randomness 7.0 -> 4.9 bits, ...'."""
+    said = []
+    for part in (p.strip() for p in moved.split(";") if p.strip()):
+        probe, _, rest = part.partition(" ")
+        said.append(f"{ENTROPY_WORDS.get(probe, probe)} {rest}")
+    return ", ".join(said)
 
 
 def front_rows(debates: pd.DataFrame, hosts: pd.DataFrame, security: pd.DataFrame | None = None) -> pd.DataFrame:

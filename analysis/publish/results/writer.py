@@ -569,13 +569,13 @@ def _debate_security(res: Results, p) -> dict:
     (publish/debates/security_side.py); empty where the dataset has no probe run."""
     from analysis.errors import HeapcostError
     from analysis.publish.debates import security_side
-    from analysis.publish.security.writer import reported_probe_rows
+    from analysis.publish.security.writer import debate_probe_rows
 
     debates_path = Path(p("debates.csv"))
     debates = pd.read_csv(debates_path, dtype=str, keep_default_na=False) if debates_path.is_file() else pd.DataFrame()
     primary = debates[debates["cell"] == "primary"] if "cell" in debates else debates.iloc[0:0]
     try:
-        rows = reported_probe_rows(res.probe_run.path.parent) if res.probe_run is not None else []
+        rows = debate_probe_rows(res.probe_run.path.parent) if res.probe_run is not None else []
     except HeapcostError:
         rows = []
     table = security_side.debate_security(primary, rows) if rows else \

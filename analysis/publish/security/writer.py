@@ -81,6 +81,18 @@ def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
     return paper_runs.merge_probe_rows(runs, paper_runs.leads("probe", runs, main))
 
 
+def debate_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
+    """reported_probe_rows and, beside them, the rows of probes beyond the reported design that a run covering
+    it also ran (paper_runs.extra_probe_rows: the page-sized entropy probes), for the debates' security side."""
+    from analysis.publish.dataset import paper_runs
+
+    main, runs = paper_runs.contributing_runs(Path(runs_dir), "probe")
+    if main is None or not runs:
+        raise HeapcostError(f"no probe run with a probes.csv under {runs_dir}: run `make probe` first")
+    lead = paper_runs.leads("probe", runs, main)
+    return paper_runs.merge_probe_rows(runs, lead) + paper_runs.extra_probe_rows(runs, lead)
+
+
 def weights_table(path) -> list[dict]:
     """security_weights.csv: every entry of the weights file with its capability, weight and reason."""
     wf = security.weights_file()

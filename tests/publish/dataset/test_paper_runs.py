@@ -298,3 +298,39 @@ def test_a_knock_out_measured_only_in_a_small_run_keeps_its_ablation():
     assert got == {("hardened-light-72fb357", "R1"): 1.7, ("hardened-72fb357-no-wafc", "R2"): 1.1}
     # per allocator alone (merge_rows), the knock-out's row would be lost: its allocator leads in R1
     assert "hardened-72fb357-no-wafc" not in set(paper_runs.merge_rows(per_run, lead, "glibc")["base"])
+
+
+def test_a_probe_run_with_probes_read_beside_the_score_stands_beside_the_others(tmp_path):
+    """The page-sized entropy probes (scored=False) make no run incomparable: a newer run that ran them too
+    still merges, its rows of them kept out of the scored rows and read by extra_probe_rows."""
+    import json
+    import shutil
+
+    from analysis.contract.runstore import runs_of_kind
+    from analysis.publish.dataset import paper_runs
+
+    data = make_dataset(tmp_path)
+    probe = runs_of_kind(data / "runs", "probe")[-1]
+    newer = data / "runs" / "20991231T000000Z-probe-security"
+    shutil.copytree(probe.path, newer)
+    info = json.loads((newer / "run.json").read_text())
+    info["params"]["probes"] = [*info["params"]["probes"], "reuse-entropy-page"]
+    info["run_id"] = newer.name
+    (newer / "run.json").write_text(json.dumps(info))
+    with open(newer / "probes.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    first = rows[0]
+    extra = {**dict.fromkeys(first, ""), "run_id": newer.name, "allocator": "only-new", "probe": "reuse-entropy-page",
+             "outcome": "mitigated", "trials": "20", "bits": "4.9", "bits_ci_low": "4.8", "bits_ci_high": "5.0"}
+    scored = {**extra, "probe": rows[0]["probe"], "size": rows[0]["size"], "outcome": "caught", "bits": "",
+              "bits_ci_low": "", "bits_ci_high": ""}
+    with open(newer / "probes.csv", "a", newline="") as fh:
+        csv.DictWriter(fh, fieldnames=list(first)).writerows([extra, scored])
+    main, runs = paper_runs.contributing_runs(data / "runs", "probe")
+    assert main.run_id == newer.name and {rt.run_id for rt in runs} == {probe.run_id, newer.name}
+    lead = paper_runs.leads("probe", runs, main)
+    merged = paper_runs.merge_probe_rows(runs, lead)
+    beside = paper_runs.extra_probe_rows(runs, lead)
+    assert "reuse-entropy-page" not in {r["probe"] for r in merged}
+    assert any(r["allocator"] == "only-new" for r in merged)
+    assert [(r["allocator"], r["probe"]) for r in beside] == [("only-new", "reuse-entropy-page")]
