@@ -12,7 +12,6 @@ DATA_DIR = REPO / "data"
 RUNS_DIR = Path(os.environ.get("HEAPCOST_RUNS_DIR") or DATA_DIR / "runs")
 WORKLOADS_DIR = REPO / "workloads"
 PROBES_DIR = REPO / "probes"
-NATIVE_DIR = Path(__file__).resolve().parent / "harness" / "native"
 CATALOG_PATH = REPO / "allocators.toml"
 
 

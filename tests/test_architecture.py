@@ -150,7 +150,7 @@ def named_files(text: str) -> set[str]:
 
 
 def exists_somewhere(name: str) -> bool:
-    """A path names a file from the repository root, or from a folder of analysis/ (`native/launcher.c` beside
+    """A path names a file from the repository root, or from a folder of analysis/ (`process/launcher.c` beside
     `harness/...`); a bare file name names a file anywhere in analysis/, tests/, workloads/, probes/ or
     notebooks/."""
     if "/" in name:

@@ -1,5 +1,5 @@
 """Brought programs made to take turns from outside: two processes of one program (under allocators A and B) on
-one CPU, continued and stopped in turn every ~1 ms by the driver `heapcost-alternate` (native/alternate.c),
+one CPU, continued and stopped in turn every ~1 ms by the driver `heapcost-alternate` (alternate.c beside it),
 each started again when it ends, for a fixed window.
 
 A brought program cannot call wl_turn() as the built-in C workloads do (lockstep.py), and by the trials protocol
@@ -31,9 +31,8 @@ from analysis.contract import runstore
 from analysis.errors import HeapcostError
 from analysis.harness.process import machine, quiet
 from analysis.harness.process.build import build_c
-from analysis.harness.process.launcher import _DEFAULTS, LaunchResult
+from analysis.harness.process.launcher import _DEFAULTS, CHILD_IO, LaunchResult
 from analysis.harness.process.trial import SpeedTrial, first_line, side_arguments
-from analysis.paths import NATIVE_DIR
 
 SLICE_US = 1000          # each process's turn: about 1 ms of the CPU
 # A window's length: at least MIN_WINDOW_S, and long enough for about RUNS_PER_WINDOW completed runs of each
@@ -51,7 +50,7 @@ OTHER_THREADS, WAITING, WAITING_MIN_S = 0.10, 0.15, 0.02
 
 @lru_cache(maxsize=None)
 def driver_path() -> Path:
-    return build_c("heapcost-alternate", [NATIVE_DIR / "alternate.c", NATIVE_DIR / "child_io.h"])
+    return build_c("heapcost-alternate", [Path(__file__).with_name("alternate.c"), CHILD_IO])
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The unit of measurement on a machine whose CPUs switch speed regimes (docs/design.md, "The timing
 protocol"): process A (allocator X) and process B (allocator Y) are started by the driver
-`heapcost-lockstep` (native/lockstep.c), both pinned to the same CPU, and pass a token to each other
+`heapcost-lockstep` (lockstep.c beside it), both pinned to the same CPU, and pass a token to each other
 through two pipes every ~chunk_us of their own work (workloads/wl_common.h, wl_turn). Each reports its
 own active time, so both times are taken in the same regime and their ratio is free of it. The driver
 only starts, pins and reaps them; the harness (this process) runs on the other CPU.
@@ -21,16 +21,17 @@ from pathlib import Path
 from analysis.errors import HeapcostError, warn
 from analysis.harness.process import machine, quiet
 from analysis.harness.process.build import build_c
+from analysis.harness.process.launcher import CHILD_IO
 from analysis.harness.process.launcher import _DEFAULTS, LaunchResult
 from analysis.harness.process.trial import SpeedTrial, first_line, side_arguments
-from analysis.paths import NATIVE_DIR, WORKLOADS_DIR
+from analysis.paths import WORKLOADS_DIR
 
 CHUNK_US = 1000  # default turn length: about 1 ms of a process's own work
 
 
 @lru_cache(maxsize=None)
 def driver_path() -> Path:
-    return build_c("heapcost-lockstep", [NATIVE_DIR / "lockstep.c", NATIVE_DIR / "child_io.h"])
+    return build_c("heapcost-lockstep", [Path(__file__).with_name("lockstep.c"), CHILD_IO])
 
 
 def supports_lockstep(workload) -> bool:

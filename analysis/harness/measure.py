@@ -468,16 +468,24 @@ class Campaign:
             runstore.add_elapsed(run_dir, info, time.monotonic() - started)
 
 
+# The harness's C helpers, each beside the module that builds it: the launcher, its resolution check and the child
+# I/O they share (process/), the campaigns' drivers (lockstep.c, alternate.c), the poisoning build's check
+# (allocators/) and the interference study's load (bench/).
+C_HELPERS = ("process/launcher.c", "process/child_io.h", "process/mallocwho.c", "lockstep.c", "alternate.c",
+             "allocators/free_poison_check.c", "bench/cpu_load.c")
+
+
 def sources_sha256() -> str:
-    """One hash over the workload sources, the harness's C helpers (native/, and those beside their modules in
-    mechanisms/ and workloads/) and the catalogue."""
+    """One hash over the harness's C helpers (C_HELPERS, in name order, as when they lay in one folder), the
+    workload sources, the C sources beside their modules in mechanisms/ and workloads/, and the catalogue."""
     import hashlib
 
-    from analysis.paths import CATALOG_PATH, NATIVE_DIR, WORKLOADS_DIR
+    from analysis.paths import CATALOG_PATH, WORKLOADS_DIR
 
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    files = sorted(p for d in (WORKLOADS_DIR, NATIVE_DIR) for p in d.rglob("*") if p.is_file())
+    files = sorted((here / p for p in C_HELPERS), key=lambda p: p.name)
+    files += sorted(p for p in WORKLOADS_DIR.rglob("*") if p.is_file())
     files += sorted((here / "mechanisms").glob("*.c")) + sorted((here / "workloads").glob("*.c"))
     for path in [*files, CATALOG_PATH, here / "workloads" / "builtin.py"]:
         h.update(path.name.encode() + b"\0" + path.read_bytes())

@@ -104,6 +104,7 @@ def test_cli_bad_input_is_one_line(tmp_path):
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no runs/ folder" in done.stderr
 
 
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 def test_published_files_name_no_folder_of_a_measuring_machine():
     found = [f"{p.relative_to(REPO)}: {m}"
              for top in (REPO / "data", REPO / "paper" / "generated")

@@ -40,6 +40,7 @@ def published():
     return rows, W.monotonicity_problems(rows)
 
 
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 @pytest.mark.skipif(not PUBLISHED, reason="no published probe run")
 def test_a_removal_that_raises_the_published_score_is_carried_by_one_named_entry(published):
     """Removing defences may raise the score (a quarantine delays the reuse at which a write-after-free check

@@ -38,7 +38,6 @@ import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analysis.paths import NATIVE_DIR
 
 PACKAGE = "firefox-esr"
 VERSION = "140.12.0esr-1~deb12u1"
@@ -60,7 +59,7 @@ REPRODUCIBLE = "file-prefix-map=<build folder>=."
 POISON_LINE = "MALLOC_RUNTIME_VAR PoisonType opt_poison = SOME;"
 NO_POISON_LINE = "MALLOC_RUNTIME_VAR PoisonType opt_poison = NONE;"
 POISON_BYTE = 0xE5  # memory/build/mozjemalloc.h: kAllocPoison
-CHECK_SOURCE = NATIVE_DIR / "free_poison_check.c"
+CHECK_SOURCE = Path(__file__).with_name("free_poison_check.c")
 
 
 @dataclass(frozen=True)

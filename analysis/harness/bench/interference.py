@@ -5,7 +5,7 @@ The bench pair (default glibc against scudo on small-loop, at the smoke profile'
 runs as lockstep pairs on the trial CPU under conditions that take turns in randomized blocks, one pair per
 condition and block:
 - quiet: nothing else runs (the harness waits on the other CPU);
-- other CPU at 25, 50 and 100% duty, same CPU at 10 and 25%: a load process (native/cpu_load.c:
+- other CPU at 25, 50 and 100% duty, same CPU at 10 and 25%: a load process (cpu_load.c beside it:
   allocation churn over 16 MiB, in 20 ms periods) pinned there, continued (SIGCONT) for its condition's
   pairs and stopped (SIGSTOP) otherwise;
 - two lanes: a second lockstep pair of the same allocators runs on the other CPU at the same time (the
@@ -51,9 +51,8 @@ CONDITIONS = (
 
 def load_path() -> Path:
     from analysis.harness.process.build import build_c
-    from analysis.paths import NATIVE_DIR
 
-    return build_c("heapcost-cpu-load", [NATIVE_DIR / "cpu_load.c"])
+    return build_c("heapcost-cpu-load", [Path(__file__).with_name("cpu_load.c")])
 
 
 def other_cpu(trial_cpu: int) -> int:

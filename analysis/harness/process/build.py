@@ -46,7 +46,10 @@ def build_c(name, sources, *, variant="glibc", cflags=(), ldflags=(), shared=Fal
         if out.exists():
             return out
         tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-        cmd = [cc, "-O2", "-g", "-Wall", *cflags]
+        # a header passed in is found by the sources that include it, wherever it lies (child_io.h sits with the
+        # launcher, the campaigns' drivers beside their modules)
+        includes = [f"-I{d}" for d in sorted({str(s.parent) for s in sources if s.suffix == ".h"})]
+        cmd = [cc, "-O2", "-g", "-Wall", *includes, *cflags]
         if shared:
             cmd += ["-shared", "-fPIC"]
         cmd += [str(s) for s in sources if s.suffix in SOURCE_SUFFIXES] + ["-o", str(tmp), *ldflags]

@@ -1,4 +1,4 @@
-"""Python side of the trial launcher (analysis/native/launcher.c) and the resolution check (mallocwho.c)."""
+"""Python side of the trial launcher (launcher.c beside it) and the resolution check (mallocwho.c)."""
 import json
 import os
 import subprocess
@@ -9,7 +9,6 @@ from pathlib import Path
 
 from analysis.errors import HeapcostError
 from analysis.harness.process.build import build_c
-from analysis.paths import NATIVE_DIR
 
 
 @dataclass(frozen=True)
@@ -36,14 +35,20 @@ class LaunchResult:
         return (self.probe_before_s + self.probe_after_s) / 2
 
 
+# the C sources beside this module: the launcher, the resolution check, and the child I/O the campaigns' drivers
+# (lockstep.c, alternate.c) share with the launcher
+HERE = Path(__file__).resolve().parent
+CHILD_IO = HERE / "child_io.h"
+
+
 @lru_cache(maxsize=None)
 def launcher_path() -> Path:
-    return build_c("heapcost-run", [NATIVE_DIR / "launcher.c", NATIVE_DIR / "child_io.h"])
+    return build_c("heapcost-run", [HERE / "launcher.c", CHILD_IO])
 
 
 @lru_cache(maxsize=None)
 def mallocwho_path(variant: str = "glibc") -> Path:
-    return build_c("mallocwho", [NATIVE_DIR / "mallocwho.c"], shared=True, ldflags=["-ldl"], variant=variant)
+    return build_c("mallocwho", [HERE / "mallocwho.c"], shared=True, ldflags=["-ldl"], variant=variant)
 
 
 def calibrate(seconds: float) -> int:

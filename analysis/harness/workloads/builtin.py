@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.harness.process import build as native
+from analysis.harness.process.build import build_c
 from analysis.errors import HeapcostError
 from analysis.paths import BUILD_DIR, WORKLOADS_DIR
 
@@ -93,7 +93,7 @@ class CWorkload(Workload):
     def binary(self, variant) -> Path:
         _check_variant(variant, self.variants)
         flags = ["-pthread"] if self.threads else []
-        return native.build_c(f"wl-{self.id}",
+        return build_c(f"wl-{self.id}",
                               [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
                               variant=variant, cflags=[*NO_ALLOC_BUILTINS, *flags], ldflags=flags)
 
@@ -117,7 +117,7 @@ class CallWorkload(CWorkload):
         defines = [f"-DCALL_CLASS={self.size_class}", f"-DCALL_PATTERN={CALL_PATTERNS.index(self.pattern)}",
                    f"-DCALL_PAIRS={self.pairs_full}L", f"-DCALL_SLOTS={CALL_SLOTS}",
                    *([f"-DCALL_CHILD_PAIRS={CALL_CHILD_PAIRS}"] if self.pattern == "processes" else [])]
-        return native.build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
+        return build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
                               variant=variant, cflags=[*NO_ALLOC_BUILTINS, *defines])
 
     def pairs_at(self, scale) -> int:
@@ -288,7 +288,7 @@ class CompileWorkload(Workload):
         return inc
 
     def driver(self) -> Path:
-        return native.build_c("wl-compile-driver",
+        return build_c("wl-compile-driver",
                               [WORKLOADS_DIR / "compile_driver.c", WORKLOADS_DIR / "wl_common.h"])
 
     def files(self, tree: Path) -> list:
@@ -341,7 +341,7 @@ class BuildWorkload(CompileWorkload):
     products: tuple = ()
 
     def driver(self) -> Path:
-        return native.build_c("wl-build-driver", [WORKLOADS_DIR / "build_driver.c", WORKLOADS_DIR / "wl_common.h"])
+        return build_c("wl-build-driver", [WORKLOADS_DIR / "build_driver.c", WORKLOADS_DIR / "wl_common.h"])
 
     def objects(self, tree: Path) -> list:
         return sorted(f"{Path(name).stem}.o" for name in self.files(tree))
@@ -395,7 +395,7 @@ class KernelBuildWorkload(CompileWorkload):
         return super()._tree(fetch=True)
 
     def driver(self) -> Path:
-        return native.build_c("wl-linux-build-driver",
+        return build_c("wl-linux-build-driver",
                               [WORKLOADS_DIR / "linux_build_driver.c", WORKLOADS_DIR / "wl_common.h"])
 
     def prepare(self, variant="glibc") -> None:
@@ -440,7 +440,7 @@ class RedisWorkload(Workload):
     loader_refused = "redis-server starts through its own ELF interpreter (the system's glibc)"
 
     def driver(self) -> Path:
-        return native.build_c("wl-redis-driver", [WORKLOADS_DIR / "redis_driver.c", WORKLOADS_DIR / "wl_common.h"],
+        return build_c("wl-redis-driver", [WORKLOADS_DIR / "redis_driver.c", WORKLOADS_DIR / "wl_common.h"],
                               ldflags=["-lm"])
 
     def prepare(self, variant="glibc") -> None:

@@ -129,6 +129,7 @@ def test_runs_asks_for_that_many_distinct_jobs_of_one_campaign(tmp_path):
     assert campaigns.command_line(jobs[0], "py", {})[-1] == "PAIRS=debates"
 
 
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 def test_the_local_executor_refuses_to_pretend_one_machine_is_several(tmp_path):
     r = subprocess.run([str(SNAKEMAKE), "-n", "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(tmp_path),
                         "--config", "hosts=a,b", "profile=smoke", "executor=local"], capture_output=True, text=True,

@@ -51,6 +51,7 @@ def test_the_run_with_more_measurements_leads_and_the_other_replicates(merged):
             assert geo.loc[name, "ci_low"] < ratio < geo.loc[name, "ci_high"], name
 
 
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 def test_tables_name_the_run_each_row_comes_from(written):
     numbers, tmp_path = written
     labels = {v["run_id"]: k for k, v in numbers["runs"].items()}

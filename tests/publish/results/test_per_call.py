@@ -266,6 +266,7 @@ def costs_runs(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 def test_the_command_prints_every_kind_off_its_own_machine_and_writes_a_table(tmp_path, costs_runs, monkeypatch):
     from conftest import cli
 
