@@ -55,14 +55,14 @@ def check(per_host: pd.DataFrame, cells: pd.DataFrame | None, runs_dir: Path | N
     if runs_dir is None or cells is None or not len(per_host) or not len(cells):
         return pd.DataFrame(columns=COLUMNS)
     kinds, machines = pool._processors(Path(runs_dir)), pool._machines(Path(runs_dir))
+    source = cells["allocator"].astype(str).map(layout_of)  # (the allocator it is a build of, its layout)
+    built, layout = source.map(lambda s: s[0]), source.map(lambda s: s[1])
     out = []
     for (seed, configuration, workload), answers in per_host.groupby(["seed", "configuration", "workload"], sort=True):
         ports = _ported(configuration)
         if ports is None:
             continue
-        names = cells["allocator"].astype(str)
-        layout = names.map(lambda n: layout_of(n)[1])
-        mine = cells[names.map(lambda n: layout_of(n)[0]).isin(ports) & (cells["workload"].astype(str) == str(workload))]
+        mine = cells[built.isin(ports) & (cells["workload"].astype(str) == str(workload))]
         measured = sorted({(str(r), int(n)) for r, n in zip(mine["run_id"], layout.loc[mine.index])})
         for run_id, n in measured:
             suffix = "" if n == 1 else f"_l{n}"

@@ -2,7 +2,8 @@
 side (results_debate_security.csv), so that every answer weighs its cost against what it buys.
 
 For each debate's primary cell (with the defence / without it) the probe rows the paper reports
-(publish/security/writer.debate_probe_rows: the reported ones and the page-sized entropy probes beside them) are compared case by case, a case being one probe at one size:
+(publish/security/writer.debate_probe_rows: the reported ones and the page-sized entropy probes beside them)
+are compared case by case, a case being one probe at one size:
 the defence is better where its outcome is safer (WORST_FIRST: missed, then a late crash, then mitigated, then
 caught), worse where it is less safe; a case where either side did not apply (n/a) or did not start is left
 out. The entropy probes are given as bits with and without. A configuration measured under another name
