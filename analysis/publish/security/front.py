@@ -19,7 +19,7 @@ from analysis.stats.security import scores
 from analysis.stats.weight_draws import WEIGHT_CV, weight_concentration, weight_groups, weighted_score_draws
 
 PANELS = ("deployable", "debugging")
-ROLES = ("deployable", "debugging", "knock-out", "control")
+ROLES = ("deployable", "debugging", "knock-out", "control", "rebuild")
 ALWAYS, SOMETIMES = 0.95, 0.05  # on the front in this share of draws or more: always; from SOMETIMES: weights decide
 COLUMNS = ["panel", "host", "allocator", "workloads", "overhead", "overhead_low", "overhead_high", "score",
            "score_low", "score_high", "front_share"]
@@ -209,5 +209,5 @@ def write_weight_front(res, path, baseline: str, *, draws: int = 2000) -> dict:
     numbers = weight_numbers(front, silent)
     roles = catalogue_roles()
     numbers["left_out"] = {role: sorted(a for a in res.trade["allocator"] if roles.get(a) == role)
-                           for role in ("knock-out", "control")}
+                           for role in ("knock-out", "control", "rebuild")}
     return numbers

@@ -14,3 +14,10 @@ def test_glibcs_debugging_settings_are_debugging_configurations_with_their_reaso
         if r == "debugging":
             assert catalog[name].debugging or catalog[name].scale < 1, name
     assert {"glibc-perturb", "glibc-debug"} <= roles.catalogue_debugging()
+
+
+def test_a_build_made_to_stand_in_for_another_is_a_rebuild_not_a_knock_outs_control():
+    role = roles.catalogue_roles()
+    assert role["glibc-built"] == role["glibc-built_l2"] == "control"  # knock-outs name it (or its source)
+    assert role["glibc-no-tcache-key"] == "knock-out" and role["glibc"] == "deployable"
+    assert role["omalloc-1.128-port2"] == role["omalloc-1.128-getrbyte-port2"] == "rebuild"
