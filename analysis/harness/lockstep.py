@@ -21,8 +21,7 @@ from pathlib import Path
 from analysis.errors import HeapcostError, warn
 from analysis.harness.process import machine, quiet
 from analysis.harness.process.build import build_c
-from analysis.harness.process.launcher import CHILD_IO
-from analysis.harness.process.launcher import _DEFAULTS, LaunchResult
+from analysis.harness.process.launcher import _DEFAULTS, CHILD_IO, LaunchResult
 from analysis.harness.process.trial import SpeedTrial, first_line, side_arguments
 from analysis.paths import WORKLOADS_DIR
 

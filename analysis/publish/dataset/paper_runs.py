@@ -262,16 +262,19 @@ def merge_pair_rows(per_run: dict[str, pd.DataFrame], lead: dict[str, str]) -> p
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def merge_probe_rows(runs: list[RunTable], lead: dict[str, str]) -> list[dict]:
-    """Each allocator's probe rows from the run that leads for it: the scored probes (what the scores add over)."""
+def _leading_probe_rows(runs: list[RunTable], lead: dict[str, str], scored: bool) -> list[dict]:
+    """Each allocator's probe rows from the run that leads for it, of the scored probes or of the others."""
     unscored = unscored_probes()
     return [dict(r, run_id=rt.run_id) for rt in runs for r in rt.table if lead.get(r["allocator"]) == rt.run_id
-            and r["probe"] not in unscored]
+            and (r["probe"] in unscored) != scored]
+
+
+def merge_probe_rows(runs: list[RunTable], lead: dict[str, str]) -> list[dict]:
+    """Each allocator's probe rows from the run that leads for it: the scored probes (what the scores add over)."""
+    return _leading_probe_rows(runs, lead, scored=True)
 
 
 def extra_probe_rows(runs: list[RunTable], lead: dict[str, str]) -> list[dict]:
     """The rows merge_probe_rows leaves out: the probes read beside the score (unscored_probes), from each
     allocator's leading run."""
-    unscored = unscored_probes()
-    return [dict(r, run_id=rt.run_id) for rt in runs for r in rt.table if lead.get(r["allocator"]) == rt.run_id
-            and r["probe"] in unscored]
+    return _leading_probe_rows(runs, lead, scored=False)

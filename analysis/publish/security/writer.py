@@ -75,22 +75,27 @@ def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
     (a run that probed only some allocators adds them, and hides none of the others)."""
     from analysis.publish.dataset import paper_runs
 
-    main, runs = paper_runs.contributing_runs(Path(runs_dir), "probe")
-    if main is None or not runs:
-        raise HeapcostError(f"no probe run with a probes.csv under {runs_dir}: run `make probe` first")
-    return paper_runs.merge_probe_rows(runs, paper_runs.leads("probe", runs, main))
+    runs, lead = _probe_runs(runs_dir)
+    return paper_runs.merge_probe_rows(runs, lead)
 
 
 def debate_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
-    """reported_probe_rows and, beside them, the rows of probes beyond the reported design that a run covering
-    it also ran (paper_runs.extra_probe_rows: the page-sized entropy probes), for the debates' security side."""
+    """reported_probe_rows and, beside them, the rows of the probes read beside the score
+    (paper_runs.extra_probe_rows: the page-sized entropy probes), for the debates' security side."""
+    from analysis.publish.dataset import paper_runs
+
+    runs, lead = _probe_runs(runs_dir)
+    return paper_runs.merge_probe_rows(runs, lead) + paper_runs.extra_probe_rows(runs, lead)
+
+
+def _probe_runs(runs_dir) -> tuple[list, dict[str, str]]:
+    """The contributing probe runs and, per allocator, the run that leads for it."""
     from analysis.publish.dataset import paper_runs
 
     main, runs = paper_runs.contributing_runs(Path(runs_dir), "probe")
     if main is None or not runs:
         raise HeapcostError(f"no probe run with a probes.csv under {runs_dir}: run `make probe` first")
-    lead = paper_runs.leads("probe", runs, main)
-    return paper_runs.merge_probe_rows(runs, lead) + paper_runs.extra_probe_rows(runs, lead)
+    return runs, paper_runs.leads("probe", runs, main)
 
 
 def weights_table(path) -> list[dict]:

@@ -76,3 +76,25 @@ def test_legends_stand_outside_the_data(tmp_path):
         legend = ax.get_legend().get_window_extent(renderer)
         assert not legend.overlaps(ax.get_window_extent(renderer)), fig
         plt.close(fig)
+
+
+def test_a_label_on_a_tick_label_or_on_another_label_is_moved_clear_of_it():
+    from analysis.publish.render import figures
+
+    plt = figures.pyplot()
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 100)
+    ax.set_yticks([0, 50, 100])
+    fig.canvas.draw()
+    on_tick = ax.text(-0.6, 50, "a long label", fontsize=6)  # starts left of the axes, over the "50"
+    first, second = ax.text(5, 20, "one", fontsize=6), ax.text(5.05, 20.5, "two", fontsize=6)
+    texts = [on_tick, first, second]
+    renderer = fig.canvas.get_renderer()
+    ticks = [t.get_window_extent(renderer) for t in ax.get_yticklabels() if t.get_text()]
+    assert any(on_tick.get_window_extent(renderer).overlaps(t) for t in ticks)
+    figures.separate_labels(ax, texts)
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    assert not any(b.overlaps(t) for b in boxes for t in ticks)
+    assert not boxes[1].overlaps(boxes[2])
+    plt.close(fig)
