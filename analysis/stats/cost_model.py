@@ -279,9 +279,40 @@ def model_error(residuals: pd.DataFrame, allocator: str, family: str | None = No
 def with_model_error(ratio: float, low: float, high: float, error: ModelError) -> tuple[float, float]:
     """The prediction interval for a new program: the inputs' interval (low, high, on the log scale about the
     ratio) and the model's own error added in quadrature. Unchanged where the model's error is unknown."""
-    if error.half_log is None or ratio <= 0:
+    return (low, high) if error.half_log is None else widened(ratio, low, high, error.half_log)
+
+
+def widened(ratio: float, low: float, high: float, half_log: float) -> tuple[float, float]:
+    """The interval (low, high) about `ratio` with `half_log` added in quadrature to each side's half-width on
+    the log scale (unchanged for a half-width that is not positive)."""
+    if not half_log > 0 or ratio <= 0:
         return low, high
     hi_half = math.log(high) - math.log(ratio) if high > ratio else 0.0
     lo_half = math.log(ratio) - math.log(low) if 0 < low < ratio else hi_half
-    return (ratio * math.exp(-math.hypot(lo_half, error.half_log)),
-            ratio * math.exp(math.hypot(hi_half, error.half_log)))
+    return ratio * math.exp(-math.hypot(lo_half, half_log)), ratio * math.exp(math.hypot(hi_half, half_log))
+
+
+# ---- the user's machine: a new machine of the kind ----
+#
+# The per-call costs and the checked programs' misses come from the machines that measured them; the machine a
+# user runs `cost` for is another machine of the kind, and machines of one kind differ in an allocator's ratio by
+# more than one machine's runs do (stats/prediction.machine_spread: the between-machine spread, estimated jointly
+# over the debates' cells measured on two machines of a kind or more). A prediction for a new program on a new
+# machine adds that spread's t-quantile in quadrature on the log scale (`widened`), for the new machine's own
+# deviation and for that of the machines the prediction was measured on. The spread is measured on
+# the debates' ratios and taken whole for any ratio: for a program that allocates little, so that its ratio is
+# near 1, it overstates the machine's part.
+
+
+def machine_half_width(tau: float, df: float, measured_machines: int = 1, level: float = LEVEL) -> float:
+    """The half-width on the log scale that a new machine adds at `level` (between-machine SD `tau`, known on `df`
+    degrees of freedom): the t(df) quantile of its deviation from the kind's mean, tau, and of the measured
+    machines' mean deviation, tau over the root of their number (the per-call costs and the checked programs were
+    measured on those machines, so the prediction sits where they sit, not at the kind's mean)."""
+    from scipy import stats as sps
+
+    if not tau > 0:
+        return 0.0
+    q = float(sps.t.ppf(0.5 + level / 2, df)) if df and df > 0 and math.isfinite(df) else Z
+    return q * tau * math.sqrt(1 + 1 / max(1, int(measured_machines)))
+

@@ -7,7 +7,11 @@ predicted ratio over the baseline with its 95% prediction interval for a new pro
 
 The interval carries the model's own error: the misses of the programs it was checked on (cost_predictions/,
 each predicted before it was measured), taken as a split-conformal half-width (stats/cost_model.model_error),
-besides the per-call intervals and the spread of the profile's timed runs. Where the profile lies outside what
+besides the per-call intervals and the spread of the profile's timed runs. It also carries the between-machine
+spread (stats/cost_model.machine_half_width): the per-call costs and the checked programs were measured on a
+kind's machines in the dataset, and the machine the user asks about is another machine of its kind, which the
+debates' cells measured on two machines of a kind or more show to differ (the noise model's machine level).
+Where the profile lies outside what
 those programs span (their calls per millisecond, share of large blocks, share of reallocs, threads, processes),
 a line says so: the interval then promises less.
 
@@ -31,8 +35,14 @@ from analysis.paths import DATA_DIR
 from analysis.publish.results import cost_prediction as cp
 
 
-
 # ---- the model's inputs, kept per state of the dataset ----
+
+@dataclass(frozen=True)
+class MachineSpread:
+    tau: float       # the between-machine SD of a configuration's log ratio (stats/prediction.machine_spread)
+    df: float        # its degrees of freedom
+    cells: int       # the debates' cells and kinds, measured on two machines or more, it is estimated from
+
 
 @dataclass
 class ModelInputs:
@@ -40,6 +50,24 @@ class ModelInputs:
     residuals: pd.DataFrame      # cost_model.RESIDUAL_COLUMNS: the checked programs' misses
     checked: pd.DataFrame        # one row per checked program and processor: its FEATURES
     aa_copies: frozenset         # allocators that are the baseline's own library brought again (A/A trials)
+    machine: MachineSpread | None = None  # the between-machine spread a new machine of a kind adds
+
+
+def machine_spread(data_dir: Path) -> MachineSpread | None:
+    """The between-machine spread as the debates estimate it from the dataset (the machine level of the noise
+    model), with the warnings the dataset's reading gives kept quiet: they concern the debates, not the program
+    the user asked about. None where the dataset holds no run the debates read."""
+    from analysis import errors
+    from analysis.contract import debates_spec
+    from analysis.publish.debates import pool, questions
+    from analysis.publish.results.comparisons import compute
+    with errors.recording(echo=False):
+        try:
+            res = compute(data_dir)
+        except HeapcostError:
+            return None
+        spread, _ = questions.spreads(questions.debate_runs(res, debates_spec.load(), pool.grouped_cells(res.cells)))
+    return MachineSpread(spread.tau, spread.df, spread.cells)
 
 
 def _run_signature(run: Path) -> bytes:
@@ -56,11 +84,14 @@ def _run_signature(run: Path) -> bytes:
 
 
 def inputs_key(runs_dir: Path, baseline: str, registry: Path) -> str:
-    """The state of what the model's inputs are computed from: each run's signature, the baseline and the
-    registrations (memo.remembered adds the code)."""
+    """The state of what the model's inputs are computed from: each run's signature, the baseline, the
+    registrations and the debates (whose cells give the between-machine spread; memo.remembered adds the code)."""
     from analysis.publish.results import memo
 
+    from analysis.contract import debates_spec
+
     h = hashlib.sha256(f"{baseline}\0".encode())
+    h.update(Path(debates_spec.DEBATES_TOML).read_bytes() if Path(debates_spec.DEBATES_TOML).is_file() else b"")
     for run in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir() and not p.name.startswith(".")):
         h.update(run.name.encode() + b"\0" + _run_signature(run) + b"\0")
     if Path(registry).is_dir():
@@ -103,7 +134,7 @@ def _compute_inputs(runs_dir: Path, baseline: str, registry: Path) -> ModelInput
     return ModelInputs(costs, pd.concat(residuals, ignore_index=True) if residuals
                        else pd.DataFrame(columns=RESIDUAL_COLUMNS),
                        pd.DataFrame(checked, columns=["program", "processor", *(f for f, _, _ in cp.FEATURES)]),
-                       copies)
+                       copies, machine_spread(runs_dir.parent))
 
 
 # ---- the command ----
@@ -146,10 +177,18 @@ def run(args) -> int:
               "this machine's kind has no per-call costs in the dataset: every measured kind is shown")
     out = cp.predictions(profile, inputs.costs, [a for a in args.allocators.split(",") if a], processor or None,
                       startup=args.startup, residuals=inputs.residuals, baseline=args.baseline,
-                      aa_copies=inputs.aa_copies)
+                      aa_copies=inputs.aa_copies,
+                      machine_spread=(inputs.machine.tau, inputs.machine.df) if inputs.machine else None)
     beyond = cp.outside_checked(profile, inputs.costs, inputs.checked)
     print("95% prediction intervals for a new program: the per-call costs' and the profile's own error, and the "
           "model's, from the misses of the programs it was checked on")
+    m = inputs.machine
+    print(f"on a new machine of the kind: each interval also carries the between-machine spread "
+          f"(SD {100 * m.tau:.2f}% on {m.df:g} degrees of freedom, "
+          + (f"from {m.cells} debate cells measured on two machines or more, with the prior)" if m.cells else
+             "the prior alone: no debate cell of the dataset is measured on two machines)") if m else
+          "for the machines that measured the per-call costs only: the dataset holds no debate run from which "
+          "to estimate the between-machine spread")
     if beyond:
         print(f"extrapolating: this profile lies outside the checked programs in {'; '.join(beyond)}")
     for r in out.itertuples():
@@ -159,8 +198,10 @@ def run(args) -> int:
         model = (f"model error +-{r.model_error_percent:.1f}% from {r.model_error_from}"
                  if r.model_error_percent is not None and not pd.isna(r.model_error_percent)
                  else f"model error unknown ({r.model_error_from})")
+        machine = ("" if r.machine_spread_percent is None or pd.isna(r.machine_spread_percent)
+                   else f"; new machine +-{r.machine_spread_percent:.1f}%")
         print(f"{r.processor}  {r.allocator}: {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}] "
-              f"(+{r.added_s * 1000:.1f} ms over the profile's {args.baseline} run; {model})")
+              f"({r.added_s * 1000:+.1f} ms over the profile's {args.baseline} run; {model}{machine})")
         if args.explain:
             for p in cp.explain(profile, inputs.costs, r.processor, r.allocator, args.startup).itertuples():
                 print(f"    {p.pattern:>9s} class {int(p.size_class):>7d}: {p.pairs:12.0f} pairs x "

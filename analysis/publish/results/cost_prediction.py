@@ -11,7 +11,7 @@ import pandas as pd
 from analysis.errors import HeapcostError
 
 COLUMNS = ["processor", "allocator", "ratio", "low", "high", "inputs_low", "inputs_high", "model_error_percent",
-           "model_error_from", "added_s", "why"]
+           "model_error_from", "machine_spread_percent", "added_s", "why"]
 # what a profile is checked against: the range the checked programs span (name, what it is, its format)
 FEATURES = (("calls_per_ms", "allocation calls per ms of CPU time", "{:.3g}"),
             ("large_share", "share of calls above the largest measured small class", "{:.3f}"),
@@ -101,11 +101,14 @@ def unrequested(allocator: str, baseline: str, aa_copies) -> bool:
 
 def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, processor=None,
                 startup: bool = False, residuals: pd.DataFrame | None = None, baseline: str = "glibc",
-                aa_copies=frozenset()) -> pd.DataFrame:
+                aa_copies=frozenset(), machine_spread: tuple[float, float] | None = None) -> pd.DataFrame:
     """One row per processor kind and allocator: the predicted ratio and its interval (COLUMNS). `allocators`:
     those asked for (default every one measured but the unrequested ones); `processor`: any unambiguous part of
     a kind's label (default every kind); `residuals`: the checked programs' misses, whose conformal half-width
-    joins the interval (none given: the inputs' interval alone)."""
+    joins the interval (none given: the inputs' interval alone); `machine_spread`: the between-machine SD of a
+    log ratio and its degrees of freedom, whose half-width for a new machine of the kind joins it too
+    (cost_model.machine_half_width, from the machines behind the per-call costs; none given: the interval is for
+    the machines that measured them)."""
     from analysis.stats import cost_model
 
     if costs.empty:
@@ -139,11 +142,17 @@ def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, pro
         error = cost_model.model_error(residuals, allocator, family_of(allocator)) if len(residuals) else None
         low, high = (cost_model.with_model_error(p.ratio, p.low, p.high, error) if error is not None
                      else (p.low, p.high))
+        machine_half_log = None
+        if machine_spread is not None:
+            measured = int(cells["n_machines"].min()) if "n_machines" in cells.columns else 1
+            machine_half_log = cost_model.machine_half_width(*machine_spread, measured_machines=measured)
+            low, high = cost_model.widened(p.ratio, low, high, machine_half_log)
         rows.append({**row, "ratio": p.ratio, "low": low, "high": high, "inputs_low": p.low, "inputs_high": p.high,
                      "model_error_percent": (100 * math.expm1(error.half_log)
                                              if error is not None and error.half_log is not None else None),
                      "model_error_from": (f"{error.residuals} misses of {error.programs} checked programs "
                                           f"({error.scope})" if error is not None else "not checked"),
+                     "machine_spread_percent": 100 * math.expm1(machine_half_log) if machine_half_log else None,
                      "added_s": p.added_s})
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -25,7 +25,7 @@ SLOTS = CALL_SLOTS  # the live blocks of the lifo, fifo and random patterns (the
 CHILD_PAIRS = CALL_CHILD_PAIRS  # the pairs each process of calls-processes makes (the paper says it)
 SMALL_PATTERNS, STARTUP_PATTERN = cost_model.SMALL_PATTERNS, cost_model.PROCESSES
 COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_class", "n_runs", "n_builds",
-           "base_ns", "ratio", "ci_low", "ci_high", "added_ns", "added_ns_low", "added_ns_high"]
+           "n_machines", "base_ns", "ratio", "ci_low", "ci_high", "added_ns", "added_ns_low", "added_ns_high"]
 
 
 def table(runs_dir: Path, baseline: str) -> pd.DataFrame:
@@ -58,7 +58,9 @@ def _table(runs_dir: Path, baseline: str) -> pd.DataFrame:
                 ratio, low, high = math.exp(p.estimate), math.exp(lo), math.exp(hi)
                 rows.append({"processor": processor, "allocator": allocator, "baseline": baseline,
                              "workload": workload, "pattern": spec.pattern, "size_class": spec.size_class,
-                             "n_runs": p.runs, "n_builds": p.builds, "base_ns": base, "ratio": ratio,
+                             "n_runs": p.runs, "n_builds": p.builds,
+                             "n_machines": int(sub["machine"].nunique()) if "machine" in sub.columns else 1,
+                             "base_ns": base, "ratio": ratio,
                              "ci_low": low, "ci_high": high, "added_ns": (ratio - 1) * base,
                              "added_ns_low": (low - 1) * base, "added_ns_high": (high - 1) * base})
     return pd.DataFrame(rows, columns=COLUMNS)

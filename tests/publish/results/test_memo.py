@@ -36,6 +36,24 @@ def test_the_same_table_and_arguments_are_read_back_with_their_warnings(store, c
     assert len(list(store.rglob("*.pickle"))) == 1
 
 
+def test_a_side_computations_warnings_kept_quiet_are_neither_printed_nor_remembered_outside(store, capsys):
+    """A result that reads another remembered one for a side quantity keeps that one's warnings to itself, on
+    the first computation and when both are read back."""
+    inner, _ = counting(1.0, warning="probe run P is left out")
+
+    def outer():
+        with errors.recording(echo=False) as kept:
+            value = memo.remembered("inner", ("x",), inner)
+        assert kept == ["probe run P is left out"]
+        errors.warn("the profile is outside the checked range")
+        return value
+
+    for _ in range(2):
+        assert memo.remembered("outer", ("y",), outer) == 1.0
+        err = capsys.readouterr().err
+        assert "probe run P" not in err and err.count("outside the checked range") == 1
+
+
 @pytest.mark.parametrize("change", ["value", "column", "dtype", "argument", "name"])
 def test_any_change_of_the_inputs_computes_again(store, change):
     table = pd.DataFrame({"workload": ["a", "b"], "wall_s": [1.0, 2.0]})

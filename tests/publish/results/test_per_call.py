@@ -10,7 +10,7 @@ import pytest
 from analysis.errors import HeapcostError
 from analysis.harness.workloads.builtin import CALL_WORKLOADS
 from analysis.publish.results import cost, cost_prediction, per_call
-from analysis.stats import simulate
+from analysis.stats import cost_model, simulate
 
 BASE_S = 0.2  # the baseline's active time per process at scale 1
 TRUTH = {("hardened", "calls-16-lifo"): 1.5, ("hardened", "calls-16-random"): 2.5,
@@ -241,6 +241,16 @@ def test_the_interval_carries_the_checked_programs_misses(costs):
     assert plain["model_error_from"] == "not checked"
 
 
+def test_the_interval_for_a_new_machine_carries_the_spread_between_machines(costs):
+    scudo = costs[costs["allocator"] == "scudo"]
+    plain = cost_prediction.predictions(_profile(), scudo).iloc[0]
+    one = cost_prediction.predictions(_profile(), scudo.assign(n_machines=1), machine_spread=(0.02, 14)).iloc[0]
+    three = cost_prediction.predictions(_profile(), scudo.assign(n_machines=3), machine_spread=(0.02, 14)).iloc[0]
+    assert one["ratio"] == plain["ratio"] and one["low"] < three["low"] < plain["low"]
+    assert one["machine_spread_percent"] == pytest.approx(100 * math.expm1(cost_model.machine_half_width(0.02, 14)))
+    assert pd.isna(plain["machine_spread_percent"])
+
+
 def test_a_profile_outside_what_the_model_was_checked_on_says_so(costs):
     checked = pd.DataFrame([{**cost_prediction.features(_profile(calls=c), costs), "program": f"p{c}", "processor": "P"}
                             for c in (1e5, 1e6)])
@@ -280,6 +290,9 @@ def test_the_command_prints_every_kind_off_its_own_machine_and_writes_a_table(tm
     label = per_call.table(data / "runs", "glibc")["processor"].iloc[0]
     assert any(line.startswith(f"{label}  hardened: ") for line in lines)
     assert any("class      16:" in line for line in lines)
+    # a dataset without debate runs on two machines gives the prior's spread, and says so
+    assert any(line.startswith("on a new machine of the kind") and "the prior alone" in line for line in lines)
+    assert all("new machine +-" in line for line in lines if line.startswith(f"{label}  "))
     table = pd.read_csv(out_csv)
     assert list(table.columns) == cost_prediction.COLUMNS and set(table["allocator"]) == {"hardened", "scudo"}
     done = cli("cost", str(profile), "--data", str(data), "--processor", "no-such-kind")
