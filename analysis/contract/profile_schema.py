@@ -90,12 +90,19 @@ def _profile_quantities() -> dict:
                                   "thread's stack)."),
         "timed_runs": ("count", False, "Runs of the program with nothing preloaded (heapcost's launcher); the "
                        "times below are their medians, each quantity's own."),
+        "timed_blocks": ("count", False, "The blocks those runs came in, back to back within a block, the "
+                         "blocks and the system-call run in an order drawn at random after the counting run "
+                         "(absent in profiles made before blocks: one block)."),
+        "timed_pinned": ("count", False, "1 when those runs were pinned to one CPU with heapcost on the "
+                         "others, 0 when not (a program with threads, or a machine with one CPU)."),
         "wall_s": ("s", False, "Wall time of those runs, the median (CLOCK_MONOTONIC): a few runs of one "
                    "machine state, not a measurement with an interval."),
         "user_s": ("s", False, "User CPU time of those runs, the median (wait4 rusage)."),
         "sys_s": ("s", False, "System CPU time of those runs, the median."),
         "cpu_sd_log": ("log", False, "The standard deviation of the natural log of those runs' CPU times (user + "
                        "system): their run-to-run spread (0 for one run)."),
+        "cpu_sd_log_blocks": ("log", False, "The standard deviation of the blocks' mean log CPU times: how far "
+                              "the baseline moved across the profile's run (absent with one block)."),
         "maxrss_kb": ("KiB", False, "Peak resident set size of those runs, the median (ru_maxrss)."),
     })
     return q

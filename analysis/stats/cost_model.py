@@ -20,7 +20,8 @@ class and the share of its frees whose memory was taken again soon (reuse_share)
 
 The interval propagates the per-call intervals (each cell's standard error from its interval, cells
 independent) through the sum, and T's standard error (the spread of the profile's timed runs, cpu_sd_log over
-the square root of timed_runs) through added / T. What the model leaves out (page-level costs of small classes,
+the square root of timed_runs, or the spread between the blocks the timed runs came in, base_se_log) through
+added / T. What the model leaves out (page-level costs of small classes,
 threads, cache effects of the program's other work) is not in it.
 A large block is charged the pages cell's difference, measured in a loop where glibc takes the same pages again
 (its mmap threshold rises after the first free), every page of it written. A program that touches little of its
@@ -181,9 +182,20 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
 
 
 def base_se_log(profile: pd.DataFrame) -> float:
-    """The standard error of log T: the spread of the profile's timed runs (cpu_sd_log) over their number's root."""
+    """The standard error of log T, in units whose Z multiple is its 95% half-width: the spread of the profile's
+    timed runs (cpu_sd_log) over their number's root, or, where the runs came in blocks spread over the
+    profile's run and the blocks' means lie further apart than that, the blocks' spread (cpu_sd_log_blocks) over
+    their number's root, widened from a t on blocks - 1 degrees of freedom to the normal's scale (few blocks
+    know their spread poorly). A profile of one block (as every profile made before blocks) has the first."""
     runs, sd_log = profile_value(profile, "timed_runs"), profile_value(profile, "cpu_sd_log")
-    return sd_log / math.sqrt(runs) if runs and sd_log else 0.0
+    within = sd_log / math.sqrt(runs) if runs and sd_log else 0.0
+    blocks, sd_blocks = profile_value(profile, "timed_blocks"), profile_value(profile, "cpu_sd_log_blocks")
+    if not blocks or blocks < 2 or not sd_blocks:
+        return within
+    from scipy import stats as sps
+
+    between = sd_blocks / math.sqrt(blocks) * float(sps.t.ppf(0.975, blocks - 1)) / Z
+    return max(within, between)
 
 
 @dataclass

@@ -252,3 +252,16 @@ def test_intervals_for_a_new_machine_hold_on_simulated_machines_of_a_kind():
         total += 1
     assert 0.92 <= held / total <= 0.995
     assert plain / total < 0.5
+
+
+def test_the_baselines_error_takes_the_blocks_spread_when_it_is_the_larger_on_a_t_of_their_number():
+    def prof(**values):
+        return pd.DataFrame([{"quantity": q, "size_class": None, "value": v} for q, v in values.items()])
+
+    within = cost_model.base_se_log(prof(timed_runs=6, cpu_sd_log=0.03))
+    assert within == pytest.approx(0.03 / math.sqrt(6))
+    blocked = cost_model.base_se_log(prof(timed_runs=6, cpu_sd_log=0.03, timed_blocks=3, cpu_sd_log_blocks=0.05))
+    assert blocked == pytest.approx(0.05 / math.sqrt(3) * 4.302652729749464 / cost_model.Z)
+    quiet = cost_model.base_se_log(prof(timed_runs=6, cpu_sd_log=0.03, timed_blocks=3, cpu_sd_log_blocks=0.001))
+    assert quiet == pytest.approx(within)
+    assert cost_model.base_se_log(prof(timed_runs=6, cpu_sd_log=0.03, timed_blocks=1)) == pytest.approx(within)

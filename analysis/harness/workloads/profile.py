@@ -1,13 +1,14 @@
 """`python -m analysis profile [--out FILE.csv] -- PROGRAM ARGS`: a program's allocation profile.
 
-The program runs under the system glibc three times, each as a brought workload's trial runs it (a scratch
-folder, the fixed small environment of trial.clean_env, arguments naming existing files made absolute):
-1. with the counting shim allocprofile.c preloaded: calls per entry point and size class, realloc growth,
+The program runs under the system glibc in three ways, each run as a brought workload's trial runs it (a
+scratch folder, the fixed small environment of trial.clean_env, arguments naming existing files made absolute):
+1. first, with the counting shim allocprofile.c preloaded: calls per entry point and size class, realloc growth,
    reuse of freed sizes, threads, peak live bytes (the shim's report format is in its header);
 2. under `strace -f` (when installed): the mmap, munmap, brk, mremap, mprotect and madvise calls of every
    process and thread, and the bytes they map and unmap (a preloaded shim cannot see the allocator's own);
-3. with nothing preloaded, through heapcost's launcher, TIMED_RUNS times: the medians of wall time, CPU time
-   and peak RSS, and the run-to-run spread of the CPU times.
+3. with nothing preloaded, through heapcost's launcher, TIMED_RUNS times in TIMED_BLOCKS blocks placed at
+   random around the system-call run, pinned to one CPU for a program with one thread: the medians of wall
+   time, CPU time and peak RSS, the run-to-run spread of the CPU times and the spread between the blocks.
 The profile is a tidy CSV: quantity, size_class, value (contract/profile_schema.py: PROFILE, PROFILE_QUANTITIES).
 The counting run and the system-call run are separate runs of the same command: a program that does not
 allocate the same way every time gives each its own run's numbers.
@@ -16,6 +17,7 @@ import argparse
 import csv
 import io
 import math
+import os
 import re
 import shutil
 import statistics
@@ -32,7 +34,8 @@ from analysis.harness.process.build import build_c
 from analysis.harness.process.trial import clean_env, first_line, preloadable_path
 
 TIMEOUT_S = 600
-TIMED_RUNS = 5
+TIMED_RUNS = 6
+TIMED_BLOCKS = 3  # the timed runs' blocks, spread over the profile's run (below)
 TRACED = ("execve", "mmap", "munmap", "brk", "mremap", "mprotect", "madvise")
 RELEASE_ADVICE = ("MADV_DONTNEED", "MADV_FREE", "MADV_REMOVE")
 PER_CLASS = [q for q, (_, per_class, _) in PROFILE_QUANTITIES.items() if per_class]
@@ -55,9 +58,10 @@ def resolve_command(command: list[str]) -> list[str]:
     return [str(path), *(absolute_word(arg)[0] for arg in command[1:])]
 
 
-def _run(argv, workdir: Path, env: dict, timeout: float, what: str, wrapper=()):
+def launch(argv, workdir: Path, env: dict, timeout: float, what: str, wrapper=(), cpu: int | None = None):
+    """One run of the program through heapcost's launcher, or a one-line error saying how it failed."""
     result = launcher.run(argv, env=env, stdout=workdir / "stdout", stderr=workdir / "stderr", cwd=workdir,
-                          timeout=timeout, wrapper=wrapper)
+                          timeout=timeout, wrapper=wrapper, cpu=cpu)
     if result.status != "exited" or result.exit_code != 0:
         how = {"exited": f"exited with status {result.exit_code}", "signaled": f"was killed by signal {result.signal}",
                "timeout": f"did not finish within {timeout:g} s"}.get(result.status, result.error or result.status)
@@ -111,7 +115,7 @@ def count_calls(argv, timeout: float = TIMEOUT_S, extra_env=None) -> dict:
         work.mkdir()
         env = {**clean_env(work), **(extra_env or {}), "LD_PRELOAD": preloadable_path(allocprofile_path()),
                "HEAPCOST_PROFILE": str(report)}
-        _run(argv, work, env, timeout, "counting run")
+        launch(argv, work, env, timeout, "counting run")
         text = report.read_text() if report.is_file() else ""
     counts = parse_shim_report(text)
     if not counts.get(("processes", None)):
@@ -199,26 +203,62 @@ def trace_memory_calls(argv, timeout: float = TIMEOUT_S, extra_env=None) -> dict
         traces.mkdir()
         wrapper = [strace, "-ff", "-qq", "-e", "signal=none", "-e", "trace=" + ",".join(TRACED),
                    "-o", str(traces / "task")]
-        _run(argv, tmp, {**clean_env(tmp), **(extra_env or {})}, timeout, "system-call run", wrapper)
+        launch(argv, tmp, {**clean_env(tmp), **(extra_env or {})}, timeout, "system-call run", wrapper)
         texts = [p.read_text(errors="replace") for p in sorted(traces.iterdir())]
     return parse_trace(texts)
 
 
-# ---- the timed run, the profile ----
+# ---- the timed runs, the profile ----
+#
+# The baseline's time T divides every added time, so how far it moves between two profiles of one program moves
+# the prediction. Runs back to back see one state of the machine and understate that: the timed runs come in
+# TIMED_BLOCKS blocks, back to back within a block, spread over the profile's run. The counting run goes first
+# (it also warms the caches every later run finds); the blocks and the system-call run follow in an order drawn
+# at random, so that a disturbance tied to a phase of the profile does not always fall on the same block. A
+# program with one thread is timed pinned to one CPU, heapcost on the others, as the lockstep trials it is
+# checked against are. The spread between the blocks' means (cpu_sd_log_blocks) is carried into the
+# prediction's interval (stats/cost_model.base_se_log).
 
-def time_run(argv, timeout: float = TIMEOUT_S, runs: int = TIMED_RUNS, extra_env=None) -> dict:
-    """The medians of `runs` runs with nothing preloaded, and the spread of their CPU times (SD of the log)."""
+def block_sizes(runs: int, blocks: int = None) -> list[int]:
+    """The timed runs split into at most `blocks` (TIMED_BLOCKS) blocks as evenly as they go, larger first."""
+    blocks = max(1, min(TIMED_BLOCKS if blocks is None else blocks, runs))
+    return [runs // blocks + (1 if i < runs % blocks else 0) for i in range(blocks)]
+
+
+def run_order(blocks: int, syscalls: bool, rng) -> list:
+    """The steps after the counting run: each block's index and, when traced, "trace", in an order drawn by
+    `rng` (random.Random)."""
+    steps = [*range(blocks), *(["trace"] if syscalls else [])]
+    rng.shuffle(steps)
+    return steps
+
+
+def time_block(argv, timeout: float, runs: int, extra_env=None, cpu: int | None = None) -> list:
+    """`runs` runs back to back with nothing preloaded (on CPU `cpu` when given): their launcher results."""
     results = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
             env = {**clean_env(Path(tmp)), **(extra_env or {})}
-            results.append(_run(argv, Path(tmp), env, timeout, "timed run"))
-    logs = [math.log(max(r.user_s + r.sys_s, 1e-6)) for r in results]
-    return {("timed_runs", None): runs, ("wall_s", None): statistics.median(r.wall_s for r in results),
-            ("user_s", None): statistics.median(r.user_s for r in results),
-            ("sys_s", None): statistics.median(r.sys_s for r in results),
-            ("cpu_sd_log", None): statistics.stdev(logs) if len(logs) > 1 else 0.0,
-            ("maxrss_kb", None): int(statistics.median(r.maxrss_kb for r in results))}
+            results.append(launch(argv, Path(tmp), env, timeout, "timed run", cpu=cpu))
+    return results
+
+
+def timed_values(blocks: list[list], pinned: bool) -> dict:
+    """The profile's timed quantities from the blocks' results: the medians over every run, the spread of the
+    runs' log CPU times and that of the blocks' means."""
+    results = [r for b in blocks for r in b]
+    logs = [[math.log(max(r.user_s + r.sys_s, 1e-6)) for r in b] for b in blocks]
+    every = [x for b in logs for x in b]
+    out = {("timed_runs", None): len(results), ("timed_blocks", None): len(blocks),
+           ("timed_pinned", None): int(bool(pinned)),
+           ("wall_s", None): statistics.median(r.wall_s for r in results),
+           ("user_s", None): statistics.median(r.user_s for r in results),
+           ("sys_s", None): statistics.median(r.sys_s for r in results),
+           ("cpu_sd_log", None): statistics.stdev(every) if len(every) > 1 else 0.0,
+           ("maxrss_kb", None): int(statistics.median(r.maxrss_kb for r in results))}
+    if len(blocks) > 1:
+        out[("cpu_sd_log_blocks", None)] = statistics.stdev(statistics.fmean(b) for b in logs)
+    return out
 
 
 def profile_rows(values: dict) -> list[dict]:
@@ -240,15 +280,28 @@ def profile(command, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: in
 
 
 def profile_argv(argv, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: int = TIMED_RUNS,
-                 extra_env=None) -> list[dict]:
-    """The profile's rows of a resolved argv, its processes started with `extra_env` over the fixed small one."""
+                 extra_env=None, rng=None) -> list[dict]:
+    """The profile's rows of a resolved argv, its processes started with `extra_env` over the fixed small one:
+    the counting run, then the timed blocks and the system-call run in an order drawn by `rng` (a
+    random.Random; a fresh one when not given)."""
+    import random
+
     values = count_calls(argv, timeout, extra_env)
-    if syscalls:
-        if shutil.which("strace"):
-            values.update(trace_memory_calls(argv, timeout, extra_env))
-        else:
-            warn("strace is not installed: the profile has no mmap, munmap or brk counts (apt-get install strace)")
-    values.update(time_run(argv, timeout, runs, extra_env))
+    traced = bool(syscalls and shutil.which("strace"))
+    if syscalls and not traced:
+        warn("strace is not installed: the profile has no mmap, munmap or brk counts (apt-get install strace)")
+    sizes = block_sizes(runs)
+    one_thread = (values.get(("threads", None)) or 1) <= 1
+    allowed = sorted(os.sched_getaffinity(0))
+    trial_cpu = allowed[-1] if one_thread and len(allowed) > 1 else None
+    blocks = []
+    with launcher.pinned(trial_cpu):
+        for step in run_order(len(sizes), traced, rng or random.Random()):
+            if step == "trace":
+                values.update(trace_memory_calls(argv, timeout, extra_env))
+            else:
+                blocks.append(time_block(argv, timeout, sizes[step], extra_env, cpu=trial_cpu))
+    values.update(timed_values(blocks, pinned=trial_cpu is not None))
     return profile_rows(values)
 
 

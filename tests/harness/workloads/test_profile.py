@@ -347,3 +347,124 @@ def test_a_shell_script_wrapper_is_profiled_with_the_programs_it_starts(fixture_
     assert wrapped[("calloc_calls", 1024)] == 2 * once[("calloc_calls", 1024)]
     assert wrapped[("malloc_calls", 4096)] >= 2 * once[("malloc_calls", 4096)]  # and the shell's own
     assert wrapped[("threads", None)] >= 2 * once[("threads", None)]
+
+
+# ---- the timed runs: blocks spread over the profile's run, pinned, and the spread they carry ----
+
+class SimulatedMachine:
+    """A machine whose state moves while a profile runs: each step of time (a run; the system-call run takes
+    `trace_steps`) may start a new phase with a level drawn from N(0, between); a run's log CPU time is
+    log(base_s) + the phase's level + N(0, within). The launcher, counting and tracing are replaced by it."""
+
+    def __init__(self, rng, base_s=0.2, between=0.08, within=0.01, phase_steps=3, trace_steps=6, threads=1):
+        self.rng, self.base_s, self.between, self.within = rng, base_s, between, within
+        self.phase_steps, self.trace_steps, self.threads = phase_steps, trace_steps, threads
+        self.step, self.level, self.log = 0, rng.normal(0, between), []
+
+    def advance(self, steps):
+        for _ in range(steps):
+            self.step += 1
+            if self.step % self.phase_steps == 0:
+                self.level = self.rng.normal(0, self.between)
+
+    def install(self, monkeypatch):
+        import math
+        from types import SimpleNamespace
+
+        def launch(argv, workdir, env, timeout, what, wrapper=(), cpu=None):
+            self.log.append((what, cpu))
+            cpu_s = self.base_s * math.exp(self.level + self.rng.normal(0, self.within))
+            self.advance(1)
+            return SimpleNamespace(user_s=cpu_s, sys_s=0.0, wall_s=cpu_s, maxrss_kb=1000, status="exited",
+                                   exit_code=0)
+
+        def count(argv, timeout, extra_env=None):
+            self.log.append(("counting run", None))
+            self.advance(1)
+            return {("malloc_calls", 16): 10 ** 6, ("malloc_calls", None): 10 ** 6, ("processes", None): 1,
+                    ("threads", None): self.threads}
+
+        def trace(argv, timeout, extra_env=None):
+            self.log.append(("system-call run", None))
+            self.advance(self.trace_steps)
+            return {("mmap_calls", None): 1}
+
+        monkeypatch.setattr(profile, "launch", launch)
+        monkeypatch.setattr(profile, "count_calls", count)
+        monkeypatch.setattr(profile, "trace_memory_calls", trace)
+        monkeypatch.setattr(profile.shutil, "which", lambda name: "/usr/bin/strace")
+        monkeypatch.setattr(profile.launcher, "pinned", _no_pinning)
+
+
+def _no_pinning(cpu):
+    import contextlib
+    return contextlib.nullcontext({"trial_cpu": cpu})
+
+
+def _values(rows) -> dict:
+    return {(r["quantity"], r["size_class"] if r["size_class"] != "" else None): r["value"] for r in rows}
+
+
+def test_the_timed_runs_come_in_blocks_around_the_system_call_run_pinned_for_one_thread(monkeypatch):
+    import os
+    import random
+
+    import numpy as np
+
+    monkeypatch.setattr(profile.os, "sched_getaffinity", lambda pid: {0, 1})
+    machine = SimulatedMachine(np.random.default_rng(1))
+    machine.install(monkeypatch)
+    orders = set()
+    for seed in range(12):
+        machine.log.clear()
+        values = _values(profile.profile_argv(["/bin/true"], rng=random.Random(seed)))
+        steps = [what for what, _ in machine.log]
+        assert steps[0] == "counting run" and steps.count("system-call run") == 1 and steps.count("timed run") == 6
+        assert {cpu for what, cpu in machine.log if what == "timed run"} == {1}
+        orders.add(tuple(steps).index("system-call run"))
+        assert values[("timed_runs", None)] == 6 and values[("timed_blocks", None)] == 3
+        assert values[("timed_pinned", None)] == 1 and values[("cpu_sd_log_blocks", None)] > 0
+    assert len(orders) >= 3  # the system-call run falls between the blocks at different places
+    threaded = SimulatedMachine(np.random.default_rng(2), threads=4)
+    threaded.install(monkeypatch)
+    values = _values(profile.profile_argv(["/bin/true"], rng=random.Random(0)))
+    assert values[("timed_pinned", None)] == 0 and {c for w, c in threaded.log if w == "timed run"} == {None}
+    assert profile.block_sizes(6) == [2, 2, 2] and profile.block_sizes(5) == [2, 2, 1] and profile.block_sizes(1) == [1]
+    assert os.sched_getaffinity(0) == {0, 1}
+
+
+def _predicted(rows):
+    import pandas as pd
+
+    from analysis.stats import cost_model
+
+    prof = pd.DataFrame(rows).replace({"size_class": {"": None}})
+    costs = pd.DataFrame([{"pattern": p, "size_class": 16, "added_ns": 40.0, "added_ns_low": 40.0,
+                           "added_ns_high": 40.0} for p in ("lifo", "random")])
+    return cost_model.predict(prof, costs)
+
+
+def test_two_profiles_of_one_program_on_a_noisy_baseline_give_overlapping_predictions(monkeypatch):
+    """A known truth: the baseline's level moves between phases of the machine's state. Two profiles of one
+    program, each timed in blocks spread over its run, give predictions whose intervals overlap (the blocks'
+    spread is carried); timed in one block, back to back, they miss each other far more often."""
+    import random
+
+    import numpy as np
+
+    def overlap_rate(blocks):
+        monkeypatch.setattr(profile, "TIMED_BLOCKS", blocks)
+        rng = np.random.default_rng(7)
+        together = 0
+        for i in range(150):
+            preds = []
+            for j in range(2):
+                SimulatedMachine(rng).install(monkeypatch)
+                preds.append(_predicted(profile.profile_argv(["/bin/true"], rng=random.Random(2 * i + j))))
+            a, b = preds
+            together += a.low <= b.high and b.low <= a.high
+        return together / 150
+
+    blocked, back_to_back = overlap_rate(3), overlap_rate(1)
+    assert blocked >= 0.9
+    assert back_to_back < blocked - 0.2
