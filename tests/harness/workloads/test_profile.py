@@ -444,6 +444,7 @@ def _predicted(rows):
     return cost_model.predict(prof, costs)
 
 
+@pytest.mark.slow  # 200 simulated profiles and predictions: in make test, not test-fast
 def test_two_profiles_of_one_program_on_a_noisy_baseline_give_overlapping_predictions(monkeypatch):
     """A known truth: the baseline's level moves between phases of the machine's state. Two profiles of one
     program, each timed in blocks spread over its run, give predictions whose intervals overlap (the blocks'
@@ -456,15 +457,15 @@ def test_two_profiles_of_one_program_on_a_noisy_baseline_give_overlapping_predic
         monkeypatch.setattr(profile, "TIMED_BLOCKS", blocks)
         rng = np.random.default_rng(7)
         together = 0
-        for i in range(150):
+        for i in range(100):
             preds = []
             for j in range(2):
                 SimulatedMachine(rng).install(monkeypatch)
                 preds.append(_predicted(profile.profile_argv(["/bin/true"], rng=random.Random(2 * i + j))))
             a, b = preds
             together += a.low <= b.high and b.low <= a.high
-        return together / 150
+        return together / 100
 
     blocked, back_to_back = overlap_rate(3), overlap_rate(1)
     assert blocked >= 0.9
-    assert back_to_back < blocked - 0.2
+    assert back_to_back <= blocked - 0.15
