@@ -22,7 +22,7 @@ STAGES = {
                     "(predictions.toml), before measuring it"),
         "predict-build": ("analysis.publish.debates.long_build", "register seed 001's long build predicted from the short "
                           "build's per-unit cost on each host (predictions.toml), before measuring it"),
-        "measure": ("analysis.harness.measure", "run a measurement campaign into data/runs/"),
+        "measure": ("analysis.harness.timing.measure", "run a measurement campaign into data/runs/"),
         "probe": ("analysis.harness.security.probes", "run the heap-misuse probes under allocators"),
         "mechanism": ("analysis.harness.mechanisms.store_sequence", "time the store sequences a poisoning free executes (rep "
                       "stos, a memset call, plain stores) alone on this host, into data/runs/"),
@@ -50,7 +50,7 @@ STAGES = {
     },
     "internal": {
         "fleet-job": ("analysis.harness.fleet.campaigns", "run one campaign of a fleet profile and pack its run (a Snakemake job)"),
-        "notebook": ("analysis.harness.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
+        "notebook": ("analysis.publish.render.notebook", "run a notebook with papermill, parameters as NAME=VALUE"),
         "bench": ("analysis.harness.bench.command", "benchmark the measurement protocol against hyperfine"),
     },
 }

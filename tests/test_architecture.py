@@ -118,6 +118,55 @@ def test_the_statistics_never_reach_the_harness():
         assert not any(layer(x) in ("harness", "publish") for x in graph[m]), m
 
 
+# the harness's rooms in their declared order: what each may import of the others (its own room always)
+HARNESS_ROOMS = {
+    "process": set(),          # the base: running one program on a described, quiet machine; randomized blocks
+    "nbstrip": set(),          # the notebook filter (tooling), kept at its path for clones' git config
+    "allocators": {"process"},
+    "workloads": {"process", "allocators"},
+    "mechanisms": {"process", "allocators", "workloads"},
+    "security": {"process", "allocators", "workloads", "mechanisms"},
+    "timing": {"process", "allocators", "workloads", "mechanisms"},
+    "bench": {"process", "allocators", "workloads", "mechanisms", "timing"},
+    "fleet": {"process", "allocators", "workloads", "mechanisms", "timing"},
+}
+
+
+def harness_room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["analysis", "harness"] else None
+
+
+def against_room_order(graph: dict) -> list[str]:
+    """Every import of one harness room from another that the declared order does not allow."""
+    return sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
+                  if harness_room(m) and harness_room(d) and harness_room(d) != harness_room(m)
+                  and harness_room(d) not in HARNESS_ROOMS.get(harness_room(m), set()))
+
+
+def test_every_harness_module_sits_in_a_declared_room():
+    flat = sorted(m for m in import_graph() if m.startswith("analysis.harness.") and harness_room(m) not in HARNESS_ROOMS)
+    assert not flat, f"modules outside the harness's rooms: {flat}"
+    rooms = {p.name for p in (PACKAGE / "harness").iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert rooms == set(HARNESS_ROOMS)
+    assert not [p.name for p in (PACKAGE / "harness").iterdir() if p.is_file() and p.name != "__init__.py"]
+
+
+def test_the_harness_rooms_import_only_in_their_declared_order():
+    bad = against_room_order(import_graph())
+    assert not bad, "imports against the rooms' order: " + "; ".join(bad)
+    rooms = {harness_room(m) for m in import_graph() if harness_room(m)}
+    room_graph = {r: {harness_room(d) for m in import_graph() if harness_room(m) == r for d in import_graph()[m]
+                      if harness_room(d) and harness_room(d) != r} for r in rooms}
+    assert find_cycle(room_graph) is None
+
+
+def test_an_import_against_the_room_order_is_found():
+    planted = {"analysis.harness.process.trial": {"analysis.harness.timing.measure"},
+               "analysis.harness.timing.measure": {"analysis.harness.process.trial"}}
+    assert against_room_order(planted) == ["analysis.harness.process.trial -> analysis.harness.timing.measure"]
+
+
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(REPO)))
 def test_each_module_opens_with_the_one_concept_it_holds(path):
     """Size follows concept: a module's opening docstring says what it holds, and a module past the soft
@@ -145,7 +194,7 @@ NAMED_FILE = re.compile(r"`([\w./-]+\.(?:py|c|h|toml|ipynb))`")
 
 
 def named_files(text: str) -> set[str]:
-    """Every source file docs/design.md names in backticks (a path, or a bare file name)."""
+    """Every source file a page names in backticks (a path, or a bare file name)."""
     return set(NAMED_FILE.findall(text))
 
 
@@ -159,9 +208,13 @@ def exists_somewhere(name: str) -> bool:
                                                   REPO / "notebooks")) or (REPO / name).is_file()
 
 
-def test_the_design_page_names_only_files_that_exist():
-    missing = sorted(n for n in named_files(DESIGN.read_text()) if not exists_somewhere(n))
-    assert not missing, f"docs/design.md names files that do not exist: {missing}"
+PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md"), REPO / "bench" / "README.md"])
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_each_page_names_only_files_that_exist(page):
+    missing = sorted(n for n in named_files(page.read_text()) if not exists_somewhere(n))
+    assert not missing, f"{page.relative_to(REPO)} names files that do not exist: {missing}"
 
 
 def test_the_design_check_sees_a_file_that_is_gone():

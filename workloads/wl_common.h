@@ -114,7 +114,7 @@ static inline void wl_print_checksum(uint64_t h)
     fflush(stdout);
 }
 
-/* Lockstep interleaving (analysis/harness/lockstep.c): two workload processes, pinned to one
+/* Lockstep interleaving (analysis/harness/timing/lockstep.c): two workload processes, pinned to one
  * CPU, take turns under a token passed through two pipes, so both run in the same speed regime of that
  * CPU. With HEAPCOST_LOCKSTEP_IN / HEAPCOST_LOCKSTEP_OUT naming pipe fds, the process waits for the
  * token before main, and wl_turn() (called from the main loops) passes it on once about

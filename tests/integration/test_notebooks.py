@@ -10,7 +10,7 @@ from pathlib import Path
 import papermill as pm
 import pytest
 
-from analysis.harness.notebook import default_parameters
+from analysis.publish.render.notebook import default_parameters
 from analysis.paths import REPO
 
 pytestmark = pytest.mark.paper

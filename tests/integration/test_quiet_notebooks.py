@@ -19,7 +19,7 @@ def test_a_notebook_runs_without_a_warning_a_newcomer_cannot_act_on(tmp_path):
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell("print(X * 2)")]
     nbformat.write(nb, tmp_path / "t.ipynb")
-    script = ("from pathlib import Path\nfrom analysis.harness import notebook\nimport papermill\n"
+    script = ("from pathlib import Path\nfrom analysis.publish.render import notebook\nimport papermill\n"
               "papermill.inspect_notebook(str(notebook.notebook_path('measure')))\n"
               f"notebook.execute(Path({str(tmp_path / 't.ipynb')!r}), Path({str(tmp_path / 'out.ipynb')!r}), "
               "{'X': 21}, echo=False)\n")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness import lockstep
+from analysis.harness.timing import lockstep
 from analysis.harness.bench import command as bench, layout as bench_layout
 from analysis.harness.workloads.builtin import WORKLOADS
 from analysis.stats import layout

@@ -292,15 +292,6 @@ def resolve(alloc: Allocator) -> Resolved:
     return Resolved(alloc, True, "", tuple(libs), interpreters)
 
 
-def supports(alloc: Allocator, workload_id: str) -> bool:
-    from analysis.harness.workloads.builtin import WORKLOAD_GROUPS
-
-    for pattern in alloc.workloads:
-        if pattern in ("*", workload_id) or workload_id in WORKLOAD_GROUPS.get(pattern, ()):
-            return True
-    return False
-
-
 def select(names: str | None, extra: str | None = None, *, catalog=None,
            require_available: bool = True) -> list[Allocator]:
     """The allocators a command names ("a,b,c"), plus bring-your-own extras ("name=/path.so,...").

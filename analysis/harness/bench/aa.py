@@ -33,7 +33,7 @@ def running_libc() -> str:
 
 
 def _campaign(workload: str, libc: str, runs_dir: Path, seed: int):
-    from analysis.harness import measure
+    from analysis.harness.timing import measure
 
     return measure.Campaign(profile="quick", allocators=f"{BASELINE},{COPY}", extra_allocators=f"{COPY}={libc}",
                             workloads=workload, blocks=1, seed=seed, runs_dir=runs_dir, progress=False, force="1")

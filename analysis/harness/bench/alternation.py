@@ -1,4 +1,4 @@
-"""`make bench --only alternation`: brought programs taking turns from outside (harness/alternation.py), A/A.
+"""`make bench --only alternation`: brought programs taking turns from outside (harness/timing/alternation.py), A/A.
 
 The baseline against a preloaded copy of its own library (the true ratio is one) on programs a user might bring,
 none of them written for heapcost: perl, python, sqlite, gzip, sort and gawk from Debian, each run as
@@ -122,7 +122,7 @@ def alternation_bench(blocks: int = WINDOWS, seed: int = 1, force: str = "1", pr
                       campaigns: int = CAMPAIGNS) -> dict:
     """Quick campaigns of the programs under the baseline and its copy (seeds seed, seed + 1, ...), each in a
     private runs folder."""
-    from analysis.harness import measure
+    from analysis.harness.timing import measure
     from analysis.harness.bench.aa import running_libc
 
     rows = []

@@ -77,7 +77,7 @@ def _argv(program: str, input_path: Path) -> list[str]:
 
 def _window(argv, tmp: Path, window_s: float, aslr: bool, stdout: str, first: str, pad: tuple) -> dict:
     """One A/A window of the driver: {"a": [CPU seconds of each completed run], "b": [...]}."""
-    from analysis.harness.alternation import SLICE_US, driver_path
+    from analysis.harness.timing.alternation import SLICE_US, driver_path
 
     if not aslr:
         argv = ["setarch", platform.machine(), "-R", *argv]

@@ -10,7 +10,7 @@ from analysis.errors import HeapcostError
 def bench_campaign(allocators, workload: str, seed: int, force, part: str, extra_allocators=None):
     """A smoke-profile lockstep campaign in a throwaway runs directory, for a bench part that runs its own
     pairs: its workloads built, the campaign lock held and the harness moved off the pairs' CPU."""
-    from analysis.harness import measure
+    from analysis.harness.timing import measure
     from analysis.harness.process import launcher, quiet
 
     with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:

@@ -96,7 +96,7 @@ class Loads:
 def run_conditions(camp, baseline: str, other: str, workload: str, budget_s: float, seed: int,
                    conditions=CONDITIONS) -> tuple[pd.DataFrame, float]:
     """Blocks of one pair per condition, in random order, until the budget is spent; (pairs, seconds)."""
-    from analysis.harness.lockstep import run_pair
+    from analysis.harness.timing.lockstep import run_pair
 
     rng = random.Random(seed)
     factor = camp.resolved[other].allocator.scale

@@ -38,7 +38,7 @@ CONDITIONS = (  # name, address-space randomization, one padding for both proces
 
 def run_conditions(camp, baseline: str, others, workload: str, budget_s: float, seed: int) -> tuple[pd.DataFrame, float]:
     """Blocks of one pair per (condition, other allocator), in random order, until the budget is spent."""
-    from analysis.harness.lockstep import run_pair
+    from analysis.harness.timing.lockstep import run_pair
 
     rng = random.Random(seed)
     factor = camp.resolved[others[0]].allocator.scale

@@ -72,7 +72,7 @@ def parse_budgets(text: str) -> list[float | None]:
 
 def parse_profiles(text: str) -> list[str]:
     """--precision-profiles: comma-separated campaign profiles (their scale is the workload's scale)."""
-    from analysis.harness.measure import PROFILES
+    from analysis.harness.timing.measure import PROFILES
 
     profiles = [p.strip() for p in str(text).split(",")]
     unknown = [p for p in profiles if p not in PROFILES]
@@ -119,7 +119,7 @@ def _campaign(allocators, workload, budget_min, runs_dir, seed, profile="quick")
     """The default protocol (lockstep pairs for our C workloads) at the profile's scale. The machine was
     checked once when the bench started (bench.run): the bench's own earlier campaigns raise the load
     average, which must not stop the next one."""
-    from analysis.harness import measure
+    from analysis.harness.timing import measure
 
     return measure.Campaign(profile=profile, allocators=",".join(allocators), workloads=workload,
                             budget_min=budget_min, blocks=10_000, seed=seed, runs_dir=runs_dir,

@@ -1,6 +1,6 @@
 """The timing-protocol candidates of `make bench`, each given the same machine time on one pair.
 
-- lockstep pairs: the campaign's default protocol (harness/lockstep.py), estimated by stats/paired.py;
+- lockstep pairs: the campaign's default protocol (harness/timing/lockstep.py), estimated by stats/paired.py;
 - pinned / unpinned short trials: an ordinary campaign at the smoke profile's scale (tens of ms a trial),
   estimated unpaired (stats/compare.py) and, for the pinned one, paired within blocks as well;
 - ABBA quadruples: pinned short trials in the order A B B A (B A A B every other unit), the quadruple as
@@ -120,7 +120,7 @@ def run_units(camp, baseline: str, other: str, workload: str, budget_s: float, *
 
 
 def _campaign_candidate(name, kwargs, pair, workload, budget_min, seed, force) -> list[dict]:
-    from analysis.harness import measure
+    from analysis.harness.timing import measure
 
     baseline, other = pair
     with tempfile.TemporaryDirectory(prefix="heapcost-bench-") as tmp:
@@ -150,7 +150,7 @@ def _campaign_candidate(name, kwargs, pair, workload, budget_min, seed, force) -
 
 
 def _unit_candidate(name, pair, workload, budget_min, seed, force) -> list[dict]:
-    from analysis.harness import measure
+    from analysis.harness.timing import measure
     from analysis.harness.process import quiet
 
     baseline, other = pair

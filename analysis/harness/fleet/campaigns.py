@@ -272,7 +272,7 @@ def run_job(c: Campaign, archive: Path, python: str = sys.executable, environ=No
         print(f"fleet job: dropped {d.name}: {d.reason}", flush=True)
     argv = command_line(c, python, environ)
     if dropped:
-        from analysis.harness.measure import DROPPED_ENV
+        from analysis.harness.timing.measure import DROPPED_ENV
 
         environ[DROPPED_ENV] = json.dumps([d.record() for d in dropped])
     if not environ.get("HEAPCOST_FORCE"):

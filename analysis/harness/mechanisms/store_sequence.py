@@ -169,7 +169,7 @@ def measure(sizes=None, blocks=BLOCKS, target_us=TARGET_US, heap_kib=HEAP_KIB, s
             seed=None, pin="auto", force=None, out=None, runs_dir=None, repetitions=None, run=subprocess.run) -> Path:
     """One mechanism run: the program pinned to the trial CPU, its rows in the run's store_sequence.csv."""
     from analysis.harness.process import launcher, machine, quiet
-    from analysis.harness.blocks import parse_seed
+    from analysis.harness.process.blocks import parse_seed
 
     sizes = parse_sizes(sizes)
     blocks = positive_int(blocks, "--blocks")

@@ -1,6 +1,6 @@
 """Workloads users bring: EXTRA_WORKLOADS="name=command {scale}" runs a program of theirs under every selected
 allocator like a built-in workload. It cannot take turns itself as the built-in C workloads do: one that runs a
-single thread and does not wait is made to take turns from outside (harness/alternation.py), the others run
+single thread and does not wait is made to take turns from outside (harness/timing/alternation.py), the others run
 as trials.
 
 The command is split like a shell would split it (quotes group, nothing is expanded); `{scale}` is replaced by the

@@ -3,7 +3,7 @@ distribution, run as a user would bring them (EXTRA_WORKLOADS), on inputs this m
 
 Each program's allocation profile is taken and its cost under each configuration predicted and registered
 before it is measured (publish/results/cost_check.py); the measurement is a campaign of these programs against
-the baseline, in turns from outside where the program allows it (harness/alternation.py).
+the baseline, in turns from outside where the program allows it (harness/timing/alternation.py).
 
 The inputs are generated with fixed seeds, so the same text gives the same bytes on any host; the C++ unit is
 preprocessed by this host's g++ from a fixed source, so its bytes follow the host's libstdc++ headers. Each

@@ -69,7 +69,7 @@ def stamp_path(generated: Path, name: str) -> Path:
 
 def kept_products(generated: Path, names, data_dir: Path) -> dict[str, dict[str, bytes]]:
     """The products of data-free notebooks whose inputs have not changed: {name: {file: bytes}}."""
-    from analysis.harness import notebook
+    from analysis.publish.render import notebook
 
     kept = {}
     for name in names:
@@ -86,7 +86,7 @@ def kept_products(generated: Path, names, data_dir: Path) -> dict[str, dict[str,
 
 def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print, kept=()) -> list[str]:
     """Run the analysis notebooks over the dataset (their figures are byte-stable: analysis.publish.render.figures)."""
-    from analysis.harness import notebook
+    from analysis.publish.render import notebook
 
     out_dir = BUILD_DIR / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)

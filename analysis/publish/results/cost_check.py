@@ -248,7 +248,7 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
     baseline; a configuration it predicts that is neither in the catalogue nor brought is left out and named."""
     from analysis.harness.workloads import cost_programs
     from analysis.harness.allocators import catalog
-    from analysis.harness.measure import Campaign, RUNS_DIR
+    from analysis.harness.timing.measure import Campaign, RUNS_DIR
 
     if folder is None:
         processor = this_processor()
@@ -332,7 +332,7 @@ def measure_program(command: str, allocators, extra_allocators: str = "", blocks
     turns from outside: threads, waits)."""
     import tempfile
 
-    from analysis.harness.measure import Campaign
+    from analysis.harness.timing.measure import Campaign
     from analysis.publish.results import per_call
 
     if blocks < MIN_BLOCKS:

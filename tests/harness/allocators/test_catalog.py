@@ -2,6 +2,7 @@ import pytest
 
 from analysis.harness.allocators import catalog
 from analysis.errors import HeapcostError
+from analysis.harness.workloads import supports
 from conftest import cli
 
 REQUIRED = """glibc glibc-notcache glibc-perturb glibc-debug jemalloc jemalloc-junk-free jemalloc-junk tcmalloc
@@ -28,10 +29,10 @@ def test_debian_allocators_resolve_here():
 
 def test_perl_allocators_run_only_perl_workloads_and_musl_only_c():
     cat = catalog.load_catalog()
-    assert catalog.supports(cat["perl-mymalloc"], "perl-strcat")
-    assert not catalog.supports(cat["perl-mymalloc"], "small-loop")
-    assert catalog.supports(cat["musl"], "small-loop") and not catalog.supports(cat["musl"], "python")
-    assert catalog.supports(cat["jemalloc"], "python")
+    assert supports(cat["perl-mymalloc"], "perl-strcat")
+    assert not supports(cat["perl-mymalloc"], "small-loop")
+    assert supports(cat["musl"], "small-loop") and not supports(cat["musl"], "python")
+    assert supports(cat["jemalloc"], "python")
 
 
 def test_unavailable_allocator_says_why(tmp_path, monkeypatch):

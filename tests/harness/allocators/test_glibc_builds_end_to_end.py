@@ -12,12 +12,13 @@ import pytest
 
 from analysis.errors import HeapcostError
 from analysis.paths import portable_path
-from analysis.harness import lockstep
+from analysis.harness.timing import lockstep
 from analysis.harness.process import trial
 from analysis.harness.security import probes
 from analysis.harness.allocators import catalog, glibc_build, provision
 from analysis.harness.process.launcher import _DEFAULTS, LaunchResult
 from analysis.harness.workloads.builtin import WORKLOADS
+from analysis.harness.workloads import supports
 
 VERSION = "2.36-9+deb12u14"
 VARIANTS = tuple(glibc_build.VARIANTS)
@@ -59,10 +60,10 @@ def test_three_glibc_build_entries_claim_what_their_build_keeps():
         assert a.preload == () and a.callgrind is True and a.variant == "glibc"
         assert (a.origin.get("patch") or None) == glibc_build.VARIANTS[variant]
         assert glibc_build.VARIANTS[variant] is None or glibc_build.VARIANTS[variant] in a.defences_ref
-        assert not catalog.supports(a, "compile")  # cc1/as/ld run on the system glibc
+        assert not supports(a, "compile")  # cc1/as/ld run on the system glibc
         for w in WORKLOADS:
             # redis-server is the system's binary, linked with its own jemalloc: not run on a built glibc
-            assert catalog.supports(a, w) == (w not in ("compile", "build", "linux-build", "redis")), (variant, w)
+            assert supports(a, w) == (w not in ("compile", "build", "linux-build", "redis")), (variant, w)
     assert set(cat["glibc-built"].defences) == system
     assert set(cat["glibc-no-tcache-key"].defences) == system - {"double-free-detect"}
     assert set(cat["glibc-no-safe-linking"].defences) == system - {"freelist-protect"}

@@ -253,7 +253,7 @@ def test_a_relink_layout_links_layout_1s_objects_in_its_order_and_records_how(ca
 
 
 def test_a_run_identifies_a_glibc_build_by_its_librarys_sha256_and_records_how_it_was_made(cache, monkeypatch):
-    from analysis.harness import measure
+    from analysis.harness.timing import measure
 
     _fake_glibc_build(cache)
     tree = glibc_build.build("glibc-built_l4", VERSION)

@@ -275,7 +275,7 @@ def test_a_campaign_left_without_its_contested_pair_is_skipped_and_one_that_neve
 
 
 def test_the_run_records_what_its_job_dropped(tmp_path):
-    from analysis.harness.measure import DROPPED_ENV, dropped_by_fleet
+    from analysis.harness.timing.measure import DROPPED_ENV, dropped_by_fleet
 
     seen = {}
     published = REPO / "data" / "runs" / "20261130T135001Z-time-quick"

@@ -4,7 +4,7 @@ import shutil
 import pytest
 
 from analysis.harness.mechanisms import callgrind
-from analysis.harness import measure
+from analysis.harness.timing import measure
 from analysis.harness.workloads.builtin import WORKLOADS
 
 pytestmark = [pytest.mark.valgrind, pytest.mark.allocators, pytest.mark.slow]

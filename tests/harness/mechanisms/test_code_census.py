@@ -113,7 +113,7 @@ def test_the_excerpt_keeps_the_constant_fills_first_and_says_how_many_windows_we
 
 
 def test_a_run_keeps_the_poison_path_of_a_library_compiled_here_without_a_folder_of_this_machine(tmp_path):
-    from analysis.harness.measure import library_identity, write_disassemblies
+    from analysis.harness.timing.measure import library_identity, write_disassemblies
     from analysis.paths import machine_paths
 
     lib = shared_library(tmp_path, "void poison_block(char *p, unsigned long n) { memset(p, 0xe5, n < 256 ? n : 256); }\n"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from analysis.harness.allocators import catalog
-from analysis.harness import blocks, measure
+from analysis.harness.process import blocks
+from analysis.harness.timing import measure
 from analysis.harness.process import trial
 from analysis.contract import runstore
 from analysis.errors import HeapcostError

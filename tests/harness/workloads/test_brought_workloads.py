@@ -12,7 +12,7 @@ import pytest
 
 from analysis.errors import HeapcostError
 from analysis.harness.workloads.brought import parse_extra_workloads, split_items
-from analysis.harness.measure import Campaign
+from analysis.harness.timing.measure import Campaign
 from conftest import FIXTURES, REPO, cli, libc_path
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from analysis.harness.process import launcher
-from analysis.harness.measure import Campaign
+from analysis.harness.timing.measure import Campaign
 from analysis.harness.process.trial import clean_env, last_checksum, preload_env, read_who, reported_metrics
 from analysis.harness.workloads.builtin import get
 

@@ -20,7 +20,7 @@ def test_a_runs_command_names_the_make_variables_it_was_made_with():
 
 def test_a_runs_direct_pairs_are_given_as_pairs_takes_them():
     """PAIRS=a:b,c:d, as measure parses it (lockstep.parse_pairs), so the command runs as printed."""
-    from analysis.harness import lockstep
+    from analysis.harness.timing import lockstep
     from analysis.publish.dataset import run_history
 
     recorded = [["mozjemalloc", "mozjemalloc-poison"], ["glibc-no-tcache-key", "glibc-built"]]

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from analysis.harness import measure
+from analysis.harness.timing import measure
 from analysis.publish.dataset.datapackage import write_datapackage
 from conftest import REPO, cli_here
 

@@ -289,7 +289,7 @@ def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
 
 
 def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so(tmp_path, monkeypatch, capsys):
-    from analysis.harness import measure
+    from analysis.harness.timing import measure
     from analysis.harness.workloads import cost_programs
 
     folder = registration(tmp_path / "reg")

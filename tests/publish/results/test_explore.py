@@ -23,7 +23,7 @@ def run(ds, workloads, allocators, baseline="glibc", metric="wall_s", weights=No
 def default_view(ds):
     """What notebooks/explore.ipynb shows with its default parameters (every workload and allocator)."""
     from analysis.paths import REPO
-    from analysis.harness import notebook
+    from analysis.publish.render import notebook
 
     params = notebook.default_parameters(REPO / "notebooks" / "explore.ipynb")
     assert (params["workloads"], params["allocators"], params["weights"]) == ("", "", {})

@@ -211,7 +211,7 @@ def split_cells(camp, baseline: str, direct=(), strict: bool = True) -> tuple[li
     run that workload at that factor (a pair with none is an error, or with strict=False, as PAIRS=debates
     passes it, left out with a warning); the workloads that cannot take turns (perl, python, sqlite,
     compile, server, brought programs that run threads or wait) keep ordinary pinned trials, baseline included;
-    a brought program that runs one thread at a time takes turns from outside (harness/alternation.py) once
+    a brought program that runs one thread at a time takes turns from outside (harness/timing/alternation.py) once
     the campaign has decided so (camp.alternation_windows)."""
     if baseline not in camp.resolved:
         raise HeapcostError(f"the lockstep protocol compares every allocator with the baseline {baseline}: "
@@ -233,14 +233,14 @@ def split_cells(camp, baseline: str, direct=(), strict: bool = True) -> tuple[li
 
 
 def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int) -> dict:
-    """Randomized complete blocks of pairs into pairs.csv (analysis.harness.blocks): one pair per lockstep
+    """Randomized complete blocks of pairs into pairs.csv (analysis.harness.process.blocks): one pair per lockstep
     cell and block, who goes first alternating between blocks (and between neighbouring cells); adaptive
     mode (TARGET_CI) adds blocks of the cells whose paired interval is still too wide."""
     import time
 
     from analysis.contract import runstore
     from analysis.contract.schema import PAIR_COLUMNS
-    from analysis.harness.blocks import run_blocks
+    from analysis.harness.process.blocks import run_blocks
     from analysis.harness.process.trial import progress_bar
 
     windows = getattr(camp, "alternation_windows", {})
@@ -269,7 +269,7 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
             ta, tb = tb, ta
         key = lambda t: f"{wid}|{t.alloc.variant}|{t.scale:.6g}"  # noqa: E731
         if wid in windows:  # a brought program, made to take turns from outside
-            from analysis.harness.alternation import run_window
+            from analysis.harness.timing.alternation import run_window
 
             row = run_window(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),
                              cpu=camp.cpu, driver_cpu=next((c for c in camp.all_cpus if c != camp.cpu), None),

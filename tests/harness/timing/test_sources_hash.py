@@ -4,7 +4,7 @@ C sources beside their modules, the catalogue and builtin.py, as it was computed
 in one folder."""
 import hashlib
 
-from analysis.harness.measure import sources_sha256
+from analysis.harness.timing.measure import sources_sha256
 from analysis.paths import CATALOG_PATH, REPO, WORKLOADS_DIR
 
 HARNESS = REPO / "analysis" / "harness"

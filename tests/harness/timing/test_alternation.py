@@ -1,4 +1,4 @@
-"""Brought programs taking turns from outside (harness/alternation.py, harness/alternate.c): the driver alternates
+"""Brought programs taking turns from outside (harness/timing/alternation.py, harness/timing/alternate.c): the driver alternates
 two processes on one CPU, starts each again when it ends and keeps the last finished run's output; a program is
 judged from the kernel's accounts (other threads, waits), whatever else the machine does; and a campaign
 measures a one-thread program in pairs and keeps the others on trials, saying why."""
@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from analysis.harness import alternation as A
-from analysis.harness.measure import Campaign
+from analysis.harness.timing import alternation as A
+from analysis.harness.timing.measure import Campaign
 from conftest import FIXTURES, libc_path
 
 PATH_ENV = "PATH=/usr/bin:/bin"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from analysis.harness.process import launcher
-from analysis.harness.measure import Campaign
+from analysis.harness.timing.measure import Campaign
 
 CPUS = sorted(os.sched_getaffinity(0))
 

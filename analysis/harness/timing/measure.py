@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.harness.allocators import catalog as catalog_mod
-from analysis.harness.blocks import parse_seed, run_blocks
-from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
+from analysis.harness.workloads import supports
+from analysis.harness.process.blocks import parse_seed, run_blocks
+from analysis.harness.timing.lockstep import MIN_PAIRS_TO_STOP
 from analysis.harness.process import launcher, machine, quiet
 from analysis.harness.allocators import brought, glibc_build
 from analysis.harness.process.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
@@ -220,13 +221,13 @@ class Campaign:
         # x scale can be fitted (analysis/stats/scaling.py)
         self.scales = parse_scales(scales)
         self.pairs = [(a.id, w, a.scale * s) for a in self.allocs for w in self.workload_ids for s in self.scales
-                      if catalog_mod.supports(a, w)]
+                      if supports(a, w)]
         if not self.pairs:
             raise HeapcostError("no allocator in the selection can run any selected workload")
         if BASELINE in self.resolved:
             base = self.resolved[BASELINE].allocator
             extra_cells = {(BASELINE, w, f) for a, w, f in self.pairs
-                           if f != base.scale and catalog_mod.supports(base, w)}
+                           if f != base.scale and supports(base, w)}
             self.pairs += sorted(extra_cells - set(self.pairs))
         self.extra = extra_allocators or ""
         self.lockstep_cells, self.trial_cells = [], list(self.pairs)
@@ -236,7 +237,7 @@ class Campaign:
         if str(pairs or "").strip() and (self.protocol != "lockstep" or mode != "time"):
             raise HeapcostError("PAIRS pairs allocators in lockstep: it needs PROTOCOL=lockstep and MODE=time")
         if self.protocol == "lockstep" and mode == "time":
-            from analysis.harness.lockstep import parse_pairs, split_cells
+            from analysis.harness.timing.lockstep import parse_pairs, split_cells
             self.direct_pairs = parse_pairs(pairs, self.resolved, catalog_mod.load_catalog(), BASELINE)
             self.debate_pairs = str(pairs).strip() == "debates"
             self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE, self.direct_pairs,
@@ -374,13 +375,13 @@ class Campaign:
         return info
 
     def _decide_alternation(self, info: dict) -> bool:
-        """Which brought programs take turns from outside (harness/alternation.py): decided by one run of each
+        """Which brought programs take turns from outside (harness/timing/alternation.py): decided by one run of each
         under the baseline at the first start, kept in run.json (`alternation`) and reused on resume; their
         cells move from trials to pairs. True when run.json changed."""
         if self.protocol != "lockstep" or self.mode != "time" or not self.extra_workloads:
             return False
-        from analysis.harness import alternation
-        from analysis.harness.lockstep import split_cells
+        from analysis.harness.timing import alternation
+        from analysis.harness.timing.lockstep import split_cells
 
         decided = info.setdefault("alternation", {})
         changed = False
@@ -423,7 +424,7 @@ class Campaign:
         under the trials protocol), the budget shared."""
         notes = {}
         if self.lockstep_cells:
-            from analysis.harness.lockstep import run_pairs
+            from analysis.harness.timing.lockstep import run_pairs
 
             notes = run_pairs(self, run_dir, info, baseline=BASELINE, pad_spread=PAD_SPREAD)
         if self.trial_cells and "stopped" not in notes:
@@ -471,8 +472,8 @@ class Campaign:
 # The harness's C helpers, each beside the module that builds it: the launcher, its resolution check and the child
 # I/O they share (process/), the campaigns' drivers (lockstep.c, alternate.c), the poisoning build's check
 # (allocators/) and the interference study's load (bench/).
-C_HELPERS = ("process/launcher.c", "process/child_io.h", "process/mallocwho.c", "lockstep.c", "alternate.c",
-             "allocators/free_poison_check.c", "bench/cpu_load.c")
+C_HELPERS = ("process/launcher.c", "process/child_io.h", "process/mallocwho.c", "timing/lockstep.c",
+             "timing/alternate.c", "allocators/free_poison_check.c", "bench/cpu_load.c")  # under harness/
 
 
 def sources_sha256() -> str:
@@ -483,7 +484,7 @@ def sources_sha256() -> str:
     from analysis.paths import CATALOG_PATH, WORKLOADS_DIR
 
     h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # harness/
     files = sorted((here / p for p in C_HELPERS), key=lambda p: p.name)
     files += sorted(p for p in WORKLOADS_DIR.rglob("*") if p.is_file())
     files += sorted((here / "mechanisms").glob("*.c")) + sorted((here / "workloads").glob("*.c"))

@@ -11,7 +11,7 @@ from analysis.contract import runstore
 from conftest import libc_path
 from analysis.contract.schema import PAIR_COLUMNS, TRIAL_COLUMNS, table_schema
 from analysis.errors import HeapcostError
-from analysis.harness import lockstep, measure
+from analysis.harness.timing import lockstep, measure
 from analysis.harness.process import launcher, quiet
 from analysis.harness.allocators import catalog
 from analysis.harness.process.trial import SpeedTrial, reference_checksum
@@ -232,7 +232,7 @@ def test_the_results_count_interfered_trials_and_accept_old_tables():
 
 
 def test_quick_and_full_lockstep_cells_get_twenty_pairs_unless_blocks_is_given(runs_dir):
-    from analysis.harness.lockstep import MIN_PAIRS_TO_STOP
+    from analysis.harness.timing.lockstep import MIN_PAIRS_TO_STOP
 
     kw = dict(allocators="glibc", extra_allocators=f"glibc-copy={libc_path()}", workloads="small-loop",
               runs_dir=runs_dir)

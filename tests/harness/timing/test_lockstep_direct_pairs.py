@@ -9,7 +9,7 @@ import pytest
 
 from analysis.contract.schema import oriented_pairs
 from analysis.errors import HeapcostError
-from analysis.harness import lockstep, measure
+from analysis.harness.timing import lockstep, measure
 from analysis.stats import simulate
 from conftest import cli, libc_path
 

@@ -1,4 +1,4 @@
-"""Notebooks stay clean in git: the nbstrip clean filter (analysis/harness/nbstrip.py), set up by the
+"""Notebooks stay clean in git: the nbstrip clean filter (analysis/harness/nbstrip/), set up by the
 Makefile, drops what a kernel leaves in a notebook, and leaves the committed notebooks as they are."""
 import json
 import os
@@ -105,7 +105,7 @@ def test_a_notebook_run_by_papermill_and_saved_in_the_lab_is_the_committed_sourc
     saved through `make lab` after such a run must still be the committed one, for git status."""
     import papermill
 
-    from analysis.harness.notebook import default_parameters
+    from analysis.publish.render.notebook import default_parameters
 
     name, value = next(iter(default_parameters(path).items()))
     prepared = tmp_path / path.name

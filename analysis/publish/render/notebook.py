@@ -106,7 +106,7 @@ def execute(path: Path, output: Path, params: dict, *, echo: bool = True) -> Non
 
 def run_measure_notebook(params: dict) -> Path:
     """Validate the campaign first (bad input: no run directory), then run it through the notebook."""
-    from analysis.harness.measure import Campaign
+    from analysis.harness.timing.measure import Campaign
 
     Campaign(profile=params.get("PROFILE", "quick"), allocators=params.get("ALLOCATORS"),
              workloads=params.get("WORKLOADS"), extra_allocators=params.get("EXTRA_ALLOCATORS"),
