@@ -238,3 +238,28 @@ def test_the_comparisons_the_paper_counts_add_up_to_their_total():
     assert squash(f"{speed['slower']} are slower than") in text and squash(f"and {speed['neither']} neither") in text
     assert re.search(squash(f"Of {memory['rows']} comparisons, {memory['larger']} show a larger and "
                             f"{memory['smaller']} a smaller"), text) and squash(f"and {memory['neither']} neither.") in text
+
+
+def test_the_pairs_and_trials_the_paper_counts_add_up_to_their_totals():
+    """The speed run's pairs and trials are each printed as a total and its parts (warm-up and measured), and
+    the parts the rendered paper prints add up to the total it prints."""
+    import json
+    import re
+
+    numbers = REPO / "paper" / "generated" / "results_numbers.json"
+    pdf = REPO / "paper" / "paper.pdf"
+    if not (numbers.is_file() and pdf.is_file()):
+        pytest.skip("paper/paper.pdf is not built: `make paper` makes it")
+    r = json.loads(numbers.read_text())
+    if "lockstep" not in r.get("time_run", {}):
+        pytest.skip("the published speed run is not a lockstep run: its sentence counts trials alone")
+    text = " ".join(" ".join(pdf_pages(pdf)).split())
+    pairs = re.search(r"It ran (\d+) pairs in (\d+) cells, (\d+) warm-up and (\d+) measured, of which (\d+) were "
+                      r"valid; and (\d+) trials, (\d+) warm-up and (\d+) measured, of which (\d+) were valid", text)
+    assert pairs, "the speed run's counts are not printed as a total and its parts"
+    total, cells, warm, measured, ok, trials, twarm, tmeasured, tok = map(int, pairs.groups())
+    assert warm + measured == total and ok <= measured
+    assert warm == int(r["time_run"]["warmups"]) * cells  # each cell's pairs of the warm-up blocks
+    assert twarm + tmeasured == trials and tok <= tmeasured
+    assert (total, measured, ok) == (r["time_run"]["lockstep"]["pairs"], r["time_run"]["lockstep"]["measured"],
+                                     r["time_run"]["lockstep"]["ok"])

@@ -243,9 +243,13 @@ def load(folder: Path) -> dict:
 # ---- the measurement ----
 
 def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = None, runs_dir: Path | None = None,
-            force=None, names=None, programs_set: str = "first") -> Path:
+            force=None, names=None, programs_set: str = "first", protocol: str = "lockstep",
+            allocators=None) -> Path:
     """Run the programs of a registration (default this host's processor's of the set `programs_set`) against the
-    baseline; a configuration it predicts that is neither in the catalogue nor brought is left out and named."""
+    baseline; a configuration it predicts that is neither in the catalogue nor brought is left out and named.
+    `protocol` "trials" runs each program alone in randomized blocks instead of in turns, so that each run's
+    minor faults, system time and peak memory are recorded (trials.csv): what a miss comes from; `allocators`
+    then names the configurations (default the registration's), knock-outs included."""
     from analysis.harness.workloads import cost_programs
     from analysis.harness.allocators import catalog
     from analysis.harness.timing.measure import Campaign, RUNS_DIR
@@ -258,7 +262,9 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
                                 f"{programs_set} set of programs: register them here first (python -m analysis cost-check register "
                                 f"--programs-set {programs_set}), commit, then measure")
     reg = load(folder)
-    wanted = list(reg["registration"]["allocators"])
+    wanted = list(allocators or reg["registration"]["allocators"])
+    if protocol == "trials" and BASELINE not in wanted:
+        wanted = [BASELINE, *wanted]
     brought = {item.partition("=")[0] for item in extra_allocators.split(",") if item.strip()}
     # the catalogue's own configurations, but for those it only knows of (origin brought: built by hand elsewhere)
     known = {a for a, entry in catalog.load_catalog().items() if (entry.origin or {}).get("kind") != "brought"}
@@ -279,7 +285,7 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
     extra = ",".join(x for x in extra_allocators.split(",") if x.strip() and x.partition("=")[0] in wanted)
     camp = Campaign(profile="quick", allocators=",".join(a for a in wanted if a in known and a not in brought),
                     extra_allocators=extra, extra_workloads=cost_programs.extra_workloads(programs, inputs),
-                    blocks=blocks, runs_dir=runs_dir or RUNS_DIR, force=force)
+                    blocks=blocks, runs_dir=runs_dir or RUNS_DIR, force=force, protocol=protocol)
     return camp.run()
 
 
@@ -573,6 +579,15 @@ def add_arguments(parser):
     mea.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
     mea.add_argument("--programs-set", default="first", choices=("first", "second"),
                      help="which registration of this host's processor to measure (default the first set's)")
+    flt = sub.add_parser("faults", help="run the registered programs alone, as trials, recording each run's page "
+                                        "faults and system time: what the check's misses come from")
+    flt.add_argument("--allocators", default="", help="the configurations besides the baseline (default the "
+                                                       "registration's; knock-outs may be named)")
+    flt.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
+    flt.add_argument("--blocks", type=int, default=4, help="trials per program and configuration (default 4)")
+    flt.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
+    flt.add_argument("--programs-set", default="first", choices=("first", "second"),
+                     help="which registration of this host's processor to run (default the first set's)")
     chk = sub.add_parser("check", help="print predicted against measured")
     chk.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset holding the measuring runs")
 
@@ -589,6 +604,12 @@ def run(args) -> int:
         if args.blocks < MIN_BLOCKS:
             raise HeapcostError(f"--blocks must be at least {MIN_BLOCKS} (a cell's estimate needs 5 windows), not {args.blocks}")
         print(measure(args.extra_allocators, args.blocks, force=args.force, programs_set=args.programs_set))
+        return 0
+    if args.action == "faults":
+        if args.blocks < 1:
+            raise HeapcostError(f"--blocks must be at least 1, not {args.blocks}")
+        print(measure(args.extra_allocators, args.blocks, force=args.force, programs_set=args.programs_set,
+                      protocol="trials", allocators=[a for a in args.allocators.split(",") if a] or None))
         return 0
     folders = registrations()
     if not folders:

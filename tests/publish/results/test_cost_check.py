@@ -315,6 +315,13 @@ def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so
     assert "not measured (neither in the catalogue nor brought" in capsys.readouterr().out
     with pytest.raises(HeapcostError, match="which the catalogue does not build"):
         cost_check.measure("", folder=_only(folder, tmp_path), names=["gzip-text"])
+    # as trials, for each run's faults: the baseline runs too, and a knock-out brought beside the registration's
+    started.clear()
+    cost_check.measure("hardened-72fb357=/lib/h.so,hardened-72fb357-no-quarantine=/lib/q.so", folder=folder,
+                       names=["gzip-text"], protocol="trials",
+                       allocators=["scudo", "hardened-72fb357", "hardened-72fb357-no-quarantine"])
+    assert started["protocol"] == "trials" and started["allocators"] == "glibc,scudo"
+    assert started["extra_allocators"] == "hardened-72fb357=/lib/h.so,hardened-72fb357-no-quarantine=/lib/q.so"
 
 
 def _only(folder, tmp_path):
