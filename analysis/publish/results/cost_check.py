@@ -291,7 +291,7 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
 
 # ---- the check ----
 
-def _matching_runs(runs_dir: Path, reg: dict) -> dict[str, set[str]]:
+def matching_runs(runs_dir: Path, reg: dict) -> dict[str, set[str]]:
     """{program: ids of the runs whose brought workload of that name ran the registered program and input
     bytes (their sha256s in run.json)}."""
     programs = {p["name"]: p for p in reg["program"]}
@@ -387,7 +387,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     reg = load(folder)
     baseline = reg["registration"].get("baseline", BASELINE)
     processor = reg["registration"]["processor"]
-    matching = _matching_runs(runs_dir, reg)
+    matching = matching_runs(runs_dir, reg)
     cells = per_call.measured_cells(runs_dir, baseline, set(matching))
     cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] if len(cells) else cells
     baseline_costs = per_call.table(Path(runs_dir), baseline) if costs is None else costs

@@ -631,7 +631,19 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
     return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
                            "measured_hosts": sum(1 for h in hosts if h["cells"]),
                            "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],
-                           "models": models.to_dict("records")}}
+                           "models": models.to_dict("records")},
+            **_cost_faults(runs_dir, pd.concat(tables, ignore_index=True), p)}
+
+
+def _cost_faults(runs_dir, checked: pd.DataFrame, p) -> dict:
+    """results_cost_faults.csv: the check's programs run alone as trials, each cell's added page faults and CPU
+    time beside its miss (publish/results/cost_faults.py)."""
+    from analysis.harness.allocators.catalog import load_catalog
+    from analysis.publish.results import cost_faults
+
+    t = cost_faults.table(runs_dir, checked) if runs_dir is not None else pd.DataFrame(columns=cost_faults.COLUMNS)
+    write_csv(t, p("cost_faults.csv"))
+    return {"cost_faults": cost_faults.numbers(t, knock_outs.knock_outs_of(load_catalog()))}
 
 
 # the debate whose seed's figure is a share of a whole program's time (a browser benchmark's): its primary pair's
