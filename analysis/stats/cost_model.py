@@ -192,9 +192,7 @@ def base_se_log(profile: pd.DataFrame) -> float:
     blocks, sd_blocks = profile_value(profile, "timed_blocks"), profile_value(profile, "cpu_sd_log_blocks")
     if not blocks or blocks < 2 or not sd_blocks:
         return within
-    from scipy import stats as sps
-
-    between = sd_blocks / math.sqrt(blocks) * float(sps.t.ppf(0.975, blocks - 1)) / Z
+    between = sd_blocks / math.sqrt(blocks) * t_quantile(blocks - 1) / Z
     return max(within, between)
 
 
@@ -316,15 +314,29 @@ def widened(ratio: float, low: float, high: float, half_log: float) -> tuple[flo
 # near 1, it overstates the machine's part.
 
 
-def machine_half_width(tau: float, df: float, measured_machines: int = 1, level: float = LEVEL) -> float:
-    """The half-width on the log scale that a new machine adds at `level` (between-machine SD `tau`, known on `df`
-    degrees of freedom): the t(df) quantile of its deviation from the kind's mean, tau, and of the measured
-    machines' mean deviation, tau over the root of their number (the per-call costs and the checked programs were
-    measured on those machines, so the prediction sits where they sit, not at the kind's mean)."""
+def t_quantile(df: float, level: float = LEVEL) -> float:
+    """The two-sided t quantile at `level` on `df` degrees of freedom (the normal's without a finite df). The
+    95% ones of 1 to 10 degrees of freedom are kept here, so that an answer of `cost` need not import scipy."""
+    if not (df and df > 0 and math.isfinite(df)):
+        return Z
+    if level == LEVEL and float(df).is_integer() and 1 <= df <= len(T95):
+        return T95[int(df) - 1]
     from scipy import stats as sps
 
+    return float(sps.t.ppf(0.5 + level / 2, df))
+
+
+T95 = (12.706204736174694, 4.302652729749462, 3.1824463052837078, 2.7764451051977934, 2.5705818356363146,
+       2.4469118511449786, 2.364624251592784, 2.306004135204166, 2.262157162798205, 2.228138851986274)  # scipy's
+
+
+def machine_half_width(tau: float, quantile: float, measured_machines: int = 1) -> float:
+    """The half-width on the log scale that a new machine adds (between-machine SD `tau`, `quantile` the t
+    quantile of its degrees of freedom, t_quantile): the deviation of the new machine from the kind's mean, tau,
+    and the measured machines' mean deviation, tau over the root of their number (the per-call costs and the
+    checked programs were measured on those machines, so the prediction sits where they sit, not at the kind's
+    mean)."""
     if not tau > 0:
         return 0.0
-    q = float(sps.t.ppf(0.5 + level / 2, df)) if df and df > 0 and math.isfinite(df) else Z
-    return q * tau * math.sqrt(1 + 1 / max(1, int(measured_machines)))
+    return quantile * tau * math.sqrt(1 + 1 / max(1, int(measured_machines)))
 

@@ -215,12 +215,18 @@ def test_the_model_error_widens_an_interval_in_quadrature_on_the_log_scale():
 
 
 def test_a_new_machine_widens_by_its_own_deviation_and_the_measured_machines():
-    tau = 0.02
-    one = cost_model.machine_half_width(tau, 14)
+    from scipy import stats as sps
+
+    tau, q = 0.02, cost_model.t_quantile(14)
+    assert q == pytest.approx(2.1447866879)
+    for df in range(1, 12):  # the kept quantiles are scipy's
+        assert cost_model.t_quantile(df) == pytest.approx(float(sps.t.ppf(0.975, df)), rel=1e-12)
+    assert cost_model.t_quantile(float("nan")) == cost_model.Z
+    one = cost_model.machine_half_width(tau, q)
     assert one == pytest.approx(2.1447866879 * tau * math.sqrt(2))
-    assert cost_model.machine_half_width(tau, 14, measured_machines=3) == pytest.approx(
+    assert cost_model.machine_half_width(tau, q, measured_machines=3) == pytest.approx(
         one * math.sqrt(1 + 1 / 3) / math.sqrt(2))
-    assert cost_model.machine_half_width(0.0, 14) == 0.0
+    assert cost_model.machine_half_width(0.0, q) == 0.0
     low, high = cost_model.widened(1.5, 1.5 * math.exp(-0.03), 1.5 * math.exp(0.04), one)
     assert math.log(1.5 / low) == pytest.approx(math.hypot(0.03, one))
     assert math.log(high / 1.5) == pytest.approx(math.hypot(0.04, one))
@@ -240,7 +246,7 @@ def test_intervals_for_a_new_machine_hold_on_simulated_machines_of_a_kind():
         cells = {(f"c{i}", "kind"): [(float(rng.normal(0, tau_true) + rng.normal(0, se)), se) for _ in range(3)]
                  for i in range(6)}
         spread = prediction.machine_spread(cells)
-        half = cost_model.machine_half_width(spread.tau, spread.df)
+        half = cost_model.machine_half_width(spread.tau, cost_model.t_quantile(spread.df))
         truth = 0.12
         measured_on, new = rng.normal(0, tau_true, size=2)
         ratio = math.exp(truth + measured_on + rng.normal(0, se))

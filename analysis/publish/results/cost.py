@@ -42,6 +42,7 @@ class MachineSpread:
     tau: float       # the between-machine SD of a configuration's log ratio (stats/prediction.machine_spread)
     df: float        # its degrees of freedom
     cells: int       # the debates' cells and kinds, measured on two machines or more, it is estimated from
+    quantile: float  # the 95% t quantile of its degrees of freedom (cost_model.t_quantile)
 
 
 @dataclass
@@ -61,13 +62,15 @@ def machine_spread(data_dir: Path) -> MachineSpread | None:
     from analysis.contract import debates_spec
     from analysis.publish.debates import pool, questions
     from analysis.publish.results.comparisons import compute
+    from analysis.stats.cost_model import t_quantile
+
     with errors.recording(echo=False):
         try:
             res = compute(data_dir)
         except HeapcostError:
             return None
         spread, _ = questions.spreads(questions.debate_runs(res, debates_spec.load(), pool.grouped_cells(res.cells)))
-    return MachineSpread(spread.tau, spread.df, spread.cells)
+    return MachineSpread(spread.tau, spread.df, spread.cells, t_quantile(spread.df))
 
 
 def _run_signature(run: Path) -> bytes:
@@ -178,7 +181,7 @@ def run(args) -> int:
     out = cp.predictions(profile, inputs.costs, [a for a in args.allocators.split(",") if a], processor or None,
                       startup=args.startup, residuals=inputs.residuals, baseline=args.baseline,
                       aa_copies=inputs.aa_copies,
-                      machine_spread=(inputs.machine.tau, inputs.machine.df) if inputs.machine else None)
+                      machine_spread=(inputs.machine.tau, inputs.machine.quantile) if inputs.machine else None)
     beyond = cp.outside_checked(profile, inputs.costs, inputs.checked)
     print("95% prediction intervals for a new program: the per-call costs' and the profile's own error, and the "
           "model's, from the misses of the programs it was checked on")

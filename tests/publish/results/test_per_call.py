@@ -244,10 +244,11 @@ def test_the_interval_carries_the_checked_programs_misses(costs):
 def test_the_interval_for_a_new_machine_carries_the_spread_between_machines(costs):
     scudo = costs[costs["allocator"] == "scudo"]
     plain = cost_prediction.predictions(_profile(), scudo).iloc[0]
-    one = cost_prediction.predictions(_profile(), scudo.assign(n_machines=1), machine_spread=(0.02, 14)).iloc[0]
-    three = cost_prediction.predictions(_profile(), scudo.assign(n_machines=3), machine_spread=(0.02, 14)).iloc[0]
+    spread = (0.02, cost_model.t_quantile(14))
+    one = cost_prediction.predictions(_profile(), scudo.assign(n_machines=1), machine_spread=spread).iloc[0]
+    three = cost_prediction.predictions(_profile(), scudo.assign(n_machines=3), machine_spread=spread).iloc[0]
     assert one["ratio"] == plain["ratio"] and one["low"] < three["low"] < plain["low"]
-    assert one["machine_spread_percent"] == pytest.approx(100 * math.expm1(cost_model.machine_half_width(0.02, 14)))
+    assert one["machine_spread_percent"] == pytest.approx(100 * math.expm1(cost_model.machine_half_width(*spread)))
     assert pd.isna(plain["machine_spread_percent"])
 
 
