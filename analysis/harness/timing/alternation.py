@@ -20,19 +20,17 @@ waits go on in the background, so its turns would not be comparable). Both keep 
 run.json says why (`alternation`).
 """
 import json
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from analysis.contract import runstore
 from analysis.errors import HeapcostError
-from analysis.harness.process import machine, quiet
 from analysis.harness.process.build import build_c
 from analysis.harness.process.launcher import _DEFAULTS, CHILD_IO, LaunchResult
 from analysis.harness.process.trial import SpeedTrial, first_line, side_arguments
+from analysis.harness.timing.driven_pair import run_driven_pair
 
 SLICE_US = 1000          # each process's turn: about 1 ms of the CPU
 # A window's length: at least MIN_WINDOW_S, and long enough for about RUNS_PER_WINDOW completed runs of each
@@ -159,52 +157,23 @@ def run_window(trial_a: SpeedTrial, trial_b: SpeedTrial, *, expected_a: str | No
                cpu: int | None, driver_cpu: int | None, window_s: float, first: str = "a",
                slice_us: int = SLICE_US, pads=(0, 0)) -> dict:
     """One window of alternation; returns its row of pairs.csv (without run_id, seq, block, warmup)."""
-    if first not in ("a", "b"):
-        raise HeapcostError(f"first must be 'a' or 'b', not {first!r}")
-    if trial_a.workload.id != trial_b.workload.id or trial_a.scale != trial_b.scale:
-        raise HeapcostError("an alternating pair runs one program at one scale")
-    dirs = [Path(tempfile.mkdtemp(prefix=f"heapcost-alt-{s}-", dir=tempfile.gettempdir())) for s in "ab"]
-    try:
-        cmd = driver_command(trial_a, trial_b, dirs, pads, cpu=cpu, driver_cpu=driver_cpu, first=first,
-                             slice_us=slice_us, window_s=window_s)
-        started, load = runstore.utc_now(), machine.loadavg1()
-        before = quiet.read_cpu()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
-                              timeout=window_s + 120)
-        after = quiet.read_cpu()
-        try:
-            data = json.loads(proc.stdout)
-        except ValueError:
-            raise HeapcostError(f"the alternation driver printed no result: {proc.stderr.strip()[:200]}") from None
+
+    def read_side(d, data, workdir):
         wall = float(data.get("wall_s", 0.0))
-        row = {"workload": trial_a.workload.id, "scale": f"{trial_a.scale:.6g}",
-               "allocator_a": trial_a.alloc.id, "allocator_b": trial_b.alloc.id, "first": first,
-               "cpu": "" if cpu is None else cpu, "chunk_us": int(slice_us), "env_pad_a": pads[0],
-               "env_pad_b": pads[1], "loadavg1": load, "started_utc": started}
-        verdicts = []
-        for side, trial, workdir, expected in (("a", trial_a, dirs[0], expected_a),
-                                               ("b", trial_b, dirs[1], expected_b)):
-            d = data.get(side, {})
-            result = side_result(d, wall)
-            status, reason, malloc_lib = trial.judge(result, workdir, expected)
-            runs = int(d.get("runs") or 0)
-            if status == "ok" and runs == 0:
-                status, reason = "failed", (f"no run ended within the {window_s:g} s window: "
-                                            + (first_line(workdir / "stderr") or "a longer window is needed"))
-            verdicts.append((side, status, reason))
-            row.update({f"status_{side}": status, f"exit_code_{side}": result.exit_code,
-                        f"active_{side}_s": f"{float(d['cpu_s']) / runs:.9f}" if runs else "",
-                        f"turns_{side}": runs, f"wall_{side}_s": f"{wall:.6f}",
-                        f"user_{side}_s": f"{result.user_s:.6f}", f"sys_{side}_s": f"{result.sys_s:.6f}",
-                        f"maxrss_{side}_kb": result.maxrss_kb, f"malloc_lib_{side}": malloc_lib})
-        bad = [(s, st, why) for s, st, why in verdicts if st != "ok"]
-        row["status"] = bad[0][1] if bad else "ok"
-        row["reason"] = "; ".join(f"{s}: {why or st}" for s, st, why in bad)
-        # the window's own CPU time: every run of both sides (the two the window cut short included) and the
-        # driver's signals on its own CPU; whatever else ran is interference
-        own = sum(float(data.get(s, {}).get("cpu_all_s") or 0) for s in "ab") + float(data.get("driver_cpu_s") or 0)
-        row.update(quiet.interference(before, after, own, wall, cpu))
-        return row
-    finally:
-        for d in dirs:
-            shutil.rmtree(d, ignore_errors=True)
+        runs = int(d.get("runs") or 0)
+        failure = None if runs else (f"no run ended within the {window_s:g} s window: "
+                                     + (first_line(workdir / "stderr") or "a longer window is needed"))
+        return side_result(d, wall), {"active": f"{float(d['cpu_s']) / runs:.9f}" if runs else "", "turns": runs,
+                                      "wall": f"{wall:.6f}"}, failure
+
+    # the window's own CPU time: every run of both sides (the two the window cut short included) and the driver's
+    # signals on its own CPU; whatever else ran is interference
+    def own_cpu(data, results):
+        return sum(float(data.get(s, {}).get("cpu_all_s") or 0) for s in "ab") + float(data.get("driver_cpu_s") or 0)
+
+    return run_driven_pair(
+        trial_a, trial_b, expected_a=expected_a, expected_b=expected_b, first=first, cpu=cpu, chunk_us=slice_us,
+        pads=pads, driver="alternation", one_cell="an alternating pair runs one program at one scale", prefix="alt",
+        command=lambda dirs: driver_command(trial_a, trial_b, dirs, pads, cpu=cpu, driver_cpu=driver_cpu,
+                                            first=first, slice_us=slice_us, window_s=window_s),
+        timeout=window_s + 120, read_side=read_side, own_cpu=own_cpu)

@@ -10,19 +10,15 @@ only starts, pins and reaps them; the harness (this process) runs on the other C
 The environment, the resolution check and the verdict are trial.py's (SpeedTrial.env, .judge), applied
 to each process of the pair.
 """
-import json
 import re
-import shutil
-import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 from analysis.errors import HeapcostError, warn
-from analysis.harness.process import machine, quiet
 from analysis.harness.process.build import build_c
 from analysis.harness.process.launcher import _DEFAULTS, CHILD_IO, LaunchResult
 from analysis.harness.process.trial import SpeedTrial, first_line, side_arguments
+from analysis.harness.timing.driven_pair import run_driven_pair
 from analysis.paths import WORKLOADS_DIR
 
 CHUNK_US = 1000  # default turn length: about 1 ms of a process's own work
@@ -70,54 +66,23 @@ def run_pair(trial_a: SpeedTrial, trial_b: SpeedTrial, *, expected_a: str | None
              timeout: float | None = None, aslr: bool = True) -> dict:
     """Run one lockstep pair; returns its row of pairs.csv (without run_id, seq, block, warmup).
     aslr=False (the bench's layout part only) starts both processes without address-space randomization."""
-    from analysis.contract import runstore
 
-    if first not in ("a", "b"):
-        raise HeapcostError(f"first must be 'a' or 'b', not {first!r}")
-    if trial_a.workload.id != trial_b.workload.id or trial_a.scale != trial_b.scale:
-        raise HeapcostError("a lockstep pair runs one workload at one scale")
-    dirs = [Path(tempfile.mkdtemp(prefix=f"heapcost-pair-{s}-", dir=tempfile.gettempdir())) for s in "ab"]
-    try:
-        cmd = driver_command(trial_a, trial_b, dirs, pads, cpu=cpu, first=first, chunk_us=chunk_us,
-                             timeout=timeout, aslr=aslr)
-        started, load = runstore.utc_now(), machine.loadavg1()
-        before = quiet.read_cpu()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
-                              timeout=None if not timeout else timeout + 60)
-        after = quiet.read_cpu()
-        try:
-            data = json.loads(proc.stdout)
-        except ValueError:
-            raise HeapcostError(f"the lockstep driver printed no result: {proc.stderr.strip()[:200]}") from None
-        row = {"workload": trial_a.workload.id, "scale": f"{trial_a.scale:.6g}",
-               "allocator_a": trial_a.alloc.id, "allocator_b": trial_b.alloc.id, "first": first,
-               "cpu": "" if cpu is None else cpu, "chunk_us": int(chunk_us), "env_pad_a": pads[0],
-               "env_pad_b": pads[1], "loadavg1": load, "started_utc": started}
-        verdicts = []
-        own = 0.0
-        for side, trial, workdir, expected in (("a", trial_a, dirs[0], expected_a),
-                                               ("b", trial_b, dirs[1], expected_b)):
-            d = data.get(side, {})
-            result = _launch_result(d)
-            status, reason, malloc_lib = trial.judge(result, workdir, expected)
-            if status == "ok" and d.get("active_s") is None:
-                status, reason = "failed", "no lockstep report on stderr: " + (
-                    first_line(workdir / "stderr") or "the workload does not take turns")
-            verdicts.append((side, status, reason))
-            own += result.user_s + result.sys_s
-            row.update({f"status_{side}": status, f"exit_code_{side}": result.exit_code,
-                        f"active_{side}_s": _fmt(d.get("active_s")), f"turns_{side}": d.get("turns"),
-                        f"wall_{side}_s": f"{result.wall_s:.6f}", f"user_{side}_s": f"{result.user_s:.6f}",
-                        f"sys_{side}_s": f"{result.sys_s:.6f}", f"maxrss_{side}_kb": result.maxrss_kb,
-                        f"malloc_lib_{side}": malloc_lib})
-        bad = [(s, st, why) for s, st, why in verdicts if st != "ok"]
-        row["status"] = bad[0][1] if bad else "ok"
-        row["reason"] = "; ".join(f"{s}: {why or st}" for s, st, why in bad)
-        row.update(quiet.interference(before, after, own, float(data.get("wall_s", 0.0)), cpu))
-        return row
-    finally:
-        for d in dirs:
-            shutil.rmtree(d, ignore_errors=True)
+    def read_side(d, data, workdir):
+        failure = None
+        if d.get("active_s") is None:
+            failure = "no lockstep report on stderr: " + (first_line(workdir / "stderr")
+                                                          or "the workload does not take turns")
+        result = _launch_result(d)
+        return result, {"active": _fmt(d.get("active_s")), "turns": d.get("turns"),
+                        "wall": f"{result.wall_s:.6f}"}, failure
+
+    return run_driven_pair(
+        trial_a, trial_b, expected_a=expected_a, expected_b=expected_b, first=first, cpu=cpu, chunk_us=chunk_us,
+        pads=pads, driver="lockstep", one_cell="a lockstep pair runs one workload at one scale", prefix="pair",
+        command=lambda dirs: driver_command(trial_a, trial_b, dirs, pads, cpu=cpu, first=first, chunk_us=chunk_us,
+                                            timeout=timeout, aslr=aslr),
+        timeout=None if not timeout else timeout + 60, read_side=read_side,
+        own_cpu=lambda data, results: sum(r.user_s + r.sys_s for r in results.values()))
 
 
 def _fmt(x):
