@@ -260,6 +260,29 @@ def test_intervals_for_a_new_machine_hold_on_simulated_machines_of_a_kind():
     assert plain / total < 0.5
 
 
+def test_what_breaks_the_new_machine_interval_a_spread_larger_than_the_prior_seen_on_too_few_machines():
+    """The spread is known from the debates' cells with two machines or more, moderated by a 1% prior on 2
+    degrees of freedom. Where machines truly differ by 4% and a single cell of two machines estimates it, the
+    prior pulls the spread down and the interval holds clearly fewer than 95% of new machines' values; with six
+    cells of three machines it holds its level again."""
+    from analysis.stats import prediction
+
+    def coverage(cells_n, machines, tau_true, reps=400, seed=3):
+        rng = np.random.default_rng(seed)
+        held = 0
+        for _ in range(reps):
+            cells = {(f"c{i}", "kind"): [(float(rng.normal(0, tau_true)), 0.002) for _ in range(machines)]
+                     for i in range(cells_n)}
+            spread = prediction.machine_spread(cells)
+            half = cost_model.machine_half_width(spread.tau, cost_model.t_quantile(spread.df))
+            measured_on, new = rng.normal(0, tau_true, size=2)
+            held += abs(new - measured_on) <= half
+        return held / reps
+
+    assert coverage(1, 2, 0.04) < 0.88
+    assert coverage(6, 3, 0.04) >= 0.92
+
+
 def test_the_baselines_error_takes_the_blocks_spread_when_it_is_the_larger_on_a_t_of_their_number():
     def prof(**values):
         return pd.DataFrame([{"quantity": q, "size_class": None, "value": v} for q, v in values.items()])
