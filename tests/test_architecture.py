@@ -145,7 +145,8 @@ def against_room_order(graph: dict) -> list[str]:
 
 
 def test_every_harness_module_sits_in_a_declared_room():
-    flat = sorted(m for m in import_graph() if m.startswith("analysis.harness.") and harness_room(m) not in HARNESS_ROOMS)
+    flat = sorted(m for m in import_graph()
+                  if m.startswith("analysis.harness.") and harness_room(m) not in HARNESS_ROOMS)
     assert not flat, f"modules outside the harness's rooms: {flat}"
     rooms = {p.name for p in (PACKAGE / "harness").iterdir() if p.is_dir() and not p.name.startswith("__")}
     assert rooms == set(HARNESS_ROOMS)

@@ -106,9 +106,9 @@ def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, pro
     those asked for (default every one measured but the unrequested ones); `processor`: any unambiguous part of
     a kind's label (default every kind); `residuals`: the checked programs' misses, whose conformal half-width
     joins the interval (none given: the inputs' interval alone); `machine_spread`: the between-machine SD of a
-    log ratio and the t quantile of its degrees of freedom, whose half-width for a new machine of the kind joins it too
-    (cost_model.machine_half_width, from the machines behind the per-call costs; none given: the interval is for
-    the machines that measured them)."""
+    log ratio and the t quantile of its degrees of freedom, whose half-width for a new machine of the kind joins
+    it too (cost_model.machine_half_width, from the machines behind the per-call costs; none given: the interval
+    is for the machines that measured them)."""
     from analysis.stats import cost_model
 
     if costs.empty:

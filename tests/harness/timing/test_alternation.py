@@ -1,7 +1,7 @@
-"""Brought programs taking turns from outside (harness/timing/alternation.py, harness/timing/alternate.c): the driver alternates
-two processes on one CPU, starts each again when it ends and keeps the last finished run's output; a program is
-judged from the kernel's accounts (other threads, waits), whatever else the machine does; and a campaign
-measures a one-thread program in pairs and keeps the others on trials, saying why."""
+"""Brought programs taking turns from outside (harness/timing/alternation.py, harness/timing/alternate.c): the
+driver alternates two processes on one CPU, starts each again when it ends and keeps the last finished run's
+output; a program is judged from the kernel's accounts (other threads, waits), whatever else the machine does;
+and a campaign measures a one-thread program in pairs and keeps the others on trials, saying why."""
 import csv
 import json
 import shutil
