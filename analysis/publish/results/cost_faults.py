@@ -133,7 +133,8 @@ def numbers(t: pd.DataFrame, knock_outs: dict[str, list[str]]) -> dict:
     out = {"runs": sorted(set(t["run_id"])), "trials": int(t["trials"].sum()), "cells": int(len(done)),
            "under_percent": f"{100 * math.expm1(UNDER):.0f}", "many_faults": MANY_FAULTS,
            "programs": int(done["program"].nunique()), "all": rank(done),
-           "by_allocator": [{"allocator": a, **rank(s)} for a, s in done.groupby("allocator") if rank(s)]}
+           "by_allocator": [{"allocator": a, **r} for a, r in ((a, rank(s)) for a, s in done.groupby("allocator"))
+                            if r]}
     controls = []
     for control, kos in sorted(knock_outs.items()):
         mine = done[done["allocator"] == control]
