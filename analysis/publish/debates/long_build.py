@@ -155,7 +155,7 @@ def measured(cells: dict, runs_dir: Path, pairs, workload: str = LONG_BUILD) -> 
     anonymous memory): the
     with/without ratio of the long build, each run's through its own baseline, a host's runs pooled."""
     from analysis.publish.render.formats import fmt_interval
-    from analysis.publish.results.ablations import ratio_within_run
+    from analysis.stats.within_run import ratio_within_run
     processors = pool._processors(Path(runs_dir))
     rows = []
     for metric in METRICS:

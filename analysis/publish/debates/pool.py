@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import HeapcostError
-from analysis.publish.results.ablations import WithinRun
+from analysis.stats.within_run import WithinRun
 from analysis.publish.results.hosts import run_groups
 from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY, aa_copies
 from analysis.stats import equivalence, paired
@@ -179,7 +179,7 @@ class RunCells:
         return self._groups[workload]
 
     def within(self, workload, run_id) -> WithinRun:
-        """The run's comparisons on the workload at its largest scale, read once (ablations.ratio_within_run)."""
+        """The run's comparisons on the workload at its largest scale, read once (stats/within_run.py)."""
         key = (workload, run_id)
         if key not in self._within:
             self._within[key] = WithinRun(self.groups(workload)[run_id])

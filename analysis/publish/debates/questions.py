@@ -100,7 +100,7 @@ def _ratio_row(table: pd.DataFrame, with_: str, without: str, workload: str) -> 
 
 def _within_run(cells: pd.DataFrame, with_: str, without: str, workload: str,
                 grouped: pool.RunCells | None = None) -> list[dict]:
-    """with/without from each run's comparisons with its own baseline (ablations.ratio_within_run), with the
+    """with/without from each run's comparisons with its own baseline (stats/within_run.py), with the
     number of measurements behind it (the smaller side's trials or pairs). `grouped`: the RunCells of
     `cells` when the caller asks it again."""
     import math

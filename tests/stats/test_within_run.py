@@ -1,11 +1,11 @@
-"""with/without within one run (ablations.ratio_within_run): through the baseline, and a run that measured the
+"""with/without within one run (stats/within_run.py): through the baseline, and a run that measured the
 workload at several scales answers at its largest."""
 import math
 
 import pandas as pd
 import pytest
 
-from analysis.publish.results.ablations import ratio_within_run
+from analysis.stats.within_run import ratio_within_run
 
 
 def row(allocator, ratio, scale=1.0):
