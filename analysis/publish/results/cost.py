@@ -110,8 +110,11 @@ def model_inputs(runs_dir: Path, baseline: str = "glibc", registry: Path | None 
 
     registry = Path(cost_check.REGISTRY if registry is None else registry)
     runs_dir = Path(runs_dir)
-    return memo.remembered("cost_inputs", (inputs_key(runs_dir, baseline, registry),),
-                           lambda: _compute_inputs(runs_dir, baseline, registry))
+    parts = (inputs_key(runs_dir, baseline, registry),)
+    if memo.enabled() and not memo.kept("cost_inputs", parts):
+        print("computing the model's inputs from the dataset: once for this state of the dataset and the code "
+              "(about a minute; the next answers take about a second)", flush=True)
+    return memo.remembered("cost_inputs", parts, lambda: _compute_inputs(runs_dir, baseline, registry))
 
 
 def _compute_inputs(runs_dir: Path, baseline: str, registry: Path) -> ModelInputs:

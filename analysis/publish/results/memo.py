@@ -83,6 +83,11 @@ def key(name: str, *parts) -> str:
     return h.hexdigest()
 
 
+def kept(name: str, parts: tuple) -> bool:
+    """Whether `remembered(name, parts, ...)` would read its result back rather than compute it."""
+    return enabled() and (MEMO_DIR / name / f"{key(name, *parts)}.pickle").is_file()
+
+
 def remembered(name: str, parts: tuple, compute):
     """compute(), or what it returned the last time for the same inputs (parts), code and name."""
     if not enabled():

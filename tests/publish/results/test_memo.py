@@ -115,3 +115,12 @@ def test_a_table_pandas_cannot_hash_is_keyed_by_its_text(store):
     memo.remembered("t", (pd.DataFrame({"cells": [[1, 2], [3]]}),), compute)
     memo.remembered("t", (pd.DataFrame({"cells": [[1, 2], [4]]}),), compute)
     assert len(calls) == 2
+
+
+def test_whether_a_result_is_kept_is_known_before_reading_it(store, monkeypatch):
+    compute, calls = counting(2.0)
+    assert not memo.kept("k", ("x",))
+    memo.remembered("k", ("x",), compute)
+    assert memo.kept("k", ("x",)) and not memo.kept("k", ("y",))
+    monkeypatch.setenv("HEAPCOST_MEMO", "0")
+    assert not memo.kept("k", ("x",))

@@ -300,7 +300,7 @@ def test_the_command_prints_every_kind_off_its_own_machine_and_writes_a_table(tm
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no-such-kind" in done.stderr
 
 
-def test_the_kept_inputs_follow_the_runs(tmp_path, costs_runs, monkeypatch):
+def test_the_kept_inputs_follow_the_runs(tmp_path, costs_runs, monkeypatch, capsys):
     data, _ = _cost_dataset(tmp_path, costs_runs)
     registry = tmp_path / "registry"
     key = cost.inputs_key(data / "runs", "glibc", registry)
@@ -314,6 +314,8 @@ def test_the_kept_inputs_follow_the_runs(tmp_path, costs_runs, monkeypatch):
     monkeypatch.setattr(memo, "MEMO_DIR", tmp_path / "kept")
     monkeypatch.setenv("HEAPCOST_MEMO", "1")
     first = cost.model_inputs(data / "runs", "glibc", registry)
+    assert capsys.readouterr().out.startswith("computing the model's inputs from the dataset: once")
     assert len(list((tmp_path / "kept" / "cost_inputs").glob("*.pickle"))) == 1
     again = cost.model_inputs(data / "runs", "glibc", registry)
+    assert "computing the model's inputs" not in capsys.readouterr().out  # read back, said nothing
     pd.testing.assert_frame_equal(first.costs, again.costs)
