@@ -321,9 +321,9 @@ def t_quantile(df: float, level: float = LEVEL) -> float:
         return Z
     if level == LEVEL and float(df).is_integer() and 1 <= df <= len(T95):
         return T95[int(df) - 1]
-    from scipy import stats as sps
+    from analysis.stats.random_effects import quantile
 
-    return float(sps.t.ppf(0.5 + level / 2, df))
+    return quantile(df, level)
 
 
 T95 = (12.706204736174694, 4.302652729749462, 3.1824463052837078, 2.7764451051977934, 2.5705818356363146,

@@ -12,15 +12,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.harness.allocators import catalog as catalog_mod
-from analysis.harness.workloads import supports
-from analysis.harness.process.blocks import parse_seed, run_blocks
-from analysis.harness.timing.lockstep import MIN_PAIRS_TO_STOP
-from analysis.harness.process import launcher, machine, quiet
-from analysis.harness.allocators import brought, glibc_build
-from analysis.harness.process.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
-                                    skipped_row)
 from analysis.errors import HeapcostError, warn
+from analysis.harness.allocators import brought, glibc_build
+from analysis.harness.allocators import catalog as catalog_mod
+from analysis.harness.process import launcher, machine, quiet
+from analysis.harness.process.blocks import parse_seed, run_blocks
+from analysis.harness.process.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
+                                            skipped_row)
+from analysis.harness.timing.lockstep import MIN_PAIRS_TO_STOP
+from analysis.harness.workloads import supports
 from analysis.paths import RUNS_DIR, portable_path, portable_text
 
 # runstore and the statistics (pandas, scipy: a second to import) are imported where a run is written or

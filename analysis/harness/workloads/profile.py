@@ -17,7 +17,6 @@ import argparse
 import csv
 import io
 import math
-import os
 import re
 import shutil
 import statistics
@@ -219,7 +218,7 @@ def trace_memory_calls(argv, timeout: float = TIMEOUT_S, extra_env=None) -> dict
 # checked against are. The spread between the blocks' means (cpu_sd_log_blocks) is carried into the
 # prediction's interval (stats/cost_model.base_se_log).
 
-def block_sizes(runs: int, blocks: int = None) -> list[int]:
+def block_sizes(runs: int, blocks: int | None = None) -> list[int]:
     """The timed runs split into at most `blocks` (TIMED_BLOCKS) blocks as evenly as they go, larger first."""
     blocks = max(1, min(TIMED_BLOCKS if blocks is None else blocks, runs))
     return [runs // blocks + (1 if i < runs % blocks else 0) for i in range(blocks)]
@@ -292,8 +291,7 @@ def profile_argv(argv, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: 
         warn("strace is not installed: the profile has no mmap, munmap or brk counts (apt-get install strace)")
     sizes = block_sizes(runs)
     one_thread = (values.get(("threads", None)) or 1) <= 1
-    allowed = sorted(os.sched_getaffinity(0))
-    trial_cpu = allowed[-1] if one_thread and len(allowed) > 1 else None
+    trial_cpu = launcher.default_trial_cpu() if one_thread else None
     blocks = []
     with launcher.pinned(trial_cpu):
         for step in run_order(len(sizes), traced, rng or random.Random()):
