@@ -15,11 +15,50 @@ from analysis.publish.render.formats import shared_notes
 STANDARD = frozenset({"a", "b", "c", "d"})
 
 
-def _run(run_id: str, allocators, workloads, profile="full") -> paper_runs.RunTable:
+def _run(run_id: str, allocators, workloads, profile="full", scale=None, blocks=5,
+         brought: dict | None = None) -> paper_runs.RunTable:
     rows = [{"workload": w, "allocator": a, "status": "ok", "warmup": False, "wall_s": 1.0}
-            for a in allocators for w in workloads for _ in range(5)]
-    info = {"status": "complete", "params": {"profile": profile}}
+            for a in allocators for w in workloads for _ in range(blocks)]
+    info = {"status": "complete", "params": {"profile": profile}, "allocators": brought or {}}
+    if scale is not None:
+        info["profile"] = {"scale": scale}
     return paper_runs.RunTable(Run(Path("/runs") / run_id, info), pd.DataFrame(rows))
+
+
+def test_the_like_with_like_run_leads_every_allocator_it_measured():
+    # a full-scale run of four configurations leads them all, even against a quick run with more workloads and
+    # more blocks of two of them; an allocator it did not measure leads where it was measured most
+    like = _run("20260101T000000Z-time-full", ["glibc", "x", "y", "z"], ["a", "b"], scale=1.0)
+    quick = _run("20260301T000000Z-time-quick", ["glibc", "x", "y", "w"], ["a", "b", "c", "d"], scale=0.25,
+                 blocks=12)
+    small = _run("20260201T000000Z-time-quick", ["glibc", "w"], ["a"], scale=0.25)
+    assert paper_runs.like_with_like_run([like, quick, small], STANDARD) is like
+    lead = paper_runs.leads("time", [like, quick, small], None, STANDARD)
+    assert lead == {"glibc": like.run_id, "x": like.run_id, "y": like.run_id, "z": like.run_id,
+                    "w": quick.run_id}
+    # without a full-scale run the lead is as before: the most workloads, then the most measurements
+    assert paper_runs.leads("time", [quick, small], None, STANDARD)["x"] == quick.run_id
+
+
+def test_the_like_with_like_run_is_the_full_scale_one_with_the_most_configurations():
+    # layout builds and copies of the baseline's library repeat a configuration: they do not count
+    copy = {"glibc-copy": {"origin": {"kind": "path", "path": "/lib/x86_64-linux-gnu/libc.so.6"}}}
+    repeats = _run("20260301T000000Z-time-full", ["glibc", "x", "x_l2", "x_l3", "glibc-copy"], ["a"], scale=1.0,
+                   brought=copy)
+    three = _run("20260101T000000Z-time-full", ["glibc", "x", "y"], ["a"], scale=1.0)
+    assert paper_runs.configurations(repeats, STANDARD) == {"glibc", "x"}
+    assert paper_runs.like_with_like_run([repeats, three], STANDARD) is three
+    # a reduced-scale run is never it, however many it measured; two configurations compare nothing like with like
+    wide_quick = _run("20260401T000000Z-time-quick", ["glibc", "x", "y", "z", "w"], ["a"], scale=0.25)
+    assert paper_runs.like_with_like_run([wide_quick, three], STANDARD) is three
+    assert paper_runs.like_with_like_run([wide_quick, repeats], STANDARD) is None
+    # among runs of as many configurations, the newest
+    newer = _run("20260501T000000Z-time-full", ["glibc", "x", "z"], ["a"], scale=1.0)
+    assert paper_runs.like_with_like_run([three, newer], STANDARD) is newer
+    # as many configurations on more standard cells beats a newer run of workloads outside the standard set
+    servers = _run("20260601T000000Z-time-full", ["glibc", "x", "z"], ["a", "server", "redis"], scale=1.0)
+    wider = _run("20260101T000000Z-time-full", ["glibc", "x", "z"], ["a", "b"], scale=1.0)
+    assert paper_runs.like_with_like_run([wider, servers], STANDARD) is wider
 
 
 def test_a_newer_two_workload_server_run_does_not_displace_the_run_that_leads_the_allocators():

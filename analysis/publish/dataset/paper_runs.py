@@ -8,8 +8,12 @@ brought allocator (EXTRA_ALLOCATORS) thus adds that allocator to every table wit
 A lockstep run's process pairs (pairs.csv) count like trials: a pair measures both of its allocators. The
 instrument workloads (the per-call costs) are left out of every time run here: publish/results/per_call.py
 reads them from the runs' folders.
-The lead goes first to the run that measured the allocator on the most workloads, so that every geometric
-mean in one table covers the same kind of workload set, and only then to the one with more measurements.
+The lead goes first to the like-with-like run (like_with_like_run: the complete run at the full workload
+scale that measured the most configurations), so that the speed table, the trade-off and its front compare
+allocators measured on one machine, at one scale, in one run; an allocator that run did not measure leads in
+the run that measured it on the most workloads, so that every geometric mean in one table covers the same kind
+of workload set, and only then in the one with more measurements. Those rows are shown apart from the
+like-with-like run's, with their run, host and scale.
 """
 from dataclasses import dataclass
 from functools import cached_property
@@ -139,7 +143,7 @@ def led_cells(runs: list[RunTable], standard: frozenset[str] | None = None) -> d
     """run id -> the allocator x workload cells of the standard set it leads (each allocator's results come
     from its leading run; the cells counted are that run's workloads of the standard set for it)."""
     standard = standard_workloads() if standard is None else standard
-    lead = leads("time", runs, None)
+    lead = leads("time", runs, None, standard)
     by_id = {rt.run_id: rt for rt in runs}
     counts = {rt.run_id: 0 for rt in runs}
     for alloc, run_id in lead.items():
@@ -156,6 +160,58 @@ def leading_run(runs: list[RunTable], standard: frozenset[str] | None = None) ->
     counts = led_cells(runs, standard)
     best = max(runs, key=lambda rt: (counts[rt.run_id], rt.run.complete, rt.run_id))
     return best.run
+
+
+def aa_copies(run: Run) -> set[str]:
+    """Allocators of a run that are the baseline's own library brought again (EXTRA_ALLOCATORS=
+    name=<the path of libc.so.6>): their comparisons with the baseline are A/A trials."""
+    return {aid for aid, rec in (run.info.get("allocators") or {}).items()
+            if (rec.get("origin") or {}).get("kind") == "path"
+            and ((rec.get("origin") or {}).get("library") or Path(str(rec["origin"].get("path", ""))).name).startswith("libc.so")}
+
+
+def standard_cells(rt: RunTable, standard: frozenset[str] | None = None) -> set[tuple[str, str]]:
+    """(allocator, workload) cells of the standard set a time run measured: usable trials or pairs."""
+    standard = standard_workloads() if standard is None else standard
+    cells = {(str(a), w) for a, w in zip(rt.usable["allocator"], rt.usable["workload"]) if w in standard}
+    pairs = rt.usable_pairs
+    for a, b, w in zip(pairs["allocator_a"].astype(str), pairs["allocator_b"].astype(str), pairs["workload"]):
+        if w in standard:
+            cells |= {(a, w), (b, w)}
+    return cells
+
+
+def configurations(rt: RunTable, standard: frozenset[str] | None = None) -> set[str]:
+    """The configurations a time run measured on the standard workloads: allocators with a usable trial or pair
+    there, less the repeats of a configuration (its layout builds, `<id>_l<N>`, and A/A copies of the
+    baseline's library)."""
+    from analysis.harness.allocators.catalog import layout_of
+
+    copies = aa_copies(rt.run)
+    return {a for a, _ in standard_cells(rt, standard) if a not in copies and layout_of(a)[1] == 1}
+
+
+def full_scale(run: Run) -> bool:
+    """Whether a run measured at the full workload scale (its profile's scale; an allocator's own scale factor,
+    which the slowest debugging allocators have below 1, is stated per row)."""
+    return float((run.info.get("profile") or {}).get("scale") or 0.0) == 1.0
+
+
+LIKE_WITH_LIKE_MIN = 3  # configurations, the baseline among them: fewer compare nothing like with like
+
+
+def like_with_like_run(runs: list[RunTable], standard: frozenset[str] | None = None) -> RunTable | None:
+    """The complete time run at the full workload scale that measured the most configurations on the standard
+    workloads (then the most of their cells, then the newest): the speed table, the trade-off and its front read
+    every row from it, one machine, one scale and one run. A newer run of two server workloads does not displace
+    it. None when no complete full-scale run measured LIKE_WITH_LIKE_MIN configurations."""
+    def key(rt: RunTable) -> tuple:
+        mine = configurations(rt, standard)
+        return len(mine), len({c for c in standard_cells(rt, standard) if c[0] in mine}), rt.run_id
+
+    full = {rt.run_id: key(rt) for rt in runs if rt.run.complete and full_scale(rt.run)}
+    best = max((rt for rt in runs if rt.run_id in full), key=lambda rt: full[rt.run_id], default=None)
+    return best if best is not None and full[best.run_id][0] >= LIKE_WITH_LIKE_MIN else None
 
 
 def has_usable_cell(rt: RunTable) -> bool:
@@ -215,11 +271,17 @@ def allocators_of(kind: str, rt: RunTable) -> set[str]:
     return found
 
 
-def leads(kind: str, runs: list[RunTable], main: Run | None) -> dict[str, str]:
-    """allocator -> run id of the run that leads for it."""
+def leads(kind: str, runs: list[RunTable], main: Run | None,
+          standard: frozenset[str] | None = None) -> dict[str, str]:
+    """allocator -> run id of the run that leads for it: for time runs the like-with-like run when it measured
+    the allocator; otherwise the run with the most workloads, then measurements, of it."""
     out = {}
     present_in = {rt.run_id: allocators_of(kind, rt) for rt in runs}
+    like = like_with_like_run(runs, standard) if kind == "time" else None
     for alloc in sorted(set().union(*present_in.values()) if runs else ()):
+        if like is not None and measured_amount(kind, like, alloc)[1] > 0:
+            out[alloc] = like.run_id
+            continue
         amount = {rt.run_id: measured_amount(kind, rt, alloc) for rt in runs}
         ranked = sorted(runs, key=lambda rt: (amount[rt.run_id], main is not None and rt.run_id == main.run_id,
                                               rt.run_id))

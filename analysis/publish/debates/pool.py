@@ -16,7 +16,8 @@ import pandas as pd
 from analysis.errors import HeapcostError
 from analysis.stats.within_run import WithinRun
 from analysis.publish.results.hosts import run_groups
-from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY, aa_copies
+from analysis.publish.dataset.paper_runs import aa_copies
+from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY
 from analysis.stats import equivalence, paired
 from analysis.stats import random_effects
 from analysis.stats.estimators import Difference

@@ -18,6 +18,7 @@ from analysis.publish.results import ablations as ablation
 from analysis.publish.render.formats import fmt_interval
 from analysis.publish.results import cpu_split, memo, provenance, server_metrics
 from analysis.publish.dataset import paper_runs
+from analysis.publish.dataset.paper_runs import aa_copies
 from analysis.publish.security import primitives
 from analysis.publish.results.instruction_counts import missing_callgrind, per_free, per_free_geomean
 from analysis.errors import HeapcostError, warn
@@ -313,6 +314,8 @@ class Results:
     brought: pd.DataFrame  # brought libraries: file, sha256, upstream revision, configuration (provenance.py)
     knock_outs: pd.DataFrame  # a defence set option by option (knock_outs.parts): one row per part and workload
     knock_out_summary: pd.DataFrame  # and per workload: the whole, the parts' sum, their interaction
+    like_run: str | None = None  # the like-with-like run (paper_runs.like_with_like_run): the speed table's and
+    # the trade-off's rows, one machine, one scale, one run; None when the dataset has no such run
 
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
@@ -398,9 +401,12 @@ def _compute(data_dir: Path, baseline: str, weights: dict | None) -> Results:
     if probe_runs:
         scores = security_scores(primitives.scored_rows(runs_dir, paper_runs.merge_probe_rows(probe_runs, probe_lead)), weights,
                                  baseline)
+    like = paper_runs.like_with_like_run(time_runs)
     trade = pd.DataFrame()
     if speed is not None and len(scores):
-        trade = verdicts(tradeoff(speed.geomean, scores, baseline), baseline)
+        # one machine, one scale, one run: the like-with-like run's allocators only, when the dataset has one
+        geo = speed.geomean if like is None else speed.geomean[speed.geomean["run_id"] == like.run_id]
+        trade = verdicts(tradeoff(geo, scores, baseline), baseline)
     figures_csv = Path(data_dir) / "literature" / "figures.csv"
     figures = (read_table(figures_csv) if figures_csv.is_file() else
                pd.DataFrame(columns=[f["name"] for f in LITERATURE_SCHEMAS["figures.csv"]["fields"]]))
@@ -421,7 +427,8 @@ def _compute(data_dir: Path, baseline: str, weights: dict | None) -> Results:
                    aa_cells(cells["wall_s"], {rt.run_id: rt.run for rt in time_runs}),
                    pd.concat([scaling.per_unit_ratios(scaling.cost_model(rt.table), baseline).assign(run_id=rt.run_id)
                               for rt in time_runs] or [pd.DataFrame(columns=scaling.RATIO_COLUMNS)], ignore_index=True),
-                   role_table(time_runs, baseline), provenance.brought_libraries(all_runs), *knock)
+                   role_table(time_runs, baseline), provenance.brought_libraries(all_runs), *knock,
+                   like_run=None if like is None else like.run_id)
 
 
 def _knock_outs(time_runs, baseline: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -456,14 +463,6 @@ def role_table(time_runs, baseline: str) -> pd.DataFrame:
 
 
 AA_COLUMNS = ["run_id", "workload", "allocator", "ratio", "ci_low", "ci_high", "n", "method", "design", "excludes_1"]
-
-
-def aa_copies(run: Run) -> set[str]:
-    """Allocators of a run that are the baseline's own library brought again (EXTRA_ALLOCATORS=
-    name=<the path of libc.so.6>): their comparisons with the baseline are A/A trials."""
-    return {aid for aid, rec in (run.info.get("allocators") or {}).items()
-            if (rec.get("origin") or {}).get("kind") == "path"
-            and ((rec.get("origin") or {}).get("library") or Path(str(rec["origin"].get("path", ""))).name).startswith("libc.so")}
 
 
 def aa_cells(cells: pd.DataFrame, runs: dict) -> pd.DataFrame:

@@ -119,10 +119,11 @@ def model_inputs(runs_dir: Path, baseline: str = "glibc", registry: Path | None 
 
 def _compute_inputs(runs_dir: Path, baseline: str, registry: Path) -> ModelInputs:
     from analysis.contract.runstore import runs_of_kind
-    from analysis.publish.results import comparisons, cost_check, per_call
+    from analysis.publish.dataset import paper_runs
+    from analysis.publish.results import cost_check, per_call
 
     costs = per_call.table(runs_dir, baseline)
-    copies = frozenset(a for run in runs_of_kind(runs_dir, "time") for a in comparisons.aa_copies(run))
+    copies = frozenset(a for run in runs_of_kind(runs_dir, "time") for a in paper_runs.aa_copies(run))
     residuals, checked = [], []
     for folder in cost_check.registrations(registry):
         reg = cost_check.load(folder)

@@ -192,6 +192,7 @@ def explore(ds: Dataset, workloads, allocators, baseline: str = comparisons.BASE
 class _Left:
     def __init__(self):
         self.rows = []
+        self.elsewhere = {}  # allocator -> why the trade-off leaves it out: measured outside the like-with-like run
 
     def add(self, allocator, where, why):
         self.rows.append({"allocator": allocator, "left out of": where, "why": why})
@@ -222,8 +223,11 @@ def _explore(view: View, ds: Dataset, workloads: list, allocators: list, weights
     else:
         geomean, per_workload, kept = _timed(ds, workloads, others, baseline, metric, left)
     view.per_workload = per_workload
-    scores = _scores(ds, kept, baseline, weights, draws, left)
+    scores = _scores(ds, kept, baseline, weights, draws, left)  # drawn as the paper draws them: every allocator
     scored = [a for a in kept if a in set(scores.loc[scores["score"].notna(), "allocator"])]
+    for a, why in left.elsewhere.items():
+        left.add(a, "the trade-off", why)
+    scored = [a for a in scored if a not in left.elsewhere]
     view.left_out = pd.DataFrame(left.rows, columns=LEFT_OUT_COLUMNS)
     if not scored:
         raise HeapcostError("none of the chosen allocators has a security score: "
@@ -301,6 +305,11 @@ def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
     for w in sorted(set(workloads) - base_w):
         left.add(baseline, w, f"no allocator has a usable comparison there{_why(bad, baseline)}: the workload is "
                  "left out" + _no_pairs(metric, ds, baseline))
+    like = paper_runs.like_with_like_run([rt for rt in selected if rt.run_id in per_run])
+    if like is not None:  # as the paper: the trade-off weighs one run, one machine and one scale
+        left.elsewhere = {a: f"measured in run {lead.get(a)}, not in the like-with-like run {like.run_id} (the "
+                             "full-scale run of the most configurations): the trade-off compares one run, one "
+                             "machine and one scale" for a in kept if lead.get(a) != like.run_id}
     if not kept:
         raise HeapcostError(f"none of the chosen allocators has usable {label} runs on {_listing(workloads)} "
                             "beside the baseline: " + "; ".join(f"{r['allocator']}: {r['why']}" for r in left.rows

@@ -314,6 +314,7 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
                                 if _attributed(res, _extreme(geo_counted[geo_counted["allocator"] == a],
                                                              "geomean_ratio", max)).get("reduced_scale")),
         "median_halfwidth_percent": f"{float(np.median(np.expm1(speed['ci_high'].apply(np.log) - speed['ratio'].apply(np.log)))) * 100:.1f}",
+        "like_with_like": _like_with_like(res, geo),
     }
     numbers["memory"] = {"rows": int(len(mem_counted)), "larger": int((mem_counted["ci_low"] > 1).sum()),
                          "smaller": int((mem_counted["ci_high"] < 1).sum()),
@@ -321,6 +322,26 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
                          "leanest": _extreme(mgeo, "geomean_ratio", min),
                          "heaviest": _extreme(mgeo, "geomean_ratio", max)}
     return numbers
+
+
+def _like_with_like(res: Results, geo: pd.DataFrame) -> dict:
+    """The like-with-like run the speed table, the trade-off and its front read (paper_runs.like_with_like_run):
+    its label, host, blocks and the configurations it measured; and the configurations whose rows come from
+    other runs (their leading runs, shown apart with their run, host and scale). {} without such a run."""
+    from analysis.harness.allocators.catalog import layout_of
+
+    if res.like_run is None or geo.empty:
+        return {}
+    aa = set(res.aa["allocator"])
+    mine = geo[(geo["run_id"] == res.like_run) & ~geo["allocator"].isin(aa)]
+    info = json.loads((res.time_run.path.parent / res.like_run / "run.json").read_text())
+    first_layout = geo["allocator"].map(lambda a: layout_of(a)[1] == 1)
+    elsewhere = geo[(geo["run_id"] != res.like_run) & ~geo["allocator"].isin(aa) & first_layout]
+    return {"run_id": res.like_run, "run": _labels(res).get(res.like_run, ""),
+            "host": str(mine["host"].iloc[0]) if len(mine) else "",
+            "blocks": int((info.get("params") or {}).get("blocks") or 0),
+            "configurations": int(len(mine)), "elsewhere": sorted(str(a) for a in elsewhere["allocator"]),
+            "elsewhere_runs": int(elsewhere["run_id"].nunique())}
 
 
 def _short(part: str) -> str:

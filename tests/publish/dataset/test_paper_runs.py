@@ -10,6 +10,7 @@ from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
 BYO = "20990102T000000Z-time-quick"
 BROUGHT = ("hardened-72fb357", "hardened-light-2026062800")
 MORE = "20990103T000000Z-time-quick"
+SIM = "20990101T000000Z-time-sim"
 
 
 @pytest.fixture(scope="module")
@@ -38,17 +39,36 @@ def test_a_brought_allocator_from_its_own_run_is_in_the_results(merged):
     assert "hardened-72fb357" in set(res.memory.geomean["allocator"])
 
 
-def test_the_run_with_more_measurements_leads_and_the_other_replicates(merged):
+def test_the_like_with_like_run_leads_and_the_other_replicates(merged):
     _, res = merged
     geo = res.speed.geomean.set_index("allocator")
-    assert geo.loc["jemalloc", "run_id"] == MORE  # 20 blocks against the main run's 12
-    assert geo.loc["scudo", "run_id"] == "20990101T000000Z-time-sim"
+    # the simulated full-scale run measured the most configurations: it leads jemalloc although MORE ran 20
+    # blocks of it against its 12, and MORE's jemalloc is shown beside it
+    assert res.like_run == SIM
+    assert geo.loc["jemalloc", "run_id"] == SIM and geo.loc["scudo", "run_id"] == SIM
     rep = res.replication.set_index("allocator")
-    assert rep.loc["jemalloc", "run_id"] == "20990101T000000Z-time-sim"
+    assert rep.loc["jemalloc", "run_id"] == MORE
     assert "hardened-72fb357" not in rep.index and "scudo" not in rep.index
     for name, ratio in TRUE_RATIOS.items():
         if name != "glibc":
             assert geo.loc[name, "ci_low"] < ratio < geo.loc[name, "ci_high"], name
+
+
+def test_the_trade_off_weighs_only_the_like_with_like_runs_allocators(merged):
+    _, res = merged
+    # the brought builds were measured in another run: they are not weighed beside the like-with-like run's
+    assert set(res.trade["allocator"]) <= {"glibc", *TRUE_RATIOS}
+    assert not set(res.trade["allocator"]) & set(BROUGHT)
+    assert set(res.trade.dropna(subset=["run_id"])["run_id"]) == {SIM}
+
+
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
+def test_the_speed_numbers_name_the_like_with_like_run_and_what_it_did_not_measure(written):
+    numbers, _ = written
+    like = numbers["speed"]["like_with_like"]
+    assert like["run_id"] == SIM and like["run"] == {v["run_id"]: k for k, v in numbers["runs"].items()}[SIM]
+    assert like["configurations"] == len(TRUE_RATIOS) - 1  # the baseline is no row of its own
+    assert like["elsewhere"] == sorted(BROUGHT) and like["elsewhere_runs"] == 1
 
 
 @pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
@@ -266,7 +286,10 @@ def test_an_ablation_pools_every_workload_both_sides_ran_trials_and_pairs(tmp_pa
     from simulated_dataset import add_time_run
     from analysis.stats import simulate
 
+    import shutil
+
     data = make_dataset(tmp_path, probed=TRUE_RATIOS)
+    shutil.rmtree(data / "runs" / SIM)  # the run below is the dataset's only time run: it leads its allocators
     run = "20990105T000000Z-time-quick"
     ratios = {"glibc": 1.0, "jemalloc": 0.9, "jemalloc-junk-free": 0.99}
     t = add_time_run(data, run, ratios, seed=21, n_blocks=10, profile="quick")
