@@ -512,12 +512,27 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
                                "primitive_points_max_allocator": str(t.loc[t["primitive_points"].idxmax(), "allocator"]),
                                "sure_percent": round(100 * weight_draws.SURE),
                                "roles": {role: sorted(str(a) for a in g["allocator"])
-                                         for role, g in t.groupby("role")}}
+                                         for role, g in t.groupby("role")},
+                               "unweighed": _unweighed(res, t)}
         weight_front = front.write_weight_front(res, p("weight_front.csv"), baseline)
         if weight_front:
             numbers["weight_front"] = weight_front
         numbers.update(_defences(res, p))
     return numbers
+
+
+def _unweighed(res: Results, trade: pd.DataFrame) -> dict:
+    """The like-with-like run's configurations the trade-off cannot weigh, by reason: {"no probe applies": [...],
+    "not probed": [...]} (no probe run of the score's probes and sizes measured them)."""
+    from analysis.harness.allocators.catalog import layout_of
+
+    if res.like_run is None or res.speed is None:
+        return {}
+    geo = res.speed.geomean
+    mine = set(geo.loc[geo["run_id"] == res.like_run, "allocator"].astype(str)) - set(res.aa["allocator"])
+    missing = sorted(a for a in mine - set(trade["allocator"]) if layout_of(a)[1] == 1)
+    scored = set(res.scores["allocator"].astype(str))
+    return {"no probe applies": [a for a in missing if a in scored], "not probed": [a for a in missing if a not in scored]}
 
 
 def _defences(res: Results, p) -> dict:

@@ -358,3 +358,17 @@ def test_a_probe_run_with_probes_read_beside_the_score_stands_beside_the_others(
     assert "reuse-entropy-page" not in {r["probe"] for r in merged}
     assert any(r["allocator"] == "only-new" for r in merged)
     assert [(r["allocator"], r["probe"]) for r in beside] == [("only-new", "reuse-entropy-page")]
+
+
+def test_the_like_with_like_runs_configurations_without_a_score_are_named_with_the_reason():
+    from types import SimpleNamespace
+
+    geo = pd.DataFrame({"allocator": ["jemalloc", "perl-mymalloc", "moz-clang", "glibc-copy", "jemalloc_l2", "other"],
+                        "run_id": [SIM, SIM, SIM, SIM, SIM, MORE]})
+    res = SimpleNamespace(like_run=SIM, speed=SimpleNamespace(geomean=geo),
+                          aa=pd.DataFrame({"allocator": ["glibc-copy"]}),
+                          scores=pd.DataFrame({"allocator": ["glibc", "jemalloc", "perl-mymalloc", "other"]}))
+    trade = pd.DataFrame({"allocator": ["glibc", "jemalloc"]})
+    # perl has a score row (no probe applies); the clang build is in no probe run of the score's design; the copy
+    # of glibc, the layout build and a configuration of another run are no concern of the trade-off
+    assert writer._unweighed(res, trade) == {"no probe applies": ["perl-mymalloc"], "not probed": ["moz-clang"]}
