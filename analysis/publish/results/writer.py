@@ -8,7 +8,7 @@ import pandas as pd
 
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials, read_table
-from analysis.publish.results import cost_check, field, hosts, knock_outs, per_call, server_metrics
+from analysis.publish.results import attribution, cost_check, field, hosts, knock_outs, per_call, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
 from analysis.publish.debates.writer import write_debates
@@ -25,10 +25,6 @@ from analysis.stats import weight_draws
 
 def _records(df: pd.DataFrame) -> list[dict]:
     return json.loads(df.to_json(orient="records")) if df is not None and len(df) else []
-
-
-def _labels(res: Results) -> dict:
-    return dict(zip(res.runs["run_id"], res.runs["label"]))
 
 
 def _display_rows(df: pd.DataFrame, ratio="ratio", lo="ci_low", hi="ci_high", labels: dict | None = None) -> pd.DataFrame:
@@ -95,7 +91,7 @@ def _server(res: Results, p) -> dict:
         if f"{metric}_ratio" in rows:
             rows[f"{metric}_display"] = [fmt_interval(r, lo, hi) for r, lo, hi in
                                          zip(rows[f"{metric}_ratio"], rows[f"{metric}_ci_low"], rows[f"{metric}_ci_high"])]
-    rows["run"] = rows["run_id"].map(_labels(res)).fillna("") if len(rows) else ""
+    rows["run"] = rows["run_id"].map(attribution.labels(res)).fillna("") if len(rows) else ""
     write_csv(rows, p("server.csv"))
     return {"server": {"rows": int(len(rows)), "workloads": sorted(set(rows["workload"])) if len(rows) else []}}
 
@@ -160,7 +156,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_server(res, p))
     if res.time_run is not None:  # the dataset the runs came from: data_dir/runs/<run>
         numbers["field"] = field.write_outputs(res.time_run.path.parents[1], p("field.csv"))
-    write_csv(res.left_out.assign(run=res.left_out["run_id"].map(_labels(res)).fillna("")
+    write_csv(res.left_out.assign(run=res.left_out["run_id"].map(attribution.labels(res)).fillna("")
                                   if "run_id" in res.left_out else ""), p("left_out.csv"))
     numbers["left_out"] = int(len(res.left_out))
 
@@ -174,7 +170,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
               p("between_runs.csv"))
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
-    numbers.update(write_debates(res, p, _labels(res), baseline))
+    numbers.update(write_debates(res, p, attribution.labels(res), baseline))
     runs_dir = res.time_run.path.parent if res.time_run is not None else None
     costs = per_call.table(runs_dir, baseline) if runs_dir is not None else pd.DataFrame(columns=per_call.COLUMNS)
     numbers.update(_per_call(costs, p))
@@ -183,10 +179,10 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_cost_check(runs_dir, costs, p))
     numbers.update(_debates_per_call(runs_dir, costs, p, baseline))
     numbers.update(_debate_security(res, p))
-    numbers.update(front_page.write_front(p, baseline, get_reduced(numbers)))
+    numbers.update(front_page.write_front(p, baseline, attribution.get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
     write_csv(res.aa, p("aa.csv"))
-    cost = res.cost.assign(run=res.cost["run_id"].map(_labels(res)).fillna(""),
+    cost = res.cost.assign(run=res.cost["run_id"].map(attribution.labels(res)).fillna(""),
                            display=[fmt_resolved_interval(r["per_unit_ratio"], r["ci_low"], r["ci_high"])
                                     for _, r in res.cost.iterrows()],
                            startup_display=[fmt_startup_ms(r["startup_ms"], r["startup_low_ms"], r["startup_high_ms"])
@@ -209,14 +205,14 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                                     "runs": int(g["run_id"].nunique()),
                                     "percent_excluding_1": f"{100 * g['excludes_1'].mean():.1f}"}
                                    for d, g in res.aa.groupby("design", sort=True)],
-                     "by_run": [{"run": _labels(res).get(rid, rid), "cells": int(len(g)), "excluding_1": int(g["excludes_1"].sum()),
+                     "by_run": [{"run": attribution.labels(res).get(rid, rid), "cells": int(len(g)), "excluding_1": int(g["excludes_1"].sum()),
                                  "median_n": f"{g['n'].median():g}",
                                  "one_sided_workloads": sorted(w for w, s in g.groupby("workload")
                                                                if stats.one_sided(s["ratio"])),
                                  "one_sided_medians": [f"{s['ratio'].median():.3f}" for w, s in
                                                        sorted(g.groupby("workload")) if stats.one_sided(s["ratio"])]}
                                 for rid, g in res.aa.groupby("run_id")]}
-    roles = res.roles.assign(run=res.roles["run_id"].map(_labels(res)).fillna(""),
+    roles = res.roles.assign(run=res.roles["run_id"].map(attribution.labels(res)).fillna(""),
                              display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in res.roles.iterrows()],
                              excludes_1=(res.roles["ci_low"] > 1) | (res.roles["ci_high"] < 1))
     write_csv(roles, p("roles.csv"))
@@ -269,32 +265,20 @@ def _forests(table: pd.DataFrame, geomean: pd.DataFrame, p, name: str, what: str
     figures.forest(far, p(f"{name}_forest_heavy.svg"), f"{what}: ratio (95% confidence interval, log scale)")
 
 
-def _with_host(rows: pd.DataFrame, res: Results) -> pd.DataFrame:
-    """Rows with a `host` column: the processor kind and machine of the run each row comes from (run_id), named
-    as everywhere in the paper (contract/host.py)."""
-    from analysis.contract.host import dataset_machines
-
-    if rows.empty or "run_id" not in rows or res.time_run is None:
-        return rows.assign(host="")
-    machines = dataset_machines(res.time_run.path.parent, run_ids=tuple(rows["run_id"].astype(str)))
-    return rows.assign(host=[f"{machines[r].kind}, machine {machines[r].name}" if r in machines else ""
-                             for r in rows["run_id"].astype(str)])
-
-
 def _speed_and_memory(res: Results, p, baseline: str) -> dict:
     numbers = {}
     if res.speed is None:
         return numbers
-    speed = _display_rows(res.speed.results, labels=_labels(res))
+    speed = _display_rows(res.speed.results, labels=attribution.labels(res))
     write_csv(speed[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "adjusted",
                      "n_outliers", "noninferior", "display", "percent"]], p("speed.csv"))
-    geo = _with_host(_display_rows(res.speed.geomean, "geomean_ratio", labels=_labels(res)), res)
+    geo = attribution.with_host(_display_rows(res.speed.geomean, "geomean_ratio", labels=attribution.labels(res)), res)
     write_csv(geo, p("speed_geomean.csv"))
     _forests(res.speed.results, res.speed.geomean, p, "speed", aa=set(res.aa["allocator"]), what=f"wall time against {baseline}")
-    mem = _display_rows(res.memory.results, labels=_labels(res))
+    mem = _display_rows(res.memory.results, labels=attribution.labels(res))
     write_csv(mem[["workload", "allocator", "ratio", "ci_low", "ci_high", "n", "n_baseline", "display", "percent"]],
               p("memory.csv"))
-    mgeo = _with_host(_display_rows(res.memory.geomean, "geomean_ratio", labels=_labels(res)), res)
+    mgeo = attribution.with_host(_display_rows(res.memory.geomean, "geomean_ratio", labels=attribution.labels(res)), res)
     write_csv(mgeo, p("memory_geomean.csv"))
     _forests(res.memory.results, res.memory.geomean, p, "memory", aa=set(res.aa["allocator"]), what=f"peak RSS against {baseline}")
     # the A/A copies of the baseline are controls, not comparisons: they count in their own table only
@@ -307,41 +291,21 @@ def _speed_and_memory(res: Results, p, baseline: str) -> dict:
         # the rest: an interval that holds 1 (slower + faster + neither = rows, as the paper prints them)
         "neither": int(((counted["ci_low"] <= 1) & (counted["ci_high"] >= 1)).sum()),
         "noninferior": int(counted["noninferior"].sum()),
-        "cheapest": _attributed(res, _extreme(geo_counted, "geomean_ratio", min)),
-        "dearest": _attributed(res, _extreme(geo_counted, "geomean_ratio", max)),
-        "dearest_full_scale": _dearest_at_full_scale(res, geo_counted),
+        "cheapest": attribution.attributed(res, attribution.extreme(geo_counted, "geomean_ratio", min)),
+        "dearest": attribution.attributed(res, attribution.extreme(geo_counted, "geomean_ratio", max)),
+        "dearest_full_scale": attribution.dearest_at_full_scale(res, geo_counted),
         "reduced_scale": sorted(a for a in geo_counted["allocator"]
-                                if _attributed(res, _extreme(geo_counted[geo_counted["allocator"] == a],
+                                if attribution.attributed(res, attribution.extreme(geo_counted[geo_counted["allocator"] == a],
                                                              "geomean_ratio", max)).get("reduced_scale")),
         "median_halfwidth_percent": f"{float(np.median(np.expm1(speed['ci_high'].apply(np.log) - speed['ratio'].apply(np.log)))) * 100:.1f}",
-        "like_with_like": _like_with_like(res, geo),
+        "like_with_like": attribution.like_with_like(res, geo),
     }
     numbers["memory"] = {"rows": int(len(mem_counted)), "larger": int((mem_counted["ci_low"] > 1).sum()),
                          "smaller": int((mem_counted["ci_high"] < 1).sum()),
                          "neither": int(((mem_counted["ci_low"] <= 1) & (mem_counted["ci_high"] >= 1)).sum()),
-                         "leanest": _extreme(mgeo, "geomean_ratio", min),
-                         "heaviest": _extreme(mgeo, "geomean_ratio", max)}
+                         "leanest": attribution.extreme(mgeo, "geomean_ratio", min),
+                         "heaviest": attribution.extreme(mgeo, "geomean_ratio", max)}
     return numbers
-
-
-def _like_with_like(res: Results, geo: pd.DataFrame) -> dict:
-    """The like-with-like run the speed table, the trade-off and its front read (paper_runs.like_with_like_run):
-    its label, host, blocks and the configurations it measured; and the configurations whose rows come from
-    other runs (their leading runs, shown apart with their run, host and scale). {} without such a run."""
-    from analysis.harness.allocators.catalog import layout_of
-
-    if res.like_run is None or geo.empty:
-        return {}
-    aa = set(res.aa["allocator"])
-    mine = geo[(geo["run_id"] == res.like_run) & ~geo["allocator"].isin(aa)]
-    info = json.loads((res.time_run.path.parent / res.like_run / "run.json").read_text())
-    first_layout = geo["allocator"].map(lambda a: layout_of(a)[1] == 1)
-    elsewhere = geo[(geo["run_id"] != res.like_run) & ~geo["allocator"].isin(aa) & first_layout]
-    return {"run_id": res.like_run, "run": _labels(res).get(res.like_run, ""),
-            "host": str(mine["host"].iloc[0]) if len(mine) else "",
-            "blocks": int((info.get("params") or {}).get("blocks") or 0),
-            "configurations": int(len(mine)), "elsewhere": sorted(str(a) for a in elsewhere["allocator"]),
-            "elsewhere_runs": int(elsewhere["run_id"].nunique())}
 
 
 def _short(part: str) -> str:
@@ -355,7 +319,7 @@ def _knock_outs(res: Results, p) -> dict:
     parts, summary = res.knock_outs, res.knock_out_summary
     if parts is None or parts.empty:
         return {}
-    labels = _labels(res)
+    labels = attribution.labels(res)
 
     def count(x):
         return "" if x is None or not np.isfinite(x) else f"{x:,.0f}"
@@ -402,7 +366,7 @@ def _knock_outs(res: Results, p) -> dict:
 def _ablations(res: Results, p) -> dict:
     numbers = {}
     if len(res.ablation):
-        abl = _display_rows(res.ablation, labels=_labels(res))
+        abl = _display_rows(res.ablation, labels=attribution.labels(res))
         if len(res.ablation_memory):
             mem_abl = res.ablation_memory.set_index(["defence", "allocator", "base", "workload"])
             abl["memory_display"] = [
@@ -455,7 +419,7 @@ def _callgrind(res: Results, p, baseline: str) -> dict:
     numbers = {}
     if len(res.per_free):
         pf = res.per_free.copy()
-        pf["run"] = pf["run_id"].map(_labels(res)).fillna("") if "run_id" in pf else ""
+        pf["run"] = pf["run_id"].map(attribution.labels(res)).fillna("") if "run_id" in pf else ""
         pf["instructions_per_free_display"] = pf["instructions_per_free"].map(lambda x: f"{x:,.0f}")
         pf["instructions_ratio_display"] = pf["instructions_ratio"].map(fmt_ratio)
         write_csv(pf, p("per_free.csv"))
@@ -498,7 +462,7 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
         t["score_display"] = [f"{fmt_score(r['score'])} [{fmt_score(r['score_low'])}, {fmt_score(r['score_high'])}]"
                               for _, r in t.iterrows()]
         t["pareto_display"] = t["pareto"].map({True: "yes", False: ""})
-        t["run"] = t["run_id"].map(_labels(res)).fillna("") if "run_id" in t else ""
+        t["run"] = t["run_id"].map(attribution.labels(res)).fillna("") if "run_id" in t else ""
         t = t.sort_values(["overhead", "allocator"]).reset_index(drop=True)
         figures.tradeoff_figure(res.trade, p("tradeoff.svg"), baseline)
         t["primitive_display"] = [f"{r['primitive_points']:.1f} ({100 * r['primitive_share']:.0f}%)"
@@ -513,26 +477,12 @@ def _tradeoff(res: Results, p, baseline: str) -> dict:
                                "sure_percent": round(100 * weight_draws.SURE),
                                "roles": {role: sorted(str(a) for a in g["allocator"])
                                          for role, g in t.groupby("role")},
-                               "unweighed": _unweighed(res, t)}
+                               "unweighed": attribution.unweighed(res, t)}
         weight_front = front.write_weight_front(res, p("weight_front.csv"), baseline)
         if weight_front:
             numbers["weight_front"] = weight_front
         numbers.update(_defences(res, p))
     return numbers
-
-
-def _unweighed(res: Results, trade: pd.DataFrame) -> dict:
-    """The like-with-like run's configurations the trade-off cannot weigh, by reason: {"no probe applies": [...],
-    "not probed": [...]} (no probe run of the score's probes and sizes measured them)."""
-    from analysis.harness.allocators.catalog import layout_of
-
-    if res.like_run is None or res.speed is None:
-        return {}
-    geo = res.speed.geomean
-    mine = set(geo.loc[geo["run_id"] == res.like_run, "allocator"].astype(str)) - set(res.aa["allocator"])
-    missing = sorted(a for a in mine - set(trade["allocator"]) if layout_of(a)[1] == 1)
-    scored = set(res.scores["allocator"].astype(str))
-    return {"no probe applies": [a for a in missing if a in scored], "not probed": [a for a in missing if a not in scored]}
 
 
 def _defences(res: Results, p) -> dict:
@@ -560,44 +510,6 @@ def _defences(res: Results, p) -> dict:
                          "techniques": defences.NOT_MEASURED if not technique_rows else "measured",
                          "techniques_run": technique_run,
                          "removing": int((table["primitive_removed"] != "none measured").sum())}}
-
-
-def _attributed(res: Results, extreme: dict) -> dict:
-    """An allocator's row with the run it really comes from: its label, profile and the scale it ran at (the
-    profile's scale times the allocator's own scale factor, which slow allocators have below 1)."""
-    if not extreme or not extreme.get("run_id") or res.time_run is None:
-        return extreme
-    run_json = res.time_run.path.parent / extreme["run_id"] / "run.json"
-    info = json.loads(run_json.read_text()) if run_json.is_file() else {}
-    scale = float((info.get("profile") or {}).get("scale") or 1.0)
-    factor = float(((info.get("allocators") or {}).get(extreme["allocator"]) or {}).get("scale_factor") or 1.0)
-    return {**extreme, "run": _labels(res).get(extreme["run_id"], ""),
-            "profile": (info.get("params") or {}).get("profile", ""), "scale": f"{scale * factor:g}",
-            "reduced_scale": scale * factor < 1}
-
-
-def get_reduced(numbers: dict) -> list[str]:
-    """The allocators whose results come from a run at a fraction of the full workload scale."""
-    return list((numbers.get("speed") or {}).get("reduced_scale") or [])
-
-
-def _dearest_at_full_scale(res: Results, geo: pd.DataFrame) -> dict:
-    """The dearest allocator among those whose leading run measured it at the full workload scale: a ratio from
-    a run at a fraction of the scale, where start-up weighs more, is not a full-scale cost."""
-    for i in sorted(range(len(geo)), key=lambda k: -geo.iloc[k]["geomean_ratio"]):
-        row = _attributed(res, _extreme(geo.iloc[[i]], "geomean_ratio", max))
-        if not row.get("reduced_scale", False):
-            return row
-    return {}
-
-
-def _extreme(geo: pd.DataFrame, col: str, pick) -> dict:
-    if geo.empty:
-        return {}
-    i = pick(range(len(geo)), key=lambda k: geo.iloc[k][col])
-    r = geo.iloc[i]
-    return {"allocator": str(r["allocator"]), "display": str(r["display"]), "percent": str(r["percent"]),
-            "run_id": str(r.get("run_id", ""))}
 
 
 def _debate_security(res: Results, p) -> dict:

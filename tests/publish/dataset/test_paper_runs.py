@@ -4,7 +4,7 @@ import csv
 import pandas as pd
 import pytest
 
-from analysis.publish.results import comparisons, writer
+from analysis.publish.results import attribution, comparisons, writer
 from simulated_dataset import TRUE_RATIOS, add_time_run, make_dataset
 
 BYO = "20990102T000000Z-time-quick"
@@ -371,4 +371,4 @@ def test_the_like_with_like_runs_configurations_without_a_score_are_named_with_t
     trade = pd.DataFrame({"allocator": ["glibc", "jemalloc"]})
     # perl has a score row (no probe applies); the clang build is in no probe run of the score's design; the copy
     # of glibc, the layout build and a configuration of another run are no concern of the trade-off
-    assert writer._unweighed(res, trade) == {"no probe applies": ["perl-mymalloc"], "not probed": ["moz-clang"]}
+    assert attribution.unweighed(res, trade) == {"no probe applies": ["perl-mymalloc"], "not probed": ["moz-clang"]}
