@@ -5,6 +5,7 @@ import json
 
 import pandas as pd
 
+from analysis.contract.runstore import read_json
 from analysis.publish.results.comparisons import Results
 
 
@@ -34,7 +35,7 @@ def like_with_like(res: Results, geo: pd.DataFrame) -> dict:
         return {}
     aa = set(res.aa["allocator"])
     mine = geo[(geo["run_id"] == res.like_run) & ~geo["allocator"].isin(aa)]
-    info = json.loads((res.time_run.path.parent / res.like_run / "run.json").read_text())
+    info = read_json(res.time_run.path.parent / res.like_run / "run.json")
     first_layout = geo["allocator"].map(lambda a: layout_of(a)[1] == 1)
     elsewhere = geo[(geo["run_id"] != res.like_run) & ~geo["allocator"].isin(aa) & first_layout]
     return {"run_id": res.like_run, "run": labels(res).get(res.like_run, ""),

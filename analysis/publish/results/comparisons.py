@@ -18,7 +18,6 @@ from analysis.publish.results import ablations as ablation
 from analysis.publish.render.formats import fmt_interval
 from analysis.publish.results import cpu_split, memo, provenance, server_metrics
 from analysis.publish.dataset import paper_runs
-from analysis.publish.dataset.paper_runs import aa_copies
 from analysis.publish.security import primitives
 from analysis.publish.results.instruction_counts import missing_callgrind, per_free, per_free_geomean
 from analysis.errors import HeapcostError, warn
@@ -469,7 +468,7 @@ def aa_cells(cells: pd.DataFrame, runs: dict) -> pd.DataFrame:
     """Every A/A comparison in the dataset: a 95% interval should exclude 1 in about 5% of them."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=AA_COLUMNS)
-    copies = {(rid, a) for rid, run in runs.items() for a in aa_copies(run)}
+    copies = {(rid, a) for rid, run in runs.items() for a in paper_runs.aa_copies(run)}
     rows = cells[[(r, a) in copies for r, a in zip(cells["run_id"], cells["allocator"])]].copy()
     rows["excludes_1"] = (rows["ci_low"] > 1) | (rows["ci_high"] < 1)
     rows["design"] = [aa_design(runs[r], m) for r, m in zip(rows["run_id"], rows["method"])]
