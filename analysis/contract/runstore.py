@@ -1,5 +1,5 @@
 """Run directories: run.json, machine.json and append-only tables that survive a kill at any moment;
-and which run of a kind the analysis reports. The only writer and reader of run.json."""
+and which run of a kind the analysis reports. The only writer of run.json; analysis.contract.dataset reads it."""
 import csv
 import datetime as dt
 import hashlib
@@ -7,10 +7,10 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from analysis import __version__
+from analysis.contract.dataset import Run, load
 from analysis.contract.schema import known_header
 from analysis.errors import HeapcostError, warn
 from analysis.paths import REPO, RUNS_DIR
@@ -186,42 +186,11 @@ class AppendTable:
 
 
 # ---------------------------------------------------------------------------------------- run selection
-@dataclass
-class Run:
-    path: Path
-    info: dict
-
-    @property
-    def run_id(self) -> str:
-        return self.path.name
-
-    @property
-    def profile(self) -> str:
-        return (self.info.get("params") or {}).get("profile", "")
-
-    @property
-    def complete(self) -> bool:
-        return self.info.get("status") == "complete"
-
-
 def runs_of_kind(runs_dir: Path, kind: str) -> list[Run]:
-    """Every run of a kind, oldest first (run ids start with their UTC start time)."""
-    out = []
-    for run_json in sorted(Path(runs_dir).glob("*/run.json")):
-        try:
-            info = json.loads(run_json.read_text())
-        except (OSError, ValueError) as exc:
-            warn(f"{run_json} cannot be read ({exc}); that run is left out")
-            continue
-        if info.get("kind") == kind:
-            out.append(Run(run_json.parent, info))
-    return out
+    """Every run of a kind, oldest first (run ids start with their UTC start time), as the dataset reads them."""
+    return load(runs_dir).runs(kind)
 
 
 def pick_run(runs_dir: Path, kind: str, table: str) -> Run | None:
-    """The run reported for `kind` (time, callgrind, probe): the newest complete one holding `table`,
-    preferring the full profile; an incomplete one only when no run is complete."""
-    runs = [r for r in runs_of_kind(runs_dir, kind) if (r.path / table).is_file()]
-    complete = [r for r in runs if r.complete] or runs
-    full = [r for r in complete if r.profile == "full"] or complete
-    return full[-1] if full else None
+    """The run reported for `kind` (time, callgrind, probe): analysis.contract.dataset.Dataset.pick."""
+    return load(runs_dir).pick(kind, table)
