@@ -48,12 +48,13 @@ class Run:
 
 
 def _stamp(path: Path):
-    """What says a file changed: its modification time and size; None when it is not a file."""
+    """What says a file changed: its inode (a file replaced whole), modification and change times and size
+    (a file appended to or rewritten); None when it is not a file."""
     try:
         st = path.stat()
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size) if path.is_file() else None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size) if path.is_file() else None
 
 
 class Dataset:

@@ -226,17 +226,12 @@ def processor_groups(machines: dict) -> dict:
     return {run: processor_label(i) for run, i in joined.items()}
 
 
-def dataset_machines(runs_dir, run_ids=()) -> dict[str, Machine]:
-    """{run: its Machine} over every run folder under `runs_dir` that has a machine.json, and `run_ids` besides
-    (one without a readable machine.json counts as having recorded nothing), grouped by machine_groups: a
-    machine's name is the same wherever the dataset is read."""
-    runs_dir = Path(runs_dir)
-    found = {d.name for d in runs_dir.iterdir() if (d / "machine.json").is_file()} if runs_dir.is_dir() else set()
+def dataset_machines(runs, run_ids=()) -> dict[str, Machine]:
+    """{run: its Machine} over every run of the dataset (`runs`: a Dataset or its folder) that has a
+    machine.json, and `run_ids` besides (one without a readable machine.json counts as having recorded
+    nothing), grouped by machine_groups: a machine's name is the same wherever the dataset is read."""
+    from analysis.contract.dataset import load
 
-    def described(run: str) -> dict:
-        try:
-            return json.loads((runs_dir / run / "machine.json").read_text())
-        except (OSError, ValueError):
-            return {}
-
-    return machine_groups({run: described(run) for run in sorted(found | set(run_ids))})
+    ds = load(runs)
+    found = {run for run in ds.run_ids() if ds.has(run, "machine.json")}
+    return machine_groups({run: ds.machine(run) for run in sorted(found | set(run_ids))})
