@@ -13,6 +13,8 @@ reader may change; `table(..., shared=True)` gives the shared frame itself, for 
 """
 import csv
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,10 +53,10 @@ def _stamp(path: Path):
     """What says a file changed: its inode (a file replaced whole), modification and change times and size
     (a file appended to or rewritten); None when it is not a file."""
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
-    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size) if path.is_file() else None
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
 
 
 class Dataset:
@@ -62,7 +64,6 @@ class Dataset:
 
     def __init__(self, runs_dir):
         self.root = Path(runs_dir)
-        self._listing = (None, [])
         self._files: dict[tuple, tuple] = {}
 
     def __repr__(self):
@@ -70,15 +71,12 @@ class Dataset:
 
     # ------------------------------------------------------------------------------------ the runs
     def run_ids(self) -> list[str]:
-        """Every run folder that has a run.json, in run-id order (oldest first: ids start with their UTC start)."""
-        stamp = _stamp_dir(self.root)
-        if stamp is None:
+        """Every run folder that has a run.json, in run-id order (oldest first: ids start with their UTC start).
+        Listed anew at each call (a stat per run, well under a millisecond for the published runs): a folder's
+        time stamp moves in ticks too coarse to say that a run was added since the last listing."""
+        if not self.root.is_dir():
             return []
-        if self._listing[0] != stamp:
-            ids = sorted(d.name for d in self.root.iterdir()
-                         if not d.name.startswith(".") and (d / RUN_JSON).is_file())
-            self._listing = (stamp, ids)
-        return list(self._listing[1])
+        return sorted(d.name for d in self.root.iterdir() if not d.name.startswith(".") and (d / RUN_JSON).is_file())
 
     def path(self, run) -> Path:
         """A run's folder (for naming it and for tools that take a folder, never to read it)."""
@@ -150,13 +148,6 @@ class Dataset:
         value = _READERS[how](path)
         self._files[key] = (stamp, value)
         return value
-
-
-def _stamp_dir(path: Path):
-    try:
-        return path.stat().st_mtime_ns if path.is_dir() else None
-    except OSError:
-        return None
 
 
 def _run_id(run) -> str:

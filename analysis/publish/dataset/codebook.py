@@ -1,8 +1,6 @@
 """data/README.md, the dataset's codebook: every table and column with its meaning, unit and how it
 was measured, generated from the Table Schemas (analysis/contract/schema.py) and
 from the files present. Never edit data/README.md by hand: `python -m analysis dataset` rewrites it."""
-import csv
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -10,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import __version__
-from analysis.publish.dataset.datapackage import DATASET_NAME, dataset_files, run_machines
+from analysis.contract import dataset
+from analysis.publish.dataset.datapackage import DATASET_NAME, dataset_files, run_folders, run_machines
 from analysis.paths import DATA_DIR
-from analysis.contract.schema import LITERATURE_SCHEMAS, TABLE_SCHEMAS, read_table
+from analysis.contract.schema import LITERATURE_SCHEMAS, TABLE_SCHEMAS
 
 HOW_MEASURED = {
     "trials.csv": "Speed runs (`python -m analysis measure`, kind `time`). Each row is one fresh process of a "
@@ -86,20 +85,15 @@ def _table(fields: list[dict]) -> list[str]:
     return lines
 
 
-def _rows(path: Path) -> int:
-    with open(path, newline="") as fh:
-        return max(0, sum(1 for _ in csv.reader(fh)) - 1)
-
-
-def _quiet(run_dir: Path) -> tuple[str, str, str]:
+def _quiet(ds, run: str) -> tuple[str, str, str]:
     """Of a speed run's trials and pairs: the median 1-minute load, the others' CPU time over the wall time
     (total over total: /proc/stat counts in 10 ms ticks; a pair's wall time is its longer process's) and the
     rows flagged as interfered; '' where not recorded."""
     columns = ["loadavg1", "other_cpu_s", "wall", "interfered"]
     tables = [pd.DataFrame(columns=columns)]
     for name, walls in (("trials.csv", ["wall_s"]), ("pairs.csv", ["wall_a_s", "wall_b_s"])):
-        if (run_dir / name).is_file():
-            table = read_table(run_dir / name, columns={*columns, *walls})  # the columns used, not the whole table
+        table = ds.table(run, name, columns={*columns, *walls})  # the columns used, not the whole table
+        if table is not None:
             tables.append(table.assign(wall=table.reindex(columns=walls).max(axis=1)).reindex(columns=columns))
     rows = pd.concat(tables, ignore_index=True)
     loads = pd.to_numeric(rows["loadavg1"], errors="coerce").dropna()
@@ -156,17 +150,14 @@ def machine_section(data_dir: Path) -> list[str]:
     return out
 
 
-def _run_line(run_dir: Path) -> str:
-    try:
-        info = json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError):
-        info = {}
+def _run_line(ds, run: str) -> str:
+    info = ds.info(run)
     params = info.get("params") or {}
-    tables = ", ".join(f"`{p.name}` ({_rows(p)} rows)" for p in sorted(run_dir.glob("*.csv")))
+    tables = ", ".join(f"`{name}` ({len(ds.table(run, name, shared=True))} rows)" for name in ds.files(run, "*.csv"))
     kind = info.get("kind", "?")
     profile = params.get("profile") or params.get("mode") or ""
-    load, others, flagged = _quiet(run_dir)
-    return (f"| `{run_dir.name}` | {kind} | {profile} | {info.get('status', '?')} | "
+    load, others, flagged = _quiet(ds, run)
+    return (f"| `{run}` | {kind} | {profile} | {info.get('status', '?')} | "
             f"{len(params.get('allocators') or [])} | {tables} | {load} | {others} | {flagged} |")
 
 
@@ -208,8 +199,8 @@ def codebook(data_dir: Path = DATA_DIR, version: str | None = None) -> str:
         "| run | kind | profile | status | allocators | tables | load (median) | others' CPU | flagged |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    runs = sorted(p for p in (data_dir / "runs").glob("*") if p.is_dir()) if (data_dir / "runs").is_dir() else []
-    out += [_run_line(r) for r in runs] or ["| (none) | | | | | | | | |"]
+    ds = dataset.load(data_dir / "runs")
+    out += [_run_line(ds, r) for r in run_folders(data_dir)] or ["| (none) | | | | | | | | |"]
     out += machine_section(data_dir)
     out += ["", "## Files of every run", ""]
     for name, text in RUN_FILES.items():

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from analysis import __version__
+from analysis.contract import dataset
 from analysis.contract.host import Machine, machine_groups
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR, file_sha256 as sha256
@@ -23,6 +24,15 @@ def dataset_files(data_dir: Path = DATA_DIR) -> list[Path]:
     return sorted(p for p in data_dir.rglob("*")
                   if p.is_file() and p.name not in SKIP
                   and not any(part.startswith(".") for part in p.relative_to(data_dir).parts))
+
+
+def run_folders(data_dir: Path = DATA_DIR) -> list[str]:
+    """The folders of data_dir/runs that hold a file of the dataset (dataset_files), sorted: every run, and a
+    folder without its run.json besides (not a run to analysis.contract.dataset; validation names it)."""
+    data_dir = Path(data_dir)
+    parts = [p.relative_to(data_dir).parts for p in dataset_files(data_dir)]
+    held = {part[1] for part in parts if len(part) > 2 and part[0] == "runs"}
+    return sorted(held | set(dataset.load(data_dir / "runs").run_ids()))
 
 
 def described_paths(package: dict) -> list[str]:
@@ -58,22 +68,12 @@ def check_unchanged(current: dict | None, new: dict, generated=("README.md",)) -
                             "validate --write`)")
 
 
-def _machine_json(path: Path) -> dict | None:
-    """A run's machine.json as a dict, or None when it cannot be read as one (validation says why)."""
-    try:
-        machine = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return machine if isinstance(machine, dict) else None
-
-
 def run_machines(data_dir: Path = DATA_DIR) -> dict[str, Machine]:
-    """{run id: its Machine} for every run of data_dir whose machine.json reads, each in its processor kind as
-    the runs of the whole dataset group (machine_groups)."""
-    runs = Path(data_dir) / "runs"
-    found = {p.parent.name: _machine_json(p) for p in sorted(runs.glob("*/machine.json"))
-             if not p.parent.name.startswith(".")} if runs.is_dir() else {}
-    return machine_groups({run: machine for run, machine in found.items() if machine is not None})
+    """{run id: its Machine} for every run of data_dir whose machine.json reads as an object (validation says
+    why one does not), each in its processor kind as the runs of the whole dataset group (machine_groups)."""
+    ds = dataset.load(Path(data_dir) / "runs")
+    found = {run: ds.json(run, "machine.json") for run in ds.run_ids()}
+    return machine_groups({run: machine for run, machine in found.items() if isinstance(machine, dict)})
 
 
 def machine_properties(data_dir: Path) -> dict[str, dict]:

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from analysis.contract.runstore import runs_of_kind
+from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR
 from analysis.contract.contribution import LIMITS, Limits, recorded_machine, unpack
@@ -121,11 +121,13 @@ def merge(sources, data_dir: Path = DATA_DIR, describe: bool = True, limits: Lim
     return outcome
 
 
-def newest_complete_run(runs_dir: Path) -> Path:
-    runs = [r for kind in KINDS for r in runs_of_kind(runs_dir, kind) if r.complete]
+def newest_complete_run(runs_dir) -> Path:
+    """The folder of the newest complete run (to pack it); `runs_dir`: the runs folder or its Dataset."""
+    ds = dataset.load(runs_dir)
+    runs = [r for kind in KINDS for r in ds.runs(kind) if r.complete]
     if not runs:
-        raise HeapcostError(f"no complete run in {runs_dir}; measure first (`make measure` or `make probe`)")
-    return max(runs, key=lambda r: r.run_id).path
+        raise HeapcostError(f"no complete run in {ds.root.name}/; measure first (`make measure` or `make probe`)")
+    return ds.path(max(runs, key=lambda r: r.run_id))
 
 
 # ------------------------------------------------------------------------------------------------- CLI

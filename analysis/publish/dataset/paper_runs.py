@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract.runstore import Run, pick_run, runs_of_kind
-from analysis.contract.schema import declared_orientation, read_rows, read_table, usable_trials
+from analysis.contract import dataset
+from analysis.contract.dataset import Run
+from analysis.contract.schema import declared_orientation, usable_trials
 from analysis.errors import warn
 from analysis.stats.compare import MIN_RUNS
 from analysis.stats.paired import MIN_PAIRS
@@ -65,13 +66,14 @@ class RunTable:
         return {a: (len(workloads[a]), counts[a]) for a in counts}
 
 
-def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTable]]:
+def contributing_runs(runs_dir, kind: str) -> tuple[Run | None, list[RunTable]]:
     """(the run reported for the kind, every run of the kind that contributes, with its table). Complete
-    runs contribute; incomplete ones only when no run of the kind is complete."""
+    runs contribute; incomplete ones only when no run of the kind is complete. `runs_dir`: the runs folder
+    or its Dataset."""
+    ds = dataset.load(runs_dir)
     table = TABLES[kind]
-    main = pick_run(runs_dir, kind, table)
-    runs = [r for r in runs_of_kind(runs_dir, kind)
-            if (r.path / table).is_file() or (kind == "time" and (r.path / "pairs.csv").is_file())]
+    main = ds.pick(kind, table)
+    runs = [r for r in ds.runs(kind) if ds.has(r, table) or (kind == "time" and ds.has(r, "pairs.csv"))]
     complete = [r for r in runs if r.complete]
     chosen = complete or runs
     if kind == "probe" and main is not None:
@@ -85,13 +87,15 @@ def contributing_runs(runs_dir: Path, kind: str) -> tuple[Run | None, list[RunTa
     for r in runs:
         if r not in chosen and not r.complete:
             warn(f"run {r.run_id} is not complete ({r.info.get('status')}); the complete runs of its kind are used")
-    reader = read_rows if kind == "probe" else read_table
+    read = ds.rows if kind == "probe" else ds.table
     out = []
     for r in chosen:
-        table = reader(r.path / TABLES[kind]) if (r.path / TABLES[kind]).is_file() else pd.DataFrame(
-            columns=["workload", "allocator", "status", "warmup"])
-        pairs = (declared_orientation(r.info, read_table(r.path / "pairs.csv"))
-                 if kind == "time" and (r.path / "pairs.csv").is_file() else None)
+        table = read(r, TABLES[kind])
+        if table is None:
+            table = pd.DataFrame(columns=["workload", "allocator", "status", "warmup"])
+        pairs = ds.table(r, "pairs.csv") if kind == "time" else None
+        if pairs is not None:
+            pairs = declared_orientation(r.info, pairs)
         instruments = False  # whether the run measured instrument workloads (left to their own readers)
         if kind == "time":
             kept_table, kept_pairs = _without_instruments(table), _without_instruments(pairs)

@@ -2,9 +2,9 @@
 and machine.json): when it ran, the command that makes such a run, the host and the time it took. Never
 written by hand; `make dataset` (and `python -m analysis dataset`) writes it again when the runs change."""
 import datetime
-import json
 from pathlib import Path
 
+from analysis.contract import dataset
 from analysis.paths import DATA_DIR, REPO
 
 RUNS_PAGE = REPO / "docs" / "runs.md"
@@ -13,10 +13,6 @@ RUNS_PAGE = REPO / "docs" / "runs.md"
 MAKE_VARIABLES = (("profile", "PROFILE"), ("mode", "MODE"), ("protocol", "PROTOCOL"), ("blocks", "BLOCKS"),
                   ("target_ci", "TARGET_CI"), ("budget_min", "BUDGET_MIN"), ("scales", "SCALES"),
                   ("pairs", "PAIRS"))
-
-
-def _json(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def command(info: dict) -> str:
@@ -87,15 +83,16 @@ def host(machine: dict) -> str:
 
 
 def rows(data_dir: Path = DATA_DIR) -> list[dict]:
+    ds = dataset.load(Path(data_dir) / "runs")
     out = []
-    for run_json in sorted(Path(data_dir).glob("runs/*/run.json")):
-        info, machine = _json(run_json), _json(run_json.parent / "machine.json")
+    for run in ds.run_ids():
+        info, machine = ds.info(run), ds.machine(run)
         elapsed = info.get("elapsed_s")
         if elapsed in (None, "") and info.get("started_utc") and info.get("ended_utc"):
             start, end = (datetime.datetime.fromisoformat(info[k].replace("Z", "+00:00"))
                           for k in ("started_utc", "ended_utc"))
             elapsed = (end - start).total_seconds()
-        out.append({"run": run_json.parent.name, "kind": info.get("kind", ""), "status": info.get("status", ""),
+        out.append({"run": run, "kind": info.get("kind", ""), "status": info.get("status", ""),
                     "started": info.get("started_utc", ""), "host": host(machine),
                     "minutes": f"{float(elapsed) / 60:.1f}" if elapsed not in (None, "") else "",
                     "command": command(info)})

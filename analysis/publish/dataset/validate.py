@@ -9,7 +9,8 @@ Exits non-zero on any error, listing each on one line.
 import csv
 from pathlib import Path
 
-from analysis.publish.dataset.datapackage import dataset_files, load, sha256, write_datapackage
+from analysis.contract import dataset
+from analysis.publish.dataset.datapackage import dataset_files, load, run_folders, sha256, write_datapackage
 from analysis.errors import HeapcostError
 from analysis.paths import machine_paths
 
@@ -28,22 +29,22 @@ def structural_errors(data_dir: Path, package: dict) -> list[str]:
         want = described[path].get("hash", "")
         if want and want != f"sha256:{sha256(data_dir / path)}":
             errors.append(f"{path}: sha256 differs from datapackage.json (changed after publication?)")
-    runs = data_dir / "runs"
-    if runs.is_dir():
-        for run in sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            for needed in ("run.json", "machine.json"):
-                if not (run / needed).is_file():
-                    errors.append(f"runs/{run.name}: {needed} missing")
-            for name in ("trials.csv", "pairs.csv"):
-                if (run / name).is_file():
-                    try:
-                        with open(run / name, newline="") as fh:
-                            seqs = [row.get("seq") for row in csv.DictReader(fh)]
-                    except (csv.Error, UnicodeDecodeError) as exc:  # a field over the csv module's limit
-                        errors.append(f"runs/{run.name}/{name}: not readable as CSV ({exc})")
-                        continue
-                    if len(seqs) != len(set(seqs)):
-                        errors.append(f"runs/{run.name}/{name}: duplicate seq values")
+    ds = dataset.load(data_dir / "runs")
+    for run in run_folders(data_dir):  # a folder without its run.json too: it is named below
+        for needed in ("run.json", "machine.json"):
+            if not ds.has(run, needed):
+                errors.append(f"runs/{run}: {needed} missing")
+        for name in ("trials.csv", "pairs.csv"):
+            try:
+                rows = ds.rows(run, name)
+            except (csv.Error, UnicodeDecodeError) as exc:  # a field over the csv module's limit
+                errors.append(f"runs/{run}/{name}: not readable as CSV ({exc})")
+                continue
+            if rows is None:
+                continue
+            seqs = [row.get("seq") for row in rows]
+            if len(seqs) != len(set(seqs)):
+                errors.append(f"runs/{run}/{name}: duplicate seq values")
     return errors
 
 

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract import debates_spec
+from analysis.contract import dataset, debates_spec
 from analysis.errors import HeapcostError
-from analysis.contract.runstore import read_json
 from analysis.publish.debates import pool, predictions
 from analysis.stats import random_effects, scaling
 from analysis.stats.estimators import Difference
@@ -29,6 +28,7 @@ SEED = "001"
 SHORT_BUILD = "build"  # the workload whose scaling fit predicts
 LONG_BUILD = "linux-build"  # the workload predicted
 BASELINE = "glibc"
+TRIALS = "trials.csv"
 KEYS = predictions.LONG_BUILD_KEYS
 SLOPE_COLUMNS = ["run_id", "processor", "allocator", "build", "estimate", "se", "df", "startup_ms",
                  "baseline_startup_ms"]
@@ -38,12 +38,13 @@ CHECK_COLUMNS = ["seed", "configuration", "workload", "from_workload", "processo
 
 def run_slopes(runs_dir: Path, allocators, workload: str = SHORT_BUILD, baseline: str = BASELINE) -> pd.DataFrame:
     """One row per (run, allocator) whose trials of `workload` fit a line at two or more scales on both the
-    allocator's and the baseline's side: the log of the per-unit cost ratio, its SE and df, and both start-ups."""
-    runs_dir = Path(runs_dir)
-    processors = pool._processors(runs_dir)
+    allocator's and the baseline's side: the log of the per-unit cost ratio, its SE and df, and both start-ups.
+    `runs_dir`: the dataset (or its runs folder)."""
+    ds = dataset.load(runs_dir)
+    processors = pool._processors(ds)
     rows = []
-    for run in sorted(d for d in runs_dir.iterdir() if (d / "trials.csv").is_file()) if runs_dir.is_dir() else []:
-        trials = pd.read_csv(run / "trials.csv", low_memory=False)
+    for run in [r for r in ds.run_ids() if ds.has(r, TRIALS)]:
+        trials = ds.table(run, TRIALS)
         if "workload" not in trials or "scale" not in trials:
             continue
         trials = trials[(trials["workload"] == workload) & trials["allocator"].isin([baseline, *allocators])]
@@ -53,14 +54,14 @@ def run_slopes(runs_dir: Path, allocators, workload: str = SHORT_BUILD, baseline
         if baseline not in model.index:
             continue
         base = model.loc[baseline]
-        info = read_json(run / "run.json") if (run / "run.json").is_file() else {}
+        info = ds.info(run)
         for allocator in allocators:
             if allocator not in model.index:
                 continue
             d = scaling.per_unit_difference(model.loc[allocator], base)
             if d is None:
                 continue
-            rows.append({"run_id": run.name, "processor": processors.get(run.name, "?"), "allocator": allocator,
+            rows.append({"run_id": run, "processor": processors.get(run, "?"), "allocator": allocator,
                          "build": pool.build_of(info, allocator), "estimate": d.estimate, "se": d.se, "df": d.df,
                          "startup_ms": 1e3 * float(model.loc[allocator, "startup_s"]),
                          "baseline_startup_ms": 1e3 * float(base["startup_s"])})
@@ -153,10 +154,11 @@ MEASURED_COLUMNS = ["seed", "configuration", "workload", "processor", "metric", 
 def measured(cells: dict, runs_dir: Path, pairs, workload: str = LONG_BUILD) -> pd.DataFrame:
     """Per contested pair, host and metric (wall, user and system time, the process tree's peak resident and
     anonymous memory): the
-    with/without ratio of the long build, each run's through its own baseline, a host's runs pooled."""
+    with/without ratio of the long build, each run's through its own baseline, a host's runs pooled, their hosts
+    from the dataset (or its runs folder)."""
     from analysis.publish.render.formats import fmt_interval
     from analysis.stats.within_run import ratio_within_run
-    processors = pool._processors(Path(runs_dir))
+    processors = pool._processors(dataset.load(runs_dir))
     rows = []
     for metric in METRICS:
         table = cells.get(metric)

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.contract.profile_schema import RUN_KIND, RUN_TABLE
-from analysis.contract.runstore import runs_of_kind
-from analysis.contract.schema import read_table
 from analysis.errors import HeapcostError
 from analysis.publish.debates import pool
 from analysis.publish.render.formats import fmt_interval
@@ -46,14 +45,16 @@ SPLIT_KEYS = ["seed", "configuration", "workload", "processor"]
 
 def host_profiles(runs_dir: Path | None) -> dict[str, pd.DataFrame]:
     """{processor label: profiles.csv rows}: of each workload, the rows of the host's newest complete profile run
-    that profiled it (runs may profile different workloads, at the scales their time runs use)."""
+    that profiled it (runs may profile different workloads, at the scales their time runs use), from the dataset
+    (or its runs folder)."""
     if runs_dir is None:
         return {}
-    runs = [r for r in runs_of_kind(Path(runs_dir), RUN_KIND) if r.complete and (r.path / RUN_TABLE).is_file()]
-    labels = pool._processors(Path(runs_dir)) if runs else {}
+    ds = dataset.load(runs_dir)
+    runs = [r for r in ds.runs(RUN_KIND) if r.complete and ds.has(r, RUN_TABLE)]
+    labels = pool._processors(ds) if runs else {}
     out: dict[str, dict[str, pd.DataFrame]] = {}
     for r in runs:  # oldest first: a newer run's profile of a workload replaces an older one's
-        table = read_table(r.path / RUN_TABLE)
+        table = ds.table(r, RUN_TABLE)
         for workload, rows in table.groupby("workload", sort=True):
             out.setdefault(labels.get(r.run_id, r.run_id), {})[str(workload)] = rows
     return {host: pd.concat(list(w.values()), ignore_index=True) for host, w in out.items()}
@@ -78,13 +79,15 @@ def _measured(per_host: pd.DataFrame, seed: str, configuration: str, workload: s
 def direct_costs(runs_dir: Path | None, spec: dict, baseline: str) -> pd.DataFrame:
     """Per-call costs of a contested configuration measured in turns with the other side of its pair directly
     (the calls workloads run with PAIRS=with:without), per host: publish/results/per_call.table with the
-    configuration without the change as the baseline. Empty where no run paired them."""
+    configuration without the change as the baseline. Empty where no run paired them. `runs_dir`: the dataset
+    (or its runs folder)."""
     from analysis.publish.results import per_call
 
     if runs_dir is None:
         return pd.DataFrame(columns=per_call.COLUMNS)
+    ds = dataset.load(runs_dir)
     withouts = sorted({without for q in spec.values() for _, without in q.contested} - {baseline})
-    frames = [t for t in (per_call.table(Path(runs_dir), w) for w in withouts) if len(t)]
+    frames = [t for t in (per_call.table(ds, w) for w in withouts) if len(t)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=per_call.COLUMNS)
 
 
@@ -93,7 +96,8 @@ def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, sp
     """One row per debate, contested pair, workload and host with a profile run: predicted and measured; where
     `kernel` (results_kernel_part.csv's rows) has the cell, the measured CPU time split beside the prediction.
     Where `direct` (direct_costs) has the pair's per-call costs measured in turns with each other on that host,
-    they predict it; elsewhere each side's costs against the baseline do."""
+    they predict it; elsewhere each side's costs against the baseline do. `runs_dir`: the dataset (or its runs
+    folder), None for none."""
     rows = []
     for processor, profiles in sorted(host_profiles(runs_dir).items()):
         for q in spec.values():

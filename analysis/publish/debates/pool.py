@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.contract import dataset
+from analysis.contract.dataset import Dataset, Run
 from analysis.errors import HeapcostError
 from analysis.stats.within_run import WithinRun
 from analysis.publish.results.hosts import run_groups
@@ -22,10 +24,12 @@ from analysis.stats import equivalence, paired
 from analysis.stats import random_effects
 from analysis.stats.estimators import Difference
 from analysis.contract.host import dataset_machines, extends_label
-from analysis.contract.runstore import Run, read_json
 from analysis.contract.schema import warmup_mask
 
 SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
+PAIRS = "pairs.csv"
+TRIALS = "trials.csv"
+MACHINE = "machine.json"
 RUN_COLUMNS = ["seed", "configuration", "workload", "run_id", "host", "processor", "machine", "build", "layout", "ratio",
                "ci_low", "ci_high", "estimate", "se", "df", "method", "superseded"]
 HOST_COLUMNS = ["seed", "configuration", "workload", "processor", "machines", "n_machines", "n_runs", "n_estimates",
@@ -50,31 +54,39 @@ MIN_HOSTS_TO_POOL = 5
 MIN_AA_RUNS = 3
 
 
+def dataset_of(res) -> Dataset | None:
+    """The dataset of a Results' runs (analysis.contract.dataset), or None when it has no run."""
+    runs_dir = runs_dir_of(res)
+    return None if runs_dir is None else dataset.load(runs_dir)
+
+
 @functools.lru_cache(maxsize=8)
-def _host_kinds(runs_dir: Path) -> dict[str, str]:
-    """{run: its host kind} over every run of the dataset (analysis.contract.host.host_groups), so that a new
-    run that records more of its machine joins the published runs of the same kind."""
-    runs = [d.name for d in Path(runs_dir).iterdir() if (d / "machine.json").is_file()] if Path(runs_dir).is_dir() else []
-    group, labels, _ = run_groups(Path(runs_dir), runs)
+def _host_kinds(runs_dir) -> dict[str, str]:
+    """{run: its host kind} over every run of the dataset (or its runs folder) (analysis.contract.host.host_groups),
+    so that a new run that records more of its machine joins the published runs of the same kind."""
+    ds = dataset.load(runs_dir)
+    runs = [run for run in ds.run_ids() if ds.has(run, MACHINE)]
+    group, labels, _ = run_groups(ds, runs)
     return {run: labels[fp] for run, fp in group.items()}
 
 
-def _machine_of(runs_dir: Path) -> dict:
-    """{run: its Machine} over every run of the dataset (analysis.contract.host.dataset_machines): the processor
-    kind and the machine within it."""
+def _machine_of(runs_dir) -> dict:
+    """{run: its Machine} over every run of the dataset (or its runs folder)
+    (analysis.contract.host.dataset_machines): the processor kind and the machine within it."""
     return dataset_machines(runs_dir)
 
 
 @functools.lru_cache(maxsize=8)
-def _processors(runs_dir: Path) -> dict[str, str]:
-    """{run: its processor kind} over every run of the dataset (analysis.contract.host.processor_groups)."""
-    return {run: m.kind for run, m in _machine_of(Path(runs_dir)).items()}
+def _processors(runs_dir) -> dict[str, str]:
+    """{run: its processor kind} over every run of the dataset (or its runs folder)
+    (analysis.contract.host.processor_groups)."""
+    return {run: m.kind for run, m in _machine_of(dataset.load(runs_dir)).items()}
 
 
 @functools.lru_cache(maxsize=8)
-def _machines(runs_dir: Path) -> dict[str, str]:
-    """{run: the name of its machine} (analysis.contract.host.machine_name)."""
-    return {run: m.name for run, m in _machine_of(Path(runs_dir)).items()}
+def _machines(runs_dir) -> dict[str, str]:
+    """{run: the name of its machine} (analysis.contract.host.machine_name) over the dataset (or its runs folder)."""
+    return {run: m.name for run, m in _machine_of(dataset.load(runs_dir)).items()}
 
 
 def build_of(run_info: dict, allocator: str) -> str:
@@ -96,25 +108,37 @@ def build_of(run_info: dict, allocator: str) -> str:
     return str(rec.get("expect_malloc") or origin.get("version") or origin.get("package") or allocator)
 
 
-def _runs(runs_dir: Path, run_ids) -> dict[str, Run]:
-    return {rid: Run(runs_dir / rid, read_json(runs_dir / rid / "run.json")) for rid in sorted(set(run_ids))
-            if (runs_dir / rid / "run.json").is_file()}
+def _runs(ds: Dataset, run_ids) -> dict[str, Run]:
+    """{run id: its Run} of those of `run_ids` that have a readable run.json."""
+    return {rid: run for rid in sorted(set(run_ids)) if (run := ds.run(rid)) is not None}
+
+
+def _run_file(path) -> tuple[Dataset, str, str]:
+    """(the dataset, the run's id, the file's name) of a run's file: `path` a Run, a run's folder (its
+    pairs.csv) or the path of one of its files."""
+    if isinstance(path, Run):
+        folder, name = path.path, PAIRS
+    else:
+        path = Path(path)
+        folder, name = (path.parent, path.name) if path.suffix == ".csv" else (path, PAIRS)
+    return dataset.load(folder.parent), folder.name, name
 
 
 def pairs_of(path: Path) -> pd.DataFrame | None:
-    """A run's pairs.csv as read once for every reader (never change it), or None."""
-    return _pairs(path)
+    """A run's pairs.csv as read once for every reader (never change it), or None. `path`: its path, or the
+    run (a Run or its folder)."""
+    ds, run_id, name = _run_file(path)
+    return ds.table(run_id, name, shared=True)
 
 
 # Enough for every run of the dataset: a smaller cache, walked in run order by each debate, evicts each run's
-# table before it is asked again and reads it anew every time.
+# index before it is asked again and makes it anew every time.
 RUN_CACHE = 512
 
 
-@functools.lru_cache(maxsize=RUN_CACHE)
-def _pairs(path: Path) -> pd.DataFrame | None:
+def _pairs(ds: Dataset, run_id: str) -> pd.DataFrame | None:
     """A run's pairs.csv, read once for all the debates that ask it (callers never change it)."""
-    return pd.read_csv(path, low_memory=False) if path.is_file() else None
+    return ds.table(run_id, PAIRS, shared=True)
 
 
 def _pair_key(a, b):
@@ -123,30 +147,36 @@ def _pair_key(a, b):
 
 
 @functools.lru_cache(maxsize=RUN_CACHE)
-def _pair_groups(path: Path) -> dict[tuple[str, str], pd.Index]:
-    """(workload, unordered pair of two different allocators) -> the rows of a run's pairs.csv that put them in
-    turn with each other (indexed once per run: every debate and A/A copy asks each run)."""
-    pairs = _pairs(path)
+def _pair_groups(ds: Dataset, run_id: str) -> tuple[pd.DataFrame | None, dict[tuple[str, str], pd.Index]]:
+    """(a run's pairs.csv, {(workload, unordered pair of two different allocators): the rows of it that put them
+    in turn with each other}), indexed once per run: every debate and A/A copy asks each run."""
+    pairs = _pairs(ds, run_id)
     if pairs is None:
-        return {}
+        return None, {}
     a, b = pairs["allocator_a"].astype(str), pairs["allocator_b"].astype(str)
     two = pairs[a != b]
     names = [_pair_key(x, y) for x, y in zip(a[a != b], b[a != b])]
-    return {key: rows for key, rows in two.groupby([two["workload"].astype(str), pd.Series(names, index=two.index)],
-                                                    sort=False).groups.items()}
+    return pairs, {key: rows for key, rows in two.groupby([two["workload"].astype(str),
+                                                           pd.Series(names, index=two.index)],
+                                                          sort=False).groups.items()}
 
 
-def _direct(run: Run, with_: str, without: str, workload: str) -> Difference | None:
+def _direct(ds: Dataset, run: Run, with_: str, without: str, workload: str) -> Difference | None:
     """with/without from the run's lockstep pairs that put the two in turn with each other (largest scale)."""
-    return _direct_at(run.path / "pairs.csv", with_, without, workload)
+    return _direct_at(ds, run.run_id, with_, without, workload)
 
 
 @functools.lru_cache(maxsize=65536)
-def _direct_at(path: Path, with_: str, without: str, workload: str) -> Difference | None:
-    rows = _pair_groups(path).get((str(workload), _pair_key(with_, without))) if with_ != without else None
+def _direct_at(ds: Dataset, run_id: str, with_: str, without: str, workload: str) -> Difference | None:
+    """with/without from the lockstep pairs of run `run_id` of the dataset that put the two in turn with each
+    other (largest scale), or None."""
+    if with_ == without:
+        return None
+    pairs, groups = _pair_groups(ds, run_id)
+    rows = groups.get((str(workload), _pair_key(with_, without)))
     if rows is None:
         return None
-    mine = _pairs(path).loc[rows]
+    mine = pairs.loc[rows]
     try:
         rows = paired.as_comparison(mine, without).results
     except HeapcostError:
@@ -186,10 +216,12 @@ class RunCells:
             self._within[key] = WithinRun(self.groups(workload)[run_id])
         return self._within[key]
 
-    def runs(self, runs_dir: Path, workload) -> dict[str, Run]:
-        key = (Path(runs_dir), workload)
+    def runs(self, runs_dir, workload) -> dict[str, Run]:
+        """{run id: its Run} of the runs on the workload, from the dataset (or its runs folder)."""
+        ds = dataset.load(runs_dir)
+        key = (ds, workload)
         if key not in self._runs:
-            self._runs[key] = _runs(runs_dir, list(self.groups(workload)))
+            self._runs[key] = _runs(ds, list(self.groups(workload)))
         return self._runs[key]
 
 
@@ -200,18 +232,20 @@ def grouped_cells(cells: dict | None) -> dict[str, RunCells]:
 
 def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
                   workload: str, grouped: RunCells | None = None) -> pd.DataFrame:
-    """One row per run that measured both sides on the workload: its log ratio with/without and SE.
-    `grouped`: the RunCells of `cells`, when the caller asks it again (else split here)."""
+    """One row per run that measured both sides on the workload: its log ratio with/without and SE. `runs_dir`:
+    the dataset (or its runs folder). `grouped`: the RunCells of `cells`, when the caller asks it again (else
+    split here)."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=RUN_COLUMNS)
+    ds = dataset.load(runs_dir)
     grouped = RunCells(cells) if grouped is None else grouped.of(cells)
-    runs = grouped.runs(runs_dir, workload)
+    runs = grouped.runs(ds, workload)
     rows = []
     for run_id in grouped.groups(workload):
         run = runs.get(run_id)
         if run is None:
             continue
-        d, method = _direct(run, with_, without, workload), "direct pairs"
+        d, method = _direct(ds, run, with_, without, workload), "direct pairs"
         if d is None and "baseline" not in cells.columns:
             continue  # cells of pairs only (the calls and brought programs' tables): nothing to read through a baseline
         if d is None:
@@ -221,9 +255,9 @@ def run_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, wi
             continue
         lo, hi = d.interval()
         rows.append({"seed": seed, "configuration": f"{with_} / {without}", "workload": workload,
-                     "run_id": run_id, "host": _host_kinds(Path(runs_dir)).get(run_id, "?"),
-                     "processor": _processors(Path(runs_dir)).get(run_id, "?"),
-                     "machine": _machines(Path(runs_dir)).get(run_id, "?"),
+                     "run_id": run_id, "host": _host_kinds(ds).get(run_id, "?"),
+                     "processor": _processors(ds).get(run_id, "?"),
+                     "machine": _machines(ds).get(run_id, "?"),
                      "build": f"{build_of(run.info, with_)} / {build_of(run.info, without)}",
                      "layout": _layout_of(with_, without),
                      "ratio": math.exp(d.estimate), "ci_low": math.exp(lo), "ci_high": math.exp(hi),
@@ -264,7 +298,9 @@ def layout_pairs(cells: pd.DataFrame, with_: str, without: str) -> list[tuple[st
 
 def pair_estimates(cells: pd.DataFrame, runs_dir: Path, seed: str, with_: str, without: str,
                    workload: str, grouped: RunCells | None = None) -> pd.DataFrame:
-    """run_estimates of the pair and of its layout builds, in one table (configuration: the pair's name)."""
+    """run_estimates of the pair and of its layout builds, in one table (configuration: the pair's name).
+    `runs_dir`: the dataset (or its runs folder)."""
+    runs_dir = dataset.load(runs_dir)
     frames = [run_estimates(cells, runs_dir, seed, a, b, workload, grouped).assign(configuration=f"{with_} / {without}")
               for a, b in layout_pairs(cells, with_, without)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RUN_COLUMNS)
@@ -473,9 +509,11 @@ AA_POOLED_COLUMNS = ["workload", "allocator", "n_runs", "n_hosts", "ratio", "ci_
 def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str,
                    grouped: RunCells | None = None) -> pd.DataFrame:
     """A/A across runs: each copy of the baseline's library pooled over the current-design runs that measured it
-    on a workload, like a debate's pair (a pooled 95% interval should exclude 1 in at most 5% of them)."""
+    on a workload, like a debate's pair (a pooled 95% interval should exclude 1 in at most 5% of them).
+    `runs_dir`: the dataset (or its runs folder)."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=AA_POOLED_COLUMNS)
+    runs_dir = dataset.load(runs_dir)
     rows = []
     for copy, workload, est in _aa_estimates(cells, runs_dir, baseline, grouped):
         if est["run_id"].nunique() < MIN_AA_RUNS:
@@ -488,12 +526,12 @@ def aa_across_runs(cells: pd.DataFrame, runs_dir: Path, baseline: str,
     return pd.DataFrame(rows, columns=AA_POOLED_COLUMNS)
 
 
-def _aa_estimates(cells: pd.DataFrame, runs_dir: Path, baseline: str, grouped: RunCells | None = None):
+def _aa_estimates(cells: pd.DataFrame, ds: Dataset, baseline: str, grouped: RunCells | None = None):
     """(copy, workload, its current-design run estimates against the baseline) for every A/A copy measured."""
-    runs = _runs(runs_dir, cells["run_id"])
+    runs = _runs(ds, cells["run_id"])
     for copy in sorted({a for r in runs.values() for a in aa_copies(r)}):
         for workload in sorted(set(cells.loc[cells["allocator"] == copy, "workload"])):
-            est = run_estimates(cells, runs_dir, "A/A", copy, baseline, workload, grouped)
+            est = run_estimates(cells, ds, "A/A", copy, baseline, workload, grouped)
             yield copy, workload, est[~est["superseded"]]
 
 
@@ -502,9 +540,11 @@ AA_HOST_COLUMNS = ["processor", "workload", "allocator", "n_runs", "ratio", "ci_
 
 def aa_by_host(cells: pd.DataFrame, runs_dir: Path, baseline: str, grouped: RunCells | None = None) -> pd.DataFrame:
     """A/A across runs on each processor kind alone: every copy of the baseline on every workload, its runs on
-    that host pooled (the host's own floor for the width of a debate's interval there)."""
+    that host pooled (the host's own floor for the width of a debate's interval there). `runs_dir`: the dataset
+    (or its runs folder)."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=AA_HOST_COLUMNS)
+    runs_dir = dataset.load(runs_dir)
     rows = []
     for copy, workload, est in _aa_estimates(cells, runs_dir, baseline, grouped):
         for processor, sub in est.groupby("processor", sort=True):
@@ -533,8 +573,9 @@ def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str
     top = pf.sort_values("scale").iloc[-1]
     frees_per_scale = float(top["free_calls"]) / float(top["scale"])
     times = []
+    ds = dataset_of(res)
     for run_id in runs.loc[~runs["superseded"].astype(bool), "run_id"]:
-        t = time_of(Path(runs_dir_of(res)) / run_id, without, workload)
+        t = _time_of(ds, run_id, without, workload)
         if t:
             times.append(t)
     if not times:
@@ -547,8 +588,14 @@ def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str
 
 
 def time_of(run_dir: Path, allocator: str, workload: str) -> tuple[float, float] | None:
-    """The median active time of one process of `allocator` on the workload in a lockstep run, and its scale."""
-    pairs = _pairs(run_dir / "pairs.csv")
+    """The median active time of one process of `allocator` on the workload in a lockstep run (its folder, or
+    its Run), and its scale."""
+    ds, run_id, _ = _run_file(run_dir)
+    return _time_of(ds, run_id, allocator, workload)
+
+
+def _time_of(ds: Dataset, run_id: str, allocator: str, workload: str) -> tuple[float, float] | None:
+    pairs = _pairs(ds, run_id)
     if pairs is None:
         return None
     pairs = pairs[(pairs["workload"] == workload) & (pairs["status"] == "ok") & (pairs["warmup"].astype(int) == 0)]
@@ -567,9 +614,11 @@ LAYOUT_AA_COLUMNS = ["configuration", "layout", "workload", "processor", "n_runs
 def layout_aa(cells: pd.DataFrame, runs_dir: Path, grouped: RunCells | None = None) -> pd.DataFrame:
     """The layout's own A/A (A/A'): every layout build `<id>_l<N>` against the first build `<id>` of the same
     source on the same workload, with no defence between them, each host's runs pooled. Its intervals should
-    exclude 1 in about 5% of the cells; more says the code's layout moves a ratio by more than the runs see."""
+    exclude 1 in about 5% of the cells; more says the code's layout moves a ratio by more than the runs see.
+    `runs_dir`: the dataset (or its runs folder)."""
     if cells is None or cells.empty:
         return pd.DataFrame(columns=LAYOUT_AA_COLUMNS)
+    runs_dir = dataset.load(runs_dir)
     names = set(cells["allocator"].astype(str))
     rows = []
     for name in sorted(names):
@@ -595,11 +644,11 @@ KERNEL_COLUMNS = ["seed", "configuration", "workload", "processor", "allocator",
 
 
 @functools.lru_cache(maxsize=RUN_CACHE)
-def _trials(path: Path) -> pd.DataFrame | None:
-    """A run's usable trials (ok, not warm-up), read once for every debate that asks it."""
-    if not path.is_file():
+def _trials(ds: Dataset, run_id: str) -> pd.DataFrame | None:
+    """A run's usable trials (ok, not warm-up), kept for every debate that asks it (callers never change it)."""
+    t = ds.table(run_id, TRIALS, shared=True)
+    if t is None:
         return None
-    t = pd.read_csv(path, low_memory=False)
     keep = t["status"].astype(str).eq("ok") if "status" in t else pd.Series(True, index=t.index)
     if "warmup" in t:
         keep &= ~warmup_mask(t["warmup"])
@@ -610,7 +659,9 @@ def kernel_part(runs: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
     """Where the time of each side of a debate cell goes, host by host: the median wall, user and system time
     and minor faults of one process over the current runs' usable trials (their largest scale), and the
     kernel's share of its CPU time (system / (user + system)). The part of a ratio that depends on the
-    operating system stands apart in it: a side that spends its time in the kernel measures the kernel too."""
+    operating system stands apart in it: a side that spends its time in the kernel measures the kernel too.
+    `runs_dir`: the dataset (or its runs folder)."""
+    ds = dataset.load(runs_dir)
     rows = []
     current = runs[~runs["superseded"].astype(bool)] if len(runs) else runs
     for (seed, conf, workload, processor), g in (current.groupby(["seed", "configuration", "workload", "processor"],
@@ -619,7 +670,7 @@ def kernel_part(runs: pd.DataFrame, runs_dir: Path) -> pd.DataFrame:
         for side, allocator in (("with", with_), ("without", without)):
             parts = []
             for run_id in sorted(set(g["run_id"])):
-                t = _trials(Path(runs_dir) / run_id / "trials.csv")
+                t = _trials(ds, run_id)
                 if t is None:
                     continue
                 sub = t[(t["allocator"].astype(str) == allocator) & (t["workload"].astype(str) == workload)]
@@ -662,12 +713,13 @@ CODE_COLUMNS = ["allocator", "file", "sha256", "instructions", "rep_stos", "mems
 
 
 def code_census(runs_dir: Path, allocators) -> pd.DataFrame:
-    """The census of each debated library's code (harness/mechanisms/code_census.py), from the newest run that recorded
-    it: one row per allocator and file."""
+    """The census of each debated library's code (harness/mechanisms/code_census.py), from the newest run of the
+    dataset (or its runs folder) that recorded it: one row per allocator and file."""
     found = {}
     wanted = set(allocators)
-    for path in sorted(Path(runs_dir).glob("*/run.json")) if runs_dir else []:
-        info = read_json(path)
+    ds = dataset.load(runs_dir) if runs_dir else None
+    for run_id in ds.run_ids() if ds is not None else []:
+        info = ds.info(run_id)
         for name, rec in (info.get("allocators") or {}).items():
             if name not in wanted or not isinstance(rec, dict):
                 continue
@@ -675,5 +727,5 @@ def code_census(runs_dir: Path, allocators) -> pd.DataFrame:
                 if isinstance(lib, dict) and lib.get("code"):
                     found[(name, lib.get("file", ""))] = {"allocator": name, "file": lib.get("file", ""),
                                                           "sha256": str(lib.get("sha256", ""))[:12],
-                                                          **lib["code"], "run_id": path.parent.name}
+                                                          **lib["code"], "run_id": run_id}
     return pd.DataFrame([found[k] for k in sorted(found)], columns=CODE_COLUMNS)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract import debates_spec
+from analysis.contract import dataset, debates_spec
 from analysis.contract.host import canonical_label, extends_label
 from analysis.errors import HeapcostError, read_toml
 from analysis.paths import REPO
@@ -40,11 +40,13 @@ NEXT_MACHINE_CHECK_COLUMNS = ["seed", "configuration", "workload", "kind", "regi
 
 def ablation_cells(cells: pd.DataFrame, runs_dir: Path, skip=(), by_kind: bool = False) -> dict:
     """{(with, without, workload): [(log ratio, se) per processor kind]} over the catalogue's ablation pairs
-    (one defence inside one allocator), each host's runs and builds pooled; `skip` the debates' own pairs.
-    `by_kind`: {cell: {kind: (log ratio, se)}} instead, for predictions that leave a kind out."""
+    (one defence inside one allocator), each host's runs and builds pooled, from the dataset (or its runs
+    folder); `skip` the debates' own pairs. `by_kind`: {cell: {kind: (log ratio, se)}} instead, for predictions
+    that leave a kind out."""
     out = {}
     if cells is None or cells.empty:
         return out
+    runs_dir = dataset.load(runs_dir)
     for _, with_, without in ABLATIONS:
         if (with_, without) in skip:
             continue
@@ -71,7 +73,7 @@ def head_commit() -> str:
 
 def compute(res, per_host: pd.DataFrame, spec: dict, today: str, commit: str) -> list[dict]:
     """A prediction for every debate's primary cell that some host has answered."""
-    runs_dir = pool.runs_dir_of(res)
+    runs_dir = pool.dataset_of(res)
     skip = {p for q in spec.values() for p in q.contested}
     tau, n_cells = prediction.borrowed_spread(ablation_cells(res.cells.get("wall_s"), runs_dir, skip))
     out = []
@@ -218,11 +220,11 @@ def compute_per_calls(data_dir: Path, spec: dict, today: str, commit: str, basel
     from analysis.publish.debates import per_call_prediction
     from analysis.publish.results import cost
 
-    runs_dir = Path(data_dir) / "runs"
-    inputs = cost.model_inputs(runs_dir, baseline)
-    t = per_call_prediction.table(runs_dir, inputs.costs, pd.DataFrame(), spec, baseline, None,
-                                  per_call_prediction.direct_costs(runs_dir, spec, baseline))
-    newest = max((p.name for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")), default="")
+    ds = dataset.load(Path(data_dir) / "runs")
+    inputs = cost.model_inputs(ds, baseline)
+    t = per_call_prediction.table(ds, inputs.costs, pd.DataFrame(), spec, baseline, None,
+                                  per_call_prediction.direct_costs(ds, spec, baseline))
+    newest = max(ds.run_ids(), default="")
     return per_call_prediction.registrations(t, inputs.residuals, f"{today}, commit {commit}", newest)
 
 

@@ -260,7 +260,7 @@ def _seed_instructions(seed: str) -> str:
     return fmt_ratio(float(r["ratio"])) + (" (exact)" if pd.isna(lo) else f" [{fmt_ratio(lo)}, {fmt_ratio(hi)}]")
 
 
-def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str, claim,
+def _decided(res: Results, q, ds, with_: str, without: str, workload: str, claim,
              floors: dict, grouped: dict | None = None, runs: pd.DataFrame | None = None,
              spread=None, layout_tau2=None) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """The pre-registered answer of one contested pair on one workload: every run's ratio, each host's pooled
@@ -268,7 +268,7 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
     (intersection-union), a single ratio over hosts only where there is one host or enough hosts to estimate
     their spread, the added time per malloc+free pair and the comparison with the claim's own interval."""
     if runs is None:
-        runs = _pair_runs(res, q, runs_dir, with_, without, workload, grouped)
+        runs = _pair_runs(res, q, ds, with_, without, workload, grouped)
     out = {"margin": f"{q.margin * 100:g}%", "margin_reason": q.margin_reason, "rule": q.rule,
            "superseded_runs": int(runs["superseded"].sum()) if len(runs) else 0}
     current = runs[~runs["superseded"].astype(bool)] if len(runs) else runs
@@ -310,24 +310,24 @@ def _decided(res: Results, q, runs_dir, with_: str, without: str, workload: str,
     return out, runs, hosts
 
 
-def _pair_runs(res: Results, q, runs_dir, with_: str, without: str, workload: str,
+def _pair_runs(res: Results, q, ds, with_: str, without: str, workload: str,
                grouped: dict | None = None) -> pd.DataFrame:
-    return pool.pair_estimates(res.cells.get("wall_s"), runs_dir, q.seed, with_, without, workload,
+    return pool.pair_estimates(res.cells.get("wall_s"), ds, q.seed, with_, without, workload,
                                (grouped or {}).get("wall_s")) \
-        if runs_dir is not None else pd.DataFrame(columns=pool.RUN_COLUMNS)
+        if ds is not None else pd.DataFrame(columns=pool.RUN_COLUMNS)
 
 
 def debate_runs(res: Results, spec: dict, grouped: dict | None = None) -> dict:
     """{(seed, with, without, workload): every run's estimate of that debate cell} over every contested pair
     and workload measured: read once, for the machine level's joint spread and for each cell's answer."""
-    runs_dir = pool.runs_dir_of(res)
+    ds = pool.dataset_of(res)
     out = {}
     for d in DEBATES:
         q = spec[d.seed]
         for workload in q.workloads:
             for with_, without in q.contested:
                 if _measured(res, with_, without, workload, grouped):
-                    out[(d.seed, with_, without, workload)] = _pair_runs(res, q, runs_dir, with_, without,
+                    out[(d.seed, with_, without, workload)] = _pair_runs(res, q, ds, with_, without,
                                                                          workload, grouped)
     return out
 
@@ -373,13 +373,13 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None, group
     `aa_hosts`: pool.aa_by_host of res's wall_s cells against BASELINE when the caller has it."""
     spec = debates_spec.load() if spec is None else spec
     grouped = pool.grouped_cells(res.cells) if grouped is None else grouped
-    runs_dir = pool.runs_dir_of(res)
-    if runs_dir is None:
+    ds = pool.dataset_of(res)
+    if ds is None:
         floors = {}
     else:
-        floors = pool.aa_floors(pool.aa_by_host(res.cells.get("wall_s"), runs_dir, BASELINE, grouped.get("wall_s"))
+        floors = pool.aa_floors(pool.aa_by_host(res.cells.get("wall_s"), ds, BASELINE, grouped.get("wall_s"))
                                 if aa_hosts is None else aa_hosts)
-    cell_runs = debate_runs(res, spec, grouped) if runs_dir is not None else {}
+    cell_runs = debate_runs(res, spec, grouped) if ds is not None else {}
     spread, layout_tau2 = spreads(cell_runs)
     rows, run_rows, host_rows = [], [], []
     for d in DEBATES:
@@ -398,7 +398,7 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None, group
             for with_, without in q.contested:
                 m = _measured(res, with_, without, workload, grouped)
                 if m:
-                    decided, runs, hosts = _decided(res, q, runs_dir, with_, without, workload, claim, floors,
+                    decided, runs, hosts = _decided(res, q, ds, with_, without, workload, claim, floors,
                                                     grouped, cell_runs.get((d.seed, with_, without, workload)),
                                                     spread, layout_tau2)
                     found.append({**m, **decided, "claim_share": claim_share(claimed, m.get("_alloc_ratio")),

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.harness.allocators.catalog import layout_of
 from analysis.publish.debates import pool
 from analysis.publish.debates.security_side import SECOND_PORTS
@@ -49,12 +50,13 @@ def _instructions(per_free: pd.DataFrame | None, with_: str, without: str, workl
 def check(per_host: pd.DataFrame, cells: pd.DataFrame | None, runs_dir: Path | None,
           per_free: pd.DataFrame | None = None) -> pd.DataFrame:
     """The rows above, from the debates' per-kind answers (results_debate_hosts.csv), the wall-time comparisons
-    (to find the runs that measured a second port), the runs folder (their pairs.csv, read through pool) and
-    callgrind's counts per free (Results.per_free), a row per layout build the run timed (`<id>_l<N>`, the same
-    source linked or aligned otherwise: one more sample of where the code lies)."""
+    (to find the runs that measured a second port), the dataset or its runs folder (their pairs.csv, read
+    through pool) and callgrind's counts per free (Results.per_free), a row per layout build the run timed
+    (`<id>_l<N>`, the same source linked or aligned otherwise: one more sample of where the code lies)."""
     if runs_dir is None or cells is None or not len(per_host) or not len(cells):
         return pd.DataFrame(columns=COLUMNS)
-    kinds, machines = pool._processors(Path(runs_dir)), pool._machines(Path(runs_dir))
+    ds = dataset.load(runs_dir)
+    kinds, machines = pool._processors(ds), pool._machines(ds)
     source = cells["allocator"].astype(str).map(layout_of)  # (the allocator it is a build of, its layout)
     built, layout = source.map(lambda s: s[0]), source.map(lambda s: s[1])
     out = []
@@ -66,8 +68,7 @@ def check(per_host: pd.DataFrame, cells: pd.DataFrame | None, runs_dir: Path | N
         measured = sorted({(str(r), int(n)) for r, n in zip(mine["run_id"], layout.loc[mine.index])})
         for run_id, n in measured:
             suffix = "" if n == 1 else f"_l{n}"
-            d = pool._direct_at(Path(runs_dir) / run_id / "pairs.csv", ports[0] + suffix, ports[1] + suffix,
-                                str(workload))
+            d = pool._direct_at(ds, run_id, ports[0] + suffix, ports[1] + suffix, str(workload))
             if d is None:
                 continue
             low, high = d.interval(CONFIDENCE)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.contract.runstore import runs_of_kind
-from analysis.contract.schema import STORE_SEQUENCES, read_table
+from analysis.contract import dataset
+from analysis.contract.schema import STORE_SEQUENCES
 from analysis.publish.debates import pool
 from analysis.stats import store_sequence as S
 
@@ -34,9 +34,11 @@ def ns_display(ns, low, high) -> str:
 
 
 def host_runs(runs_dir: Path) -> dict[str, list]:
-    """{processor label: its complete mechanism runs holding the table, oldest first}."""
-    runs = [r for r in runs_of_kind(Path(runs_dir), KIND) if r.complete and (r.path / TABLE).is_file()]
-    labels = pool._processors(Path(runs_dir)) if runs else {}
+    """{processor label: its complete mechanism runs holding the table, oldest first}, of the dataset (or its
+    runs folder)."""
+    ds = dataset.load(runs_dir)
+    runs = [r for r in ds.runs(KIND) if r.complete and ds.has(r, TABLE)]
+    labels = pool._processors(ds) if runs else {}
     out: dict[str, list] = {}
     for r in runs:
         out.setdefault(labels.get(r.run_id, r.run_id), []).append(r)
@@ -44,11 +46,13 @@ def host_runs(runs_dir: Path) -> dict[str, list]:
 
 
 def results(runs_dir: Path | None) -> pd.DataFrame:
-    """The cells and the differences at POISON_BYTES of each host's newest mechanism run (COLUMNS)."""
+    """The cells and the differences at POISON_BYTES of each host's newest mechanism run (COLUMNS), from the
+    dataset (or its runs folder; None for none)."""
     rows = []
-    for processor, runs in sorted(host_runs(runs_dir).items()) if runs_dir else []:
+    ds = dataset.load(runs_dir) if runs_dir else None
+    for processor, runs in sorted(host_runs(ds).items()) if ds is not None else []:
         run = runs[-1]
-        table = read_table(run.path / TABLE)
+        table = ds.table(run, TABLE)
         common = {"processor": processor, "run_id": run.run_id, "runs_on_host": len(runs),
                   "heap_kib": (run.info.get("params") or {}).get("heap_kib")}
         for r in S.cells(table).to_dict("records"):

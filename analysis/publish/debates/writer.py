@@ -25,10 +25,10 @@ from analysis.stats.primitives import wilson
 def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> dict:
     """Writes the products through `p` (name -> path); returns the numbers for results_numbers.json."""
     spec = debates_spec.load()
-    runs_dir = pool.runs_dir_of(res)
+    ds = pool.dataset_of(res)
     grouped = pool.grouped_cells(res.cells)  # split once for every debate, layout and A/A copy
     wall = grouped.get("wall_s")
-    aa_hosts = pool.aa_by_host(res.cells.get("wall_s"), runs_dir, baseline, wall) if runs_dir else \
+    aa_hosts = pool.aa_by_host(res.cells.get("wall_s"), ds, baseline, wall) if ds else \
         pd.DataFrame(columns=pool.AA_HOST_COLUMNS)
     answers, runs, per_host = questions.answers(res, res.figures, spec, grouped,
                                                 aa_hosts if baseline == BASELINE else None)
@@ -39,7 +39,7 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     per_host = per_host.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"])
                                         for _, r in per_host.iterrows()])
     write_csv(per_host, p("debate_hosts.csv"))
-    ported = second_port.check(per_host, res.cells.get("wall_s"), runs_dir, res.per_free)
+    ported = second_port.check(per_host, res.cells.get("wall_s"), ds, res.per_free)
     ported = ported.assign(run=ported["run_id"].map(labels).fillna(""),
                            display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in ported.iterrows()],
                            first_display=[fmt_interval(r["first_ratio"], r["first_mean90_low"], r["first_mean90_high"])
@@ -52,20 +52,20 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     runs = runs.assign(run=runs["run_id"].map(labels).fillna(""),
                        display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in runs.iterrows()])
     write_csv(runs, p("debate_runs.csv"))
-    kernel = pool.kernel_part(runs, runs_dir) if runs_dir else pd.DataFrame(columns=pool.KERNEL_COLUMNS)
+    kernel = pool.kernel_part(runs, ds) if ds else pd.DataFrame(columns=pool.KERNEL_COLUMNS)
     write_csv(pool.kernel_part_wide(kernel), p("kernel_part.csv"))
     debated = {side.strip() for conf in answers["configuration"].astype(str) for side in conf.split(" / ")} \
         if len(answers) else set()
-    write_csv(pool.code_census(runs_dir, debated), p("code_census.csv"))
+    write_csv(pool.code_census(ds, debated), p("code_census.csv"))
     drawn = forest.write_all(answers, runs, per_host, labels, spec, lambda seed: p(f"debate_{seed}.svg"))
-    aa = pool.aa_across_runs(res.cells.get("wall_s"), runs_dir, baseline, wall) if runs_dir else \
+    aa = pool.aa_across_runs(res.cells.get("wall_s"), ds, baseline, wall) if ds else \
         pd.DataFrame(columns=pool.AA_POOLED_COLUMNS)
     aa = aa.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in aa.iterrows()])
     write_csv(aa, p("aa_pooled.csv"))
     aa_hosts = aa_hosts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in aa_hosts.iterrows()])
     write_csv(aa_hosts, p("aa_hosts.csv"))
     decided = per_host[per_host["decision"] != equivalence.UNDECIDED] if len(per_host) else per_host
-    layouts = pool.layout_aa(res.cells.get("wall_s"), runs_dir, wall) if runs_dir else \
+    layouts = pool.layout_aa(res.cells.get("wall_s"), ds, wall) if ds else \
         pd.DataFrame(columns=pool.LAYOUT_AA_COLUMNS)
     layouts = layouts.assign(display=[fmt_interval(r["ratio"], r["ci_low"], r["ci_high"]) for _, r in layouts.iterrows()])
     write_csv(layouts, p("layout_aa.csv"))
@@ -84,13 +84,13 @@ def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> di
     write_csv(replication, p("replication.csv"))
     machine_numbers = _machine_level(res, spec, runs, per_host, p)
     long_pairs = spec[long_build.SEED].contested if long_build.SEED in spec else []
-    long_measured = long_build.measured(res.cells, runs_dir, long_pairs) if runs_dir else \
+    long_measured = long_build.measured(res.cells, ds, long_pairs) if ds else \
         pd.DataFrame(columns=long_build.MEASURED_COLUMNS)
     write_csv(long_measured, p("long_build.csv"))
     long_registered = predictions.load_long_builds()
     long_checked = long_build.check(long_registered, per_host)
     write_csv(long_checked, p("long_build_check.csv"))
-    stores = store_sequence.results(runs_dir)
+    stores = store_sequence.results(ds)
     write_csv(stores, p("store_sequence.csv"))
     write_csv(store_sequence.wide(stores), p("store_sequence_wide.csv"))
     return {
@@ -144,9 +144,9 @@ def _machine_level(res: Results, spec: dict, runs: pd.DataFrame, per_host: pd.Da
     checked = predictions.next_machine_check(predictions.load_next_machines(), machines)
     write_csv(checked, p("next_machine_check.csv"))
     primary = {(f"{a} / {b}", w) for q in spec.values() for (a, b), w in [q.primary]}
-    runs_dir = pool.runs_dir_of(res)
+    ds = pool.dataset_of(res)
     skip = {pair for q in spec.values() for pair in q.contested}
-    ablations = predictions.ablation_cells(res.cells.get("wall_s"), runs_dir, skip, by_kind=True) if runs_dir else {}
+    ablations = predictions.ablation_cells(res.cells.get("wall_s"), ds, skip, by_kind=True) if ds else {}
     details = pd.concat([coverage.leave_one_machine_out(current, {}, primary),
                          coverage.leave_one_kind_out(per_host, ablations, primary)], ignore_index=True)
     write_csv(details, p("coverage_out_of_sample_cells.csv"))

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from analysis import __version__
 from analysis.errors import HeapcostError
-from analysis.contract.runstore import pick_run
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO
 
 PAPER_DIR = REPO / "paper"
@@ -39,14 +38,10 @@ SUPPLEMENT_REFS = "supplement_refs.json"  # {label: "Table S3"}: the supplement'
 
 def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) -> dict:
     """The parameters that point a notebook at the dataset and the output directory. Notebooks name
-    them data_dir / runs_dir / literature_dir / figures_csv / probes_csv / trials_csv / out_dir; the ones a
-    notebook does not declare are not passed."""
-    runs = data_dir / "runs"
-    wanted = {"data_dir": str(data_dir), "runs_dir": str(runs), "literature_dir": str(data_dir / "literature"),
+    them data_dir / runs_dir / literature_dir / figures_csv / out_dir; the ones a notebook does not declare
+    are not passed (a notebook's probes_csv stays empty: every probe run of runs_dir)."""
+    wanted = {"data_dir": str(data_dir), "runs_dir": str(data_dir / "runs"), "literature_dir": str(data_dir / "literature"),
               "figures_csv": str(data_dir / "literature" / "figures.csv"), "out_dir": str(generated)}
-    timed = pick_run(runs, "time", "trials.csv")
-    if timed is not None:
-        wanted["trials_csv"] = str(timed.path / "trials.csv")
     return {k: v for k, v in wanted.items() if k in defaults}
 
 

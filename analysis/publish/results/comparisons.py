@@ -12,6 +12,7 @@ import pandas as pd
 from analysis.stats import compare as cmp
 from analysis.stats import estimators, paired, scaling
 from analysis.stats import security, weight_draws
+from analysis.contract import dataset
 from analysis.contract.runstore import Run
 from analysis.contract.schema import LITERATURE_SCHEMAS, OK, declared_orientation, measured_trials, read_table
 from analysis.publish.results import ablations as ablation
@@ -372,10 +373,10 @@ def compute(data_dir: Path, baseline: str = BASELINE, weights: dict | None = Non
 
 
 def _compute(data_dir: Path, baseline: str, weights: dict | None) -> Results:
-    runs_dir = Path(data_dir) / "runs"
-    time_run, time_runs = paper_runs.contributing_runs(runs_dir, "time")
-    cg_run, cg_runs = paper_runs.contributing_runs(runs_dir, "callgrind")
-    probe_run, probe_runs = paper_runs.contributing_runs(runs_dir, "probe")
+    ds = dataset.load(Path(data_dir) / "runs")
+    time_run, time_runs = paper_runs.contributing_runs(ds, "time")
+    cg_run, cg_runs = paper_runs.contributing_runs(ds, "callgrind")
+    probe_run, probe_runs = paper_runs.contributing_runs(ds, "probe")
     speed, memory, time_lead, per_run = _speed(time_runs, time_run, baseline)
     left_out = pd.concat([usable(rt.table, "wall_s")[1].assign(run_id=rt.run_id) for rt in time_runs]
                          or [pd.DataFrame(columns=LEFT_OUT_COLUMNS)], ignore_index=True)
@@ -398,7 +399,7 @@ def _compute(data_dir: Path, baseline: str, weights: dict | None) -> Results:
     probe_lead = paper_runs.leads("probe", probe_runs, probe_run)
     scores = pd.DataFrame(columns=SCORE_COLUMNS)
     if probe_runs:
-        scores = security_scores(primitives.scored_rows(runs_dir, paper_runs.merge_probe_rows(probe_runs, probe_lead)), weights,
+        scores = security_scores(primitives.scored_rows(ds, paper_runs.merge_probe_rows(probe_runs, probe_lead)), weights,
                                  baseline)
     like = paper_runs.like_with_like_run(time_runs)
     trade = pd.DataFrame()
@@ -442,9 +443,9 @@ def _knock_outs(time_runs, baseline: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         controls = set(knock_outs.TOGETHER) & set(rt.run.info.get("allocators") or {})
         if not controls:
             continue
-        pairs_csv = rt.run.path / "pairs.csv"  # read again: rt.pairs leaves out the cost check's programs
-        cells = (paired.as_comparison(declared_orientation(rt.run.info, read_table(pairs_csv)), baseline).results
-                 if pairs_csv.is_file() else None)
+        pairs = _pairs(rt.run)  # read again: rt.pairs leaves out the cost check's programs
+        cells = (paired.as_comparison(declared_orientation(rt.run.info, pairs), baseline).results
+                 if pairs is not None else None)
         found.append(knock_outs.parts(rt.run_id, usable(rt.table, "wall_s")[0], cells, catalog, labels))
     found = [f for f in found if len(f[0])]
     if not found:
@@ -452,11 +453,16 @@ def _knock_outs(time_runs, baseline: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return (pd.concat([f[0] for f in found], ignore_index=True), pd.concat([f[1] for f in found], ignore_index=True))
 
 
+def _pairs(run: Run) -> pd.DataFrame | None:
+    """A run's pairs.csv as written (all of it), or None, from the dataset the run is in."""
+    return dataset.load(run.path.parent).table(run, "pairs.csv")
+
+
 def role_table(time_runs, baseline: str) -> pd.DataFrame:
     """Per run with alternating lockstep roles and per workload: how much longer role b took than role a."""
     alternating = [rt for rt in time_runs if rt.pairs is not None
                    and (rt.run.info.get("lockstep_roles") or {}).get("roles") == "alternating"]
-    return pd.concat([paired.role_effects(read_table(rt.run.path / "pairs.csv"), baseline).assign(run_id=rt.run_id)
+    return pd.concat([paired.role_effects(_pairs(rt.run), baseline).assign(run_id=rt.run_id)
                       for rt in alternating] or [pd.DataFrame(columns=[*paired.ROLE_COLUMNS, "run_id"])],
                      ignore_index=True)
 

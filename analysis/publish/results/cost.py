@@ -25,11 +25,13 @@ allocator (the calls-processes workload): for a program that starts many short p
 host without that cell says so on the allocator's line.
 """
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR
 from analysis.publish.results import cost_prediction as cp
@@ -73,30 +75,30 @@ def machine_spread(data_dir: Path) -> MachineSpread | None:
     return MachineSpread(spread.tau, spread.df, spread.cells, t_quantile(spread.df))
 
 
-def _run_signature(run: Path) -> bytes:
-    """A run's state: its intake.json (the sha256 of every file as merged), or without one, the path, size and
-    modification time of each of its files."""
-    intake = run / "intake.json"
-    if intake.is_file():
-        return intake.read_bytes()
-    parts = []
-    for path in sorted(p for p in run.rglob("*") if p.is_file()):
-        st = path.stat()
-        parts.append(f"{path.relative_to(run)}\0{st.st_size}\0{st.st_mtime_ns}")
-    return "\n".join(parts).encode()
+def _run_signature(ds: dataset.Dataset, run_id: str) -> bytes:
+    """A run's state: its intake.json (the sha256 of every file as merged), or without one (or one that cannot
+    be read), the path, size and modification time of each of its files (memo.folder_state)."""
+    from analysis.publish.results import memo
+
+    intake = ds.json(run_id, "intake.json")
+    if intake is not None:
+        return json.dumps(intake, sort_keys=True).encode()
+    return memo.folder_state(ds.path(run_id))
 
 
 def inputs_key(runs_dir: Path, baseline: str, registry: Path) -> str:
     """The state of what the model's inputs are computed from: each run's signature, the baseline, the
-    registrations and the debates (whose cells give the between-machine spread; memo.remembered adds the code)."""
+    registrations and the debates (whose cells give the between-machine spread; memo.remembered adds the code).
+    `runs_dir`: the dataset, or its runs folder."""
     from analysis.publish.results import memo
 
     from analysis.contract import debates_spec
 
+    ds = dataset.load(runs_dir)
     h = hashlib.sha256(f"{baseline}\0".encode())
     h.update(Path(debates_spec.DEBATES_TOML).read_bytes() if Path(debates_spec.DEBATES_TOML).is_file() else b"")
-    for run in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir() and not p.name.startswith(".")):
-        h.update(run.name.encode() + b"\0" + _run_signature(run) + b"\0")
+    for run_id in ds.run_ids():
+        h.update(run_id.encode() + b"\0" + _run_signature(ds, run_id) + b"\0")
     if Path(registry).is_dir():
         h.update(memo.folder_digest(Path(registry)).encode())
     return h.hexdigest()
@@ -105,31 +107,30 @@ def inputs_key(runs_dir: Path, baseline: str, registry: Path) -> str:
 def model_inputs(runs_dir: Path, baseline: str = "glibc", registry: Path | None = None) -> ModelInputs:
     """The per-call costs, the checked programs' misses and their range, remembered (publish/results/memo.py,
     HEAPCOST_MEMO=0: always computed) by inputs_key rather than by every byte of the runs, so that a call with
-    them kept reads a few small files."""
+    them kept reads a few small files. `runs_dir`: the dataset, or its runs folder."""
     from analysis.publish.results import cost_check, memo
 
     registry = Path(cost_check.REGISTRY if registry is None else registry)
-    runs_dir = Path(runs_dir)
-    parts = (inputs_key(runs_dir, baseline, registry),)
+    ds = dataset.load(runs_dir)
+    parts = (inputs_key(ds, baseline, registry),)
     if memo.enabled() and not memo.kept("cost_inputs", parts):
         print("computing the model's inputs from the dataset: once for this state of the dataset and the code "
               "(about a minute; the next answers take about a second)", flush=True)
-    return memo.remembered("cost_inputs", parts, lambda: _compute_inputs(runs_dir, baseline, registry))
+    return memo.remembered("cost_inputs", parts, lambda: _compute_inputs(ds, baseline, registry))
 
 
-def _compute_inputs(runs_dir: Path, baseline: str, registry: Path) -> ModelInputs:
-    from analysis.contract.runstore import runs_of_kind
+def _compute_inputs(ds: dataset.Dataset, baseline: str, registry: Path) -> ModelInputs:
     from analysis.publish.dataset import paper_runs
     from analysis.publish.results import cost_check, per_call
 
-    costs = per_call.table(runs_dir, baseline)
-    copies = frozenset(a for run in runs_of_kind(runs_dir, "time") for a in paper_runs.aa_copies(run))
+    costs = per_call.table(ds, baseline)
+    copies = frozenset(a for run in ds.runs("time") for a in paper_runs.aa_copies(run))
     residuals, checked = [], []
     for folder in cost_check.registrations(registry):
         reg = cost_check.load(folder)
         if reg["registration"].get("baseline", cost_check.BASELINE) != baseline:
             continue
-        table = cost_check.check(runs_dir, folder, costs)
+        table = cost_check.check(ds, folder, costs)
         done = table[table["log_error"].notna()]
         residuals.append(cost_check.residuals_of([table]))
         measured = set(done["program"])
@@ -141,7 +142,7 @@ def _compute_inputs(runs_dir: Path, baseline: str, registry: Path) -> ModelInput
     return ModelInputs(costs, pd.concat(residuals, ignore_index=True) if residuals
                        else pd.DataFrame(columns=RESIDUAL_COLUMNS),
                        pd.DataFrame(checked, columns=["program", "processor", *(f for f, _, _ in cp.FEATURES)]),
-                       copies, machine_spread(runs_dir.parent))
+                       copies, machine_spread(ds.root.parent))
 
 
 # ---- the command ----
@@ -177,7 +178,7 @@ def run(args) -> int:
     profile = cp.read_profile(args.profile)
     if not (args.data / "runs").is_dir():
         raise HeapcostError(f"{args.data / 'runs'} does not exist; give a dataset directory holding runs/ (--data)")
-    inputs = model_inputs(args.data / "runs", args.baseline)
+    inputs = model_inputs(dataset.load(args.data / "runs"), args.baseline)
     processor = args.processor or (_this_kind(inputs.costs["processor"]) if len(inputs.costs) else "")
     if not args.processor:
         print(f"on this machine's kind, {processor}" if processor else

@@ -18,7 +18,6 @@ the prediction interval (the prediction intervals' coverage) and whether the two
 error of the log ratio, whose median absolute value over the cells is the model's typical error.
 """
 import datetime
-import json
 import math
 import shlex
 import shutil
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
 
@@ -144,14 +144,13 @@ def render(head: dict, programs: list[dict], predictions: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _per_call_runs(runs_dir: Path, baseline: str, processor: str) -> list[str]:
+def _per_call_runs(ds: dataset.Dataset, baseline: str, processor: str) -> list[str]:
     """The runs whose calls workloads give this processor's per-call costs."""
     from analysis.contract.host import processor_groups
     from analysis.publish.results import per_call
 
-    runs = sorted(set(per_call.measured_cells(runs_dir, baseline)["run_id"]))
-    kinds = processor_groups({r: json.loads((runs_dir / r / "machine.json").read_text()) for r in runs
-                              if (runs_dir / r / "machine.json").is_file()})
+    runs = sorted(set(per_call.measured_cells(ds, baseline)["run_id"]))
+    kinds = processor_groups({r: ds.machine(r) for r in runs if ds.has(r, "machine.json")})
     return [r for r in runs if kinds.get(r) == processor]
 
 
@@ -171,9 +170,10 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
     commands = cost_programs.commands(programs, inputs)
     processor = this_processor()
     folder = Path(folder) if folder is not None else folder_of(processor, programs=programs_set)
-    costs = per_call.table(Path(data_dir) / "runs", baseline)
+    ds = dataset.load(Path(data_dir) / "runs")
+    costs = per_call.table(ds, baseline)
     if residuals is None and programs_set != "first":  # the misses of every program checked so far
-        residuals = residuals_of([check(Path(data_dir) / "runs", f, costs) for f in registrations()
+        residuals = residuals_of([check(ds, f, costs) for f in registrations()
                                   if load(f)["registration"].get("baseline", BASELINE) == baseline])
     mine = costs[costs["processor"] == processor] if len(costs) else costs
     if mine.empty:
@@ -218,7 +218,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
                                                    "interval": "95% prediction interval for a new program: the inputs' "
                                                                "interval joined with the model's own error"}),
             "baseline": baseline, "model": "analysis/stats/cost_model.py",
-            "per_call_runs": _per_call_runs(Path(data_dir) / "runs", baseline, processor),
+            "per_call_runs": _per_call_runs(ds, baseline, processor),
             "allocators": list(allocators)}
     for row in prediction_rows:  # TOML has no null: a cell the model could not predict keeps only its reason
         for k in ("ratio", "low", "high", "inputs_low", "inputs_high", "model_error_percent"):
@@ -249,7 +249,8 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
     baseline; a configuration it predicts that is neither in the catalogue nor brought is left out and named.
     `protocol` "trials" runs each program alone in randomized blocks instead of in turns, so that each run's
     minor faults, system time and peak memory are recorded (trials.csv): what a miss comes from; `allocators`
-    then names the configurations (default the registration's), knock-outs included."""
+    then names the configurations (default the registration's), knock-outs included. `runs_dir`: the runs folder
+    the campaign writes into (or its dataset), default data/runs/."""
     from analysis.harness.workloads import cost_programs
     from analysis.harness.allocators import catalog
     from analysis.harness.timing.measure import Campaign, RUNS_DIR
@@ -285,28 +286,29 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
     extra = ",".join(x for x in extra_allocators.split(",") if x.strip() and x.partition("=")[0] in wanted)
     camp = Campaign(profile="quick", allocators=",".join(a for a in wanted if a in known and a not in brought),
                     extra_allocators=extra, extra_workloads=cost_programs.extra_workloads(programs, inputs),
-                    blocks=blocks, runs_dir=runs_dir or RUNS_DIR, force=force, protocol=protocol)
+                    blocks=blocks, runs_dir=_folder(runs_dir) or RUNS_DIR, force=force, protocol=protocol)
     return camp.run()
 
 
 # ---- the check ----
 
+def _folder(runs_dir) -> Path | None:
+    """A runs folder given as itself or as its Dataset (None stays None)."""
+    return runs_dir.root if isinstance(runs_dir, dataset.Dataset) else runs_dir
+
+
 def matching_runs(runs_dir: Path, reg: dict) -> dict[str, set[str]]:
     """{program: ids of the runs whose brought workload of that name ran the registered program and input
-    bytes (their sha256s in run.json)}."""
+    bytes (their sha256s in run.json)}; `runs_dir`: the dataset, or its runs folder."""
     programs = {p["name"]: p for p in reg["program"]}
     out: dict[str, set[str]] = {}
-    for run in sorted(Path(runs_dir).iterdir()) if Path(runs_dir).is_dir() else []:
-        try:
-            info = json.loads((run / "run.json").read_text())
-        except (OSError, ValueError):
-            continue
-        for name, rec in (info.get("workloads") or {}).items():
+    for run in dataset.load(runs_dir).runs():
+        for name, rec in (run.info.get("workloads") or {}).items():
             if name not in programs:
                 continue
             hashes = {f.get("sha256") for f in rec.get("files", []) if isinstance(f, dict)}
             if {programs[name]["program_sha256"], programs[name]["input_sha256"]} - {""} <= hashes:
-                out.setdefault(name, set()).add(run.name)
+                out.setdefault(name, set()).add(run.run_id)
     return out
 
 
@@ -314,7 +316,7 @@ def measured_ratio(cells: pd.DataFrame, runs_dir: Path, program: str, allocator:
                    processor: str | None = None):
     """(ratio, low, high, runs) of `allocator` over the baseline on `program`, its runs in `cells`
     (per_call.measured_cells) on `processor` (any, when None: then one processor's runs only) pooled as a
-    debate's are; None where no run measured it."""
+    debate's are; None where no run measured it. `runs_dir`: the dataset, or its runs folder."""
     from analysis.publish.debates import pool
     from analysis.stats import random_effects
 
@@ -350,11 +352,12 @@ def measure_program(command: str, allocators, extra_allocators: str = "", blocks
                         extra_workloads=f"{name}={command}", blocks=blocks, runs_dir=runs_dir, force=force,
                         progress=False)
         run_dir = camp.run()
-        fit = (json.loads((run_dir / "run.json").read_text()).get("alternation") or {}).get(name, {})
-        cells = per_call.measured_cells(runs_dir, baseline, {name})
+        ds = dataset.Dataset(runs_dir)  # a scratch folder: read here only, not kept for the process
+        fit = (ds.info(Path(run_dir).name).get("alternation") or {}).get(name, {})
+        cells = per_call.measured_cells(ds, baseline, {name})
         rows = []
         for allocator in [a.id for a in camp.allocs if a.id != baseline]:
-            got = measured_ratio(cells, runs_dir, name, allocator, baseline)
+            got = measured_ratio(cells, ds, name, allocator, baseline)
             rows.append({"allocator": allocator, "measured": got[0] if got else None,
                          "low": got[1] if got else None, "high": got[2] if got else None,
                          "why": "" if got else (fit.get("why") or "no window measured it")})
@@ -381,16 +384,17 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     (publish/debates/pool.py: each run's paired estimate over its windows, then the runs and builds). Each row
     also says how densely the program allocates (its calls per millisecond of CPU time under the baseline) and
     what share of its prediction rests on large blocks (`large_shares`; `costs`: the per-call table, computed
-    from runs_dir when not given)."""
+    from runs_dir when not given). `runs_dir`: the dataset, or its runs folder."""
     from analysis.publish.results import per_call
 
+    ds = dataset.load(runs_dir)
     reg = load(folder)
     baseline = reg["registration"].get("baseline", BASELINE)
     processor = reg["registration"]["processor"]
-    matching = matching_runs(runs_dir, reg)
-    cells = per_call.measured_cells(runs_dir, baseline, set(matching))
+    matching = matching_runs(ds, reg)
+    cells = per_call.measured_cells(ds, baseline, set(matching))
     cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] if len(cells) else cells
-    baseline_costs = per_call.table(Path(runs_dir), baseline) if costs is None else costs
+    baseline_costs = per_call.table(ds, baseline) if costs is None else costs
     large = large_shares(folder, baseline_costs, processor)
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
     density = {p["name"]: p["calls"] / (1000 * p["base_cpu_s"]) if p.get("base_cpu_s") else None
@@ -406,7 +410,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "measured_low": None, "measured_high": None, "runs": 0, "inside": None, "overlaps": None,
                "log_error": None, "base_cpu_s": base.get(p["program"]), "calls_per_ms": density.get(p["program"]),
                "large_share": large.get((p["program"], p["allocator"])), "why": p.get("why", "")}
-        got = measured_ratio(cells, runs_dir, p["program"], p["allocator"], baseline, processor)
+        got = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)
         if got is None:
             tried = not cells.empty and bool(((cells["workload"] == p["program"])
                                               & (cells["allocator"] == p["allocator"])).any())
@@ -614,8 +618,9 @@ def run(args) -> int:
     folders = registrations()
     if not folders:
         raise HeapcostError("cost_predictions/ holds no registration: register predictions first (python -m analysis cost-check register)")
+    ds = dataset.load(args.data / "runs")
     for folder in folders:
-        _print_check(check(args.data / "runs", folder), load(folder)["registration"])
+        _print_check(check(ds, folder), load(folder)["registration"])
     return 0
 
 

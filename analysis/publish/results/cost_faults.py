@@ -17,6 +17,7 @@ import math
 
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.contract.schema import usable_trials
 
 COLUMNS = ["run_id", "processor", "program", "allocator", "trials", "base_minflt", "minflt", "added_minflt",
@@ -29,27 +30,30 @@ MANY_FAULTS = 1000      # a control's added faults from which a knock-out's shar
 
 
 def fault_runs(runs_dir) -> list:
-    """The complete time runs of trials that ran only the cost check's programs (`cost-check faults`)."""
-    from analysis.contract.runstore import runs_of_kind
+    """The complete time runs of trials that ran only the cost check's programs (`cost-check faults`);
+    `runs_dir`: the dataset, or its runs folder."""
     from analysis.harness.workloads.cost_programs import BY_NAME
 
+    ds = dataset.load(runs_dir)
     out = []
-    for run in runs_of_kind(runs_dir, "time"):
+    for run in ds.runs("time"):
         params = run.info.get("params") or {}
         workloads = set(params.get("workloads") or ())
-        if (run.complete and params.get("protocol") == "trials" and (run.path / "trials.csv").is_file()
+        if (run.complete and params.get("protocol") == "trials" and ds.has(run, "trials.csv")
                 and workloads and workloads <= set(BY_NAME)):
             out.append(run)
     return out
 
 
 def registered_programs(runs_dir) -> set[tuple[str, str]]:
-    """(run, program) where the run ran a registration's very program and input bytes (cost_check.matching_runs)."""
+    """(run, program) where the run ran a registration's very program and input bytes (cost_check.matching_runs);
+    `runs_dir`: the dataset, or its runs folder."""
     from analysis.publish.results import cost_check
 
+    ds = dataset.load(runs_dir)
     out = set()
     for folder in cost_check.registrations():
-        for program, runs in cost_check.matching_runs(runs_dir, cost_check.load(folder)).items():
+        for program, runs in cost_check.matching_runs(ds, cost_check.load(folder)).items():
             out.update((run, program) for run in runs)
     return out
 
@@ -64,13 +68,14 @@ def _medians(trials: pd.DataFrame) -> pd.DataFrame:
 
 def table(runs_dir, checked: pd.DataFrame) -> pd.DataFrame:
     """One row per fault run, program and configuration (COLUMNS); `checked`: the check's cells
-    (cost_check.COLUMNS with the current model's columns)."""
+    (cost_check.COLUMNS with the current model's columns); `runs_dir`: the dataset, or its runs folder."""
     from analysis.contract.host import dataset_machines
 
-    kinds = {run: m.kind for run, m in dataset_machines(runs_dir).items()}
-    registered = registered_programs(runs_dir)
-    frames = [cells_of(pd.read_csv(run.path / "trials.csv"), run.run_id, kinds.get(run.run_id, ""), checked,
-                       {p for r, p in registered if r == run.run_id}) for run in fault_runs(runs_dir)]
+    ds = dataset.load(runs_dir)
+    kinds = {run: m.kind for run, m in dataset_machines(ds).items()}
+    registered = registered_programs(ds)
+    frames = [cells_of(ds.table(run, "trials.csv"), run.run_id, kinds.get(run.run_id, ""), checked,
+                       {p for r, p in registered if r == run.run_id}) for run in fault_runs(ds)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 

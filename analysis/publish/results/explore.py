@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.contract.dataset import load as load_runs
 from analysis.errors import HeapcostError
 from analysis.paths import BUILD_DIR, DATA_DIR
 from analysis.publish.render import figures, formats
@@ -110,11 +111,12 @@ def load(data_dir: Path = DATA_DIR) -> Dataset:
     runs_dir = Path(data_dir) / "runs"
     if not runs_dir.is_dir():
         raise HeapcostError(f"{runs_dir} does not exist; give a dataset directory holding runs/ (e.g. data)")
-    found = {kind: paper_runs.contributing_runs(runs_dir, kind) for kind in ("time", "callgrind", "probe")}
+    runs = load_runs(runs_dir)  # the runs, read once per process (analysis.contract.dataset)
+    found = {kind: paper_runs.contributing_runs(runs, kind) for kind in ("time", "callgrind", "probe")}
     tables = {kind: {rt.run_id: rt.table for rt in found[kind][1] if len(rt.table)} for kind in ("time", "callgrind")}
     main = {kind: found[kind][0] for kind in found}
     probe_runs = found["probe"][1]
-    probe_rows = primitives.scored_rows(runs_dir, paper_runs.merge_probe_rows(probe_runs, paper_runs.leads("probe", probe_runs,
+    probe_rows = primitives.scored_rows(runs, paper_runs.merge_probe_rows(probe_runs, paper_runs.leads("probe", probe_runs,
                                                                                              main["probe"])))
     return Dataset(tables["time"].get(main["time"].run_id) if main["time"] else None,
                    tables["callgrind"].get(main["callgrind"].run_id) if main["callgrind"] else None,

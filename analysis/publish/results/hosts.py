@@ -7,11 +7,11 @@ Groups whose names would read the same are one group. With runs from more than o
 the host as a random effect (analysis/stats/hosts.py); with one, it says nothing about hosts. Likewise runs
 with the clock locked are compared with runs without only where the dataset has both.
 """
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.contract.host import dataset_machines, host_groups
 from analysis.publish.render.products import write_csv
 from analysis.publish.results.comparisons import Results
@@ -21,23 +21,18 @@ from analysis.stats import hosts
 LOCKED, NOT_LOCKED = "locked", "not locked"
 
 
-def _machine(run_dir: Path) -> dict:
-    try:
-        return json.loads((run_dir / "machine.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def clock_state(run_dir: Path) -> str:
     """LOCKED when every session of the run held the clock lock (machine.json's `clock_lock`; older runs:
-    run.json's outcomes), else NOT_LOCKED."""
-    sessions = _machine(run_dir).get("clock_lock")
+    run.json's outcomes), else NOT_LOCKED. `run_dir`: the run's folder."""
+    run_dir = Path(run_dir)
+    return _clock_state(dataset.load(run_dir.parent), run_dir.name)
+
+
+def _clock_state(ds: dataset.Dataset, run_id: str) -> str:
+    sessions = ds.machine(run_id).get("clock_lock")
     if sessions:
         return LOCKED if all(s.get("locked") for s in sessions) else NOT_LOCKED
-    try:
-        outcomes = [s.get("outcome", "") for s in json.loads((run_dir / "run.json").read_text()).get("clock_lock", [])]
-    except (OSError, ValueError):
-        outcomes = []
+    outcomes = [s.get("outcome", "") for s in ds.info(run_id).get("clock_lock", [])]
     return LOCKED if outcomes and all(o.startswith("locked") for o in outcomes) else NOT_LOCKED
 
 
@@ -66,12 +61,14 @@ def labelled_groups(host_of: dict, machine_of: dict) -> tuple[dict, dict]:
 
 
 def run_groups(runs_dir: Path, run_ids) -> tuple[dict, dict, dict]:
-    """({run: host group, a fingerprint}, {group: label}, {run: clock state}) of the given runs."""
+    """({run: host group, a fingerprint}, {group: label}, {run: clock state}) of the given runs (`runs_dir`: the
+    dataset, or its runs folder)."""
+    ds = dataset.load(runs_dir)
     runs = sorted(set(run_ids))
-    host_of, _ = host_groups({run_id: _machine(Path(runs_dir) / run_id) for run_id in runs})
-    machines = dataset_machines(runs_dir, runs)
+    host_of, _ = host_groups({run_id: ds.machine(run_id) for run_id in runs})
+    machines = dataset_machines(ds, runs)
     host_of, labels = labelled_groups(host_of, {run: machines[run] for run in runs})
-    clock_of = {run_id: clock_state(Path(runs_dir) / run_id) for run_id in runs}
+    clock_of = {run_id: _clock_state(ds, run_id) for run_id in runs}
     return host_of, labels, clock_of
 
 
@@ -85,7 +82,7 @@ def host_outputs(res: Results, p, pool: hosts.Pool = hosts.random_effects_pool) 
     cells = res.cells.get("wall_s") if res.cells else None
     if res.time_run is None or cells is None or not len(cells):
         return {"hosts": {"count": 0}, "clock_lock": {"both": False}}
-    host_of, labels, clock_of = run_groups(res.time_run.path.parent, cells["run_id"])
+    host_of, labels, clock_of = run_groups(dataset.load(res.time_run.path.parent), cells["run_id"])
     reported = set(res.speed.geomean["allocator"]) if res.speed is not None else None
     per_host, pooled = hosts.group_panel(cells, host_of, pool, allocators=reported)
     per_host = per_host.assign(host=per_host["group"].map(labels), display=_displayed(per_host))

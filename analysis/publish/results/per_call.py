@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.contract.runstore import runs_of_kind
+from analysis.contract import dataset
+from analysis.contract.host import dataset_machines
 from analysis.contract.schema import OK
 from analysis.harness.workloads.builtin import CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS
 from analysis.publish.debates import pool
@@ -30,27 +31,27 @@ COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_cl
 
 def table(runs_dir: Path, baseline: str) -> pd.DataFrame:
     """One row per host, allocator and calls workload measured against the baseline, from every complete time
-    run of the dataset whose pairs.csv holds calls workloads (the speed tables leave them out:
-    paper_runs.instrument_workloads). Remembered by the runs' bytes and place (a warning names a run's file),
-    the baseline and the code (memo): the paper, the cost commands and the explore notebook ask for the same
-    table."""
-    runs_dir = Path(runs_dir)
-    return memo.remembered("per_call", (str(runs_dir.resolve()), runs_dir, baseline),
-                           lambda: _table(runs_dir, baseline))
+    run of the dataset (`runs_dir`: the dataset, or its runs folder) whose pairs.csv holds calls workloads (the
+    speed tables leave them out: paper_runs.instrument_workloads). Remembered by the runs' bytes and place (a
+    warning names a run's file), the baseline and the code (memo): the paper, the cost commands and the explore
+    notebook ask for the same table."""
+    ds = dataset.load(runs_dir)
+    return memo.remembered("per_call", (str(ds.root.resolve()), ds.root, baseline),
+                           lambda: _table(ds, baseline))
 
 
-def _table(runs_dir: Path, baseline: str) -> pd.DataFrame:
-    cells = measured_cells(runs_dir, baseline)
+def _table(ds: dataset.Dataset, baseline: str) -> pd.DataFrame:
+    cells = measured_cells(ds, baseline)
     if cells.empty:
         return pd.DataFrame(columns=COLUMNS)
     rows = []
     for workload, mine in cells.groupby("workload", sort=True):
         spec = CALL_WORKLOADS[workload]
         for allocator in sorted(set(mine["allocator"].astype(str)) - {baseline}):
-            est = pool.run_estimates(mine, runs_dir, "calls", allocator, baseline, workload)
+            est = pool.run_estimates(mine, ds, "calls", allocator, baseline, workload)
             est = est[~est["superseded"].astype(bool)]
             for processor, sub in est.groupby("processor", sort=True):
-                base = _base_ns(runs_dir, sub["run_id"], baseline, workload, spec)
+                base = _base_ns(ds, sub["run_id"], baseline, workload, spec)
                 if base is None:
                     continue
                 p = random_effects.pool(sub)
@@ -68,10 +69,12 @@ def _table(runs_dir: Path, baseline: str) -> pd.DataFrame:
 
 def measured_cells(runs_dir: Path, baseline: str, workloads=CALL_WORKLOADS) -> pd.DataFrame:
     """(run_id, workload, allocator, scale) of every allocator a complete run put in turn with the baseline on one of
-    `workloads` (the calls workloads unless told; the baseline's own rows included)."""
+    `workloads` (the calls workloads unless told; the baseline's own rows included). `runs_dir`: the dataset, or
+    its runs folder."""
+    ds = dataset.load(runs_dir)
     frames = []
-    for run in runs_of_kind(Path(runs_dir), "time"):
-        pairs = pool.pairs_of(run.path / "pairs.csv") if run.complete else None
+    for run in ds.runs("time"):
+        pairs = ds.table(run, "pairs.csv", shared=True) if run.complete else None
         if pairs is None:
             continue
         a, b = pairs["allocator_a"].astype(str), pairs["allocator_b"].astype(str)
@@ -85,12 +88,12 @@ def measured_cells(runs_dir: Path, baseline: str, workloads=CALL_WORKLOADS) -> p
     return pd.concat(frames, ignore_index=True).drop_duplicates().reset_index(drop=True)
 
 
-def _base_ns(runs_dir, run_ids, baseline: str, workload: str, spec) -> float | None:
+def _base_ns(ds: dataset.Dataset, run_ids, baseline: str, workload: str, spec) -> float | None:
     """The baseline's time per pair on a host: the median over its runs of the median process's active time
     over the pairs it did at its scale."""
     per_pair = []
     for run_id in sorted(set(run_ids)):
-        found = pool.time_of(runs_dir / run_id, baseline, workload)
+        found = pool.time_of(ds.path(run_id), baseline, workload)
         if found:
             seconds, scale = found
             per_pair.append(seconds / spec.pairs_at(scale) * 1e9)
@@ -185,17 +188,18 @@ def startup_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
     """Where a run timed calls-processes as trials (PROTOCOL=trials: each trial's user and system time and minor
     faults, its waited-for children included): per host and allocator, the medians per started process, and what
     each adds over the baseline's medians on that host (descriptive: the lockstep runs give the interval of the
-    whole, table()). A host's trial runs of the workload are taken together."""
-    from analysis.contract.schema import read_table, warmup_mask
+    whole, table()). A host's trial runs of the workload are taken together. `runs_dir`: the dataset, or its runs
+    folder."""
+    from analysis.contract.schema import warmup_mask
 
     spec = CALL_WORKLOADS[STARTUP_WORKLOAD]
-    labels = pool._processors(Path(runs_dir)) if Path(runs_dir).is_dir() else {}
+    ds = dataset.load(runs_dir)
+    labels = {run: m.kind for run, m in dataset_machines(ds).items()}  # each run's processor kind
     frames = []
-    for run in runs_of_kind(Path(runs_dir), "time"):
-        path = run.path / "trials.csv"
-        if not run.complete or not path.is_file():
+    for run in ds.runs("time"):
+        t = ds.table(run, "trials.csv") if run.complete else None
+        if t is None:
             continue
-        t = read_table(path)
         t = t[(t["workload"].astype(str) == STARTUP_WORKLOAD) & (t["status"] == OK)
               & ~warmup_mask(t["warmup"])]
         if len(t):

@@ -4,37 +4,44 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.contract.profile_schema import RUN_TABLE as PROFILES
-from analysis.contract.schema import OK, declared_orientation, measured_trials, read_table
+from analysis.contract.schema import OK, declared_orientation, measured_trials
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 
 
-def _run_info(run_dir) -> dict:
-    import json
+def _run(run_dir) -> tuple[dataset.Dataset, str]:
+    """A run folder as the dataset it is in (the folder above it) and its id: every file is read through it."""
+    run_dir = Path(run_dir)
+    return dataset.load(run_dir.parent), run_dir.name
 
-    try:
-        return json.loads((Path(run_dir) / "run.json").read_text())
-    except (OSError, ValueError):
-        return {}
+
+def _table(run_dir, name: str) -> pd.DataFrame:
+    ds, run_id = _run(run_dir)
+    table = ds.table(run_id, name)
+    if table is None:
+        raise HeapcostError(f"run {run_id} has no {name}")
+    return table
 
 
 def read_trials(run_dir) -> pd.DataFrame:
-    return read_table(Path(run_dir) / "trials.csv")
+    return _table(run_dir, "trials.csv")
 
 
 def run_summary(run_dir) -> pd.DataFrame:
     """Per workload and allocator: trials by status, and the median wall time and max RSS of ok trials
     (for a callgrind run: status and instruction counts)."""
-    run_dir = Path(run_dir)
-    if (run_dir / "counts.csv").exists():
-        counts = read_table(run_dir / "counts.csv")
+    ds, run_id = _run(run_dir)
+    counts = ds.table(run_id, "counts.csv")
+    if counts is not None:
         return counts[["workload", "allocator", "scale", "status", "instructions", "free_calls", "reason"]]
-    parts = ([pairs_summary(declared_orientation(_run_info(run_dir), read_table(run_dir / "pairs.csv")))]
-             if (run_dir / "pairs.csv").exists() else [])
-    if not (run_dir / "trials.csv").exists():
+    pairs = ds.table(run_id, "pairs.csv")
+    parts = [pairs_summary(declared_orientation(ds.info(run_id), pairs))] if pairs is not None else []
+    trials = ds.table(run_id, "trials.csv")
+    if trials is None:
         return parts[0] if parts else pd.DataFrame()
-    return pd.concat([*parts, trials_summary(read_trials(run_dir))], ignore_index=True)
+    return pd.concat([*parts, trials_summary(trials)], ignore_index=True)
 
 
 def pairs_summary(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -66,7 +73,7 @@ def failures(run_dir) -> pd.DataFrame:
 
 def probes_summary(run_dir) -> pd.DataFrame:
     """A probe run: per allocator, its probe cells by outcome."""
-    probes = read_table(Path(run_dir) / "probes.csv")
+    probes = _table(run_dir, "probes.csv")
     table = probes.pivot_table(index="allocator", columns="outcome", values="probe", aggfunc="count", fill_value=0)
     return table.reset_index()
 
@@ -78,7 +85,7 @@ PROFILE_SHOWN = ("processes", "threads", "malloc_calls", "free_calls", "reuse_sh
 def profile_summary(run_dir) -> pd.DataFrame:
     """A profile run: per workload, its processes and threads, its malloc and free calls, the share of frees
     reused soon, peak live bytes, mmap calls and the medians of its timed runs (the totals of profiles.csv)."""
-    rows = read_table(Path(run_dir) / PROFILES)
+    rows = _table(run_dir, PROFILES)
     totals = rows[rows["size_class"].isna() & rows["quantity"].isin(PROFILE_SHOWN)]
     table = totals.pivot_table(index="workload", columns="quantity", values="value", aggfunc="first", sort=False)
     table = table[[q for q in PROFILE_SHOWN if q in table.columns]]
@@ -87,22 +94,21 @@ def profile_summary(run_dir) -> pd.DataFrame:
 
 
 def run_dir_of(name: str, runs_dir: Path = RUNS_DIR) -> Path:
-    """A run named by its folder, or by its id under the dataset's runs."""
-    for candidate in (Path(name), Path(runs_dir) / name):
-        if (candidate / "run.json").is_file():
+    """A run named by its folder, or by its id under the dataset's runs (`runs_dir`: the dataset, or its runs
+    folder)."""
+    ds = dataset.load(runs_dir)
+    for candidate in (Path(name), ds.root / name):
+        found, run_id = _run(candidate)
+        if found.has(run_id, dataset.RUN_JSON):
             return candidate
-    raise HeapcostError(f"{name}: no run.json there or under {Path(runs_dir).name}/: give a run folder or a run id")
+    raise HeapcostError(f"{name}: no run.json there or under {ds.root.name}/: give a run folder or a run id")
 
 
 def header_lines(run_dir: Path) -> list[str]:
     """The run's identity: id, kind and status, when and how long, the host, what it measured."""
-    import json
-
-    info = _run_info(run_dir)
-    try:
-        machine = json.loads((run_dir / "machine.json").read_text())
-    except (OSError, ValueError):
-        machine = {}
+    ds, run_id = _run(run_dir)
+    info = ds.info(run_id)
+    machine = ds.machine(run_id)
     cpu = machine.get("cpu") or {}
     mhz = sorted(set(cpu.get("cpuinfo_mhz") or []))
     params = info.get("params") or {}
@@ -117,7 +123,7 @@ def header_lines(run_dir: Path) -> list[str]:
     else:
         measured = (f"{len(allocators)} allocators, {len(info.get('workloads') or [])} workloads, "
                     f"profile {params.get('profile', '?')}, protocol {params.get('protocol') or 'trials'}")
-    return [f"run       {info.get('run_id', run_dir.name)} ({info.get('kind', '?')}, {info.get('status', '?')})",
+    return [f"run       {info.get('run_id', run_id)} ({info.get('kind', '?')}, {info.get('status', '?')})",
             f"when      {info.get('started_utc', '?')} to {info.get('ended_utc', '?')}"
             + (f" ({float(elapsed) / 60:.1f} min)" if elapsed not in (None, "") else ""),
             f"host      {cpu.get('model', '?')}" + (f" {mhz[0]:g} MHz" if mhz else "")
@@ -132,9 +138,10 @@ def add_arguments(parser):
 def run(args) -> int:
     run_dir = run_dir_of(args.run)
     print("\n".join(header_lines(run_dir)))
-    if (run_dir / "probes.csv").is_file():
+    ds, run_id = _run(run_dir)
+    if ds.has(run_id, "probes.csv"):
         table = probes_summary(run_dir)
-    elif (run_dir / PROFILES).is_file():
+    elif ds.has(run_id, PROFILES):
         table = profile_summary(run_dir)
     else:
         table = run_summary(run_dir)

@@ -6,8 +6,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.contract.runstore import Run
-from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials, read_table
+from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials
 from analysis.publish.results import attribution, cost_check, field, hosts, knock_outs, per_call, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
@@ -40,7 +41,7 @@ def clock_facts(run: Run | None, trials: pd.DataFrame | None, speed: cmp.Compari
     """What the threats-to-validity section states about this machine's clock and noise."""
     if run is None:
         return {}
-    machine = json.loads((run.path / "machine.json").read_text()) if (run.path / "machine.json").is_file() else {}
+    machine = dataset.load(run.path.parent).machine(run)
     clock = machine.get("clock", {})
     cpu = machine.get("cpu", {})
     facts = {
@@ -124,11 +125,12 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                      "margin_percent": f"{MARGIN * 100:.0f}", "heavy": f"{HEAVY:g}",
                      "trim_percent": f"{stats.TRIM * 100:.0f}", "min_runs": cmp.MIN_RUNS}
     trials = None
+    ds = dataset.load(res.time_run.path.parent) if res.time_run is not None else None
     if res.time_run is not None:
         info = res.time_run.info
-        trials_csv = res.time_run.path / "trials.csv"
         # a run whose every cell took turns (built-in lockstep workloads, brought programs alternated) has no trials
-        trials = read_table(trials_csv) if trials_csv.is_file() else pd.DataFrame(columns=TRIAL_COLUMNS)
+        trials = ds.table(res.time_run, "trials.csv")
+        trials = pd.DataFrame(columns=TRIAL_COLUMNS) if trials is None else trials
         measured = measured_trials(trials)
         numbers["time_run"] = {
             "run_id": res.time_run.run_id, "profile": (info.get("params") or {}).get("profile", ""),
@@ -142,14 +144,14 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
             "elapsed_minutes": f"{float(info.get('elapsed_s') or 0) / 60:.0f}",
             **cpu_facts(info, trials),
         }
-        pairs_csv = res.time_run.path / "pairs.csv"
-        if pairs_csv.is_file():
-            lock = numbers["time_run"]["lockstep"] = lockstep_facts(read_table(pairs_csv), info)
+        pairs = ds.table(res.time_run, "pairs.csv")
+        if pairs is not None:
+            lock = numbers["time_run"]["lockstep"] = lockstep_facts(pairs, info)
             numbers["time_run"]["workloads"] = len(set(lock["workloads"]) | set(trials["workload"]))
     numbers["clock"] = clock_facts(res.time_run, trials, res.speed)
     if trials is not None:
-        pairs_csv = res.time_run.path / "pairs.csv"
-        tables = [trials] + ([read_table(pairs_csv)] if pairs_csv.is_file() else [])
+        pairs = ds.table(res.time_run, "pairs.csv")
+        tables = [trials] + ([pairs] if pairs is not None else [])
         numbers["interference"] = interference_counts(*tables)
 
     numbers.update(_speed_and_memory(res, p, baseline))
@@ -171,13 +173,12 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers["replication"] = {"runs": sorted(set(res.replication["run_id"])), "rows": int(len(res.replication)),
                               "overlapping": int(res.replication["overlap"].sum())}
     numbers.update(write_debates(res, p, attribution.labels(res), baseline))
-    runs_dir = res.time_run.path.parent if res.time_run is not None else None
-    costs = per_call.table(runs_dir, baseline) if runs_dir is not None else pd.DataFrame(columns=per_call.COLUMNS)
+    costs = per_call.table(ds, baseline) if ds is not None else pd.DataFrame(columns=per_call.COLUMNS)
     numbers.update(_per_call(costs, p))
-    numbers.update(_startup_split(runs_dir, p, baseline))
-    numbers.update(_share_rate(costs, p, runs_dir, baseline))
-    numbers.update(_cost_check(runs_dir, costs, p))
-    numbers.update(_debates_per_call(runs_dir, costs, p, baseline))
+    numbers.update(_startup_split(ds, p, baseline))
+    numbers.update(_share_rate(costs, p, ds, baseline))
+    numbers.update(_cost_check(ds, costs, p))
+    numbers.update(_debates_per_call(ds, costs, p, baseline))
     numbers.update(_debate_security(res, p))
     numbers.update(front_page.write_front(p, baseline, attribution.get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
@@ -496,14 +497,14 @@ def _defences(res: Results, p) -> dict:
     from analysis.errors import HeapcostError
     from analysis.publish.security import techniques as known
 
-    runs_dir = res.probe_run.path.parent
-    primitive_rows = primitive_rows_if_any(runs_dir)
+    ds = dataset.load(res.probe_run.path.parent)
+    primitive_rows = primitive_rows_if_any(ds)
     try:  # the known exploitation techniques of the newest techniques run (publish/security/techniques.py)
-        technique_run, _, technique_rows = known.newest_run(runs_dir)
+        technique_run, _, technique_rows = known.newest_run(ds)
         technique_rows = [r for r in technique_rows if not known.not_built(r)]  # not run: neither stopped nor working
     except HeapcostError:
         technique_run, technique_rows = "", []
-    table = defences.defence_table(res.ablation, res.per_free, reported_probe_rows(runs_dir), primitive_rows,
+    table = defences.defence_table(res.ablation, res.per_free, reported_probe_rows(ds), primitive_rows,
                                         fmt_interval, techniques=pd.DataFrame(technique_rows) if technique_rows else None)
     write_csv(table, p("defences.csv"))
     return {"defences": {"rows": int(len(table)), "per_mille_of": defences.sequences_per_cell(primitive_rows),
@@ -523,7 +524,7 @@ def _debate_security(res: Results, p) -> dict:
     debates = pd.read_csv(debates_path, dtype=str, keep_default_na=False) if debates_path.is_file() else pd.DataFrame()
     primary = debates[debates["cell"] == "primary"] if "cell" in debates else debates.iloc[0:0]
     try:
-        rows = debate_probe_rows(res.probe_run.path.parent) if res.probe_run is not None else []
+        rows = debate_probe_rows(dataset.load(res.probe_run.path.parent)) if res.probe_run is not None else []
     except HeapcostError:
         rows = []
     table = security_side.debate_security(primary, rows) if rows else \
@@ -535,7 +536,7 @@ def _debate_security(res: Results, p) -> dict:
     return {"debate_security": {**numbers, **({"page_placement": page} if page else {})}}
 
 
-def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
+def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
     """results_cost_check.csv: the registered predictions of programs nobody tuned for against their measured
     ratios (publish/results/cost_check.py), every registration (one per processor kind, the earliest first) in
     one table; per registration its summary and, once any of its cells is measured, its figure
@@ -545,7 +546,7 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
     def shown(value, low, high):
         return "" if value is None or pd.isna(value) else fmt_interval(value, low, high)
 
-    checked = [(folder, cost_check.check(runs_dir, folder, costs=costs) if runs_dir is not None
+    checked = [(folder, cost_check.check(ds, folder, costs=costs) if ds is not None
                 else pd.DataFrame(columns=cost_check.COLUMNS)) for folder in cost_check.registrations()]
     residuals = cost_check.residuals_of([t for _, t in checked])
     tables, hosts = [], []
@@ -580,16 +581,16 @@ def _cost_check(runs_dir, costs: pd.DataFrame, p) -> dict:
                            "measured_hosts": sum(1 for h in hosts if h["cells"]),
                            "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],
                            "models": models.to_dict("records")},
-            **_cost_faults(runs_dir, pd.concat(tables, ignore_index=True), p)}
+            **_cost_faults(ds, pd.concat(tables, ignore_index=True), p)}
 
 
-def _cost_faults(runs_dir, checked: pd.DataFrame, p) -> dict:
+def _cost_faults(ds, checked: pd.DataFrame, p) -> dict:
     """results_cost_faults.csv: the check's programs run alone as trials, each cell's added page faults and CPU
     time beside its miss (publish/results/cost_faults.py)."""
     from analysis.harness.allocators.catalog import load_catalog
     from analysis.publish.results import cost_faults
 
-    t = cost_faults.table(runs_dir, checked) if runs_dir is not None else pd.DataFrame(columns=cost_faults.COLUMNS)
+    t = cost_faults.table(ds, checked) if ds is not None else pd.DataFrame(columns=cost_faults.COLUMNS)
     write_csv(t, p("cost_faults.csv"))
     return {"cost_faults": cost_faults.numbers(t, knock_outs.knock_outs_of(load_catalog()))}
 
@@ -599,7 +600,7 @@ def _cost_faults(runs_dir, checked: pd.DataFrame, p) -> dict:
 SHARE_SEED = "002"
 
 
-def _debates_per_call(runs_dir, costs: pd.DataFrame, p, baseline: str) -> dict:
+def _debates_per_call(ds, costs: pd.DataFrame, p, baseline: str) -> dict:
     """results_debate_per_call.csv: each debated cell whose workload a host profiled, predicted from that host's
     per-call costs, beside the ratio measured there (publish/debates/per_call_prediction.py)."""
     from analysis.contract import debates_spec
@@ -610,8 +611,8 @@ def _debates_per_call(runs_dir, costs: pd.DataFrame, p, baseline: str) -> dict:
         return pd.read_csv(path, dtype={"seed": str}) if path.is_file() and path.stat().st_size > 1 else None
 
     spec = debates_spec.load()
-    t = per_call_prediction.table(runs_dir, costs, written("debate_hosts.csv"), spec, baseline,
-                                  written("kernel_part.csv"), per_call_prediction.direct_costs(runs_dir, spec, baseline))
+    t = per_call_prediction.table(ds, costs, written("debate_hosts.csv"), spec, baseline,
+                                  written("kernel_part.csv"), per_call_prediction.direct_costs(ds, spec, baseline))
     write_csv(t, p("debate_per_call.csv"))
     # the cells' per-call predictions registered before their kind measured them again, against those runs
     from analysis.publish.debates import predictions
@@ -635,7 +636,7 @@ def _rate_display(value: float, low: float, high: float) -> str:
     return f"{m(value)} [{m(low)}, {'open' if math.isinf(high) else m(high)}]"
 
 
-def _share_rate(costs: pd.DataFrame, p, runs_dir: Path | None, baseline: str) -> dict:
+def _share_rate(costs: pd.DataFrame, p, ds: dataset.Dataset | None, baseline: str) -> dict:
     """results_share_rate.csv: per host and calls cell, what the share seed's primary pair adds per malloc+free
     pair (from the pair in turns with each other where a host measured it so, else each against the baseline),
     and the allocation rate at which that gives the debate's margin (per_call.rate_for_share); beside it the
@@ -646,7 +647,7 @@ def _share_rate(costs: pd.DataFrame, p, runs_dir: Path | None, baseline: str) ->
     if q is None:
         return {"share_rate": {"rows": 0}}
     (with_, without), workload = q.primary
-    direct = per_call.table(runs_dir, without) if runs_dir is not None and without != baseline else None
+    direct = per_call.table(ds, without) if ds is not None and without != baseline else None
     rates = per_call.rate_for_share(costs, with_, without, q.margin, direct)
     rates = rates.assign(added_display=[per_call.added_display(r.added_ns, r.added_ns_low, r.added_ns_high)
                                         for r in rates.itertuples()],
@@ -666,10 +667,10 @@ def _share_rate(costs: pd.DataFrame, p, runs_dir: Path | None, baseline: str) ->
                            "processors": sorted(set(rates["processor"])), "programs": hosts}}
 
 
-def _startup_split(runs_dir: Path | None, p, baseline: str) -> dict:
+def _startup_split(ds: dataset.Dataset | None, p, baseline: str) -> dict:
     """results_startup_split.csv: where trials timed calls-processes, what one process's start-up adds in user and
     system time and minor faults under each allocator (per_call.startup_split)."""
-    split = (per_call.startup_split(runs_dir, baseline) if runs_dir is not None
+    split = (per_call.startup_split(ds, baseline) if ds is not None
              else pd.DataFrame(columns=per_call.STARTUP_COLUMNS))
     write_csv(split, p("startup_split.csv"))
     return {"startup_split": [{"processor": h, "trials": int(g["trials"].min()),

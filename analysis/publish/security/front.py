@@ -6,12 +6,11 @@ allocators have a panel of their own. Each front is drawn on one host (a process
 it) and on the one workload set every allocator of it ran there. In the deployable front a probe that every
 deployable configuration missed, or every one caught, tells none of them apart and carries no weight."""
 import functools
-import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from analysis.contract import dataset
 from analysis.publish.security.roles import catalogue_roles, catalogue_settings
 from analysis.stats import estimators
 from analysis.stats import security as S
@@ -25,17 +24,13 @@ COLUMNS = ["panel", "host", "allocator", "workloads", "overhead", "overhead_low"
            "score_low", "score_high", "front_share"]
 
 
-def run_hosts(runs_dir: Path, run_ids) -> dict[str, str]:
-    """{run: its host}: the processor kind of the machine that measured it (analysis/contract/host.py)."""
+def run_hosts(runs_dir, run_ids) -> dict[str, str]:
+    """{run: its host}: the processor kind of the machine that measured it (analysis/contract/host.py).
+    `runs_dir`: the runs folder or its Dataset."""
     from analysis.contract.host import processor_groups
 
-    machines = {}
-    for run in sorted(set(run_ids)):
-        try:
-            machines[run] = json.loads((Path(runs_dir) / run / "machine.json").read_text())
-        except (OSError, ValueError):
-            machines[run] = {}
-    return processor_groups(machines)
+    ds = dataset.load(runs_dir)
+    return processor_groups({run: ds.machine(run) for run in sorted(set(run_ids))})
 
 
 def _trial_outcomes(row: dict) -> set[str]:
@@ -188,10 +183,10 @@ def write_weight_front(res, path, baseline: str, *, draws: int = 2000) -> dict:
 
     if not len(res.trade) or res.probe_run is None or res.speed is None:
         return {}
-    runs_dir = res.probe_run.path.parent
-    rows = scored_rows(runs_dir, reported_probe_rows(runs_dir))
+    ds = dataset.load(res.probe_run.path.parent)
+    rows = scored_rows(ds, reported_probe_rows(ds))
     speed = res.speed.results
-    hosts = run_hosts(runs_dir, speed["run_id"].dropna()) if "run_id" in speed else {}
+    hosts = run_hosts(ds, speed["run_id"].dropna()) if "run_id" in speed else {}
     front, silent = weight_front(rows, speed, list(res.trade["allocator"]), baseline, host_of=hosts, draws=draws)
     if front.empty:
         return {}

@@ -5,29 +5,30 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.contract.schema import read_rows
+from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish.render.figures import pyplot, save
 from analysis.stats import primitives as PR
 from analysis.stats import security
 
+TABLE = "primitives.csv"
 COLUMNS = [f"{c}/{k}" for c, k in ((c, k) for c in PR.BUG_CLASSES[:-1] for k in PR.CAPABILITIES)] + ["control/none"]
 
 
 def reported_primitive_rows(runs_dir=RUNS_DIR) -> list[dict]:
-    """Every complete probe run's primitives.csv; each allocator's rows from the newest run that has it."""
+    """Every complete probe run's primitives.csv; each allocator's rows from the newest run that has it.
+    `runs_dir`: the runs folder or its Dataset."""
+    ds = dataset.load(runs_dir)
     latest: dict[str, list[dict]] = {}
-    for run in sorted(Path(runs_dir).glob("*-probe-*")):
-        table = run / "primitives.csv"
-        try:
-            complete = json.loads((run / "run.json").read_text()).get("status") == "complete"
-        except (OSError, ValueError):
-            complete = False
-        if not complete or not table.is_file():
+    for run in ds.run_ids():  # oldest first: a newer run replaces the allocators it ran
+        if "-probe-" not in run or ds.info(run).get("status") != "complete":
+            continue
+        rows = ds.rows(run, TABLE)
+        if rows is None:
             continue
         by_alloc: dict[str, list[dict]] = {}
-        for r in read_rows(table):
+        for r in rows:
             by_alloc.setdefault(r["allocator"], []).append(r)
         latest.update(by_alloc)
     if not latest:
@@ -36,7 +37,8 @@ def reported_primitive_rows(runs_dir=RUNS_DIR) -> list[dict]:
 
 
 def primitive_rows_if_any(runs_dir=RUNS_DIR) -> list[dict]:
-    """reported_primitive_rows, or [] when no probe run of the dataset has a primitives.csv."""
+    """reported_primitive_rows, or [] when no probe run of the dataset has a primitives.csv (`runs_dir`: the
+    runs folder or its Dataset)."""
     try:
         return reported_primitive_rows(runs_dir)
     except HeapcostError:
@@ -148,9 +150,10 @@ def write_absent(out_dir, why: str, *, prefix: str = "primitives_") -> None:
     (out_dir / f"{prefix}numbers.json").write_text(json.dumps({"absent": why}, indent=2) + "\n")
 
 
-def scored_rows(runs_dir: Path, probe_rows: list[dict]) -> list[dict]:
+def scored_rows(runs_dir, probe_rows: list[dict]) -> list[dict]:
     """The rows the security score reads: the probes' rows and the exploitation-primitive cells of the probe
-    runs (security.primitive_score_rows), for the allocators the probe rows have."""
+    runs (security.primitive_score_rows), for the allocators the probe rows have. `runs_dir`: the runs folder
+    or its Dataset."""
     primitive_rows = primitive_rows_if_any(runs_dir)
     probed = {r["allocator"] for r in probe_rows}
     return list(probe_rows) + [r for r in security.primitive_score_rows(primitive_rows) if r["allocator"] in probed]

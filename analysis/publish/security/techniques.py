@@ -22,8 +22,7 @@ import csv
 import json
 from pathlib import Path
 
-from analysis.contract.runstore import runs_of_kind
-from analysis.contract.schema import read_rows
+from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish.render.products import json_text
@@ -45,15 +44,16 @@ def newest_run(runs_dir=RUNS_DIR):
     replaces those and leaves the others' cells as the earlier run measured them. The run id is the newest
     contributing run's; run.json's params are its own, with the brought sets it lacks taken from the other
     contributing runs, newest first (`techniques`, `techniques_<libc>`), and `technique_runs`, the contributing
-    runs, oldest first."""
-    runs = [r for r in runs_of_kind(Path(runs_dir), "probe") if r.complete and (r.path / TABLE).is_file()]
+    runs, oldest first. `runs_dir`: the runs folder or its Dataset."""
+    ds = dataset.load(runs_dir)
+    runs = [r for r in ds.runs("probe") if r.complete and ds.has(r, TABLE)]
     if not runs:
         raise HeapcostError(f"no probe run of the dataset has a {TABLE}: bring how2heap's glibc_2.36 programs, "
                             "built by hand, and run `make probe TECHNIQUES=/path/to/them`")
     cells, unrun = {}, {}  # allocator -> (run, its rows)
     for run in runs:  # oldest first: a newer run replaces the configurations it ran
         by_allocator = {}
-        for r in read_rows(run.path / TABLE):
+        for r in ds.rows(run, TABLE) or []:
             by_allocator.setdefault(r["allocator"], []).append(r)
         for allocator, rows in by_allocator.items():
             if any(r.get("outcome") != "not-run" for r in rows):
@@ -334,7 +334,8 @@ def write_absent(out_dir, why: str, *, prefix: str = "security_techniques_") -> 
 
 
 def write_from_dataset(runs_dir, out_dir, *, scores: dict | None = None) -> dict:
-    """The products from the dataset's newest techniques run, or security_techniques_numbers.json saying none exists."""
+    """The products from the dataset's newest techniques run, or security_techniques_numbers.json saying none exists.
+    `runs_dir`: the runs folder or its Dataset."""
     try:
         run_id, info, rows = newest_run(runs_dir)
     except HeapcostError as exc:

@@ -4,6 +4,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.paths import RUNS_DIR
 from analysis.publish.render import figures
@@ -72,7 +73,8 @@ def monotonicity_problems(rows, pairs=None) -> list[str]:
 def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
     """The probe rows the paper reports: every complete probe run of the reported run's design contributes,
     each allocator's rows from the run that leads for it (analysis.publish.dataset.paper_runs), as the trade-off reads them
-    (a run that probed only some allocators adds them, and hides none of the others)."""
+    (a run that probed only some allocators adds them, and hides none of the others). `runs_dir`: the runs
+    folder or its Dataset."""
     from analysis.publish.dataset import paper_runs
 
     runs, lead = _probe_runs(runs_dir)
@@ -81,7 +83,8 @@ def reported_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
 
 def debate_probe_rows(runs_dir=RUNS_DIR) -> list[dict]:
     """reported_probe_rows and, beside them, the rows of the probes read beside the score
-    (paper_runs.extra_probe_rows: the page-sized entropy probes), for the debates' security side."""
+    (paper_runs.extra_probe_rows: the page-sized entropy probes), for the debates' security side. `runs_dir`:
+    the runs folder or its Dataset."""
     from analysis.publish.dataset import paper_runs
 
     runs, lead = _probe_runs(runs_dir)
@@ -92,9 +95,10 @@ def _probe_runs(runs_dir) -> tuple[list, dict[str, str]]:
     """The contributing probe runs and, per allocator, the run that leads for it."""
     from analysis.publish.dataset import paper_runs
 
-    main, runs = paper_runs.contributing_runs(Path(runs_dir), "probe")
+    ds = dataset.load(runs_dir)
+    main, runs = paper_runs.contributing_runs(ds, "probe")
     if main is None or not runs:
-        raise HeapcostError(f"no probe run with a probes.csv under {runs_dir}: run `make probe` first")
+        raise HeapcostError(f"no probe run with a probes.csv under {ds.root.name}/: run `make probe` first")
     return runs, paper_runs.leads("probe", runs, main)
 
 
