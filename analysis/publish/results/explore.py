@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.contract.dataset import load as load_runs
+from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.paths import BUILD_DIR, DATA_DIR
 from analysis.publish.render import figures, formats
@@ -43,7 +43,8 @@ PAIRED_METRICS = {"wall_s", "maxrss_kb"}  # what a lockstep pair records of both
 
 
 @dataclass
-class Dataset:
+class Explorable:
+    """What the explorer chooses from: the reported runs' tables (read through analysis.contract.dataset)."""
     trials: pd.DataFrame | None  # the time run's trials.csv (after narrowed(): the run chosen for the view)
     counts: pd.DataFrame | None  # the callgrind run's counts.csv (likewise)
     probe_rows: list  # probes.csv rows of every probe run, each allocator's from the run that leads for it
@@ -84,7 +85,7 @@ class Dataset:
                     found.setdefault(a, set()).add(w)
         return found
 
-    def narrowed(self, allocators, baseline: str, left: "_Left") -> "Dataset":
+    def narrowed(self, allocators, baseline: str, left: "_Left") -> "Explorable":
         """Instruction counts are compared inside one run: the callgrind run holding the baseline and most of
         the chosen allocators; an allocator counted only in another run is left out, with that run named.
         (Times and peak RSS merge every run as the paper does: _timed.)"""
@@ -100,25 +101,25 @@ class Dataset:
                     left.add(a, "the callgrind view", f"measured in run {elsewhere[-1]} only, beside another run's "
                              f"{baseline}: the view compares counts inside one run")
         runs = dict(self.runs, **({"callgrind": rid} if rid else {}))
-        return Dataset(self.trials, counts, self.probe_rows, runs, self.tables, self.time_runs, self.time_main)
+        return Explorable(self.trials, counts, self.probe_rows, runs, self.tables, self.time_runs, self.time_main)
 
 
 def _col(table, column) -> set:
     return set() if table is None else {str(v) for v in table[column].unique()}
 
 
-def load(data_dir: Path = DATA_DIR) -> Dataset:
+def load(data_dir: Path = DATA_DIR) -> Explorable:
     runs_dir = Path(data_dir) / "runs"
     if not runs_dir.is_dir():
         raise HeapcostError(f"{runs_dir} does not exist; give a dataset directory holding runs/ (e.g. data)")
-    runs = load_runs(runs_dir)  # the runs, read once per process (analysis.contract.dataset)
+    runs = dataset.load(runs_dir)  # the runs, read once per process
     found = {kind: paper_runs.contributing_runs(runs, kind) for kind in ("time", "callgrind", "probe")}
     tables = {kind: {rt.run_id: rt.table for rt in found[kind][1] if len(rt.table)} for kind in ("time", "callgrind")}
     main = {kind: found[kind][0] for kind in found}
     probe_runs = found["probe"][1]
     probe_rows = primitives.scored_rows(runs, paper_runs.merge_probe_rows(probe_runs, paper_runs.leads("probe", probe_runs,
                                                                                              main["probe"])))
-    return Dataset(tables["time"].get(main["time"].run_id) if main["time"] else None,
+    return Explorable(tables["time"].get(main["time"].run_id) if main["time"] else None,
                    tables["callgrind"].get(main["callgrind"].run_id) if main["callgrind"] else None,
                    probe_rows, {k: r.run_id for k, r in main.items() if r}, tables, found["time"][1], main["time"])
 
@@ -175,7 +176,7 @@ def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def explore(ds: Dataset, workloads, allocators, baseline: str = comparisons.BASELINE, metric: str = "wall_s",
+def explore(ds: Explorable, workloads, allocators, baseline: str = comparisons.BASELINE, metric: str = "wall_s",
             weights: dict | None = None, draws: int = PAPER_DRAWS) -> View:
     """The trade-off for a selection, or the one-line reason there is none. Never raises for a selection."""
     view = View(baseline, metric)
@@ -200,7 +201,7 @@ class _Left:
         self.rows.append({"allocator": allocator, "left out of": where, "why": why})
 
 
-def _explore(view: View, ds: Dataset, workloads: list, allocators: list, weights, draws) -> None:
+def _explore(view: View, ds: Explorable, workloads: list, allocators: list, weights, draws) -> None:
     baseline, metric = view.baseline, view.metric
     if metric not in METRICS:
         raise HeapcostError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
@@ -260,7 +261,7 @@ def _listing(names) -> str:
 
 
 # ------------------------------------------------------------------------------------------ overhead
-def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
+def _timed(ds: Explorable, workloads, others, baseline, metric, left: _Left):
     """The paper's comparisons (comparisons.run_comparison: trials and lockstep pairs, each inside its run)
     over the selection, each allocator from its leading run (paper_runs.leads), as analysis.publish.results.comparisons
     computes them for the paper: with every workload and allocator selected, the paper's geometric means."""
@@ -320,7 +321,7 @@ def _timed(ds: Dataset, workloads, others, baseline, metric, left: _Left):
     return geomean[geomean["allocator"].isin(kept)].reset_index(drop=True), per_workload.reset_index(drop=True), kept
 
 
-def _selection(ds: Dataset, workloads, chosen: set, baseline: str, metric: str):
+def _selection(ds: Explorable, workloads, chosen: set, baseline: str, metric: str):
     """Each time run narrowed to the selection: (RunTables with something to compare, the same by run id
     with every pair of the chosen allocators for run_comparison, the groups left out with why, the usable
     trials)."""
@@ -371,7 +372,7 @@ def _beside_baseline(data: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return kept if (kept["allocator"] != baseline).any() else data.iloc[0:0]
 
 
-def _no_pairs(metric: str, ds: Dataset, allocator: str) -> str:
+def _no_pairs(metric: str, ds: Explorable, allocator: str) -> str:
     """Lockstep pairs record wall (active) time and peak RSS, not CPU time: say so when that is why."""
     if metric in PAIRED_METRICS or not any(allocator in _col(pairs, "allocator_a") | _col(pairs, "allocator_b")
                                            for pairs in ds._pairs()):
@@ -379,7 +380,7 @@ def _no_pairs(metric: str, ds: Dataset, allocator: str) -> str:
     return f"; its lockstep pairs record no {METRICS[metric]}"
 
 
-def _measured_on(ds: Dataset, allocator: str) -> set:
+def _measured_on(ds: Explorable, allocator: str) -> set:
     """The workloads any time run measured the allocator on, in trials or in lockstep pairs."""
     return set(ds.measured_on.get(allocator, ()))
 
@@ -396,7 +397,7 @@ def _why(bad: pd.DataFrame, allocator: str) -> str:
     return f" ({r['workload']}: {r['ok']} usable of {r['trials']} trials, {r['why']})"
 
 
-def _instructions(ds: Dataset, workloads, others, baseline, left: _Left):
+def _instructions(ds: Explorable, workloads, others, baseline, left: _Left):
     if ds.counts is None:
         raise HeapcostError("the dataset has no callgrind run: no instructions per free to show")
     c = ds.counts
@@ -433,7 +434,7 @@ def _instructions(ds: Dataset, workloads, others, baseline, left: _Left):
 
 
 # ------------------------------------------------------------------------------------------ security
-def _scores(ds: Dataset, kept, baseline, weights, draws, left: _Left) -> pd.DataFrame:
+def _scores(ds: Explorable, kept, baseline, weights, draws, left: _Left) -> pd.DataFrame:
     run = ds.runs.get("probe", "")
     rows = [r for r in ds.probe_rows if r["allocator"] in {*kept, baseline}]
     scores = (comparisons.security_scores(rows, weights, baseline, draws=int(draws)) if rows
