@@ -43,6 +43,7 @@ theirs (publish/debates/per_call_prediction.py), where the builds start thousand
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from analysis.errors import HeapcostError
@@ -82,9 +83,12 @@ def class_calls(profile: pd.DataFrame) -> pd.DataFrame:
 
 
 def profile_value(profile: pd.DataFrame, quantity: str) -> float | None:
-    rows = profile[(profile["quantity"] == quantity)
-                   & (profile["size_class"].isna() | (profile["size_class"].astype(str) == ""))]
-    return float(pd.to_numeric(rows["value"]).iloc[0]) if len(rows) else None
+    """A whole-program quantity of the profile (its row without a size class), or None. Asked several times per
+    prediction, so read from the columns' arrays rather than through a filtered frame."""
+    size_class = profile["size_class"]
+    whole = size_class.isna().to_numpy() | (size_class == "").to_numpy()
+    at = np.flatnonzero((profile["quantity"] == quantity).to_numpy() & whole)
+    return float(pd.to_numeric(profile["value"].iloc[at[:1]]).iloc[0]) if len(at) else None
 
 
 def base_time(profile: pd.DataFrame) -> float | None:

@@ -72,10 +72,13 @@ def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: 
     return out
 
 
-def current_predictions(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
+def current_predictions(folder: Path, costs: pd.DataFrame, processor: str, predicted: dict | None = None) -> dict:
     """{(program, allocator): (ratio, low, high)} of the model as it is now, for every registered profile and each
-    configuration with per-call costs on `processor`."""
-    return {k: (p.ratio, p.low, p.high) for k, p in registered_profiles_predicted(folder, costs, processor).items()}
+    configuration with per-call costs on `processor` (`predicted`: registered_profiles_predicted's, when the
+    caller has them)."""
+    if predicted is None:
+        predicted = registered_profiles_predicted(folder, costs, processor)
+    return {k: (p.ratio, p.low, p.high) for k, p in predicted.items()}
 
 
 # ---- the registration ----
@@ -364,14 +367,17 @@ def measure_program(command: str, allocators, extra_allocators: str = "", blocks
     return pd.DataFrame(rows, columns=["allocator", "measured", "low", "high", "why"])
 
 
-def large_shares(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
+def large_shares(folder: Path, costs: pd.DataFrame, processor: str, predicted: dict | None = None) -> dict:
     """{(program, allocator): the share of the predicted added time that the model charges to blocks above the
     largest measured small class (the pages cell scaled by size)}, from the registered profiles and the per-call
-    costs: where a prediction rests on large blocks. A description of each prediction, read after the fact."""
+    costs: where a prediction rests on large blocks. A description of each prediction, read after the fact.
+    `predicted`: registered_profiles_predicted's, when the caller has them."""
     from analysis.stats import cost_model
 
+    if predicted is None:
+        predicted = registered_profiles_predicted(folder, costs, processor)
     out = {}
-    for key, p in registered_profiles_predicted(folder, costs, processor).items():
+    for key, p in predicted.items():
         total = float(p.parts["added_s"].abs().sum())
         large = float(p.parts.loc[p.parts["pattern"] == cost_model.PAGES, "added_s"].abs().sum())
         out[key] = large / total if total > 0 else 0.0
@@ -395,11 +401,12 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     cells = per_call.measured_cells(ds, baseline, set(matching))
     cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] if len(cells) else cells
     baseline_costs = per_call.table(ds, baseline) if costs is None else costs
-    large = large_shares(folder, baseline_costs, processor)
+    predicted = registered_profiles_predicted(folder, baseline_costs, processor)  # once, for both uses below
+    large = large_shares(folder, baseline_costs, processor, predicted)
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
     density = {p["name"]: p["calls"] / (1000 * p["base_cpu_s"]) if p.get("base_cpu_s") else None
                for p in reg["program"]}
-    now = current_predictions(folder, baseline_costs, processor)
+    now = current_predictions(folder, baseline_costs, processor, predicted)
     rows = []
     for p in reg["prediction"]:
         current = now.get((p["program"], p["allocator"]), (None, None, None))
