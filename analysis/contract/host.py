@@ -27,7 +27,6 @@ import json
 import re
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
 IDENTITY_FIELDS = ("cpu_model", "cpu_family", "cpu_model_number", "cpu_stepping", "nominal_mhz",
                    "logical_cpus", "memory_gib", "kernel", "hypervisor")

@@ -54,12 +54,6 @@ MIN_HOSTS_TO_POOL = 5
 MIN_AA_RUNS = 3
 
 
-def dataset_of(res) -> Dataset | None:
-    """The dataset of a Results' runs (analysis.contract.dataset), or None when it has no run."""
-    runs_dir = runs_dir_of(res)
-    return None if runs_dir is None else dataset.load(runs_dir)
-
-
 @functools.lru_cache(maxsize=8)
 def _host_kinds(runs_dir) -> dict[str, str]:
     """{run: its host kind} over every run of the dataset (or its runs folder) (analysis.contract.host.host_groups),
@@ -556,11 +550,6 @@ def aa_by_host(cells: pd.DataFrame, runs_dir: Path, baseline: str, grouped: RunC
     return pd.DataFrame(rows, columns=AA_HOST_COLUMNS)
 
 
-def runs_dir_of(res) -> Path | None:
-    run = res.time_run or res.callgrind_run
-    return run.path.parent if run is not None else None
-
-
 def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str, workload: str) -> dict:
     """The added nanoseconds per malloc+free pair the pooled ratio implies, where callgrind counted the
     workload's frees: (ratio - 1) x the time of `without` per process / its frees at the run's scale (frees
@@ -573,7 +562,7 @@ def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str
     top = pf.sort_values("scale").iloc[-1]
     frees_per_scale = float(top["free_calls"]) / float(top["scale"])
     times = []
-    ds = dataset_of(res)
+    ds = res.dataset
     for run_id in runs.loc[~runs["superseded"].astype(bool), "run_id"]:
         t = _time_of(ds, run_id, without, workload)
         if t:

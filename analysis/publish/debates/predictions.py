@@ -73,7 +73,7 @@ def head_commit() -> str:
 
 def compute(res, per_host: pd.DataFrame, spec: dict, today: str, commit: str) -> list[dict]:
     """A prediction for every debate's primary cell that some host has answered."""
-    runs_dir = pool.dataset_of(res)
+    runs_dir = res.dataset
     skip = {p for q in spec.values() for p in q.contested}
     tau, n_cells = prediction.borrowed_spread(ablation_cells(res.cells.get("wall_s"), runs_dir, skip))
     out = []

@@ -320,7 +320,7 @@ def _pair_runs(res: Results, q, ds, with_: str, without: str, workload: str,
 def debate_runs(res: Results, spec: dict, grouped: dict | None = None) -> dict:
     """{(seed, with, without, workload): every run's estimate of that debate cell} over every contested pair
     and workload measured: read once, for the machine level's joint spread and for each cell's answer."""
-    ds = pool.dataset_of(res)
+    ds = res.dataset
     out = {}
     for d in DEBATES:
         q = spec[d.seed]
@@ -373,7 +373,7 @@ def answers(res: Results, figures: pd.DataFrame, spec: dict | None = None, group
     `aa_hosts`: pool.aa_by_host of res's wall_s cells against BASELINE when the caller has it."""
     spec = debates_spec.load() if spec is None else spec
     grouped = pool.grouped_cells(res.cells) if grouped is None else grouped
-    ds = pool.dataset_of(res)
+    ds = res.dataset
     if ds is None:
         floors = {}
     else:

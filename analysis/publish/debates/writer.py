@@ -25,7 +25,7 @@ from analysis.stats.primitives import wilson
 def write_debates(res: Results, p, labels: dict, baseline: str = BASELINE) -> dict:
     """Writes the products through `p` (name -> path); returns the numbers for results_numbers.json."""
     spec = debates_spec.load()
-    ds = pool.dataset_of(res)
+    ds = res.dataset
     grouped = pool.grouped_cells(res.cells)  # split once for every debate, layout and A/A copy
     wall = grouped.get("wall_s")
     aa_hosts = pool.aa_by_host(res.cells.get("wall_s"), ds, baseline, wall) if ds else \
@@ -144,7 +144,7 @@ def _machine_level(res: Results, spec: dict, runs: pd.DataFrame, per_host: pd.Da
     checked = predictions.next_machine_check(predictions.load_next_machines(), machines)
     write_csv(checked, p("next_machine_check.csv"))
     primary = {(f"{a} / {b}", w) for q in spec.values() for (a, b), w in [q.primary]}
-    ds = pool.dataset_of(res)
+    ds = res.dataset
     skip = {pair for q in spec.values() for pair in q.contested}
     ablations = predictions.ablation_cells(res.cells.get("wall_s"), ds, skip, by_kind=True) if ds else {}
     details = pd.concat([coverage.leave_one_machine_out(current, {}, primary),

@@ -3,7 +3,6 @@ names, and the like-with-like run (publish/dataset/paper_runs.like_with_like_run
 trade-off and its front read, with what they leave to other runs or cannot weigh."""
 import pandas as pd
 
-from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.publish.results.comparisons import Results
 
@@ -19,7 +18,7 @@ def with_host(rows: pd.DataFrame, res: Results) -> pd.DataFrame:
 
     if rows.empty or "run_id" not in rows or res.time_run is None:
         return rows.assign(host="")
-    machines = dataset_machines(dataset.load(res.time_run.path.parent), run_ids=tuple(rows["run_id"].astype(str)))
+    machines = dataset_machines(res.dataset, run_ids=tuple(rows["run_id"].astype(str)))
     return rows.assign(host=[f"{machines[r].kind}, machine {machines[r].name}" if r in machines else ""
                              for r in rows["run_id"].astype(str)])
 
@@ -34,7 +33,7 @@ def like_with_like(res: Results, geo: pd.DataFrame) -> dict:
         return {}
     aa = set(res.aa["allocator"])
     mine = geo[(geo["run_id"] == res.like_run) & ~geo["allocator"].isin(aa)]
-    run = dataset.load(res.time_run.path.parent).run(res.like_run)
+    run = res.dataset.run(res.like_run)
     if run is None:
         raise HeapcostError(f"the like-with-like run {res.like_run} has no readable run.json")
     info = run.info
@@ -66,7 +65,7 @@ def attributed(res: Results, extreme: dict) -> dict:
     profile's scale times the allocator's own scale factor, which slow allocators have below 1)."""
     if not extreme or not extreme.get("run_id") or res.time_run is None:
         return extreme
-    info = dataset.load(res.time_run.path.parent).info(extreme["run_id"])
+    info = res.dataset.info(extreme["run_id"])
     scale = float((info.get("profile") or {}).get("scale") or 1.0)
     factor = float(((info.get("allocators") or {}).get(extreme["allocator"]) or {}).get("scale_factor") or 1.0)
     return {**extreme, "run": labels(res).get(extreme["run_id"], ""),

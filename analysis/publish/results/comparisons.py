@@ -317,6 +317,13 @@ class Results:
     like_run: str | None = None  # the like-with-like run (paper_runs.like_with_like_run): the speed table's and
     # the trade-off's rows, one machine, one scale, one run; None when the dataset has no such run
 
+    @property
+    def dataset(self) -> dataset.Dataset | None:
+        """The dataset these results were computed from (analysis.contract.dataset: read once per process), or
+        None when it had no run of any kind."""
+        run = self.time_run or self.callgrind_run or self.probe_run
+        return None if run is None else dataset.load(run.path.parent)
+
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
     """One run's comparisons with its own baseline: from its trials (compare) and, for a lockstep run,

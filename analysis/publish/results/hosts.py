@@ -82,7 +82,7 @@ def host_outputs(res: Results, p, pool: hosts.Pool = hosts.random_effects_pool) 
     cells = res.cells.get("wall_s") if res.cells else None
     if res.time_run is None or cells is None or not len(cells):
         return {"hosts": {"count": 0}, "clock_lock": {"both": False}}
-    host_of, labels, clock_of = run_groups(dataset.load(res.time_run.path.parent), cells["run_id"])
+    host_of, labels, clock_of = run_groups(res.dataset, cells["run_id"])
     reported = set(res.speed.geomean["allocator"]) if res.speed is not None else None
     per_host, pooled = hosts.group_panel(cells, host_of, pool, allocators=reported)
     per_host = per_host.assign(host=per_host["group"].map(labels), display=_displayed(per_host))

@@ -125,7 +125,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
                      "margin_percent": f"{MARGIN * 100:.0f}", "heavy": f"{HEAVY:g}",
                      "trim_percent": f"{stats.TRIM * 100:.0f}", "min_runs": cmp.MIN_RUNS}
     trials = None
-    ds = dataset.load(res.time_run.path.parent) if res.time_run is not None else None
+    ds = res.dataset
     if res.time_run is not None:
         info = res.time_run.info
         # a run whose every cell took turns (built-in lockstep workloads, brought programs alternated) has no trials
@@ -497,7 +497,7 @@ def _defences(res: Results, p) -> dict:
     from analysis.errors import HeapcostError
     from analysis.publish.security import techniques as known
 
-    ds = dataset.load(res.probe_run.path.parent)
+    ds = res.dataset
     primitive_rows = primitive_rows_if_any(ds)
     try:  # the known exploitation techniques of the newest techniques run (publish/security/techniques.py)
         technique_run, _, technique_rows = known.newest_run(ds)
@@ -524,7 +524,7 @@ def _debate_security(res: Results, p) -> dict:
     debates = pd.read_csv(debates_path, dtype=str, keep_default_na=False) if debates_path.is_file() else pd.DataFrame()
     primary = debates[debates["cell"] == "primary"] if "cell" in debates else debates.iloc[0:0]
     try:
-        rows = debate_probe_rows(dataset.load(res.probe_run.path.parent)) if res.probe_run is not None else []
+        rows = debate_probe_rows(res.dataset) if res.probe_run is not None else []
     except HeapcostError:
         rows = []
     table = security_side.debate_security(primary, rows) if rows else \

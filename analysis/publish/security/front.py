@@ -183,7 +183,7 @@ def write_weight_front(res, path, baseline: str, *, draws: int = 2000) -> dict:
 
     if not len(res.trade) or res.probe_run is None or res.speed is None:
         return {}
-    ds = dataset.load(res.probe_run.path.parent)
+    ds = res.dataset
     rows = scored_rows(ds, reported_probe_rows(ds))
     speed = res.speed.results
     hosts = run_hosts(ds, speed["run_id"].dropna()) if "run_id" in speed else {}
