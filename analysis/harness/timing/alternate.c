@@ -50,11 +50,9 @@ struct stamp {
 };
 
 struct side {
-    const char *out, *err, *cwd;
+    struct side_io io;  /* where it writes, in what it runs (child_io.h) */
     long long run0_ns, queued0_ns; /* the current run's scheduler account at its exec */
-    char *out_running;  /* where the current run writes its stdout, renamed to `out` when it ends */
-    char **env;
-    int n_env;
+    char *out_running;  /* where the current run writes its stdout, renamed to io.out when it ends */
     char **argv;
     pid_t pid;          /* the running process (and its group), 0 when none */
     double started;
@@ -97,7 +95,7 @@ static int start(struct side *s, int cpu, int running)
         close(errpipe[0]);
         /* the stdout of the last run that ended is kept (a checksum line is read from it): each run writes its
          * own file, renamed when it ends; stderr gathers every run's */
-        int e = child_setup(cpu, s->cwd, s->out_running, s->err, 1);
+        int e = child_setup(cpu, s->io.cwd, s->out_running, s->io.err, 1);
         if (!e) {
             /* the run starts here, by the child's own clock: a parent the machine is slow to schedule cannot
              * move it */
@@ -110,7 +108,7 @@ static int start(struct side *s, int cpu, int running)
             }
             ssize_t w = write(errpipe[1], &st, sizeof st);
             (void)w;
-            e = child_exec(s->argv, s->env, s->n_env);
+            e = child_exec(s->argv, s->io.env, s->io.n_env);
         }
         ssize_t unused = write(errpipe[1], &e, sizeof e);
         (void)unused;
@@ -251,10 +249,8 @@ int main(int argc, char **argv)
     long slice_us = 1000, max_runs = 0;
     double window = 10, timeout = 0;
     for (int k = 0; k < 2; k++) {
-        S[k].out = S[k].err = "/dev/null";
-        S[k].env = calloc((size_t)argc + 2, sizeof(char *));
         S[k].runs = calloc(MAX_RUNS, sizeof(struct run));
-        if (!S[k].env || !S[k].runs)
+        if (side_init(&S[k].io, argc, 0) != 0 || !S[k].runs)
             return 70;
     }
     int i;
@@ -271,42 +267,30 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-runs")) max_runs = atol(v);
         else if (!strcmp(a, "--fit")) fit_only = atoi(v) != 0;
         else if (!strcmp(a, "--timeout")) timeout = atof(v);
-        else if (!strncmp(a, "--a-", 4) || !strncmp(a, "--b-", 4)) {
-            struct side *s = &S[a[2] == 'b'];
-            if (!strcmp(a + 4, "stdout")) s->out = v;
-            else if (!strcmp(a + 4, "stderr")) s->err = v;
-            else if (!strcmp(a + 4, "cwd")) s->cwd = v;
-            else if (!strcmp(a + 4, "env")) s->env[s->n_env++] = (char *)v;
-            else usage();
-        }
-        else usage();
+        else if (side_option(&S[0].io, &S[1].io, a, v) != 1)
+            usage();
     }
     if (slice_us < 100 || window <= 0 || max_runs < 0 || max_runs > MAX_RUNS)
         usage();
-    if (i >= argc - 1)
-        usage();
-    S[0].argv = argv + i + 1;
-    if (fit_only) {
-        if (asprintf(&S[0].out_running, "%s", S[0].out) < 0)
+    if (fit_only) { /* -- A ARGS...: one command */
+        if (i >= argc - 1)
+            usage();
+        S[0].argv = argv + i + 1;
+        if (asprintf(&S[0].out_running, "%s", S[0].io.out) < 0)
             return 70;
         signal(SIGPIPE, SIG_IGN);
         return fit(&S[0], timeout);
     }
-    int j;
-    for (j = i + 1; j < argc && strcmp(argv[j], "--"); j++)
-        ;
-    if (j == i + 1 || j >= argc - 1)
+    if (two_commands(argc, argv, i, &S[0].argv, &S[1].argv) != 0) /* -- A ARGS... -- B ARGS... */
         usage();
-    argv[j] = NULL;
-    S[1].argv = argv + j + 1;
     for (int k = 0; k < 2; k++) { /* stderr gathers every run's: start from an empty file */
-        if (asprintf(&S[k].out_running, "%s.running", S[k].out) < 0)
+        if (asprintf(&S[k].out_running, "%s.running", S[k].io.out) < 0)
             return 70;
-        if (!strcmp(S[k].out, "/dev/null"))
+        if (!strcmp(S[k].io.out, "/dev/null"))
             S[k].out_running = "/dev/null";
-        int f = open(S[k].out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int f = open(S[k].io.out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (f >= 0) close(f);
-        f = open(S[k].err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        f = open(S[k].io.err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (f >= 0) close(f);
     }
     if (driver_cpu >= 0) {
@@ -346,7 +330,7 @@ int main(int argc, char **argv)
                 double u, y;
                 s->cpu_all += cpu_of(&ru, &u, &y);
                 if (strcmp(s->out_running, "/dev/null"))
-                    rename(s->out_running, s->out);
+                    rename(s->out_running, s->io.out);
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                     s->failed = 1;
                     s->status = status;

@@ -33,9 +33,7 @@
 #include "child_io.h"
 
 struct proc {
-    const char *out, *err, *cwd;
-    char **env;
-    int n_env;
+    struct side_io io; /* where it writes, in what it runs (child_io.h) */
     char **argv;
     pid_t pid;
     int status, reaped, exec_errno, errpipe;
@@ -80,13 +78,13 @@ static void child(struct proc *p, int cpu, int in, int out, int ready, long chun
 {
     int e = no_aslr && personality(ADDR_NO_RANDOMIZE) == -1 ? errno : 0;
     if (!e)
-        e = child_setup(cpu, p->cwd, p->out, p->err, 0);
+        e = child_setup(cpu, p->io.cwd, p->io.out, p->io.err, 0);
     if (!e) {
-        p->env[p->n_env++] = fmt("HEAPCOST_LOCKSTEP_IN", in);
-        p->env[p->n_env++] = fmt("HEAPCOST_LOCKSTEP_OUT", out);
-        p->env[p->n_env++] = fmt("HEAPCOST_LOCKSTEP_READY", ready);
-        p->env[p->n_env++] = fmt("HEAPCOST_LOCKSTEP_CHUNK_US", chunk_us);
-        e = child_exec(p->argv, p->env, p->n_env);
+        p->io.env[p->io.n_env++] = fmt("HEAPCOST_LOCKSTEP_IN", in);
+        p->io.env[p->io.n_env++] = fmt("HEAPCOST_LOCKSTEP_OUT", out);
+        p->io.env[p->io.n_env++] = fmt("HEAPCOST_LOCKSTEP_READY", ready);
+        p->io.env[p->io.n_env++] = fmt("HEAPCOST_LOCKSTEP_CHUNK_US", chunk_us);
+        e = child_exec(p->argv, p->io.env, p->io.n_env);
     }
     ssize_t unused = write(errpipe, &e, sizeof e);
     (void)unused;
@@ -98,7 +96,7 @@ static void read_active(struct proc *p)
 {
     p->active = -1;
     p->turns = -1;
-    FILE *f = fopen(p->err, "r");
+    FILE *f = fopen(p->io.err, "r");
     if (!f)
         return;
     char line[4096];
@@ -147,8 +145,8 @@ int main(int argc, char **argv)
     long chunk_us = 1000;
     double timeout = 0;
     for (int k = 0; k < 2; k++) {
-        P[k].out = P[k].err = "/dev/null";
-        P[k].env = calloc((size_t)argc + 8, sizeof(char *));
+        if (side_init(&P[k].io, argc, 4) != 0) /* room for the four HEAPCOST_LOCKSTEP_* it adds */
+            return 70;
     }
     int i;
     for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
@@ -161,27 +159,12 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--chunk-us")) chunk_us = atol(v);
         else if (!strcmp(a, "--timeout")) timeout = atof(v);
         else if (!strcmp(a, "--no-aslr")) no_aslr = atoi(v) != 0;
-        else if (!strncmp(a, "--a-", 4) || !strncmp(a, "--b-", 4)) {
-            struct proc *p = &P[a[2] == 'b'];
-            if (!strcmp(a + 4, "stdout")) p->out = v;
-            else if (!strcmp(a + 4, "stderr")) p->err = v;
-            else if (!strcmp(a + 4, "cwd")) p->cwd = v;
-            else if (!strcmp(a + 4, "env")) p->env[p->n_env++] = (char *)v;
-            else usage();
-        }
-        else usage();
+        else if (side_option(&P[0].io, &P[1].io, a, v) != 1)
+            usage();
     }
     /* -- A ARGS... -- B ARGS... */
-    if (i >= argc - 1)
+    if (two_commands(argc, argv, i, &P[0].argv, &P[1].argv) != 0)
         usage();
-    P[0].argv = argv + i + 1;
-    int j;
-    for (j = i + 1; j < argc && strcmp(argv[j], "--"); j++)
-        ;
-    if (j == i + 1 || j >= argc - 1)
-        usage();
-    argv[j] = NULL;
-    P[1].argv = argv + j + 1;
 
     signal(SIGPIPE, SIG_IGN);
     int tok[2][2], ready[2];
