@@ -109,6 +109,16 @@ class Dataset:
         folder = self.path(run)
         return sorted(p.name for p in folder.glob(pattern) if p.is_file()) if folder.is_dir() else []
 
+    def state(self, run) -> bytes:
+        """What says a run changed, without reading its files: each file's path inside the run's folder, its size
+        and modification time (for a key asked for often; a file's bytes are what its table or JSON give)."""
+        folder = self.path(run)
+        parts = []
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
+            st = path.stat()
+            parts.append(f"{path.relative_to(folder)}\0{st.st_size}\0{st.st_mtime_ns}")
+        return "\n".join(parts).encode()
+
     def info(self, run) -> dict:
         """A run's run.json ({} when it has none or it cannot be read). Shared: never change it."""
         return self._read(_run_id(run), RUN_JSON, "json") or {}

@@ -136,3 +136,15 @@ def test_a_missing_folder_is_an_empty_dataset(tmp_path):
     ds = dataset.Dataset(tmp_path / "nowhere")
     assert ds.run_ids() == [] and ds.runs() == [] and ds.pick("time", "trials.csv") is None
     assert ds.info("r1") == {} and ds.machine("r1") == {}
+
+
+def test_a_runs_state_moves_when_a_file_changes_and_reads_none(tmp_path, counted):
+    folder = make_run(tmp_path, "r1", tables={"pairs.csv": "a\n1\n"})
+    ds = dataset.Dataset(tmp_path)
+    before = ds.state("r1")
+    assert b"pairs.csv" in before and b"run.json" in before
+    assert ds.state("r1") == before and counted == {}  # stat only: no file read
+    with open(folder / "pairs.csv", "a") as fh:
+        fh.write("2\n")
+    assert ds.state("r1") != before
+    assert ds.state("absent") == b""

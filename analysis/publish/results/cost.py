@@ -77,13 +77,11 @@ def machine_spread(data_dir: Path) -> MachineSpread | None:
 
 def _run_signature(ds: dataset.Dataset, run_id: str) -> bytes:
     """A run's state: its intake.json (the sha256 of every file as merged), or without one (or one that cannot
-    be read), the path, size and modification time of each of its files (memo.folder_state)."""
-    from analysis.publish.results import memo
-
+    be read), the path, size and modification time of each of its files (Dataset.state)."""
     intake = ds.json(run_id, "intake.json")
     if intake is not None:
         return json.dumps(intake, sort_keys=True).encode()
-    return memo.folder_state(ds.path(run_id))
+    return ds.state(run_id)
 
 
 def inputs_key(runs_dir: Path, baseline: str, registry: Path) -> str:

@@ -56,17 +56,6 @@ def folder_digest(folder: Path) -> str:
     return h.hexdigest()
 
 
-def folder_state(folder: Path) -> bytes:
-    """Every file under `folder`: its path inside the folder, its size and modification time (what says a
-    folder changed without reading its bytes, for a key asked for often)."""
-    folder = Path(folder)
-    parts = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        st = path.stat()
-        parts.append(f"{path.relative_to(folder)}\0{st.st_size}\0{st.st_mtime_ns}")
-    return "\n".join(parts).encode()
-
-
 def table_digest(table: pd.DataFrame | None) -> str:
     """A table's content: its columns, dtypes and every row (index included)."""
     if table is None:
