@@ -48,6 +48,11 @@ class Run:
     def complete(self) -> bool:
         return self.info.get("status") == "complete"
 
+    @property
+    def dataset(self) -> "Dataset":
+        """The dataset the run is in (its folder's parent), as load gives it."""
+        return load(self.path.parent)
+
 
 def _stamp(path: Path):
     """What says a file changed: its inode (a file replaced whole), modification and change times and size

@@ -43,6 +43,7 @@ def test_one_folder_is_one_dataset_for_the_process(tmp_path):
     assert dataset.load(tmp_path / "." ) is first
     assert dataset.load(first) is first
     assert dataset.load(tmp_path / "other") is not first
+    assert first.runs()[0].dataset is first  # a run knows the dataset it is in
 
 
 def test_each_file_is_read_once_however_often_it_is_asked(tmp_path, counted):

@@ -107,24 +107,6 @@ def _runs(ds: Dataset, run_ids) -> dict[str, Run]:
     return {rid: run for rid in sorted(set(run_ids)) if (run := ds.run(rid)) is not None}
 
 
-def _run_file(path) -> tuple[Dataset, str, str]:
-    """(the dataset, the run's id, the file's name) of a run's file: `path` a Run, a run's folder (its
-    pairs.csv) or the path of one of its files."""
-    if isinstance(path, Run):
-        folder, name = path.path, PAIRS
-    else:
-        path = Path(path)
-        folder, name = (path.parent, path.name) if path.suffix == ".csv" else (path, PAIRS)
-    return dataset.load(folder.parent), folder.name, name
-
-
-def pairs_of(path: Path) -> pd.DataFrame | None:
-    """A run's pairs.csv as read once for every reader (never change it), or None. `path`: its path, or the
-    run (a Run or its folder)."""
-    ds, run_id, name = _run_file(path)
-    return ds.table(run_id, name, shared=True)
-
-
 # Enough for every run of the dataset: a smaller cache, walked in run order by each debate, evicts each run's
 # index before it is asked again and makes it anew every time.
 RUN_CACHE = 512
@@ -564,7 +546,7 @@ def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str
     times = []
     ds = res.dataset
     for run_id in runs.loc[~runs["superseded"].astype(bool), "run_id"]:
-        t = _time_of(ds, run_id, without, workload)
+        t = time_of(ds, run_id, without, workload)
         if t:
             times.append(t)
     if not times:
@@ -576,14 +558,9 @@ def transfer(res, runs: pd.DataFrame, pooled_row: dict, with_: str, without: str
     return {"added_ns_per_pair": ns, "added_ns_low": lo, "added_ns_high": hi}
 
 
-def time_of(run_dir: Path, allocator: str, workload: str) -> tuple[float, float] | None:
-    """The median active time of one process of `allocator` on the workload in a lockstep run (its folder, or
-    its Run), and its scale."""
-    ds, run_id, _ = _run_file(run_dir)
-    return _time_of(ds, run_id, allocator, workload)
-
-
-def _time_of(ds: Dataset, run_id: str, allocator: str, workload: str) -> tuple[float, float] | None:
+def time_of(ds: Dataset, run_id: str, allocator: str, workload: str) -> tuple[float, float] | None:
+    """The median active time of one process of `allocator` on the workload in a lockstep run of the dataset,
+    and its scale."""
     pairs = _pairs(ds, run_id)
     if pairs is None:
         return None

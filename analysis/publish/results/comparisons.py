@@ -322,7 +322,7 @@ class Results:
         """The dataset these results were computed from (analysis.contract.dataset: read once per process), or
         None when it had no run of any kind."""
         run = self.time_run or self.callgrind_run or self.probe_run
-        return None if run is None else dataset.load(run.path.parent)
+        return None if run is None else run.dataset
 
 
 def run_comparison(rt, baseline: str, metric: str) -> cmp.Comparison:
@@ -462,7 +462,7 @@ def _knock_outs(time_runs, baseline: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _pairs(run: Run) -> pd.DataFrame | None:
     """A run's pairs.csv as written (all of it), or None, from the dataset the run is in."""
-    return dataset.load(run.path.parent).table(run, "pairs.csv")
+    return run.dataset.table(run, "pairs.csv")
 
 
 def role_table(time_runs, baseline: str) -> pd.DataFrame:

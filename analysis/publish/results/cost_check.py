@@ -253,7 +253,7 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
     `protocol` "trials" runs each program alone in randomized blocks instead of in turns, so that each run's
     minor faults, system time and peak memory are recorded (trials.csv): what a miss comes from; `allocators`
     then names the configurations (default the registration's), knock-outs included. `runs_dir`: the runs folder
-    the campaign writes into (or its dataset), default data/runs/."""
+    the campaign writes into, default data/runs/."""
     from analysis.harness.workloads import cost_programs
     from analysis.harness.allocators import catalog
     from analysis.harness.timing.measure import Campaign, RUNS_DIR
@@ -289,16 +289,11 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
     extra = ",".join(x for x in extra_allocators.split(",") if x.strip() and x.partition("=")[0] in wanted)
     camp = Campaign(profile="quick", allocators=",".join(a for a in wanted if a in known and a not in brought),
                     extra_allocators=extra, extra_workloads=cost_programs.extra_workloads(programs, inputs),
-                    blocks=blocks, runs_dir=_folder(runs_dir) or RUNS_DIR, force=force, protocol=protocol)
+                    blocks=blocks, runs_dir=runs_dir or RUNS_DIR, force=force, protocol=protocol)
     return camp.run()
 
 
 # ---- the check ----
-
-def _folder(runs_dir) -> Path | None:
-    """A runs folder given as itself or as its Dataset (None stays None)."""
-    return runs_dir.root if isinstance(runs_dir, dataset.Dataset) else runs_dir
-
 
 def matching_runs(runs_dir: Path, reg: dict) -> dict[str, set[str]]:
     """{program: ids of the runs whose brought workload of that name ran the registered program and input

@@ -93,7 +93,7 @@ def _base_ns(ds: dataset.Dataset, run_ids, baseline: str, workload: str, spec) -
     over the pairs it did at its scale."""
     per_pair = []
     for run_id in sorted(set(run_ids)):
-        found = pool.time_of(ds.path(run_id), baseline, workload)
+        found = pool.time_of(ds, run_id, baseline, workload)
         if found:
             seconds, scale = found
             per_pair.append(seconds / spec.pairs_at(scale) * 1e9)

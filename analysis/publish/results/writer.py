@@ -41,7 +41,7 @@ def clock_facts(run: Run | None, trials: pd.DataFrame | None, speed: cmp.Compari
     """What the threats-to-validity section states about this machine's clock and noise."""
     if run is None:
         return {}
-    machine = dataset.load(run.path.parent).machine(run)
+    machine = run.dataset.machine(run)
     clock = machine.get("clock", {})
     cpu = machine.get("cpu", {})
     facts = {
