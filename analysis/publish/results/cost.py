@@ -26,7 +26,7 @@ host without that cell says so on the allocator's line.
 """
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -54,6 +54,8 @@ class ModelInputs:
     checked: pd.DataFrame        # one row per checked program and processor: its FEATURES
     aa_copies: frozenset         # allocators that are the baseline's own library brought again (A/A trials)
     machine: MachineSpread | None = None  # the between-machine spread a new machine of a kind adds
+    premiums: dict = field(default_factory=dict)  # {configuration: stats/cost_terms.Premium}, those taking the term
+    residuals_per_call: pd.DataFrame | None = None  # the per-call model's misses alone (the debates' predictions)
 
 
 def machine_spread(data_dir: Path) -> MachineSpread | None:
@@ -123,24 +125,18 @@ def _compute_inputs(ds: dataset.Dataset, baseline: str, registry: Path) -> Model
 
     costs = per_call.table(ds, baseline)
     copies = frozenset(a for run in ds.runs("time") for a in paper_runs.aa_copies(run))
-    residuals, checked = [], []
-    for folder in cost_check.registrations(registry):
+    done = cost_check.checked(ds, costs, baseline, registry)
+    checked = []
+    for folder, table in done.tables:
         reg = cost_check.load(folder)
-        if reg["registration"].get("baseline", cost_check.BASELINE) != baseline:
-            continue
-        table = cost_check.check(ds, folder, costs)
-        done = table[table["log_error"].notna()]
-        residuals.append(cost_check.residuals_of([table]))
-        measured = set(done["program"])
+        measured = set(table.loc[table["log_error"].notna(), "program"])
         for path in sorted((folder / "profiles").glob("*.csv")):
             if path.stem in measured:
                 checked.append({"program": path.stem, "processor": reg["registration"]["processor"],
                                 **cp.features(cp.read_profile(path), costs)})
-    from analysis.stats.cost_model import RESIDUAL_COLUMNS
-    return ModelInputs(costs, pd.concat(residuals, ignore_index=True) if residuals
-                       else pd.DataFrame(columns=RESIDUAL_COLUMNS),
+    return ModelInputs(costs, done.residuals,
                        pd.DataFrame(checked, columns=["program", "processor", *(f for f, _, _ in cp.FEATURES)]),
-                       copies, machine_spread(ds.root.parent))
+                       copies, machine_spread(ds.root.parent), done.premiums, done.residuals_per_call)
 
 
 # ---- the command ----
@@ -184,10 +180,15 @@ def run(args) -> int:
     out = cp.predictions(profile, inputs.costs, [a for a in args.allocators.split(",") if a], processor or None,
                       startup=args.startup, residuals=inputs.residuals, baseline=args.baseline,
                       aa_copies=inputs.aa_copies,
-                      machine_spread=(inputs.machine.tau, inputs.machine.quantile) if inputs.machine else None)
+                      machine_spread=(inputs.machine.tau, inputs.machine.quantile) if inputs.machine else None,
+                      premiums=inputs.premiums)
     beyond = cp.outside_checked(profile, inputs.costs, inputs.checked)
     print("95% prediction intervals for a new program: the per-call costs' and the profile's own error, and the "
           "model's, from the misses of the programs it was checked on")
+    taken = {a: t for a, t in sorted(inputs.premiums.items()) if a in set(out["allocator"])}
+    if taken:
+        print("each allocation call also pays what it costs in a program beyond the per-call loops, where the checked "
+              "programs show it: " + ", ".join(f"{a} {t.ns:+.0f} ns" for a, t in taken.items()))
     m = inputs.machine
     print(f"on a new machine of the kind: each interval also carries the between-machine spread "
           f"(SD {100 * m.tau:.2f}% on {m.df:g} degrees of freedom, "
@@ -209,7 +210,8 @@ def run(args) -> int:
         print(f"{r.processor}  {r.allocator}: {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}] "
               f"({r.added_s * 1000:+.1f} ms over the profile's {args.baseline} run; {model}{machine})")
         if args.explain:
-            for p in cp.explain(profile, inputs.costs, r.processor, r.allocator, args.startup).itertuples():
+            for p in cp.explain(profile, inputs.costs, r.processor, r.allocator, args.startup,
+                                premiums=inputs.premiums).itertuples():
                 print(f"    {p.pattern:>9s} class {int(p.size_class):>7d}: {p.pairs:12.0f} pairs x "
                       f"{p.added_ns:+8.1f} ns = {p.added_s * 1000:+9.2f} ms ({100 * p.share:.0f}%)")
     if args.csv:

@@ -22,6 +22,7 @@ import math
 import shlex
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,8 @@ import pandas as pd
 from analysis.contract import dataset
 from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
+from analysis.publish.results import cost_models
+from analysis.publish.results.cost_models import pct as _pct
 
 REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration of the first set;
 # a later set of programs under its own name: cost_predictions/<set>/<processor kind>/
@@ -49,9 +52,14 @@ FAR = 1.25
 MIN_BLOCKS = 6  # a cell's paired estimate needs 5 windows after the first, the warm-up
 COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
            "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why",
-           "current_predicted", "current_low", "current_high", "current_log_error"]
+           "current_predicted", "current_low", "current_high", "current_log_error", "calls", "per_call_predicted",
+           "term_added", "registered_per_call", "registered_per_call_low", "registered_per_call_high",
+           "registered_per_call_inside", "registered_per_call_log_error"]
 # current_*: the model as it is now (stats/cost_model.py) on the registered profiles and today's per-call costs of
-# the registration's processor: in-sample wherever the model changed after the check was measured
+# the registration's processor, with the premium of stats/cost_terms.py where a configuration takes it (`checked`):
+# in-sample wherever the model changed after the check was measured; per_call_predicted: the per-call model alone,
+# and term_added what the premium adds to it; registered_per_call*: a registration made with the premium also
+# registers the per-call model alone (its interval with that model's own misses), checked the same way
 
 
 def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
@@ -162,8 +170,11 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
              programs_set: str = "first", residuals: pd.DataFrame | None = None) -> Path:
     """Profile the programs of a set here and write this processor's registration of that set (into `folder`,
     default the set's own folder under cost_predictions/, replacing an earlier registration of that set on this
-    processor only). A later set's intervals are the ones `cost` prints: the model's own error, from the misses
-    of every program already checked, joins the inputs' (`residuals`, default those the dataset gives)."""
+    processor only). A later set's predictions are the ones `cost` prints: the per-call model with the premium of
+    each configuration that takes it (stats/cost_terms.py, chosen on every program already checked), and the
+    model's own error, from those programs' misses, joined to the inputs' interval (`residuals`, default those
+    the dataset gives). Beside each, the per-call model alone with its own misses (per_call_*), so that the check
+    says what the premium bought on programs it never saw."""
     from analysis.harness.workloads import cost_programs, profile
     from analysis.publish.results import cost_prediction, per_call
     from analysis.stats import cost_model
@@ -175,9 +186,11 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
     folder = Path(folder) if folder is not None else folder_of(processor, programs=programs_set)
     ds = dataset.load(Path(data_dir) / "runs")
     costs = per_call.table(ds, baseline)
-    if residuals is None and programs_set != "first":  # the misses of every program checked so far
-        residuals = residuals_of([check(ds, f, costs) for f in registrations()
-                                  if load(f)["registration"].get("baseline", BASELINE) == baseline])
+    premiums, per_call_residuals = {}, None
+    if programs_set != "first":  # the premium and the misses of every program checked so far
+        done = checked(ds, costs, baseline)
+        premiums, per_call_residuals = done.premiums, done.residuals_per_call
+        residuals = done.residuals if residuals is None else residuals
     mine = costs[costs["processor"] == processor] if len(costs) else costs
     if mine.empty:
         raise HeapcostError(f"the dataset has no per-call costs on this host's processor ({processor}): measure the "
@@ -209,22 +222,34 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
         def num(v):
             return None if v is None or pd.isna(v) else round(float(v), 6)
 
-        for r in cost_prediction.predictions(prof, mine, list(allocators), processor, residuals=residuals).itertuples():
+        alone = {} if not premiums else {  # the per-call model without the premium, with its own misses
+            r.allocator: r for r in cost_prediction.predictions(prof, mine, list(allocators), processor,
+                                                                residuals=per_call_residuals).itertuples()}
+        for r in cost_prediction.predictions(prof, mine, list(allocators), processor, residuals=residuals,
+                                             premiums=premiums).itertuples():
             row = {"program": p.name, "allocator": r.allocator, "ratio": num(r.ratio), "low": num(r.low),
                    "high": num(r.high), "why": r.why}
             if residuals is not None:  # the inputs' interval alone, and what the model's own error came from
                 row.update(inputs_low=num(r.inputs_low), inputs_high=num(r.inputs_high),
                            model_error_percent=num(r.model_error_percent), model_error_from=r.model_error_from or "")
+            if premiums:
+                a = alone[r.allocator]
+                row.update(premium_ns=num(premiums[r.allocator].ns) if r.allocator in premiums else 0.0,
+                           per_call_ratio=num(a.ratio), per_call_low=num(a.low), per_call_high=num(a.high))
             prediction_rows.append(row)
     head = {"registered": f"{today or datetime.date.today().isoformat()}, commit {commit}", "processor": processor,
             **({} if programs_set == "first" else {"programs": programs_set,
                                                    "interval": "95% prediction interval for a new program: the inputs' "
                                                                "interval joined with the model's own error"}),
+            **({"term": "a premium per allocation call for each configuration that takes it, chosen and fitted on "
+                        "every program checked before (analysis/stats/cost_terms.py); per_call_*: the per-call "
+                        "model without it"} if premiums else {}),
             "baseline": baseline, "model": "analysis/stats/cost_model.py",
             "per_call_runs": _per_call_runs(ds, baseline, processor),
             "allocators": list(allocators)}
     for row in prediction_rows:  # TOML has no null: a cell the model could not predict keeps only its reason
-        for k in ("ratio", "low", "high", "inputs_low", "inputs_high", "model_error_percent"):
+        for k in ("ratio", "low", "high", "inputs_low", "inputs_high", "model_error_percent", "premium_ns",
+                  "per_call_ratio", "per_call_low", "per_call_high"):
             if k in row and row[k] is None:
                 del row[k]
     out = folder / REGISTERED
@@ -399,6 +424,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     predicted = registered_profiles_predicted(folder, baseline_costs, processor)  # once, for both uses below
     large = large_shares(folder, baseline_costs, processor, predicted)
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
+    calls = {p["name"]: p.get("calls") for p in reg["program"]}
     density = {p["name"]: p["calls"] / (1000 * p["base_cpu_s"]) if p.get("base_cpu_s") else None
                for p in reg["program"]}
     now = current_predictions(folder, baseline_costs, processor, predicted)
@@ -411,7 +437,11 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "predicted": p.get("ratio"), "low": p.get("low"), "high": p.get("high"), "measured": None,
                "measured_low": None, "measured_high": None, "runs": 0, "inside": None, "overlaps": None,
                "log_error": None, "base_cpu_s": base.get(p["program"]), "calls_per_ms": density.get(p["program"]),
-               "large_share": large.get((p["program"], p["allocator"])), "why": p.get("why", "")}
+               "large_share": large.get((p["program"], p["allocator"])), "why": p.get("why", ""),
+               "calls": calls.get(p["program"]), "per_call_predicted": current[0], "term_added": 0.0,
+               "registered_per_call": p.get("per_call_ratio"), "registered_per_call_low": p.get("per_call_low"),
+               "registered_per_call_high": p.get("per_call_high"), "registered_per_call_inside": None,
+               "registered_per_call_log_error": None}
         got = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)
         if got is None:
             tried = not cells.empty and bool(((cells["workload"] == p["program"])
@@ -423,6 +453,10 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
             row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=n)
             if current[0] is not None and current[0] > 0:
                 row["current_log_error"] = math.log(m) - math.log(current[0])
+            if row["registered_per_call"] is not None:
+                row.update(registered_per_call_inside=bool(row["registered_per_call_low"] <= m
+                                                           <= row["registered_per_call_high"]),
+                           registered_per_call_log_error=math.log(m) - math.log(row["registered_per_call"]))
             if row["predicted"] is not None:
                 row.update(inside=bool(row["low"] <= m <= row["high"]),
                            overlaps=bool(row["low"] <= mhi and mlo <= row["high"]),
@@ -432,9 +466,9 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
 
 
 def residuals_of(tables) -> pd.DataFrame:
-    """The checked programs' misses under the model as it is now (stats/cost_model.RESIDUAL_COLUMNS) over the check
-    tables of every registration: each measured cell's log(measured) - log(current prediction), the misses a
-    prediction `cost` prints would have made on them."""
+    """The checked programs' misses (stats/cost_model.RESIDUAL_COLUMNS) over the check tables of every
+    registration: each measured cell's log(measured) - log(current prediction); on `check`'s own tables, the
+    per-call model's misses (`checked` gives those of the model with its premium)."""
     from analysis.publish.results.cost_prediction import family_of
     from analysis.stats.cost_model import RESIDUAL_COLUMNS
 
@@ -443,6 +477,41 @@ def residuals_of(tables) -> pd.DataFrame:
             for t in tables for r in t.itertuples()
             if r.current_log_error is not None and not pd.isna(r.current_log_error)]
     return pd.DataFrame(rows, columns=RESIDUAL_COLUMNS)
+
+
+@dataclass
+class Checked:
+    """Every registration checked, with the model's premium (stats/cost_terms.py) chosen on all their programs."""
+    tables: list                   # [(registration folder, its check table, current_* with the premium)]
+    premiums: dict                 # {configuration: cost_terms.Premium}, those that take the term
+    nested: pd.DataFrame           # cost_terms.NESTED_COLUMNS: each program predicted with the term chosen without it
+    residuals: pd.DataFrame        # cost_model.RESIDUAL_COLUMNS: the misses of the model with its term (nested)
+    residuals_per_call: pd.DataFrame  # the misses of the per-call model alone (what the debates' predictions take)
+
+
+def checked(runs_dir: Path, costs: pd.DataFrame | None = None, baseline: str = BASELINE,
+            registry: Path | None = None) -> Checked:
+    """Every registration under `registry` (default cost_predictions/) on `baseline` checked (`check`), the
+    premium chosen and fitted over all their measured cells, and the misses a prediction of `cost` would have made:
+    each program's under the term as chosen and fitted without it (stats/cost_terms.nested), so that the model's
+    own error never counts a program's own miss twice. `runs_dir`: the dataset, or its runs folder."""
+    from analysis.publish.results import per_call
+    from analysis.publish.results.cost_prediction import family_of
+    from analysis.stats import cost_terms
+    from analysis.stats.cost_model import RESIDUAL_COLUMNS
+
+    ds = dataset.load(runs_dir)
+    costs = per_call.table(ds, baseline) if costs is None else costs
+    raw = [(f, check(ds, f, costs)) for f in registrations(registry)
+           if load(f)["registration"].get("baseline", BASELINE) == baseline]
+    cells = cost_models.term_cells([t for _, t in raw])
+    premiums = cost_terms.premiums(cells) if len(cells) else {}
+    nested = cost_terms.nested(cells) if len(cells) else pd.DataFrame(columns=cost_terms.NESTED_COLUMNS)
+    residuals = pd.DataFrame([{"program": r.program, "allocator": r.allocator, "family": family_of(r.allocator),
+                               "processor": r.processor, "log_error": r.log_error_nested}
+                              for r in nested.itertuples()], columns=RESIDUAL_COLUMNS)
+    return Checked([(f, cost_models.with_premiums(t, premiums)) for f, t in raw], premiums, nested, residuals,
+                   residuals_of([t for _, t in raw]))
 
 
 LOO_COLUMNS = ["loo_low", "loo_high", "loo_inside", "loo_scope"]
@@ -493,10 +562,6 @@ def loo_summary(table: pd.DataFrame) -> dict:
             "loo_outside": [{"program": r.program, "allocator": r.allocator, "measured": f"{r.measured:.3f}",
                              "interval": f"[{r.loo_low:.3f}, {r.loo_high:.3f}]"}
                             for r in done[~inside].sort_values(["program", "allocator"]).itertuples()]}
-
-
-def _pct(log_value: float) -> str:
-    return f"{100 * math.expm1(log_value):+.1f}"
 
 
 def summary(table: pd.DataFrame, misses: int = 5) -> dict:
@@ -577,13 +642,13 @@ def add_arguments(parser):
     reg.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS), help="the configurations to predict")
     reg.add_argument("--programs", default="", help="comma-separated programs (default: every one)")
     reg.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset whose per-call costs predict")
-    reg.add_argument("--programs-set", default="first", choices=("first", "second"),
+    reg.add_argument("--programs-set", default="first", choices=("first", "second", "third"),
                      help="which set of programs (harness/cost_programs.SETS; default the first)")
     mea = sub.add_parser("measure", help="measure the registered programs against the baseline into data/runs/")
     mea.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
     mea.add_argument("--blocks", type=int, default=8, help="windows per program and configuration (default 8)")
     mea.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
-    mea.add_argument("--programs-set", default="first", choices=("first", "second"),
+    mea.add_argument("--programs-set", default="first", choices=("first", "second", "third"),
                      help="which registration of this host's processor to measure (default the first set's)")
     flt = sub.add_parser("faults", help="run the registered programs alone, as trials, recording each run's page "
                                         "faults and system time: what the check's misses come from")
@@ -592,7 +657,7 @@ def add_arguments(parser):
     flt.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
     flt.add_argument("--blocks", type=int, default=4, help="trials per program and configuration (default 4)")
     flt.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
-    flt.add_argument("--programs-set", default="first", choices=("first", "second"),
+    flt.add_argument("--programs-set", default="first", choices=("first", "second", "third"),
                      help="which registration of this host's processor to run (default the first set's)")
     chk = sub.add_parser("check", help="print predicted against measured")
     chk.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset holding the measuring runs")
@@ -638,65 +703,3 @@ def _print_check(table: pd.DataFrame, head: dict) -> None:
     if s["cells"]:
         print(f"{s['inside']} of {s['cells']} measured ratios inside their prediction interval; median absolute "
               f"error {s['median_abs_error_percent']}%")
-
-
-# ---- the models compared ----
-
-MODEL_COLUMNS = ["processor", "column", "programs_set", "model", "sample", "programs", "cells", "inside",
-                 "coverage_percent", "coverage_low_percent", "coverage_high_percent", "median_half_percent",
-                 "median_abs_error_percent", "p90_abs_error_percent", "worst_program", "worst_allocator",
-                 "worst_predicted", "worst_measured", "worst_error_percent"]
-
-
-def _model_row(processor: str, column: int, programs_set: str, model: str, sample: str, done: pd.DataFrame,
-               predicted: str, low: str, high: str, inside: str, error: str) -> dict:
-    from analysis.stats.primitives import wilson
-
-    row = dict.fromkeys(MODEL_COLUMNS, "")
-    row.update(processor=processor, column=column, programs_set=programs_set, model=model, sample=sample,
-               programs=int(done["program"].nunique()), cells=int(len(done)))
-    if done.empty:
-        return row
-    err = done[error].astype(float)
-    held = done[inside].astype(bool)
-    lo, hi = wilson(int(held.sum()), int(len(done)))
-    half = (np.log(done[high].astype(float)) - np.log(done[low].astype(float))) / 2
-    worst = done.loc[err.abs().idxmax()]
-    row.update(inside=int(held.sum()), coverage_percent=f"{100 * held.mean():.0f}",
-               coverage_low_percent=f"{100 * lo:.0f}", coverage_high_percent=f"{100 * hi:.0f}",
-               median_half_percent=f"{100 * math.expm1(float(half.median())):.1f}",
-               median_abs_error_percent=f"{100 * math.expm1(float(err.abs().median())):.1f}",
-               p90_abs_error_percent=f"{100 * math.expm1(float(err.abs().quantile(0.9))):.1f}",
-               worst_program=worst["program"], worst_allocator=worst["allocator"],
-               worst_predicted=f"{float(worst[predicted]):.3f}", worst_measured=f"{float(worst['measured']):.3f}",
-               worst_error_percent=_pct(float(worst[error])))
-    return row
-
-
-def models_compared(tables) -> pd.DataFrame:
-    """Per processor kind, the model checked three ways (MODEL_COLUMNS), from the check tables of every
-    registration (each with its `programs_set` and leave_one_program_out's columns):
-    1. the model as registered, on the first set: out of sample;
-    2. the model as it is now on the first set, its intervals widened by the other programs' misses: in sample
-       for every term chosen after that set was measured;
-    3. the model as it is now, registered on the second set with the model's own error before it was measured:
-       out of sample.
-    A kind whose second set is not measured has no third row."""
-    rows = []
-    for t in tables:
-        if t.empty:
-            continue
-        processor = str(t["processor"].iloc[0])
-        programs_set = str(t["programs_set"].iloc[0]) if "programs_set" in t else "first"
-        done = t[t["log_error"].notna()]
-        if programs_set == "first":
-            rows.append(_model_row(processor, 1, programs_set, "as registered", "out of sample", done,
-                                   "predicted", "low", "high", "inside", "log_error"))
-            now = t[t["loo_inside"].notna()] if "loo_inside" in t else t.iloc[0:0]
-            rows.append(_model_row(processor, 2, programs_set, "as it is now", "in sample", now,
-                                   "current_predicted", "loo_low", "loo_high", "loo_inside", "current_log_error"))
-        elif len(done):
-            rows.append(_model_row(processor, 3, programs_set, "as it is now", "out of sample", done,
-                                   "predicted", "low", "high", "inside", "log_error"))
-    out = pd.DataFrame(rows, columns=MODEL_COLUMNS)
-    return out.sort_values(["processor", "column"], kind="stable").reset_index(drop=True)

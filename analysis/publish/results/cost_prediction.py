@@ -101,14 +101,17 @@ def unrequested(allocator: str, baseline: str, aa_copies) -> bool:
 
 def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, processor=None,
                 startup: bool = False, residuals: pd.DataFrame | None = None, baseline: str = "glibc",
-                aa_copies=frozenset(), machine_spread: tuple[float, float] | None = None) -> pd.DataFrame:
+                aa_copies=frozenset(), machine_spread: tuple[float, float] | None = None,
+                premiums: dict | None = None) -> pd.DataFrame:
     """One row per processor kind and allocator: the predicted ratio and its interval (COLUMNS). `allocators`:
     those asked for (default every one measured but the unrequested ones); `processor`: any unambiguous part of
     a kind's label (default every kind); `residuals`: the checked programs' misses, whose conformal half-width
     joins the interval (none given: the inputs' interval alone); `machine_spread`: the between-machine SD of a
     log ratio and the t quantile of its degrees of freedom, whose half-width for a new machine of the kind joins
     it too (cost_model.machine_half_width, from the machines behind the per-call costs; none given: the interval
-    is for the machines that measured them)."""
+    is for the machines that measured them); `premiums`: {configuration: stats/cost_terms.Premium}, the time each
+    allocation call adds in a program beyond the per-call cells, for the configurations whose model takes it
+    (none given: the per-call model alone)."""
     from analysis.stats import cost_model
 
     if costs.empty:
@@ -139,6 +142,8 @@ def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, pro
         except HeapcostError as exc:
             rows.append({**row, "why": str(exc)})
             continue
+        if premiums and allocator in premiums:
+            p = premiums[allocator].applied(p)
         error = cost_model.model_error(residuals, allocator, family_of(allocator)) if len(residuals) else None
         low, high = (cost_model.with_model_error(p.ratio, p.low, p.high, error) if error is not None
                      else (p.low, p.high))
@@ -158,13 +163,17 @@ def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, pro
 
 
 def explain(profile: pd.DataFrame, costs: pd.DataFrame, processor: str, allocator: str,
-            startup: bool = False, top: int = 8) -> pd.DataFrame:
+            startup: bool = False, top: int = 8, premiums: dict | None = None) -> pd.DataFrame:
     """The measured cells that carry a prediction's added time, largest share first: each cell's pattern and
-    size class, the pairs the program's calls stand for, the nanoseconds a pair adds, and its share."""
+    size class, the pairs the program's calls stand for, the nanoseconds a pair adds, and its share (the
+    configuration's premium, where it takes one, a part of its own: every call one pair)."""
     from analysis.stats import cost_model
 
     cells = costs[(costs["processor"] == processor) & (costs["allocator"] == allocator)]
-    parts = cost_model.predict(profile, cells, startup=startup).parts.copy()
+    p = cost_model.predict(profile, cells, startup=startup)
+    if premiums and allocator in premiums:
+        p = premiums[allocator].applied(p)
+    parts = p.parts.copy()
     total = float(parts["added_s"].abs().sum())
     parts["share"] = parts["added_s"].abs() / total if total > 0 else 0.0
     parts = parts.sort_values(["share", "pattern", "size_class"], ascending=[False, True, True])

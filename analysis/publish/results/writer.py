@@ -9,7 +9,7 @@ import pandas as pd
 from analysis.contract import dataset
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials
-from analysis.publish.results import attribution, cost_check, field, hosts, knock_outs, per_call, server_metrics
+from analysis.publish.results import attribution, cost_check, cost_models, field, hosts, knock_outs, per_call, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
 from analysis.publish.debates.writer import write_debates
@@ -546,9 +546,13 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
     def shown(value, low, high):
         return "" if value is None or pd.isna(value) else fmt_interval(value, low, high)
 
-    checked = [(folder, cost_check.check(ds, folder, costs=costs) if ds is not None
-                else pd.DataFrame(columns=cost_check.COLUMNS)) for folder in cost_check.registrations()]
-    residuals = cost_check.residuals_of([t for _, t in checked])
+    if ds is not None:
+        done = cost_check.checked(ds, costs)
+        checked, residuals = done.tables, done.residuals
+    else:
+        done = None
+        checked = [(folder, pd.DataFrame(columns=cost_check.COLUMNS)) for folder in cost_check.registrations()]
+        residuals = cost_check.residuals_of([])
     tables, hosts = [], []
     for folder, table in checked:
         reg = cost_check.load(folder)
@@ -573,14 +577,19 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
     if not tables:
         return {"cost_check": {"registrations": 0, "hosts": [], "measured_hosts": 0}}
     write_csv(pd.concat(tables, ignore_index=True), p("cost_check.csv"))
-    models = cost_check.models_compared(tables)
+    models = cost_models.models_compared(tables)
     write_csv(models, p("cost_check_models.csv"))
+    terms, term_numbers = cost_models.terms_table(done, tables) if done is not None else (None, {})
+    if terms is not None:
+        write_csv(terms, p("cost_terms.csv"))
     kinds = sorted(set(costs["processor"])) if costs is not None and len(costs) else []
     second = set(models.loc[models["column"] == 3, "processor"]) if len(models) else set()
     return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
                            "measured_hosts": sum(1 for h in hosts if h["cells"]),
                            "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],
-                           "models": models.to_dict("records")},
+                           "third_checked": sorted(set(models.loc[models["column"] == 4, "processor"]) if len(models)
+                                                   else set()),
+                           "models": models.to_dict("records"), "terms": term_numbers},
             **_cost_faults(ds, pd.concat(tables, ignore_index=True), p)}
 
 

@@ -62,9 +62,26 @@ def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
     assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
     assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
     assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
-    with pytest.raises(HeapcostError, match="no set of cost-check programs 'third'"):
-        cost_programs.chosen(programs="third")
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'fourth'"):
+        cost_programs.chosen(programs="fourth")
     assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
+
+
+def test_the_third_set_is_other_programs_than_both_earlier_sets():
+    def executable(p):
+        return p.command.split()[0].rsplit("/", 1)[-1]
+
+    earlier = cost_programs.PROGRAMS + cost_programs.SECOND
+    third = cost_programs.THIRD
+    assert len(third) >= 12 and not {p.name for p in earlier} & {p.name for p in third}
+    assert not {executable(p) for p in earlier} & {executable(p) for p in third}
+    assert cost_programs.chosen(programs="third") == list(third)
+    assert {p.name for p in third} <= instrument_workloads()
+    for make, small in ((cost_programs.xml_text, (20,)), (cost_programs.symbols_text, (20,)),
+                        (cost_programs.roff_text, (20,)), (cost_programs.ninja_text, (20,)),
+                        (cost_programs.gettext_c, (20,)), (cost_programs.gperf_text, (20,))):
+        assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
+    assert cost_programs.gperf_text(5).startswith("%%\n") and cost_programs.gperf_text(5).endswith("\n%%\n")
 
 
 def test_a_set_writes_only_the_inputs_it_reads_the_same_bytes_each_time(tmp_path):

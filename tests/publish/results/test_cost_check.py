@@ -8,7 +8,7 @@ import pytest
 
 from analysis.contract.host import processor_groups
 from analysis.errors import HeapcostError
-from analysis.publish.results import cost_check
+from analysis.publish.results import cost_check, cost_models
 from analysis.stats import simulate
 
 MACHINE = {"cpu": {"model": "Simulated CPU", "family": 1, "model_number": 2, "stepping": 3, "logical_cpus": 2},
@@ -277,7 +277,7 @@ def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
 
     first = table("first", [0.01, -0.02, 0.30, 0.05], [True, True, False, True], loo=True)
     second = table("second", [0.02, 0.01, -0.01], [True, True, True])
-    got = cost_check.models_compared([second, first]).set_index("column")
+    got = cost_models.models_compared([second, first]).set_index("column")
     assert list(got.index) == [1, 2, 3]
     assert got.loc[1, "sample"] == "out of sample" and got.loc[1, "inside"] == 3 and got.loc[1, "cells"] == 4
     assert got.loc[1, "worst_program"] == "p2" and got.loc[1, "worst_error_percent"] == "+35.0"
@@ -285,7 +285,18 @@ def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
     assert got.loc[3, "programs_set"] == "second" and got.loc[3, "coverage_percent"] == "100"
     assert got.loc[3, "median_abs_error_percent"] == "1.0"
     # a second set registered but not measured yet adds no row
-    assert 3 not in set(cost_check.models_compared([first, table("second", [], [])])["column"])
+    assert 3 not in set(cost_models.models_compared([first, table("second", [], [])])["column"])
+    # a later set registered with the premium: the model with it and the per-call model alone, both out of sample
+    third = table("third", [0.01, -0.01, 0.02], [True, True, True]).assign(
+        registered_per_call=1.0, registered_per_call_low=0.95, registered_per_call_high=1.05,
+        registered_per_call_inside=[False, False, False],
+        registered_per_call_log_error=[math.log(1.1 * math.exp(e)) for e in (0.01, -0.01, 0.02)])
+    got = cost_models.models_compared([first, second, third]).set_index("column")
+    assert list(got.index) == [1, 2, 3, 4, 5]
+    assert got.loc[3, "model"] == "as it was then"
+    assert got.loc[4, "model"] == "with its premium" and got.loc[4, "coverage_percent"] == "100"
+    assert got.loc[5, "model"] == "per-call alone" and got.loc[5, "inside"] == 0
+    assert got.loc[5, "median_abs_error_percent"] == "11.1" and got.loc[4, "median_abs_error_percent"] == "1.0"
 
 
 def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so(tmp_path, monkeypatch, capsys):
@@ -340,3 +351,21 @@ def test_misses_beyond_the_named_factor_are_listed_either_way(checked):
     assert s["far_factor"] == "1.25"
     assert [(m["program"], m["allocator"]) for m in s["far_misses"]] == [
         (r.program, r.allocator) for r in table.iloc[:2].itertuples()]
+
+
+def test_the_premium_moves_the_current_prediction_and_its_error_never_the_registered_one():
+    from analysis.stats.cost_terms import Premium
+
+    row = dict.fromkeys(cost_check.COLUMNS)
+    row.update(program="p", allocator="hardened", processor=PROCESSOR, predicted=1.05, low=1.0, high=1.1,
+               measured=1.2, log_error=math.log(1.2 / 1.05), current_predicted=1.05, current_low=1.04,
+               current_high=1.06, current_log_error=math.log(1.2 / 1.05), per_call_predicted=1.05, calls=1e6,
+               base_cpu_s=1.0, term_added=0.0)
+    other = {**row, "allocator": "jemalloc"}
+    got = cost_models.with_premiums(pd.DataFrame([row, other]), {"hardened": Premium(100.0, 10.0, 20, 30)})
+    h, j = got.iloc[0], got.iloc[1]
+    assert h["current_predicted"] == pytest.approx(1.15) and h["term_added"] == pytest.approx(0.1)
+    assert h["current_log_error"] == pytest.approx(math.log(1.2 / 1.15))
+    assert h["current_low"] < 1.14 and h["current_high"] > 1.16
+    assert h["predicted"] == 1.05 and h["log_error"] == pytest.approx(math.log(1.2 / 1.05))
+    assert j["current_predicted"] == 1.05 and j["term_added"] == 0.0

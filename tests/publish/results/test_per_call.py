@@ -241,6 +241,21 @@ def test_the_interval_carries_the_checked_programs_misses(costs):
     assert plain["model_error_from"] == "not checked"
 
 
+def test_a_configurations_premium_is_added_to_its_prediction_only(costs):
+    from analysis.stats.cost_terms import PREMIUM, Premium
+
+    premiums = {"scudo": Premium(40.0, 4.0, 20, 30)}
+    plain = cost_prediction.predictions(_profile(), costs).set_index("allocator")
+    taken = cost_prediction.predictions(_profile(), costs, premiums=premiums).set_index("allocator")
+    calls, base = 1e6, cost_model.base_time(_profile())
+    assert taken.loc["scudo", "ratio"] == pytest.approx(plain.loc["scudo", "ratio"] + 40e-9 * calls / base)
+    assert taken.loc["scudo", "high"] - taken.loc["scudo", "ratio"] > plain.loc["scudo", "high"] - plain.loc["scudo", "ratio"]
+    others = [a for a in plain.index if a != "scudo"]
+    assert others and (taken.loc[others, "ratio"] == plain.loc[others, "ratio"]).all()
+    explained = cost_prediction.explain(_profile(), costs, str(plain.loc["scudo", "processor"]), "scudo", premiums=premiums)
+    assert PREMIUM in set(explained["pattern"])
+
+
 def test_the_interval_for_a_new_machine_carries_the_spread_between_machines(costs):
     scudo = costs[costs["allocator"] == "scudo"]
     plain = cost_prediction.predictions(_profile(), scudo).iloc[0]

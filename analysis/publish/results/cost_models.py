@@ -1,0 +1,164 @@
+"""The cost model compared across its checks: each registration's cells as the premium's data
+(stats/cost_terms.py) and the premium added to the model as it is now, the premium's choice and nested
+leave-one-program-out errors per configuration, and the model checked several ways per processor kind (as
+registered, as it is now, on each set of programs). Reads check tables (publish/results/cost_check.py), never
+the runs.
+"""
+import math
+
+import numpy as np
+import pandas as pd
+
+
+# ---- the premium, over every registration's cells ----
+
+def term_cells(tables) -> pd.DataFrame:
+    """The measured cells of the check tables as stats/cost_terms.CELL_COLUMNS: the measured ratio beside the
+    per-call model's prediction, the program's calls and its CPU time under the baseline."""
+    from analysis.stats.cost_terms import CELL_COLUMNS
+
+    rows = [{"program": r.program, "allocator": r.allocator, "processor": r.processor, "measured": float(r.measured),
+             "predicted": float(r.per_call_predicted), "calls": float(r.calls), "base_s": float(r.base_cpu_s)}
+            for t in tables for r in t.itertuples()
+            if not pd.isna(r.measured) and not pd.isna(r.per_call_predicted) and not pd.isna(r.calls)
+            and not pd.isna(r.base_cpu_s)]
+    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+
+
+def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
+    """A check table's current_* columns with each configuration's premium (stats/cost_terms.Premium) added to the
+    per-call model's prediction, its standard error joined to the interval's half-widths; term_added says what
+    it added."""
+    from analysis.stats.cost_model import Z
+
+    table = table.copy()
+    for i, r in table.iterrows():
+        term = premiums.get(r["allocator"])
+        if term is None or pd.isna(r["per_call_predicted"]) or pd.isna(r["calls"]) or pd.isna(r["base_cpu_s"]):
+            continue
+        add = term.ratio_added(float(r["calls"]), float(r["base_cpu_s"]))
+        se = Z * term.ratio_se(float(r["calls"]), float(r["base_cpu_s"]))
+        ratio = float(r["per_call_predicted"]) + add
+        low = ratio - math.hypot(float(r["per_call_predicted"]) - float(r["current_low"]), se)
+        high = ratio + math.hypot(float(r["current_high"]) - float(r["per_call_predicted"]), se)
+        table.loc[i, ["current_predicted", "current_low", "current_high", "term_added"]] = [ratio, low, high, add]
+        if not pd.isna(r["measured"]) and ratio > 0:
+            table.loc[i, "current_log_error"] = math.log(float(r["measured"])) - math.log(ratio)
+    return table
+
+
+TERM_COLUMNS = ["allocator", "takes_term", "premium_ns", "premium_low_ns", "premium_high_ns", "programs", "cells",
+                "nested_median_without", "nested_median", "nested_p90_without", "nested_p90"]
+
+
+def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
+    """`done`: cost_check.checked's. Per configuration checked: whether its model takes the premium, the premium fitted on every checked program
+    with its 95% interval, and the nested leave-one-program-out errors (median and 90th percentile of |error|,
+    in percent) without and with the term as chosen without each program (TERM_COLUMNS); and the same errors
+    over all cells, per set of programs, for the paper."""
+    from analysis.stats import cost_model, cost_terms
+
+    cells = term_cells([t for _, t in done.tables])
+    nested = done.nested
+    rows = []
+    for allocator, mine in cells.groupby("allocator", sort=True):
+        fitted = cost_terms.fit(mine)
+        n = cost_terms.summary(nested[nested["allocator"] == allocator])
+        rows.append({"allocator": allocator, "takes_term": allocator in done.premiums,
+                     "premium_ns": fitted.ns if fitted else None,
+                     "premium_low_ns": fitted.ns - cost_model.Z * fitted.se_ns if fitted else None,
+                     "premium_high_ns": fitted.ns + cost_model.Z * fitted.se_ns if fitted else None,
+                     "programs": int(mine["program"].nunique()), "cells": int(len(mine)),
+                     "nested_median_without": n["median_without"], "nested_median": n["median_nested"],
+                     "nested_p90_without": n["p90_without"], "nested_p90": n["p90_nested"]})
+    set_of = {r.program: r.programs_set for t in tables for r in t[["program", "programs_set"]].itertuples()}
+    by_set = {}
+    for name in dict.fromkeys(list(set_of.values())):
+        sub = nested[nested["program"].map(set_of) == name]
+        if len(sub):
+            by_set[name] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in cost_terms.summary(sub).items()}
+    every = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in cost_terms.summary(nested).items()} \
+        if len(nested) else {}
+    numbers = {"taken": [{"allocator": a, "ns": round(t.ns), "low_ns": round(t.ns - cost_model.Z * t.se_ns),
+                          "high_ns": round(t.ns + cost_model.Z * t.se_ns), "programs": t.programs}
+                         for a, t in sorted(done.premiums.items())],
+               "not_taken": sorted(set(cells["allocator"]) - set(done.premiums)),
+               "min_programs": cost_terms.MIN_PROGRAMS, "all": every, "by_set": by_set}
+    return pd.DataFrame(rows, columns=TERM_COLUMNS), numbers
+
+
+def pct(log_value: float) -> str:
+    return f"{100 * math.expm1(log_value):+.1f}"
+
+
+
+# ---- the models compared ----
+
+MODEL_COLUMNS = ["processor", "column", "programs_set", "model", "sample", "programs", "cells", "inside",
+                 "coverage_percent", "coverage_low_percent", "coverage_high_percent", "median_half_percent",
+                 "median_abs_error_percent", "p90_abs_error_percent", "worst_program", "worst_allocator",
+                 "worst_predicted", "worst_measured", "worst_error_percent"]
+
+
+def _model_row(processor: str, column: int, programs_set: str, model: str, sample: str, done: pd.DataFrame,
+               predicted: str, low: str, high: str, inside: str, error: str) -> dict:
+    from analysis.stats.primitives import wilson
+
+    row = dict.fromkeys(MODEL_COLUMNS, "")
+    row.update(processor=processor, column=column, programs_set=programs_set, model=model, sample=sample,
+               programs=int(done["program"].nunique()), cells=int(len(done)))
+    if done.empty:
+        return row
+    err = done[error].astype(float)
+    held = done[inside].astype(bool)
+    lo, hi = wilson(int(held.sum()), int(len(done)))
+    half = (np.log(done[high].astype(float)) - np.log(done[low].astype(float))) / 2
+    worst = done.loc[err.abs().idxmax()]
+    row.update(inside=int(held.sum()), coverage_percent=f"{100 * held.mean():.0f}",
+               coverage_low_percent=f"{100 * lo:.0f}", coverage_high_percent=f"{100 * hi:.0f}",
+               median_half_percent=f"{100 * math.expm1(float(half.median())):.1f}",
+               median_abs_error_percent=f"{100 * math.expm1(float(err.abs().median())):.1f}",
+               p90_abs_error_percent=f"{100 * math.expm1(float(err.abs().quantile(0.9))):.1f}",
+               worst_program=worst["program"], worst_allocator=worst["allocator"],
+               worst_predicted=f"{float(worst[predicted]):.3f}", worst_measured=f"{float(worst['measured']):.3f}",
+               worst_error_percent=pct(float(worst[error])))
+    return row
+
+
+def models_compared(tables) -> pd.DataFrame:
+    """Per processor kind, the model checked several ways (MODEL_COLUMNS), from the check tables of every
+    registration (each with its `programs_set` and leave_one_program_out's columns):
+    1. the model as registered, on the first set: out of sample;
+    2. the model as it is now on the first set, its intervals widened by the other programs' misses: in sample
+       for every term chosen after that set was measured;
+    3. the model as it was then, registered on the second set with the model's own error before it was measured:
+       out of sample;
+    4. on a later set registered with the premium (stats/cost_terms.py): the model with it, as registered, out of
+       sample;
+    5. and on that set the per-call model alone, registered beside it, out of sample.
+    A kind whose later sets are not measured has no row for them."""
+    rows = []
+    for t in tables:
+        if t.empty:
+            continue
+        processor = str(t["processor"].iloc[0])
+        programs_set = str(t["programs_set"].iloc[0]) if "programs_set" in t else "first"
+        done = t[t["log_error"].notna()]
+        if programs_set == "first":
+            rows.append(_model_row(processor, 1, programs_set, "as registered", "out of sample", done,
+                                   "predicted", "low", "high", "inside", "log_error"))
+            now = t[t["loo_inside"].notna()] if "loo_inside" in t else t.iloc[0:0]
+            rows.append(_model_row(processor, 2, programs_set, "as it is now", "in sample", now,
+                                   "current_predicted", "loo_low", "loo_high", "loo_inside", "current_log_error"))
+        elif len(done) and ("registered_per_call" not in done or done["registered_per_call"].isna().all()):
+            rows.append(_model_row(processor, 3, programs_set, "as it was then", "out of sample", done,
+                                   "predicted", "low", "high", "inside", "log_error"))
+        elif len(done):
+            rows.append(_model_row(processor, 4, programs_set, "with its premium", "out of sample", done,
+                                   "predicted", "low", "high", "inside", "log_error"))
+            alone = done[done["registered_per_call"].notna()]
+            rows.append(_model_row(processor, 5, programs_set, "per-call alone", "out of sample", alone,
+                                   "registered_per_call", "registered_per_call_low", "registered_per_call_high",
+                                   "registered_per_call_inside", "registered_per_call_log_error"))
+    out = pd.DataFrame(rows, columns=MODEL_COLUMNS)
+    return out.sort_values(["processor", "column"], kind="stable").reset_index(drop=True)

@@ -1,0 +1,112 @@
+"""The premium (stats/cost_terms.py) on simulated checks with a known truth: found where it exists, left out
+where it does not, its interval covering the truth, and nested leave-one-program-out honest about both."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.stats import cost_model, cost_terms
+
+
+def simulated(rng, truth_ns: dict, programs: int = 20, kinds=("K1",), noise: float = 0.02, miss: float = 0.0):
+    """Checked cells: each program's calls and CPU time drawn, the per-call model's prediction drawn near 1, the
+    measured ratio the prediction plus each configuration's true premium (per kind where a dict), times a
+    log-normal run noise; `miss`: a per-program error of the model shared by every configuration (what no
+    term explains)."""
+    rows = []
+    for i in range(programs):
+        base = float(rng.uniform(0.05, 0.6))
+        calls = float(10 ** rng.uniform(3, 6.5))
+        shared = rng.normal(0, miss) if miss else 0.0
+        for kind in kinds:
+            for allocator, ns in truth_ns.items():
+                ns = ns[kind] if isinstance(ns, dict) else ns
+                predicted = 1 + float(rng.uniform(0, 0.1))
+                measured = (predicted + ns * 1e-9 * calls / base) * math.exp(rng.normal(0, noise) + shared)
+                rows.append({"program": f"p{i}", "allocator": allocator, "processor": kind, "measured": measured,
+                             "predicted": predicted, "calls": calls, "base_s": base})
+    return pd.DataFrame(rows, columns=cost_terms.CELL_COLUMNS)
+
+
+def test_a_premium_that_exists_is_taken_and_one_that_does_not_is_left_out():
+    taken = {"quarantine": 0, "none": 0}
+    for seed in range(20):
+        cells = simulated(np.random.default_rng(seed), {"quarantine": 80.0, "none": 0.0})
+        chosen = cost_terms.premiums(cells)
+        for allocator in taken:
+            taken[allocator] += allocator in chosen
+    assert taken["quarantine"] == 20
+    assert taken["none"] <= 8  # a term with nothing to find wins the leave-one-out by chance at most this often
+
+
+def test_the_premium_recovers_the_truth_and_its_interval_covers_it():
+    held, estimates = 0, []
+    for seed in range(200):
+        got = cost_terms.fit(simulated(np.random.default_rng(1000 + seed), {"a": 60.0}))
+        estimates.append(got.ns)
+        held += abs(got.ns - 60.0) <= cost_model.Z * got.se_ns
+    assert abs(np.median(estimates) - 60.0) < 3.0
+    assert 0.88 <= held / 200 <= 0.99
+
+
+def test_nested_leave_one_program_out_shows_what_the_term_buys_and_costs():
+    bought, cost = [], []
+    for seed in range(10):
+        with_truth = cost_terms.nested(simulated(np.random.default_rng(seed), {"a": 80.0}))
+        s = cost_terms.summary(with_truth)
+        bought.append(s["p90_nested"] < s["p90_without"] and s["median_nested"] < s["median_without"])
+        without_truth = cost_terms.summary(cost_terms.nested(simulated(np.random.default_rng(50 + seed), {"b": 0.0})))
+        cost.append(without_truth["median_nested"] / without_truth["median_without"])
+    assert all(bought)
+    assert np.median(cost) <= 1.1  # choosing on the others' programs costs little where there is nothing to find
+
+
+def test_too_few_programs_take_no_term():
+    cells = simulated(np.random.default_rng(7), {"a": 200.0}, programs=cost_terms.MIN_PROGRAMS - 1)
+    assert cost_terms.premiums(cells) == {}
+    assert not cost_terms.takes_term(cells)
+
+
+def test_a_program_checked_on_two_kinds_is_left_out_whole():
+    cells = simulated(np.random.default_rng(3), {"a": 80.0}, kinds=("K1", "K2"))
+    nested = cost_terms.nested(cells)
+    assert len(nested) == len(cells)
+    left = cells[cells["program"] != "p0"]
+    alone = cost_terms.fit(left)
+    # p0's nested errors are those of the premium fitted without either of its cells
+    p0 = cells[cells["program"] == "p0"]
+    assert np.allclose(nested.loc[nested["program"] == "p0", "log_error_nested"].to_numpy(),
+                       cost_terms.log_errors(p0, alone))
+
+
+def test_a_premium_that_differs_by_kind_is_fitted_between_and_still_helps():
+    # host x configuration interaction: the premium is pooled over kinds, so it sits between the two
+    cells = simulated(np.random.default_rng(11), {"a": {"K1": 100.0, "K2": 40.0}}, kinds=("K1", "K2"))
+    got = cost_terms.fit(cells)
+    assert 40.0 < got.ns < 100.0
+    s = cost_terms.summary(cost_terms.nested(cells))
+    assert s["median_nested"] < s["median_without"]
+
+
+def test_a_miss_no_term_explains_stays_in_the_nested_errors():
+    # a per-program error of the model that no premium carries: the term still finds the premium, and the nested
+    # errors keep the miss (the intervals' model error must come from them, not from in-sample fits)
+    cells = simulated(np.random.default_rng(5), {"a": 80.0}, noise=0.01, miss=0.08)
+    s = cost_terms.summary(cost_terms.nested(cells))
+    assert s["p90_nested"] > 8.0
+
+
+def test_applied_adds_a_part_and_widens_the_interval():
+    costs = pd.DataFrame([{"pattern": "lifo", "size_class": 16, "added_ns": 10.0, "added_ns_low": 9.0,
+                           "added_ns_high": 11.0}])
+    profile = pd.DataFrame([{"quantity": "malloc_calls", "size_class": "16", "value": 1e6},
+                            {"quantity": "reuse_share", "size_class": "16", "value": 1.0},
+                            {"quantity": "user_s", "size_class": "", "value": 0.5},
+                            {"quantity": "sys_s", "size_class": "", "value": 0.0}])
+    p = cost_model.predict(profile, costs)
+    q = cost_terms.Premium(50.0, 5.0, 10, 12).applied(p)
+    assert q.ratio == pytest.approx(p.ratio + 50e-9 * 1e6 / 0.5)
+    assert q.added_s == pytest.approx(p.added_s + 0.05)
+    assert (q.parts["pattern"] == cost_terms.PREMIUM).sum() == 1
+    assert q.high - q.ratio > p.high - p.ratio and q.ratio - q.low > p.ratio - p.low
