@@ -79,6 +79,22 @@ def fit_from(cpu_s: float, main_run_s: float, main_queued_s: float, wall_s: floa
                "time" if wall_s > 0 else "one thread", cpu_s, wall_s, round(window, 3))
 
 
+def widened(window_s: float, row: dict) -> float | None:
+    """The window a cell's next pairs get after `row` (a row of pairs.csv from run_window), or None to keep it:
+    twice as long, up to MAX_WINDOW_S, when a side ended no run in it. The window is sized from the baseline's
+    run, so a configuration more than about twice as slow as the baseline on a program never ends a run in it,
+    and its cell, the slowest of all, would go unmeasured."""
+    def ended(side):
+        try:
+            return int(float(row.get(f"turns_{side}") or 0))
+        except ValueError:
+            return 0
+
+    if row.get("status") == "ok" or (ended("a") > 0 and ended("b") > 0):
+        return None
+    return min(MAX_WINDOW_S, 2 * window_s) if window_s < MAX_WINDOW_S else None
+
+
 def reference_run(argv, env: dict, cwd: Path, timeout: float | None) -> dict:
     """One run of the program (`heapcost-alternate --fit`), read from the kernel's accounts at its exit: wall
     time from the exec (by the child's own clock), the whole process's CPU time (wait4), its main thread's time

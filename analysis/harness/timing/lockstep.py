@@ -209,6 +209,9 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
     from analysis.harness.process.trial import progress_bar
 
     windows = getattr(camp, "alternation_windows", {})
+    # a cell whose side ended no run in its window gets a window twice as long from its next pair on, recorded in
+    # run.json as it happens (a resumed run keeps them)
+    longer = dict(info.get("alternation_widened") or {})
     info["protocol_cells"] = {"lockstep": sorted({c[1] for c in camp.lockstep_cells if c[1] not in windows}),
                               "trials": sorted({w for _, w, _ in camp.trial_cells}),
                               **({"alternating": sorted({c[1] for c in camp.lockstep_cells if c[1] in windows})}
@@ -234,11 +237,19 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
             ta, tb = tb, ta
         key = lambda t: f"{wid}|{t.alloc.variant}|{t.scale:.6g}"  # noqa: E731
         if wid in windows:  # a brought program, made to take turns from outside
-            from analysis.harness.timing.alternation import run_window
+            from analysis.harness.timing.alternation import run_window, widened
 
+            label = f"{wid} {aid}:{ref}"
+            window = longer.get(label, windows[wid])
             row = run_window(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),
                              cpu=camp.cpu, driver_cpu=next((c for c in camp.all_cpus if c != camp.cpu), None),
-                             window_s=windows[wid], first=first_side(block, index[cell]), pads=pads)
+                             window_s=window, first=first_side(block, index[cell]), pads=pads)
+            wider = widened(window, row)
+            if wider is not None:
+                longer[label] = wider
+                saved = runstore.read_json(run_dir / "run.json")
+                saved["alternation_widened"] = info["alternation_widened"] = dict(sorted(longer.items()))
+                runstore.write_json_atomic(run_dir / "run.json", saved)
             return {**row, "run_id": run_dir.name}
         timeout = 2 * max(ta.timeout_s or 0, tb.timeout_s or 0) or None
         row = run_pair(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),

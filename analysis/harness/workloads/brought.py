@@ -103,8 +103,10 @@ def dynamic_program(word: str, where: str = "", preload_does: str = "replace its
 
 
 def _named_file(word: str) -> Path | None:
-    """The existing file a command word names (itself, or the value of `--option=value`), relative to here."""
-    for candidate in (word, word.partition("=")[2] if word.startswith("-") else ""):
+    """The existing file a command word names (itself, the value of `--option=value`, or the response file of
+    `@file`, whose words GCC's and binutils' programs read as arguments), relative to here."""
+    for candidate in (word, word.partition("=")[2] if word.startswith("-") else "",
+                      word[1:] if word.startswith("@") else ""):
         try:
             named = bool(candidate) and SCALE_FIELD not in candidate and Path(candidate).expanduser().is_file()
         except OSError:  # a word longer than a file name can be (an SQL statement) names no file
@@ -115,12 +117,14 @@ def _named_file(word: str) -> Path | None:
 
 
 def absolute_word(word: str) -> tuple[str, Path | None]:
-    """A command word as a run in a scratch folder needs it: one naming an existing file (itself, or as the
-    value of `--option=value`) rewritten to the absolute path, with that file (None for any other word)."""
+    """A command word as a run in a scratch folder needs it: one naming an existing file (itself, as the value of
+    `--option=value`, or as `@file`) rewritten to the absolute path, with that file (None for any other word)."""
     path = _named_file(word)
     if path is None:
         return word, None
-    return (str(path) if Path(word).expanduser().is_file() else f"{word.partition('=')[0]}={path}"), path
+    if Path(word).expanduser().is_file():
+        return str(path), path
+    return (f"{word.partition('=')[0]}={path}" if word.startswith("-") else f"@{path}"), path
 
 
 def command_workload(name: str, command: str, taken=()) -> CommandWorkload:

@@ -387,6 +387,20 @@ def measure_program(command: str, allocators, extra_allocators: str = "", blocks
     return pd.DataFrame(rows, columns=["allocator", "measured", "low", "high", "why"])
 
 
+def short_windows(ds: dataset.Dataset, runs, program: str, allocator: str) -> tuple[int, int]:
+    """(windows in which a side ended no run, windows) of `program` under `allocator` in `runs`' pairs: how many
+    of a cell's windows were too short for the slower side (harness/timing/alternation.widened)."""
+    short = total = 0
+    for run_id in sorted(runs):
+        for r in ds.rows(run_id, "pairs.csv") or []:
+            if r.get("workload") != program or allocator not in (r.get("allocator_a"), r.get("allocator_b")):
+                continue
+            total += 1
+            turns = [r.get("turns_a"), r.get("turns_b")]  # a side's runs ended in the window ("" or absent: unknown)
+            short += r.get("status") != "ok" and any(t not in (None, "") and float(t) == 0 for t in turns)
+    return short, total
+
+
 def large_shares(folder: Path, costs: pd.DataFrame, processor: str, predicted: dict | None = None) -> dict:
     """{(program, allocator): the share of the predicted added time that the model charges to blocks above the
     largest measured small class (the pages cell scaled by size)}, from the registered profiles and the per-call
@@ -446,8 +460,12 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
         if got is None:
             tried = not cells.empty and bool(((cells["workload"] == p["program"])
                                               & (cells["allocator"] == p["allocator"])).any())
-            row["why"] = row["why"] or ("too few windows in which both sides ended a run (its runs give no estimate)"
-                                        if tried else "not measured in turns with the baseline on this processor yet")
+            short = short_windows(ds, matching.get(p["program"], ()), p["program"], p["allocator"])
+            row["why"] = row["why"] or (
+                f"in {short[0]} of its {short[1]} windows a side ended no run: the window the baseline's run sized "
+                "was too short for it" if short[0] else
+                "too few windows in which both sides ended a run (its runs give no estimate)" if tried
+                else "not measured in turns with the baseline on this processor yet")
         else:
             m, mlo, mhi, n = got
             row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=n)

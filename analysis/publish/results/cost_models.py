@@ -47,8 +47,13 @@ def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
     return table
 
 
+def _r(x, digits: int = 1):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), digits)
+
+
 TERM_COLUMNS = ["allocator", "takes_term", "premium_ns", "premium_low_ns", "premium_high_ns", "programs", "cells",
-                "nested_median_without", "nested_median", "nested_p90_without", "nested_p90"]
+                "nested_median_without", "nested_median", "nested_p90_without", "nested_p90", "premium_display",
+                "median_display", "p90_display"]
 
 
 def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
@@ -64,13 +69,16 @@ def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
     for allocator, mine in cells.groupby("allocator", sort=True):
         fitted = cost_terms.fit(mine)
         n = cost_terms.summary(nested[nested["allocator"] == allocator])
+        low, high = (fitted.ns - cost_model.Z * fitted.se_ns, fitted.ns + cost_model.Z * fitted.se_ns) if fitted \
+            else (None, None)
         rows.append({"allocator": allocator, "takes_term": allocator in done.premiums,
-                     "premium_ns": fitted.ns if fitted else None,
-                     "premium_low_ns": fitted.ns - cost_model.Z * fitted.se_ns if fitted else None,
-                     "premium_high_ns": fitted.ns + cost_model.Z * fitted.se_ns if fitted else None,
-                     "programs": int(mine["program"].nunique()), "cells": int(len(mine)),
-                     "nested_median_without": n["median_without"], "nested_median": n["median_nested"],
-                     "nested_p90_without": n["p90_without"], "nested_p90": n["p90_nested"]})
+                     "premium_ns": _r(fitted.ns if fitted else None), "premium_low_ns": _r(low),
+                     "premium_high_ns": _r(high), "programs": int(mine["program"].nunique()), "cells": int(len(mine)),
+                     "nested_median_without": _r(n["median_without"]), "nested_median": _r(n["median_nested"]),
+                     "nested_p90_without": _r(n["p90_without"]), "nested_p90": _r(n["p90_nested"]),
+                     "premium_display": f"{fitted.ns:+.0f} [{low:+.0f}, {high:+.0f}]" if fitted else "",
+                     "median_display": f"{n['median_without']:.1f} / {n['median_nested']:.1f}",
+                     "p90_display": f"{n['p90_without']:.1f} / {n['p90_nested']:.1f}"})
     set_of = {r.program: r.programs_set for t in tables for r in t[["program", "programs_set"]].itertuples()}
     by_set = {}
     for name in dict.fromkeys(list(set_of.values())):

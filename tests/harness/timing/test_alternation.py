@@ -138,3 +138,35 @@ def test_the_run_of_median_cpu_time_judges_and_a_failed_run_decides_at_once():
     assert A.median_run([run(0.1), run(0.2)])["cpu_s"] == 0.1
     assert A.median_run([run(0.1), run(0.2, "signaled", None)])["status"] == "signaled"
     assert A.median_run([run(0.1, main=False), run(0.2)])["main_run_s"] is None
+
+
+def test_a_window_no_side_ended_a_run_in_doubles_and_one_that_did_is_kept():
+    failed = {"status": "failed", "reason": "a: no run ended within the 0.5 s window: a longer window is needed",
+              "turns_a": 0, "turns_b": 3}
+    assert A.widened(0.5, failed) == 1.0
+    assert A.widened(A.MAX_WINDOW_S * 0.75, failed) == A.MAX_WINDOW_S
+    assert A.widened(A.MAX_WINDOW_S, failed) is None
+    # a side with no run ended fails its checksum too (it printed none): still too short a window
+    assert A.widened(0.5, {"status": "bad-checksum", "reason": "b: no checksum line", "turns_a": 4, "turns_b": ""}) == 1.0
+    assert A.widened(0.5, {"status": "ok", "reason": "", "turns_a": 2, "turns_b": 2}) is None
+    assert A.widened(0.5, {"status": "bad-checksum", "reason": "a: checksum differs", "turns_a": 2, "turns_b": 2}) is None
+
+
+@pytest.mark.slow
+def test_a_configuration_too_slow_for_the_baselines_window_gets_a_longer_one_and_is_measured(program, runs_dir,
+                                                                                            tmp_path):
+    # a malloc that spins 2 us: on this program the slow side takes many times the baseline's time, longer than
+    # the window the baseline's run sizes
+    slow = tmp_path / "libslow.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-DSPIN_US=2", f"-I{FIXTURES}", "-o", str(slow),
+                    str(FIXTURES / "slow_malloc.c")], check=True)
+    camp = Campaign(profile="smoke", allocators="glibc", extra_allocators=f"slow={slow}",
+                    extra_workloads=f"busy={program} 0.5", blocks=4, seed=5, runs_dir=runs_dir, progress=False)
+    run_dir = camp.run()
+    info = json.loads((run_dir / "run.json").read_text())
+    first = info["alternation"]["busy"]["window_s"]
+    assert info["alternation_widened"]["busy slow:glibc"] >= 2 * first
+    with open(run_dir / "pairs.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert any(r["status"] != "ok" for r in rows)  # the short window's pair stays recorded
+    assert any(r["status"] == "ok" and r["warmup"] == "0" for r in rows)  # and a longer one measures the cell

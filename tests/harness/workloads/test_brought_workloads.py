@@ -49,6 +49,15 @@ def test_the_program_and_the_files_it_names_are_recorded_by_hash_and_made_absolu
     assert w.record()["command"].endswith("/brought_workload {scale} input.txt --in=input.txt --n=3")
 
 
+def test_a_response_file_named_as_at_file_is_recorded_and_made_absolute(program, tmp_path, monkeypatch):
+    args = tmp_path / "symbols.txt"
+    args.write_text("hello\n")
+    monkeypatch.chdir(tmp_path)
+    (w,) = parse_extra_workloads([f"mine={program} @symbols.txt @missing.txt"])
+    assert w.argv(1.0) == [str(program), f"@{args}", "@missing.txt"]
+    assert [p for p, _ in w.files] == [str(program), str(args)]
+
+
 def test_an_argument_longer_than_a_file_name_is_kept_as_it_is(program):
     statement = "SELECT " + " + ".join(["1"] * 200) + ";"  # over 255 bytes: no file could have this name
     (w,) = parse_extra_workloads([f"mine={program} '{statement}'"])

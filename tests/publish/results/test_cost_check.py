@@ -78,6 +78,16 @@ def test_a_cell_with_too_few_windows_ended_says_so_instead_of_failing(tmp_path):
     assert pd.isna(table.loc[("prog-a", "hardened"), "measured"])
     assert "too few windows" in table.loc[("prog-a", "hardened"), "why"]
     assert table.loc[("prog-a", "scudo"), "measured"] > 0
+    # the same windows, with the record that the slower side ended no run in them: the window was too short
+    pairs["turns_a"], pairs["turns_b"] = 3, 3
+    pairs.loc[few & (pairs["status"] == "failed"), ["turns_a", "turns_b"]] = [0, 3]
+    pairs.to_csv(folder / "pairs.csv", index=False)
+    from analysis.contract import dataset
+
+    dataset.load(runs)  # the loader sees the file change by its size and time
+    table = cost_check.check(runs, registration(tmp_path / "reg2")).set_index(["program", "allocator"])
+    assert pd.isna(table.loc[("prog-a", "hardened"), "measured"])
+    assert "windows a side ended no run" in table.loc[("prog-a", "hardened"), "why"]
 
 
 def test_the_registration_reads_back_as_it_was_written(tmp_path):
