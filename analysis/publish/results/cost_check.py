@@ -54,12 +54,15 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
            "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why",
            "current_predicted", "current_low", "current_high", "current_log_error", "calls", "per_call_predicted",
            "term_added", "registered_per_call", "registered_per_call_low", "registered_per_call_high",
-           "registered_per_call_inside", "registered_per_call_log_error"]
+           "registered_per_call_inside", "registered_per_call_log_error", "big_share", "realloc_grow", "realloc_moved",
+           "heap_churn_mib"]
 # current_*: the model as it is now (stats/cost_model.py) on the registered profiles and today's per-call costs of
 # the registration's processor, with the premium of stats/cost_terms.py where a configuration takes it (`checked`):
 # in-sample wherever the model changed after the check was measured; per_call_predicted: the per-call model alone,
 # and term_added what the premium adds to it; registered_per_call*: a registration made with the premium also
-# registers the per-call model alone (its interval with that model's own misses), checked the same way
+# registers the per-call model alone (its interval with that model's own misses), checked the same way;
+# big_share: the share of the prediction charged to blocks of BIG_CLASS or more; realloc_grow, realloc_moved,
+# heap_churn_mib: block_growth's, from the program's profile
 
 
 def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
@@ -401,11 +404,13 @@ def short_windows(ds: dataset.Dataset, runs, program: str, allocator: str) -> tu
     return short, total
 
 
-def large_shares(folder: Path, costs: pd.DataFrame, processor: str, predicted: dict | None = None) -> dict:
+def large_shares(folder: Path, costs: pd.DataFrame, processor: str, predicted: dict | None = None,
+                 from_class: int | None = None) -> dict:
     """{(program, allocator): the share of the predicted added time that the model charges to blocks above the
-    largest measured small class (the pages cell scaled by size)}, from the registered profiles and the per-call
-    costs: where a prediction rests on large blocks. A description of each prediction, read after the fact.
-    `predicted`: registered_profiles_predicted's, when the caller has them."""
+    largest measured small class (the pages cell scaled by size), or with `from_class` to every cell of that size
+    class or larger, the pages cell's included}, from the registered profiles and the per-call costs: where a
+    prediction rests on large blocks. A description of each prediction, read after the fact. `predicted`:
+    registered_profiles_predicted's, when the caller has them."""
     from analysis.stats import cost_model
 
     if predicted is None:
@@ -413,8 +418,30 @@ def large_shares(folder: Path, costs: pd.DataFrame, processor: str, predicted: d
     out = {}
     for key, p in predicted.items():
         total = float(p.parts["added_s"].abs().sum())
-        large = float(p.parts.loc[p.parts["pattern"] == cost_model.PAGES, "added_s"].abs().sum())
-        out[key] = large / total if total > 0 else 0.0
+        big = p.parts["pattern"] == cost_model.PAGES
+        if from_class is not None:
+            big |= p.parts["size_class"].astype(int) >= from_class
+        out[key] = float(p.parts.loc[big, "added_s"].abs().sum()) / total if total > 0 else 0.0
+    return out
+
+
+# what a far miss's registered profile says of its large blocks: where the model's charge for them can be wrong
+BIG_CLASS = 16384  # a block of this size or more: its pages, not its call, carry what an allocator adds to it
+
+
+def block_growth(folder: Path) -> dict:
+    """{program: (growing reallocs, of them moved under the baseline, MiB the baseline's heap grew and shrank
+    back)} from a registration's profiles: a buffer grown in place, or a heap top the baseline gives back and
+    takes again, is what the cells' charge for a fresh block of each new size does not describe."""
+    from analysis.publish.results.cost_prediction import read_profile
+    from analysis.stats import cost_model
+
+    out = {}
+    for path in sorted((Path(folder) / "profiles").glob("*.csv")):
+        prof = read_profile(path)
+        value = lambda q: cost_model.profile_value(prof, q) or 0.0  # noqa: E731
+        out[path.stem] = (int(value("realloc_grow")), int(value("realloc_moved")),
+                          min(value("brk_grow_bytes"), value("brk_shrink_bytes")) / 2**20)
     return out
 
 
@@ -437,6 +464,8 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     baseline_costs = per_call.table(ds, baseline) if costs is None else costs
     predicted = registered_profiles_predicted(folder, baseline_costs, processor)  # once, for both uses below
     large = large_shares(folder, baseline_costs, processor, predicted)
+    big = large_shares(folder, baseline_costs, processor, predicted, from_class=BIG_CLASS)
+    growth = block_growth(folder)
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
     calls = {p["name"]: p.get("calls") for p in reg["program"]}
     density = {p["name"]: p["calls"] / (1000 * p["base_cpu_s"]) if p.get("base_cpu_s") else None
@@ -455,7 +484,8 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "calls": calls.get(p["program"]), "per_call_predicted": current[0], "term_added": 0.0,
                "registered_per_call": p.get("per_call_ratio"), "registered_per_call_low": p.get("per_call_low"),
                "registered_per_call_high": p.get("per_call_high"), "registered_per_call_inside": None,
-               "registered_per_call_log_error": None}
+               "registered_per_call_log_error": None, "big_share": big.get((p["program"], p["allocator"])),
+               **dict(zip(("realloc_grow", "realloc_moved", "heap_churn_mib"), growth.get(p["program"], (None,) * 3)))}
         got = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)
         if got is None:
             tried = not cells.empty and bool(((cells["workload"] == p["program"])
@@ -646,8 +676,13 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
                         "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error)}
                        for r in worst.itertuples()],
             "far_factor": f"{FAR:g}",
+            "big_class": BIG_CLASS,
             "far_misses": [{"program": r.program, "allocator": r.allocator, "predicted": f"{r.predicted:.3f}",
-                            "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error)}
+                            "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error),
+                            "big_share_percent": "" if pd.isna(r.big_share) else f"{100 * r.big_share:.0f}",
+                            "realloc_grow": "" if pd.isna(r.realloc_grow) else int(r.realloc_grow),
+                            "realloc_moved": "" if pd.isna(r.realloc_moved) else int(r.realloc_moved),
+                            "heap_churn_mib": "" if pd.isna(r.heap_churn_mib) else f"{r.heap_churn_mib:.0f}"}
                            for r in done[done["abs_error"] > math.log(FAR)].sort_values(
                                ["abs_error", "program", "allocator"], ascending=[False, True, True]).itertuples()]}
 
