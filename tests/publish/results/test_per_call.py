@@ -315,6 +315,30 @@ def test_the_command_prints_every_kind_off_its_own_machine_and_writes_a_table(tm
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no-such-kind" in done.stderr
 
 
+def test_the_command_names_only_the_asked_configurations_premium(tmp_path, costs_runs, monkeypatch, capsys):
+    from analysis.stats.cost_terms import Premium
+
+    data, profile = _cost_dataset(tmp_path, costs_runs)
+    real = cost.model_inputs
+
+    def with_premiums(*args, **kw):
+        inputs = real(*args, **kw)
+        inputs.premiums = {"scudo": Premium(30.0, 3.0, 20, 30), "hardened": Premium(70.0, 7.0, 20, 30)}
+        return inputs
+
+    monkeypatch.setattr(cost, "model_inputs", with_premiums)
+    monkeypatch.setenv("HEAPCOST_MEMO", "0")
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    cost.add_arguments(parser)
+    assert cost.run(parser.parse_args([str(profile), "--data", str(data), "--allocators", "scudo"])) == 0
+    said = capsys.readouterr().out
+    premium_line = [line for line in said.splitlines() if line.startswith("each allocation call also pays")]
+    assert premium_line == [premium_line[0]] and "scudo +30 ns" in premium_line[0]
+    assert "hardened" not in said
+
+
 def test_the_kept_inputs_follow_the_runs(tmp_path, costs_runs, monkeypatch, capsys):
     data, _ = _cost_dataset(tmp_path, costs_runs)
     registry = tmp_path / "registry"
