@@ -48,24 +48,27 @@ class Premium:
         """What the term adds to a program's predicted ratio."""
         return self.ns * 1e-9 * calls / base_s if base_s > 0 else 0.0
 
-    def ratio_se(self, calls: float, base_s: float) -> float:
-        return self.se_ns * 1e-9 * calls / base_s if base_s > 0 else 0.0
+    def joined(self, ratio: float, low: float, high: float, calls: float, base_s: float) -> tuple:
+        """(ratio, low, high) of a per-call prediction with the premium added, its 95% half-width joined to each
+        side's in quadrature."""
+        from analysis.stats.cost_model import Z
+
+        extra = Z * self.se_ns * 1e-9 * calls / base_s if base_s > 0 else 0.0
+        with_ = ratio + self.ratio_added(calls, base_s)
+        return with_, with_ - math.hypot(ratio - low, extra), with_ + math.hypot(high - ratio, extra)
 
     def applied(self, p):
         """A cost_model.Prediction with the premium added: a part of its own (pattern PREMIUM, every call one
         pair), its standard error joined to the per-call costs' in the interval."""
-        from analysis.stats.cost_model import Z, Prediction
+        from analysis.stats.cost_model import Prediction
 
         added = self.ns * 1e-9 * p.calls
-        sd = math.hypot(p.added_sd_s, self.se_ns * 1e-9 * p.calls)
         part = pd.DataFrame([{"pattern": PREMIUM, "size_class": 0, "pairs": float(p.calls), "added_ns": self.ns,
                               "se_ns": self.se_ns, "added_s": added}])
         parts = pd.concat([p.parts, part], ignore_index=True) if len(p.parts) else part
-        ratio = p.ratio + added / p.base_s
-        lo, hi = p.ratio - p.low, p.high - p.ratio
-        extra = Z * self.se_ns * 1e-9 * p.calls / p.base_s
-        return Prediction(ratio, ratio - math.hypot(lo, extra), ratio + math.hypot(hi, extra), p.added_s + added,
-                          p.base_s, p.calls, parts, sd)
+        ratio, low, high = self.joined(p.ratio, p.low, p.high, p.calls, p.base_s)
+        return Prediction(ratio, low, high, p.added_s + added, p.base_s, p.calls, parts,
+                          math.hypot(p.added_sd_s, self.se_ns * 1e-9 * p.calls))
 
 
 def _usable(cells: pd.DataFrame) -> pd.DataFrame:
@@ -132,9 +135,13 @@ class _Cells:
 def fit(cells: pd.DataFrame) -> Premium | None:
     """The premium of one configuration's cells (CELL_COLUMNS): the slope through the origin of measured less
     predicted on calls / T, on the scale of the measured ratio; None without a cell that allocates."""
-    c = _Cells.of(cells)
-    got = c.fit()
-    return None if got is None else Premium(got[0] * 1e9, got[1] * 1e9, int(len(np.unique(c.program))), got[2])
+    return _premium(_Cells.of(cells))
+
+
+def _premium(c: "_Cells", keep: np.ndarray | None = None) -> Premium | None:
+    got = c.fit(keep)
+    programs = c.program if keep is None else c.program[keep]
+    return None if got is None else Premium(got[0] * 1e9, got[1] * 1e9, int(len(np.unique(programs))), got[2])
 
 
 def log_errors(cells: pd.DataFrame, premium: Premium | None) -> np.ndarray:
@@ -153,10 +160,10 @@ def premiums(cells: pd.DataFrame) -> dict[str, Premium]:
     """{configuration: its premium} for those whose model takes the term, fitted on all their checked cells."""
     out = {}
     for allocator, mine in _usable(cells).groupby("allocator", sort=True):
-        if takes_term(mine):
-            got = fit(mine)
-            if got is not None:
-                out[str(allocator)] = got
+        c = _Cells.of(mine)
+        got = _premium(c) if c.takes_term(np.ones(len(c.program), dtype=bool)) else None
+        if got is not None:
+            out[str(allocator)] = got
     return out
 
 

@@ -225,8 +225,7 @@ def compute_per_calls(data_dir: Path, spec: dict, today: str, commit: str, basel
     t = per_call_prediction.table(ds, inputs.costs, pd.DataFrame(), spec, baseline, None,
                                   per_call_prediction.direct_costs(ds, spec, baseline))
     newest = max(ds.run_ids(), default="")
-    residuals = inputs.residuals_per_call if inputs.residuals_per_call is not None else inputs.residuals
-    return per_call_prediction.registrations(t, residuals, f"{today}, commit {commit}", newest)
+    return per_call_prediction.registrations(t, inputs.residuals_per_call, f"{today}, commit {commit}", newest)
 
 
 def _same_host(label: str, earlier: list[str], labels: list[str]) -> bool:

@@ -29,19 +29,16 @@ def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
     """A check table's current_* columns with each configuration's premium (stats/cost_terms.Premium) added to the
     per-call model's prediction, its standard error joined to the interval's half-widths; term_added says what
     it added."""
-    from analysis.stats.cost_model import Z
-
     table = table.copy()
     for i, r in table.iterrows():
         term = premiums.get(r["allocator"])
         if term is None or pd.isna(r["per_call_predicted"]) or pd.isna(r["calls"]) or pd.isna(r["base_cpu_s"]):
             continue
-        add = term.ratio_added(float(r["calls"]), float(r["base_cpu_s"]))
-        se = Z * term.ratio_se(float(r["calls"]), float(r["base_cpu_s"]))
-        ratio = float(r["per_call_predicted"]) + add
-        low = ratio - math.hypot(float(r["per_call_predicted"]) - float(r["current_low"]), se)
-        high = ratio + math.hypot(float(r["current_high"]) - float(r["per_call_predicted"]), se)
-        table.loc[i, ["current_predicted", "current_low", "current_high", "term_added"]] = [ratio, low, high, add]
+        calls, base = float(r["calls"]), float(r["base_cpu_s"])
+        ratio, low, high = term.joined(float(r["per_call_predicted"]), float(r["current_low"]),
+                                       float(r["current_high"]), calls, base)
+        table.loc[i, ["current_predicted", "current_low", "current_high", "term_added"]] = \
+            [ratio, low, high, term.ratio_added(calls, base)]
         if not pd.isna(r["measured"]) and ratio > 0:
             table.loc[i, "current_log_error"] = math.log(float(r["measured"])) - math.log(ratio)
     return table

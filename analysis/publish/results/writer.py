@@ -590,8 +590,6 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
     return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
                            "measured_hosts": sum(1 for h in hosts if h["cells"]),
                            "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],
-                           "third_checked": sorted(set(models.loc[models["column"] == 4, "processor"]) if len(models)
-                                                   else set()),
                            "models": models.to_dict("records"), "terms": term_numbers},
             **_cost_faults(ds, pd.concat(tables, ignore_index=True), p)}
 
