@@ -41,6 +41,29 @@ def test_the_added_time_is_the_calls_times_their_cells_costs():
     assert got.calls == 1e6 + 2e5 + 10  # frees are in the pairs, not counted again
 
 
+def test_a_realloc_the_baseline_grew_in_place_is_no_fresh_large_block():
+    # 1,000 reallocs in the 1 MiB class (the pages cell) and 1,000 in class 256; 1,600 of all 2,000 grew, 400 moved:
+    # 1,200 grew in place, a share of 0.6 of the reallocs, so 600 of the large class's are no fresh block
+    rows = [("realloc_calls", 1048576, 1000), ("realloc_calls", 256, 1000), ("realloc_calls", None, 2000),
+            ("realloc_grow", None, 1600), ("realloc_moved", None, 400)]
+    p = profile(rows)
+    assert cost_model.in_place_share(p) == pytest.approx(0.6)
+    fresh = cost_model.fresh_calls(p)
+    assert fresh.loc[1048576, "calls"] == pytest.approx(400)
+    assert fresh.loc[256, "calls"] == pytest.approx(1000)  # a small class's growth is a fresh pair under a slab
+    got = cost_model.predict(p, COSTS)
+    assert got.added_s == pytest.approx((400 * 4 * 50_000.0 + 1000 * 20.0) * 1e-9)
+    assert got.calls == 2000  # the program's calls, as it made them
+    # every grow moved, no grow, or no realloc at all: each realloc is a fresh block, as before the term
+    for moved, grow in ((1600, 1600), (0, 0)):
+        q = profile(rows[:3] + [("realloc_grow", None, grow), ("realloc_moved", None, moved)])
+        assert cost_model.in_place_share(q) == 0.0
+        assert cost_model.fresh_calls(q).equals(cost_model.class_calls(q))
+    assert cost_model.in_place_share(profile([("malloc_calls", 16, 10)])) == 0.0
+    # the share never passes 1, even where the program-wide counts disagree
+    assert cost_model.in_place_share(profile([("realloc_calls", None, 10), ("realloc_grow", None, 50)])) == 1.0
+
+
 def test_a_process_start_up_is_charged_per_process_only_when_asked():
     # 1e6 mallocs of class 16, none reused, in 100 processes; a process's start-up adds 1.5 ms +- 0.2
     p = profile([("malloc_calls", 16, 1e6), ("processes", None, 100)])

@@ -33,6 +33,7 @@ from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
 from analysis.publish.results import cost_models
 from analysis.publish.results.cost_models import pct as _pct
+from analysis.stats.cost_model import GROWN_CLASS
 
 REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration of the first set;
 # a later set of programs under its own name: cost_predictions/<set>/<processor kind>/
@@ -426,7 +427,7 @@ def large_shares(folder: Path, costs: pd.DataFrame, processor: str, predicted: d
 
 
 # what a far miss's registered profile says of its large blocks: where the model's charge for them can be wrong
-BIG_CLASS = 16384  # a block of this size or more: its pages, not its call, carry what an allocator adds to it
+BIG_CLASS = GROWN_CLASS  # a block of this size or more: its pages, not its call, carry what an allocator adds to it
 
 
 def block_growth(folder: Path) -> dict:
@@ -690,18 +691,20 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
 # ---- the command ----
 
 def add_arguments(parser):
+    from analysis.harness.workloads.cost_programs import SETS
+
     sub = parser.add_subparsers(dest="action", required=True)
     reg = sub.add_parser("register", help="profile the programs here and register their predicted costs")
     reg.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS), help="the configurations to predict")
     reg.add_argument("--programs", default="", help="comma-separated programs (default: every one)")
     reg.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset whose per-call costs predict")
-    reg.add_argument("--programs-set", default="first", choices=("first", "second", "third"),
+    reg.add_argument("--programs-set", default="first", choices=tuple(SETS),
                      help="which set of programs (harness/cost_programs.SETS; default the first)")
     mea = sub.add_parser("measure", help="measure the registered programs against the baseline into data/runs/")
     mea.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
     mea.add_argument("--blocks", type=int, default=8, help="windows per program and configuration (default 8)")
     mea.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
-    mea.add_argument("--programs-set", default="first", choices=("first", "second", "third"),
+    mea.add_argument("--programs-set", default="first", choices=tuple(SETS),
                      help="which registration of this host's processor to measure (default the first set's)")
     flt = sub.add_parser("faults", help="run the registered programs alone, as trials, recording each run's page "
                                         "faults and system time: what the check's misses come from")
@@ -710,7 +713,7 @@ def add_arguments(parser):
     flt.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
     flt.add_argument("--blocks", type=int, default=4, help="trials per program and configuration (default 4)")
     flt.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
-    flt.add_argument("--programs-set", default="first", choices=("first", "second", "third"),
+    flt.add_argument("--programs-set", default="first", choices=tuple(SETS),
                      help="which registration of this host's processor to run (default the first set's)")
     chk = sub.add_parser("check", help="print predicted against measured")
     chk.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset holding the measuring runs")

@@ -62,8 +62,8 @@ def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
     assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
     assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
     assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
-    with pytest.raises(HeapcostError, match="no set of cost-check programs 'fourth'"):
-        cost_programs.chosen(programs="fourth")
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'fifth'"):
+        cost_programs.chosen(programs="fifth")
     assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
 
 
@@ -82,6 +82,33 @@ def test_the_third_set_is_other_programs_than_both_earlier_sets():
                         (cost_programs.gettext_c, (20,)), (cost_programs.gperf_text, (20,))):
         assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
     assert cost_programs.gperf_text(5).startswith("%%\n") and cost_programs.gperf_text(5).endswith("\n%%\n")
+
+
+def test_the_fourth_set_is_other_programs_than_every_earlier_set():
+    import xml.etree.ElementTree as ET
+
+    def executable(p):
+        return p.command.split()[0].rsplit("/", 1)[-1]
+
+    earlier = cost_programs.PROGRAMS + cost_programs.SECOND + cost_programs.THIRD
+    fourth = cost_programs.FOURTH
+    assert len(fourth) >= 12 and not {p.name for p in earlier} & {p.name for p in fourth}
+    assert not {executable(p) for p in earlier} & {executable(p) for p in fourth}
+    assert cost_programs.chosen(programs="fourth") == list(fourth)
+    assert {p.name for p in fourth} <= instrument_workloads()
+    # ctags sorts through `sort` unless told not to, and sort is a program of the first set
+    assert "--sort=no" in cost_programs.BY_NAME["ctags-asm"].command
+    for make, small in ((cost_programs.ruby_script, (20,)), (cost_programs.zsh_script, (20,)),
+                        (cost_programs.xslt_self, (20,)), (cost_programs.nasm_text, (20,)),
+                        (cost_programs.dot_text, (30, 60)), (cost_programs.eqn_text, (20,)),
+                        (cost_programs.patterns_text, (50,))):
+        assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
+    sheet = ET.fromstring(cost_programs.xslt_self(20).encode())  # well-formed, its records inside it
+    assert len(sheet.findall(".//{urn:data}r")) == 20
+    edges = [line.split(" -> ") for line in cost_programs.dot_text(30, 60).splitlines()[1:-1]]
+    assert len(edges) == 60 and all(int(a.strip()[1:]) < int(b.strip(" ;")[1:]) for a, b in edges)  # acyclic
+    words = cost_programs.patterns_text(50).split()
+    assert words == sorted(set(words))
 
 
 def test_a_set_writes_only_the_inputs_it_reads_the_same_bytes_each_time(tmp_path):
