@@ -248,6 +248,9 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
             **({"term": "a premium per allocation call for each configuration that takes it, chosen and fitted on "
                         "every program checked before (analysis/stats/cost_terms.py); per_call_*: the per-call "
                         "model without it"} if premiums else {}),
+            **({"growth": "a growing realloc the baseline did in place is no fresh block, in classes of 16 KiB or "
+                          "more (analysis/stats/cost_model.py, fresh_calls), in both"}
+               if programs_set not in ("first", "second", "third") else {}),
             "baseline": baseline, "model": "analysis/stats/cost_model.py",
             "per_call_runs": _per_call_runs(ds, baseline, processor),
             "allocators": list(allocators)}
