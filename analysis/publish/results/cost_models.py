@@ -134,14 +134,14 @@ def models_compared(tables) -> pd.DataFrame:
     """Per processor kind, the model checked several ways (MODEL_COLUMNS), from the check tables of every
     registration (each with its `programs_set` and leave_one_program_out's columns):
     1. the model as registered, on the first set: out of sample;
-    2. the model as it is now on the first set, its intervals widened by the other programs' misses: in sample
-       for every term chosen after that set was measured;
+    2. the model as it is now on each set, its intervals widened by the other programs' misses: in sample for
+       every term chosen after that set was measured;
     3. the model as it was then, registered on the second set with the model's own error before it was measured:
        out of sample;
     4. on a later set registered with the premium (stats/cost_terms.py): the model with it, as registered, out of
        sample;
     5. and on that set the per-call model alone, registered beside it, out of sample.
-    A kind whose later sets are not measured has no row for them."""
+    A kind whose later sets are not measured has no row for them; rows of one column keep the sets' order."""
     rows = []
     for t in tables:
         if t.empty:
@@ -149,12 +149,13 @@ def models_compared(tables) -> pd.DataFrame:
         processor = str(t["processor"].iloc[0])
         programs_set = str(t["programs_set"].iloc[0]) if "programs_set" in t else "first"
         done = t[t["log_error"].notna()]
+        now = t[t["loo_inside"].notna()] if "loo_inside" in t else t.iloc[0:0]
+        if len(now):
+            rows.append(_model_row(processor, 2, programs_set, "as it is now", "in sample", now,
+                                   "current_predicted", "loo_low", "loo_high", "loo_inside", "current_log_error"))
         if programs_set == "first":
             rows.append(_model_row(processor, 1, programs_set, "as registered", "out of sample", done,
                                    "predicted", "low", "high", "inside", "log_error"))
-            now = t[t["loo_inside"].notna()] if "loo_inside" in t else t.iloc[0:0]
-            rows.append(_model_row(processor, 2, programs_set, "as it is now", "in sample", now,
-                                   "current_predicted", "loo_low", "loo_high", "loo_inside", "current_log_error"))
         elif len(done) and ("registered_per_call" not in done or done["registered_per_call"].isna().all()):
             rows.append(_model_row(processor, 3, programs_set, "as it was then", "out of sample", done,
                                    "predicted", "low", "high", "inside", "log_error"))

@@ -571,6 +571,7 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
         hosts.append({"registered": head["registered"], "processor": head["processor"], "programs_set": programs_set,
                       "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
                       "program_names": [p_["name"] for p_ in reg["program"]],
+                      "growth_term": bool(head.get("growth")),
                       "premiums_registered": [{"allocator": a, "ns": round(ns)} for a, ns in sorted(
                           {q["allocator"]: q["premium_ns"] for q in reg["prediction"]
                            if q.get("premium_ns")}.items())],

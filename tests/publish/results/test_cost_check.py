@@ -307,6 +307,14 @@ def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
     assert got.loc[4, "model"] == "with its premium" and got.loc[4, "coverage_percent"] == "100"
     assert got.loc[5, "model"] == "per-call alone" and got.loc[5, "inside"] == 0
     assert got.loc[5, "median_abs_error_percent"] == "11.1" and got.loc[4, "median_abs_error_percent"] == "1.0"
+    # each set with the model as it is now (in sample) in column 2, and a fourth set's rows after the third's
+    fourth = table("fourth", [0.2, -0.1], [False, True], loo=True).assign(
+        registered_per_call=1.0, registered_per_call_low=0.95, registered_per_call_high=1.05,
+        registered_per_call_inside=[False, True], registered_per_call_log_error=[0.1, 0.0])
+    got = cost_models.models_compared([first, second, third, fourth])
+    assert got[got["column"] == 2]["programs_set"].tolist() == ["first", "fourth"]
+    assert got[got["column"] == 4]["programs_set"].tolist() == ["third", "fourth"]
+    assert got[(got["column"] == 4) & (got["programs_set"] == "fourth")]["inside"].tolist() == [1]
 
 
 def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so(tmp_path, monkeypatch, capsys):
