@@ -111,11 +111,12 @@ class CallWorkload(CWorkload):
     size_class: int = 64
     pattern: str = "lifo"
     pairs_full: int = 1_000_000
+    slots: int = 256  # live blocks of the lifo, fifo and random patterns (CALL_SLOTS)
 
     def binary(self, variant) -> Path:
         _check_variant(variant, self.variants)
         defines = [f"-DCALL_CLASS={self.size_class}", f"-DCALL_PATTERN={CALL_PATTERNS.index(self.pattern)}",
-                   f"-DCALL_PAIRS={self.pairs_full}L", f"-DCALL_SLOTS={CALL_SLOTS}",
+                   f"-DCALL_PAIRS={self.pairs_full}L", f"-DCALL_SLOTS={self.slots}",
                    *([f"-DCALL_CHILD_PAIRS={CALL_CHILD_PAIRS}"] if self.pattern == "processes" else [])]
         return build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
                               variant=variant, cflags=[*NO_ALLOC_BUILTINS, *defines])
@@ -587,6 +588,18 @@ CALL_WORKLOADS[f"calls-{CALL_PAGES[0]}-pages"] = CallWorkload(
     f"one block of {CALL_PAGES[0] // 1024} KiB at a time, every page written, then freed: the cost of fresh pages",
     None, f"{CALL_PAGES[1]:,} blocks", default=False, source="calls.c", size_class=CALL_PAGES[0], pattern="pages",
     pairs_full=CALL_PAGES[1])
+# The same 16-32 KiB LIFO pairs with few blocks live: the cells hold CALL_SLOTS blocks and free them all in turn, so an
+# allocator that gives an emptied slab's pages back pays them again every round; a program that holds few such
+# blocks at once never empties its slabs. Measured beside the 32 KiB LIFO cell (as trials, recording faults), never
+# read as a per-call cost (per_call.held_split).
+HELD_SLOTS = 4
+HELD_WORKLOADS = {f"calls-32768-lifo-{HELD_SLOTS}live": CallWorkload(
+    f"calls-32768-lifo-{HELD_SLOTS}live", "c",
+    f"malloc+free pairs of 16385..32768 bytes, the block allocated last freed first (a stack of {HELD_SLOTS}): the "
+    f"32 KiB LIFO cell with {HELD_SLOTS} blocks live instead of {CALL_SLOTS}", None, f"{CALL_CLASSES[32768]:,} pairs",
+    default=False, source="calls.c", size_class=32768, pattern="lifo", pairs_full=CALL_CLASSES[32768],
+    slots=HELD_SLOTS)}
+WORKLOADS.update(HELD_WORKLOADS)
 # A process's start-up and exit under the allocator: short processes started one at a time (under glibc, each
 # well under a millisecond), each a step; the cost model charges it per process a program starts (a build starts thousands).
 CALL_PROCESSES = 2_000
@@ -610,6 +623,7 @@ WORKLOAD_GROUPS = {
     "seed-001": ["compile", "build"],
     "servers": ["server", "redis"],
     "calls": list(CALL_WORKLOADS),
+    "held-blocks": ["calls-32768-lifo", *HELD_WORKLOADS],  # the 32 KiB LIFO cell beside few blocks live (as trials)
 }
 
 

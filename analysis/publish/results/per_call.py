@@ -184,34 +184,72 @@ STARTUP_COLUMNS = ["processor", "allocator", "baseline", "trials", "base_trials"
 STARTUP_WORKLOAD = "calls-processes"
 
 
-def startup_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
-    """Where a run timed calls-processes as trials (PROTOCOL=trials: each trial's user and system time and minor
-    faults, its waited-for children included): per host and allocator, the medians per started process, and what
-    each adds over the baseline's medians on that host (descriptive: the lockstep runs give the interval of the
-    whole, table()). A host's trial runs of the workload are taken together. `runs_dir`: the dataset, or its runs
-    folder."""
+def _trial_steps(ds, workloads: dict) -> pd.DataFrame:
+    """The trials (PROTOCOL=trials) of the given calls workloads ({id: CallWorkload}), ok and past warm-up, each
+    run's on its processor kind: user and system time and minor faults per step (a pair, or a started process)."""
     from analysis.contract.schema import warmup_mask
 
-    spec = CALL_WORKLOADS[STARTUP_WORKLOAD]
-    ds = dataset.load(runs_dir)
     labels = {run: m.kind for run, m in dataset_machines(ds).items()}  # each run's processor kind
     frames = []
     for run in ds.runs("time"):
         t = ds.table(run, "trials.csv") if run.complete else None
         if t is None:
             continue
-        t = t[(t["workload"].astype(str) == STARTUP_WORKLOAD) & (t["status"] == OK)
-              & ~warmup_mask(t["warmup"])]
+        t = t[t["workload"].astype(str).isin(list(workloads)) & (t["status"] == OK) & ~warmup_mask(t["warmup"])]
         if len(t):
-            steps = t["scale"].map(lambda x: spec.pairs_at(float(x)))
+            steps = [workloads[w].pairs_at(float(x)) for w, x in zip(t["workload"].astype(str), t["scale"])]
             frames.append(pd.DataFrame({"processor": labels.get(run.run_id, run.run_id),
-                                        "allocator": t["allocator"].astype(str),
-                                        "user_us": t["user_s"].astype(float) / steps * 1e6,
-                                        "sys_us": t["sys_s"].astype(float) / steps * 1e6,
-                                        "minflt": t["minflt"].astype(float) / steps}))
-    if not frames:
+                                        "workload": t["workload"].astype(str).to_numpy(),
+                                        "allocator": t["allocator"].astype(str).to_numpy(),
+                                        "user_us": t["user_s"].astype(float).to_numpy() / steps * 1e6,
+                                        "sys_us": t["sys_s"].astype(float).to_numpy() / steps * 1e6,
+                                        "minflt": t["minflt"].astype(float).to_numpy() / steps}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["processor", "workload", "allocator", "user_us", "sys_us", "minflt"])
+
+
+HELD_COLUMNS = ["processor", "allocator", "baseline", "slots", "trials", "cpu_us", "minflt", "added_cpu_us",
+                "added_minflt", "display"]
+
+
+def held_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """Where trials timed the 32 KiB LIFO cell (calls-32768-lifo, CALL_SLOTS blocks live) and the same pairs with few
+    blocks live (harness/workloads/builtin.HELD_WORKLOADS): per host, allocator and number of live blocks, the
+    medians per pair of CPU time (user + system) and minor faults, and what each adds over the baseline's medians
+    of the same workload on that host (descriptive: what the cell charges a program that holds few such blocks at
+    once). `runs_dir`: the dataset, or its runs folder."""
+    from analysis.harness.workloads.builtin import HELD_WORKLOADS
+
+    cell = "calls-32768-lifo"
+    workloads = {cell: CALL_WORKLOADS[cell], **HELD_WORKLOADS}
+    trials = _trial_steps(dataset.load(runs_dir), workloads)
+    rows = []
+    for (processor, workload), mine in trials.groupby(["processor", "workload"], sort=True):
+        mine = mine.assign(cpu_us=mine["user_us"] + mine["sys_us"])
+        med = mine.groupby("allocator")[["cpu_us", "minflt"]].median()
+        n = mine.groupby("allocator").size()
+        if baseline not in med.index:
+            continue
+        for allocator in sorted(set(med.index) - {baseline}):
+            m, base = med.loc[allocator], med.loc[baseline]
+            added_cpu, added_flt = m["cpu_us"] - base["cpu_us"], m["minflt"] - base["minflt"]
+            rows.append({"processor": processor, "allocator": allocator, "baseline": baseline,
+                         "slots": workloads[workload].slots, "trials": int(n[allocator]), "cpu_us": m["cpu_us"],
+                         "minflt": m["minflt"], "added_cpu_us": added_cpu, "added_minflt": added_flt,
+                         "display": f"{added_cpu:+.2f} µs, {added_flt:+.2f} minor faults"})
+    out = pd.DataFrame(rows, columns=HELD_COLUMNS)
+    return out.sort_values(["processor", "allocator", "slots"], kind="stable").reset_index(drop=True)
+
+
+def startup_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
+    """Where a run timed calls-processes as trials (PROTOCOL=trials: each trial's user and system time and minor
+    faults, its waited-for children included): per host and allocator, the medians per started process, and what
+    each adds over the baseline's medians on that host (descriptive: the lockstep runs give the interval of the
+    whole, table()). A host's trial runs of the workload are taken together. `runs_dir`: the dataset, or its runs
+    folder."""
+    trials = _trial_steps(dataset.load(runs_dir), {STARTUP_WORKLOAD: CALL_WORKLOADS[STARTUP_WORKLOAD]})
+    if trials.empty:
         return pd.DataFrame(columns=STARTUP_COLUMNS)
-    trials = pd.concat(frames, ignore_index=True)
     rows = []
     for processor, mine in trials.groupby("processor", sort=True):
         med = mine.groupby("allocator")[["user_us", "sys_us", "minflt"]].median()

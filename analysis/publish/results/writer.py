@@ -176,6 +176,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     costs = per_call.table(ds, baseline) if ds is not None else pd.DataFrame(columns=per_call.COLUMNS)
     numbers.update(_per_call(costs, p))
     numbers.update(_startup_split(ds, p, baseline))
+    numbers.update(_held_split(ds, p, baseline))
     numbers.update(_share_rate(costs, p, ds, baseline))
     numbers.update(_cost_check(ds, costs, p))
     numbers.update(_debates_per_call(ds, costs, p, baseline))
@@ -676,6 +677,23 @@ def _share_rate(costs: pd.DataFrame, p, ds: dataset.Dataset | None, baseline: st
     return {"share_rate": {"rows": int(len(rates)), "seed": q.seed, "with": with_, "without": without,
                            "workload": workload, "margin_percent": f"{100 * q.margin:g}",
                            "processors": sorted(set(rates["processor"])), "programs": hosts}}
+
+
+def _held_split(ds: dataset.Dataset | None, p, baseline: str) -> dict:
+    """results_held_blocks.csv: where trials timed the 32 KiB LIFO cell and the same pairs with few blocks live,
+    what a pair adds in CPU time and minor faults with each number of live blocks (per_call.held_split)."""
+    held = per_call.held_split(ds, baseline) if ds is not None else pd.DataFrame(columns=per_call.HELD_COLUMNS)
+    write_csv(held, p("held_blocks.csv"))
+    out = []
+    for (processor, allocator), g in held.groupby(["processor", "allocator"], sort=True):
+        by = {int(r.slots): r for r in g.itertuples()}
+        if len(by) == 2:
+            many, few = by[max(by)], by[min(by)]
+            out.append({"processor": processor, "allocator": allocator, "many": max(by), "few": min(by),
+                        "many_us": f"{many.added_cpu_us:.2f}", "few_us": f"{few.added_cpu_us:.2f}",
+                        "many_minflt": f"{many.added_minflt:.2f}", "few_minflt": f"{few.added_minflt:.3f}",
+                        "trials": int(min(many.trials, few.trials))})
+    return {"held_blocks": out}
 
 
 def _startup_split(ds: dataset.Dataset | None, p, baseline: str) -> dict:

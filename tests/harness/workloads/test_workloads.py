@@ -68,7 +68,8 @@ def test_registry_has_the_designed_workloads():
     assert set(wl.DEFAULT_WORKLOADS) == {"perl-strcat", "compile", "dom-churn", "pow2-churn", "small-loop",
                                          "server", "pareto", "sqlite", "python"}
     assert set(wl.WORKLOADS) == {*wl.DEFAULT_WORKLOADS, "pow2-ladder", "build", "linux-build", "redis",
-                                 *(f"perl-{c}" for c in wl.PERL_CASES), *wl.CALL_WORKLOADS}
+                                 *(f"perl-{c}" for c in wl.PERL_CASES), *wl.CALL_WORKLOADS,
+                                 *wl.HELD_WORKLOADS}
     for wid, w in wl.WORKLOADS.items():
         assert w.id == wid
         assert w.kind in ("c", "perl", "python", "program")
@@ -93,7 +94,9 @@ def test_groups_cover_every_workload_once():
     assert wl.WORKLOAD_GROUPS["servers"] == ["server", "redis"]
     rest = {w for w in wl.WORKLOADS if w not in wl.DEFAULT_WORKLOADS}
     assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder", "build", "linux-build", "redis",
-                    *wl.WORKLOAD_GROUPS["calls"]}
+                    *wl.WORKLOAD_GROUPS["calls"], *wl.HELD_WORKLOADS}
+    assert wl.WORKLOAD_GROUPS["held-blocks"] == ["calls-32768-lifo", *wl.HELD_WORKLOADS]
+    assert all(wl.WORKLOADS[w].slots == wl.HELD_SLOTS for w in wl.HELD_WORKLOADS)
     assert wl.expand(["*"]) == wl.DEFAULT_WORKLOADS
     for gid in kinds:
         assert all(wl.WORKLOADS[i].kind == gid for i in wl.WORKLOAD_GROUPS[gid])

@@ -187,6 +187,43 @@ def test_a_process_start_up_splits_into_user_and_system_time_from_trials(tmp_pat
     assert per_call.startup_split(runs, "nope").empty  # no baseline measured: nothing to subtract
 
 
+def test_the_held_blocks_split_sets_the_32k_cell_beside_few_blocks_live_from_trials(tmp_path):
+    """Trials of the 32 KiB LIFO cell and of the same pairs with few blocks live: per allocator and number of live
+    blocks, what a pair adds over the baseline's same workload in CPU time and minor faults."""
+    from analysis.contract.schema import TRIAL_COLUMNS
+    from analysis.harness.workloads.builtin import HELD_SLOTS, HELD_WORKLOADS
+
+    runs = tmp_path / "runs"
+    folder = runs / "20990104T000000Z-time-quick"
+    folder.mkdir(parents=True)
+    (folder / "machine.json").write_text(json.dumps({"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0",
+                                                     "cpu_family": 1, "cpu_model_number": 1, "cpu_stepping": 1}))
+    (folder / "run.json").write_text(json.dumps({"format": "heapcost-run/1", "run_id": folder.name, "kind": "time",
+                                                 "status": "complete", "params": {"protocol": "trials"}}))
+    few = next(iter(HELD_WORKLOADS))
+    assert HELD_WORKLOADS[few].slots == HELD_SLOTS < per_call.SLOTS
+    rows = []
+    # the cell: hm adds 3.5 us and 0.9 faults a pair over glibc; with few live, 0.2 us and no fault
+    for workload, added_us, added_flt in (("calls-32768-lifo", 3.5, 0.9), (few, 0.2, 0.0)):
+        steps = (CALL_WORKLOADS.get(workload) or HELD_WORKLOADS[workload]).pairs_at(0.25)
+        for base_us in (0.10, 0.11, 0.09):
+            rows.append({"workload": workload, "allocator": "glibc", "user_s": base_us * steps * 1e-6, "sys_s": 0.0,
+                         "minflt": 0.01 * steps})
+            rows.append({"workload": workload, "allocator": "hm", "user_s": (base_us + added_us) * steps * 1e-6,
+                         "sys_s": 0.0, "minflt": (0.01 + added_flt) * steps})
+    rows.append({"workload": few, "allocator": "hm", "user_s": 99.0, "sys_s": 99.0, "minflt": 1e9, "warmup": 1})
+    table = pd.DataFrame([{**{c: "" for c in TRIAL_COLUMNS}, "run_id": folder.name, "scale": 0.25, "status": "ok",
+                           "warmup": 0, **r} for r in rows])
+    table.to_csv(folder / "trials.csv", index=False)
+    split = per_call.held_split(runs, "glibc")
+    assert split["slots"].tolist() == [HELD_SLOTS, per_call.SLOTS] and set(split["allocator"]) == {"hm"}
+    few_row, many_row = split.iloc[0], split.iloc[1]
+    assert many_row.added_cpu_us == pytest.approx(3.5) and many_row.added_minflt == pytest.approx(0.9)
+    assert few_row.added_cpu_us == pytest.approx(0.2) and few_row.added_minflt == pytest.approx(0.0, abs=1e-9)
+    assert few_row.trials == 3  # the warm-up left out
+    assert per_call.held_split(runs, "nope").empty
+
+
 # ---- the cost command as a user meets it ----
 
 def _two_kinds(costs):
