@@ -33,7 +33,7 @@ from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
 from analysis.publish.results import cost_models
 from analysis.publish.results.cost_models import pct as _pct
-from analysis.stats.cost_model import GROWN_CLASS
+from analysis.stats.cost_model import GROWN_CLASS, SMALL_PATTERNS
 
 REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration of the first set;
 # a later set of programs under its own name: cost_predictions/<set>/<processor kind>/
@@ -50,20 +50,24 @@ LARGE, SPARSE = 0.5, 1.0
 SYSTEMATIC = 0.05
 # a miss beyond this factor either way is named, with its measured reason or as unexplained
 FAR = 1.25
+# what a user needs of a prediction for a program nobody tuned for: the share of measured ratios inside their 95%
+# prediction intervals (at least), the median and the 90th percentile of |log error| (at most), in percent
+GOALS = {"coverage_percent": 90, "median_percent": 3, "p90_percent": 8}
 MIN_BLOCKS = 6  # a cell's paired estimate needs 5 windows after the first, the warm-up
 COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
            "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why",
            "current_predicted", "current_low", "current_high", "current_log_error", "calls", "per_call_predicted",
            "term_added", "registered_per_call", "registered_per_call_low", "registered_per_call_high",
-           "registered_per_call_inside", "registered_per_call_log_error", "big_share", "realloc_grow", "realloc_moved",
-           "heap_churn_mib"]
+           "registered_per_call_inside", "registered_per_call_log_error", "big_share", "medium_pairs", "realloc_grow",
+           "realloc_moved", "heap_churn_mib", "peak_live_kib"]
 # current_*: the model as it is now (stats/cost_model.py) on the registered profiles and today's per-call costs of
 # the registration's processor, with the premium of stats/cost_terms.py where a configuration takes it (`checked`):
 # in-sample wherever the model changed after the check was measured; per_call_predicted: the per-call model alone,
 # and term_added what the premium adds to it; registered_per_call*: a registration made with the premium also
 # registers the per-call model alone (its interval with that model's own misses), checked the same way;
-# big_share: the share of the prediction charged to blocks of BIG_CLASS or more; realloc_grow, realloc_moved,
-# heap_churn_mib: block_growth's, from the program's profile
+# big_share: the share of the prediction charged to blocks of BIG_CLASS or more; medium_pairs: the pairs charged to
+# the cells of a small class of BIG_CLASS or more (which hold 256 blocks live); realloc_grow, realloc_moved,
+# heap_churn_mib, peak_live_kib: block_growth's, from the program's profile
 
 
 def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
@@ -435,8 +439,9 @@ BIG_CLASS = GROWN_CLASS  # a block of this size or more: its pages, not its call
 
 def block_growth(folder: Path) -> dict:
     """{program: (growing reallocs, of them moved under the baseline, MiB the baseline's heap grew and shrank
-    back)} from a registration's profiles: a buffer grown in place, or a heap top the baseline gives back and
-    takes again, is what the cells' charge for a fresh block of each new size does not describe."""
+    back, KiB live at the program's peak)} from a registration's profiles: a buffer grown in place, a heap top the
+    baseline gives back and takes again, or few large blocks live at once where the cells hold 256, is what the
+    cells' charge for a block of each size does not describe."""
     from analysis.publish.results.cost_prediction import read_profile
     from analysis.stats import cost_model
 
@@ -445,7 +450,8 @@ def block_growth(folder: Path) -> dict:
         prof = read_profile(path)
         value = lambda q: cost_model.profile_value(prof, q) or 0.0  # noqa: E731
         out[path.stem] = (int(value("realloc_grow")), int(value("realloc_moved")),
-                          min(value("brk_grow_bytes"), value("brk_shrink_bytes")) / 2**20)
+                          min(value("brk_grow_bytes"), value("brk_shrink_bytes")) / 2**20,
+                          value("peak_live_bytes") / 1024)
     return out
 
 
@@ -469,6 +475,9 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     predicted = registered_profiles_predicted(folder, baseline_costs, processor)  # once, for both uses below
     large = large_shares(folder, baseline_costs, processor, predicted)
     big = large_shares(folder, baseline_costs, processor, predicted, from_class=BIG_CLASS)
+    medium = {key: float(pred.parts.loc[pred.parts["pattern"].isin(SMALL_PATTERNS)
+                                        & (pred.parts["size_class"].astype(int) >= BIG_CLASS), "pairs"].sum())
+              for key, pred in predicted.items()}
     growth = block_growth(folder)
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
     calls = {p["name"]: p.get("calls") for p in reg["program"]}
@@ -489,7 +498,9 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "registered_per_call": p.get("per_call_ratio"), "registered_per_call_low": p.get("per_call_low"),
                "registered_per_call_high": p.get("per_call_high"), "registered_per_call_inside": None,
                "registered_per_call_log_error": None, "big_share": big.get((p["program"], p["allocator"])),
-               **dict(zip(("realloc_grow", "realloc_moved", "heap_churn_mib"), growth.get(p["program"], (None,) * 3)))}
+               "medium_pairs": medium.get((p["program"], p["allocator"])),
+               **dict(zip(("realloc_grow", "realloc_moved", "heap_churn_mib", "peak_live_kib"),
+                         growth.get(p["program"], (None,) * 4)))}
         got = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)
         if got is None:
             tried = not cells.empty and bool(((cells["workload"] == p["program"])
@@ -686,7 +697,9 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
                             "big_share_percent": "" if pd.isna(r.big_share) else f"{100 * r.big_share:.0f}",
                             "realloc_grow": "" if pd.isna(r.realloc_grow) else int(r.realloc_grow),
                             "realloc_moved": "" if pd.isna(r.realloc_moved) else int(r.realloc_moved),
-                            "heap_churn_mib": "" if pd.isna(r.heap_churn_mib) else f"{r.heap_churn_mib:.0f}"}
+                            "heap_churn_mib": "" if pd.isna(r.heap_churn_mib) else f"{r.heap_churn_mib:.0f}",
+                            "peak_live_kib": "" if pd.isna(r.peak_live_kib) else f"{r.peak_live_kib:,.0f}",
+                            "medium_pairs": "" if pd.isna(r.medium_pairs) else int(round(r.medium_pairs))}
                            for r in done[done["abs_error"] > math.log(FAR)].sort_values(
                                ["abs_error", "program", "allocator"], ascending=[False, True, True]).itertuples()]}
 

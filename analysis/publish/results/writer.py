@@ -22,6 +22,7 @@ from analysis.publish.render.formats import (WIDEST_RESOLVED, fmt_interval, fmt_
 from analysis.stats import compare as cmp
 from analysis.stats import estimators as stats
 from analysis.stats import weight_draws
+from analysis.stats.cost_model import GROWN_CLASS
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
@@ -592,7 +593,8 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
     return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
                            "measured_hosts": sum(1 for h in hosts if h["cells"]),
                            "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],
-                           "models": models.to_dict("records"), "terms": term_numbers},
+                           "models": models.to_dict("records"), "terms": term_numbers,
+                           "goals": cost_check.GOALS, "grown_class_kib": GROWN_CLASS // 1024},
             **_cost_faults(ds, pd.concat(tables, ignore_index=True), p)}
 
 
