@@ -387,3 +387,15 @@ def test_the_premium_moves_the_current_prediction_and_its_error_never_the_regist
     assert h["current_low"] < 1.14 and h["current_high"] > 1.16
     assert h["predicted"] == 1.05 and h["log_error"] == pytest.approx(math.log(1.2 / 1.05))
     assert j["current_predicted"] == 1.05 and j["term_added"] == 0.0
+
+
+def test_a_far_misss_profile_facts_are_read_from_the_registered_profile(tmp_path):
+    """block_growth: the growing reallocs, those moved, the heap's churn at its top and the peak live bytes, each
+    from the profile's whole-program row."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    rows = [("realloc_grow", 600), ("realloc_moved", 150), ("brk_grow_bytes", 5 * 2**20), ("brk_shrink_bytes", 3 * 2**20),
+            ("peak_live_bytes", 512 * 1024), ("malloc_calls", 10)]
+    (profiles / "prog.csv").write_text("quantity,size_class,value\n" + "".join(f"{q},,{v}\n" for q, v in rows)
+                                       + "malloc_calls,64,10\n")
+    assert cost_check.block_growth(tmp_path) == {"prog": (600, 150, 3.0, 512.0)}

@@ -152,18 +152,24 @@ def test_a_file_that_is_no_profile_is_a_one_line_error(tmp_path):
     assert done.returncode == 2 and "not a readable profile" in done.stderr
 
 
-def test_a_process_start_up_splits_into_user_and_system_time_from_trials(tmp_path):
-    """Trials of calls-processes (each trial's times over the processes it started): the medians per process and
-    what each adds over the baseline's on the same host; warm-ups, failed trials and other workloads left out."""
-    from analysis.contract.schema import TRIAL_COLUMNS
-
+def trials_run(tmp_path, name):
+    """An empty complete run of the trials protocol on a simulated host: (its runs folder, its own folder)."""
     runs = tmp_path / "runs"
-    folder = runs / "20990103T000000Z-time-quick"
+    folder = runs / name
     folder.mkdir(parents=True)
     (folder / "machine.json").write_text(json.dumps({"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0",
                                                      "cpu_family": 1, "cpu_model_number": 1, "cpu_stepping": 1}))
     (folder / "run.json").write_text(json.dumps({"format": "heapcost-run/1", "run_id": folder.name, "kind": "time",
                                                  "status": "complete", "params": {"protocol": "trials"}}))
+    return runs, folder
+
+
+def test_a_process_start_up_splits_into_user_and_system_time_from_trials(tmp_path):
+    """Trials of calls-processes (each trial's times over the processes it started): the medians per process and
+    what each adds over the baseline's on the same host; warm-ups, failed trials and other workloads left out."""
+    from analysis.contract.schema import TRIAL_COLUMNS
+
+    runs, folder = trials_run(tmp_path, "20990103T000000Z-time-quick")
     steps = CALL_WORKLOADS["calls-processes"].pairs_at(0.25)
     rows = []
     for i, (user_us, sys_us, faults) in enumerate([(300, 50, 120), (310, 60, 121), (290, 40, 119)]):
@@ -193,13 +199,7 @@ def test_the_held_blocks_split_sets_the_32k_cell_beside_few_blocks_live_from_tri
     from analysis.contract.schema import TRIAL_COLUMNS
     from analysis.harness.workloads.builtin import HELD_SLOTS, HELD_WORKLOADS
 
-    runs = tmp_path / "runs"
-    folder = runs / "20990104T000000Z-time-quick"
-    folder.mkdir(parents=True)
-    (folder / "machine.json").write_text(json.dumps({"cpu_model": "Simulated CPU", "cpu_mhz": 2000.0, "kernel": "6.0",
-                                                     "cpu_family": 1, "cpu_model_number": 1, "cpu_stepping": 1}))
-    (folder / "run.json").write_text(json.dumps({"format": "heapcost-run/1", "run_id": folder.name, "kind": "time",
-                                                 "status": "complete", "params": {"protocol": "trials"}}))
+    runs, folder = trials_run(tmp_path, "20990104T000000Z-time-quick")
     few = next(iter(HELD_WORKLOADS))
     assert HELD_WORKLOADS[few].slots == HELD_SLOTS < per_call.SLOTS
     rows = []
