@@ -28,6 +28,8 @@ def _profile_quantities() -> dict:
         "threads": ("count", False, "Threads that made at least one allocation call, summed over processes."),
         "peak_live_bytes": ("bytes", False, "The most requested bytes live at once in one process (the largest "
                             "over processes); what was asked for, not what the allocator used."),
+        "peak_live_blocks": ("count", True, "The most blocks of the class live at once in one process (the largest "
+                             "over processes): how many blocks of a class a program holds together; no total."),
         "reuse_window": ("allocations", False, "The reuse window: a free counts as reused when one of the next "
                          "this many allocations of the same thread asks for its size class."),
     }

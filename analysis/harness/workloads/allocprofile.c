@@ -61,6 +61,7 @@ static unsigned long reused[N_CLASSES];
 static unsigned long counters[N_COUNTER];
 static unsigned long n_threads;
 static long live_bytes, peak_live_bytes;
+static long live_blocks[N_CLASSES], peak_live_blocks[N_CLASSES]; /* by the class of the size asked for */
 static char report_path[4096];
 static pid_t owner; /* the process whose counters these are: a vfork() child is another */
 static int reported;
@@ -215,24 +216,42 @@ static void note_live(long delta)
         ;
 }
 
+static void note_blocks(size_t size, long delta)
+{
+    int c = size_class(size);
+    long now = __atomic_add_fetch(&live_blocks[c], delta, __ATOMIC_RELAXED);
+    long peak = __atomic_load_n(&peak_live_blocks[c], __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&peak_live_blocks[c], &peak, now, 1, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED))
+        ;
+}
+
 static void track(void *p, size_t size)
 {
     uintptr_t key = (uintptr_t)p;
     uint64_t h = mix(key);
     struct shard *s = &shards[h & (SHARDS - 1)];
     lock(&s->lock);
-    if (make_room(s)) {
+    size_t was = SIZE_MAX; /* the size this key was tracked with, if it still was */
+    int tracked = make_room(s);
+    if (tracked) {
         struct slot *e = find(s, key, h, 1);
         if (e->key != key) {
             if (e->key == TOMB)
                 s->tombs--;
             s->used++;
             e->key = key;
+        } else {
+            was = e->size;
         }
         e->size = size;
     }
     unlock(&s->lock);
     note_live((long)size);
+    if (was != SIZE_MAX)
+        note_blocks(was, -1);
+    if (tracked)
+        note_blocks(size, 1);
 }
 
 /* The block's requested size, and forget it; SIZE_MAX when unknown. */
@@ -251,8 +270,10 @@ static size_t untrack(void *p)
         s->tombs++;
     }
     unlock(&s->lock);
-    if (size != SIZE_MAX)
+    if (size != SIZE_MAX) {
         note_live(-(long)size);
+        note_blocks(size, -1);
+    }
     return size;
 }
 
@@ -505,6 +526,7 @@ static void after_fork_child(void)
     n_threads = 0;
     self.counted = 0;
     peak_live_bytes = live_bytes;
+    memcpy(peak_live_blocks, live_blocks, sizeof peak_live_blocks);
     owner = getpid();
     after_fork_parent();
 }
@@ -557,6 +579,11 @@ static void report(void)
         unsigned long v = __atomic_load_n(&reused[c], __ATOMIC_RELAXED);
         if (v)
             put("frees_reused", c, v);
+    }
+    for (int c = 0; c < N_CLASSES; c++) {
+        long v = __atomic_load_n(&peak_live_blocks[c], __ATOMIC_RELAXED);
+        if (v > 0)
+            put("peak_live_blocks", c, (unsigned long)v);
     }
     for (int k = 0; k < N_COUNTER; k++)
         put(COUNTER_NAME[k], -1, __atomic_load_n(&counters[k], __ATOMIC_RELAXED));

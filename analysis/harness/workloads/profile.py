@@ -38,6 +38,7 @@ TIMED_BLOCKS = 3  # the timed runs' blocks, spread over the profile's run (below
 TRACED = ("execve", "mmap", "munmap", "brk", "mremap", "mprotect", "madvise")
 RELEASE_ADVICE = ("MADV_DONTNEED", "MADV_FREE", "MADV_REMOVE")
 PER_CLASS = [q for q, (_, per_class, _) in PROFILE_QUANTITIES.items() if per_class]
+LARGEST_OVER_PROCESSES = ("peak_live_bytes", "peak_live_blocks", "reuse_window")
 
 
 def allocprofile_path() -> Path:
@@ -73,7 +74,7 @@ def launch(argv, workdir: Path, env: dict, timeout: float, what: str, wrapper=()
 
 def parse_shim_report(text: str) -> dict:
     """The shim's reports (one block per process) summed: {(quantity, size_class or None): value}.
-    peak_live_bytes and reuse_window are the largest over processes; everything else adds up."""
+    peak_live_bytes, peak_live_blocks and reuse_window are the largest over processes; everything else adds up."""
     out: dict = defaultdict(int)
     for number, line in enumerate(text.splitlines(), 1):
         parts = line.split()
@@ -83,7 +84,7 @@ def parse_shim_report(text: str) -> dict:
             raise HeapcostError(f"the counting shim's report has an unreadable line {number}: {line[:80]!r}")
         key = (parts[0], None if parts[1] == "-" else int(parts[1]))
         value = int(parts[2])
-        out[key] = max(out[key], value) if parts[0] in ("peak_live_bytes", "reuse_window") else out[key] + value
+        out[key] = max(out[key], value) if parts[0] in LARGEST_OVER_PROCESSES else out[key] + value
     return dict(out)
 
 
@@ -92,7 +93,7 @@ def with_totals(counts: dict) -> dict:
     reuse shares (per class and in all: frees_reused over the frees of a known class)."""
     out = dict(counts)
     for q in PER_CLASS:
-        if q == "reuse_share":
+        if q in ("reuse_share", "peak_live_blocks"):  # a share, and peaks of different moments: no total
             continue
         classes = {c: v for (name, c), v in counts.items() if name == q and c is not None}
         out[(q, None)] = sum(classes.values()) + (counts.get(("free_untracked_calls", None), 0)

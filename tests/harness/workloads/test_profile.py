@@ -62,6 +62,15 @@ def test_counts_by_entry_point_and_size_class_match_the_construction(fixture_pro
     assert got[("processes", None)] == 1 and got[("threads", None)] == 2 and got[("reuse_window", None)] == 8
     # live at the peak: the 1 MiB block with everything allocated before it
     assert got[("peak_live_bytes", None)] == 1000 * 24 + 10 * 4000 + 5 * 1000 + 50 + 16 + 48 + 128 + 16 + (1 << 20)
+    # the most blocks of each class live at once: the 1,000 small ones; the 150 medium ones with the 48-byte aligned
+    # block and the buffer shrunk to 50 bytes; the 5 zeroed blocks with the buffer at 700 bytes; glibc's own
+    # thread start-up (the baseline run) adds its one block of 512
+    expected = {SMALL: 1000, MEDIUM: 150 + 2, 4096: 10, 1024: 5 + 1, 16: 2, 128: 1, 256: 1, 8192: 1, 1 << 20: 1,
+                THREADED: 1}
+    for c, v in per_class(glibc, "peak_live_blocks").items():
+        expected[c] = max(expected.get(c, 0), v)
+    assert per_class(got, "peak_live_blocks") == expected
+    assert ("peak_live_blocks", None) not in got  # peaks of different moments have no total
     frees = sum(per_class(got, "free_calls").values())
     assert got[("reuse_share", None)] == pytest.approx((110 + 49 + sum(per_class(glibc, "frees_reused").values()))
                                                        / frees)
@@ -115,11 +124,13 @@ def test_each_process_reports_its_own_calls_a_forked_child_by_exit_a_vfork_child
 
 def test_the_shim_report_sums_processes_and_keeps_the_largest_peak():
     text = ("processes - 1\nthreads - 2\npeak_live_bytes - 500\nreuse_window - 8\nmalloc_calls 32 3\n"
+            "peak_live_blocks 32 3\n"
             "processes - 1\nthreads - 1\npeak_live_bytes - 900\nreuse_window - 8\nmalloc_calls 32 4\n"
-            "malloc_calls 0 1\n")
+            "malloc_calls 0 1\npeak_live_blocks 32 2\n")
     got = profile.parse_shim_report(text)
     assert got == {("processes", None): 2, ("threads", None): 3, ("peak_live_bytes", None): 900,
-                   ("reuse_window", None): 8, ("malloc_calls", 32): 7, ("malloc_calls", 0): 1}
+                   ("reuse_window", None): 8, ("malloc_calls", 32): 7, ("malloc_calls", 0): 1,
+                   ("peak_live_blocks", 32): 3}
     with pytest.raises(HeapcostError, match="unreadable line 2"):
         profile.parse_shim_report("processes - 1\nnot a quantity 3\n")
 
