@@ -588,17 +588,19 @@ CALL_WORKLOADS[f"calls-{CALL_PAGES[0]}-pages"] = CallWorkload(
     f"one block of {CALL_PAGES[0] // 1024} KiB at a time, every page written, then freed: the cost of fresh pages",
     None, f"{CALL_PAGES[1]:,} blocks", default=False, source="calls.c", size_class=CALL_PAGES[0], pattern="pages",
     pairs_full=CALL_PAGES[1])
-# The same 16-32 KiB LIFO pairs with few blocks live: the cells hold CALL_SLOTS blocks and free them all in turn, so an
-# allocator that gives an emptied slab's pages back pays them again every round; a program that holds few such
-# blocks at once never empties its slabs. Measured beside the 32 KiB LIFO cell (as trials, recording faults), never
-# read as a per-call cost (per_call.held_split).
+# The same LIFO pairs with few blocks live: the cells of 16-32 KiB hold CALL_SLOTS blocks and free them all in turn,
+# so an allocator that gives an emptied slab's pages back pays them again every round; a program that holds few such
+# blocks at once never empties its slabs. Blocks of 32-128 KiB, which the model charges as the pages cell scaled by
+# size (a fresh block each time), are slab or cached blocks under some allocators. Measured as trials (recording
+# faults) beside the 32 KiB LIFO cell, never read as a per-call cost (per_call.held_split).
 HELD_SLOTS = 4
-HELD_WORKLOADS = {f"calls-32768-lifo-{HELD_SLOTS}live": CallWorkload(
-    f"calls-32768-lifo-{HELD_SLOTS}live", "c",
-    f"malloc+free pairs of 16385..32768 bytes, the block allocated last freed first (a stack of {HELD_SLOTS}): the "
-    f"32 KiB LIFO cell with {HELD_SLOTS} blocks live instead of {CALL_SLOTS}", None, f"{CALL_CLASSES[32768]:,} pairs",
-    default=False, source="calls.c", size_class=32768, pattern="lifo", pairs_full=CALL_CLASSES[32768],
-    slots=HELD_SLOTS)}
+HELD_CLASSES = (32768, 65536, 131072)
+HELD_WORKLOADS = {f"calls-{_class}-lifo-{HELD_SLOTS}live": CallWorkload(
+    f"calls-{_class}-lifo-{HELD_SLOTS}live", "c",
+    f"malloc+free pairs of {_class // 2 + 1}..{_class} bytes, the block allocated last freed first (a stack of "
+    f"{HELD_SLOTS}): what a pair costs with {HELD_SLOTS} blocks of the class live instead of {CALL_SLOTS}", None,
+    f"{CALL_CLASSES[32768]:,} pairs", default=False, source="calls.c", size_class=_class, pattern="lifo",
+    pairs_full=CALL_CLASSES[32768], slots=HELD_SLOTS) for _class in HELD_CLASSES}
 WORKLOADS.update(HELD_WORKLOADS)
 # A process's start-up and exit under the allocator: short processes started one at a time (under glibc, each
 # well under a millisecond), each a step; the cost model charges it per process a program starts (a build starts thousands).

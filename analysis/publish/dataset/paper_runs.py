@@ -115,9 +115,10 @@ def contributing_runs(runs_dir, kind: str) -> tuple[Run | None, list[RunTable]]:
 
 def instrument_workloads() -> frozenset[str]:
     """Workloads that measure a quantity for a model rather than a program's speed: the per-call cost
-    workloads (calls-<class>-<pattern>, and the 32 KiB cell with few blocks live), read by publish/results/per_call.py, and the programs that check the
-    cost model (harness/workloads/cost_programs.py), read by publish/results/cost_check.py; never by the speed tables,
-    the host panel or the lead of a run (a run of them alone contributes nothing else)."""
+    workloads (calls-<class>-<pattern>, and LIFO pairs of 32 to 128 KiB with few blocks live), read by
+    publish/results/per_call.py, and the programs that check the cost model (harness/workloads/cost_programs.py),
+    read by publish/results/cost_check.py; never by the speed tables, the host panel or the lead of a run (a run of
+    them alone contributes nothing else)."""
     from analysis.harness.workloads.cost_programs import BY_NAME
     from analysis.harness.workloads.builtin import CALL_WORKLOADS, HELD_WORKLOADS
 

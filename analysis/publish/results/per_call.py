@@ -208,16 +208,16 @@ def _trial_steps(ds, workloads: dict) -> pd.DataFrame:
         columns=["processor", "workload", "allocator", "user_us", "sys_us", "minflt"])
 
 
-HELD_COLUMNS = ["processor", "allocator", "baseline", "slots", "trials", "cpu_us", "minflt", "added_cpu_us",
-                "added_minflt", "display"]
+HELD_COLUMNS = ["processor", "allocator", "baseline", "size_class", "slots", "trials", "cpu_us", "minflt",
+                "added_cpu_us", "added_minflt", "display"]
 
 
 def held_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
-    """Where trials timed the 32 KiB LIFO cell (calls-32768-lifo, CALL_SLOTS blocks live) and the same pairs with few
-    blocks live (harness/workloads/builtin.HELD_WORKLOADS): per host, allocator and number of live blocks, the
-    medians per pair of CPU time (user + system) and minor faults, and what each adds over the baseline's medians
-    of the same workload on that host (descriptive: what the cell charges a program that holds few such blocks at
-    once). `runs_dir`: the dataset, or its runs folder."""
+    """Where trials timed the 32 KiB LIFO cell (calls-32768-lifo, CALL_SLOTS blocks live) and LIFO pairs of 32 to
+    128 KiB with few blocks live (harness/workloads/builtin.HELD_WORKLOADS): per host, allocator, size class and
+    number of live blocks, the medians per pair of CPU time (user + system) and minor faults, and what each adds
+    over the baseline's medians of the same workload on that host (descriptive: what the cells charge a program
+    that holds few such blocks at once). `runs_dir`: the dataset, or its runs folder."""
     from analysis.harness.workloads.builtin import HELD_WORKLOADS
 
     cell = "calls-32768-lifo"
@@ -234,11 +234,12 @@ def held_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
             m, base = med.loc[allocator], med.loc[baseline]
             added_cpu, added_flt = m["cpu_us"] - base["cpu_us"], m["minflt"] - base["minflt"]
             rows.append({"processor": processor, "allocator": allocator, "baseline": baseline,
-                         "slots": workloads[workload].slots, "trials": int(n[allocator]), "cpu_us": m["cpu_us"],
+                         "size_class": workloads[workload].size_class, "slots": workloads[workload].slots,
+                         "trials": int(n[allocator]), "cpu_us": m["cpu_us"],
                          "minflt": m["minflt"], "added_cpu_us": added_cpu, "added_minflt": added_flt,
                          "display": f"{added_cpu:+.2f} µs, {added_flt:+.2f} minor faults"})
     out = pd.DataFrame(rows, columns=HELD_COLUMNS)
-    return out.sort_values(["processor", "allocator", "slots"], kind="stable").reset_index(drop=True)
+    return out.sort_values(["processor", "allocator", "size_class", "slots"], kind="stable").reset_index(drop=True)
 
 
 def startup_split(runs_dir: Path, baseline: str) -> pd.DataFrame:

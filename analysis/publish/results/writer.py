@@ -22,7 +22,7 @@ from analysis.publish.render.formats import (WIDEST_RESOLVED, fmt_interval, fmt_
 from analysis.stats import compare as cmp
 from analysis.stats import estimators as stats
 from analysis.stats import weight_draws
-from analysis.stats.cost_model import GROWN_CLASS
+from analysis.stats.cost_model import GROWN_CLASS, PAGES
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
@@ -177,7 +177,7 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     costs = per_call.table(ds, baseline) if ds is not None else pd.DataFrame(columns=per_call.COLUMNS)
     numbers.update(_per_call(costs, p))
     numbers.update(_startup_split(ds, p, baseline))
-    numbers.update(_held_split(ds, p, baseline))
+    numbers.update(_held_split(ds, costs, p, baseline))
     numbers.update(_share_rate(costs, p, ds, baseline))
     numbers.update(_cost_check(ds, costs, p))
     numbers.update(_debates_per_call(ds, costs, p, baseline))
@@ -681,20 +681,33 @@ def _share_rate(costs: pd.DataFrame, p, ds: dataset.Dataset | None, baseline: st
                            "processors": sorted(set(rates["processor"])), "programs": hosts}}
 
 
-def _held_split(ds: dataset.Dataset | None, p, baseline: str) -> dict:
-    """results_held_blocks.csv: where trials timed the 32 KiB LIFO cell and the same pairs with few blocks live,
-    what a pair adds in CPU time and minor faults with each number of live blocks (per_call.held_split)."""
+def _held_split(ds: dataset.Dataset | None, costs: pd.DataFrame, p, baseline: str) -> dict:
+    """results_held_blocks.csv: where trials timed the 32 KiB LIFO cell and LIFO pairs of 32 to 128 KiB with few
+    blocks live, what a pair adds in CPU time and minor faults (per_call.held_split); per allocator, the 32 KiB cell
+    with many and with few live, and each larger class with few live beside what the model charges such a block
+    (the pages cell's added time scaled by the class's size, every page written)."""
     held = per_call.held_split(ds, baseline) if ds is not None else pd.DataFrame(columns=per_call.HELD_COLUMNS)
     write_csv(held, p("held_blocks.csv"))
+    pages = costs[costs["pattern"] == PAGES] if len(costs) else costs
     out = []
     for (processor, allocator), g in held.groupby(["processor", "allocator"], sort=True):
-        by = {int(r.slots): r for r in g.itertuples()}
-        if len(by) == 2:
-            many, few = by[max(by)], by[min(by)]
-            out.append({"processor": processor, "allocator": allocator, "many": max(by), "few": min(by),
-                        "many_us": f"{many.added_cpu_us:.2f}", "few_us": f"{few.added_cpu_us:.2f}",
-                        "many_minflt": f"{many.added_minflt:.2f}", "few_minflt": f"{few.added_minflt:.3f}",
-                        "trials": int(min(many.trials, few.trials))})
+        cell = g[g["size_class"] == g["size_class"].min()]
+        by = {int(r.slots): r for r in cell.itertuples()}
+        if len(by) != 2:
+            continue
+        many, few = by[max(by)], by[min(by)]
+        page = pages[(pages["processor"] == processor) & (pages["allocator"] == allocator)]
+        larger = []
+        for r in g[(g["size_class"] > cell["size_class"].iloc[0]) & (g["slots"] == min(by))].itertuples():
+            charged = (float(page["added_ns"].iloc[0]) * r.size_class / int(page["size_class"].iloc[0]) / 1000
+                       if len(page) else None)
+            larger.append({"kib": int(r.size_class) // 1024, "few_us": f"{r.added_cpu_us:.2f}",
+                           "few_minflt": f"{r.added_minflt:.3f}",
+                           "charged_us": "" if charged is None else f"{charged:.1f}"})
+        out.append({"processor": processor, "allocator": allocator, "many": max(by), "few": min(by),
+                    "many_us": f"{many.added_cpu_us:.2f}", "few_us": f"{few.added_cpu_us:.2f}",
+                    "many_minflt": f"{many.added_minflt:.2f}", "few_minflt": f"{few.added_minflt:.3f}",
+                    "trials": int(min(many.trials, few.trials)), "larger": larger})
     return {"held_blocks": out}
 
 

@@ -217,6 +217,7 @@ def test_the_held_blocks_split_sets_the_32k_cell_beside_few_blocks_live_from_tri
     table.to_csv(folder / "trials.csv", index=False)
     split = per_call.held_split(runs, "glibc")
     assert split["slots"].tolist() == [HELD_SLOTS, per_call.SLOTS] and set(split["allocator"]) == {"hm"}
+    assert split["size_class"].tolist() == [32768, 32768]
     few_row, many_row = split.iloc[0], split.iloc[1]
     assert many_row.added_cpu_us == pytest.approx(3.5) and many_row.added_minflt == pytest.approx(0.9)
     assert few_row.added_cpu_us == pytest.approx(0.2) and few_row.added_minflt == pytest.approx(0.0, abs=1e-9)
