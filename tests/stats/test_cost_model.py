@@ -64,6 +64,39 @@ def test_a_realloc_the_baseline_grew_in_place_is_no_fresh_large_block():
     assert cost_model.in_place_share(profile([("realloc_calls", None, 10), ("realloc_grow", None, 50)])) == 1.0
 
 
+def test_a_class_held_few_blocks_at_once_takes_the_held_cell():
+    held = pd.concat([COSTS, costs([("held", 32768, 300.0, 30.0), ("held", 131072, 20_000.0, 2_000.0),
+                                    ("random", 32768, 3_000.0, 100.0)])], ignore_index=True)
+    rows = [("malloc_calls", 32768, 1000), ("malloc_calls", 65536, 100), ("malloc_calls", 262144, 10),
+            ("malloc_calls", 4096, 50)]
+    # at most 4 blocks of the 32 and 64 KiB classes live: each call a pair of the nearest held cell; 256 KiB lies
+    # past the largest held class and 4 KiB below 16 KiB, so both keep their cells
+    few = profile(rows + [("peak_live_blocks", 32768, 3), ("peak_live_blocks", 65536, 4),
+                          ("peak_live_blocks", 262144, 1), ("peak_live_blocks", 4096, 2)])
+    assert cost_model.class_peaks(few) == {32768: 3, 65536: 4, 262144: 1, 4096: 2}
+    w = cost_model.weights(cost_model.class_calls(few), held, None, cost_model.class_peaks(few))
+    got = {(r.pattern, r.size_class): r.pairs for r in w.itertuples()}
+    # 64 KiB lies as near 32 KiB as 128 KiB on a log scale: the smaller class is taken, as for the other cells
+    assert got[("held", 32768)] == 1000 + 100 and ("held", 131072) not in got and got[("pages", 262144)] == 10
+    assert got[("random", 32768)] == 50  # the 4 KiB calls, below 16 KiB, keep their nearest cell of many live
+    # five blocks live, or a profile without the quantity: the cells of many live blocks, as before the term
+    many = profile(rows + [("peak_live_blocks", 32768, 5)])
+    w = cost_model.weights(cost_model.class_calls(many), held, None, cost_model.class_peaks(many))
+    assert dict(zip(zip(w["pattern"], w["size_class"]), w["pairs"]))[("random", 32768)] == 1000 + 50  # 64 KiB: the pages cell
+    assert cost_model.predict(profile(rows), held).added_s == cost_model.predict(many, held).added_s
+    assert cost_model.predict(few, held).added_s < cost_model.predict(many, held).added_s
+    # without held cells measured, a few-held class keeps its cells
+    assert cost_model.predict(few, COSTS).added_s == cost_model.predict(profile(rows), COSTS).added_s
+
+
+def test_the_held_cells_blocks_live_are_the_harness_held_slots():
+    from analysis.harness.workloads.builtin import CALL_WORKLOADS, HELD_SLOTS, HELD_WORKLOADS
+
+    assert cost_model.HELD_LIVE == HELD_SLOTS
+    assert {w.cell_pattern for w in HELD_WORKLOADS.values()} == {cost_model.HELD}
+    assert cost_model.HELD not in {w.cell_pattern for w in CALL_WORKLOADS.values()}
+
+
 def test_a_process_start_up_is_charged_per_process_only_when_asked():
     # 1e6 mallocs of class 16, none reused, in 100 processes; a process's start-up adds 1.5 ms +- 0.2
     p = profile([("malloc_calls", 16, 1e6), ("processes", None, 100)])

@@ -121,6 +121,12 @@ class CallWorkload(CWorkload):
         return build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
                               variant=variant, cflags=[*NO_ALLOC_BUILTINS, *defines])
 
+    @property
+    def cell_pattern(self) -> str:
+        """The pattern of its cell in the per-call table: "held" for LIFO pairs with fewer blocks live than the
+        cells' CALL_SLOTS (HELD_WORKLOADS), else its pattern."""
+        return "held" if self.pattern == "lifo" and self.slots < CALL_SLOTS else self.pattern
+
     def pairs_at(self, scale) -> int:
         """The pairs the program does at `scale`: wl_common.h's wl_scaled (the same double arithmetic)."""
         v = float(self.pairs_full) * float(scale) + 0.5
@@ -592,7 +598,8 @@ CALL_WORKLOADS[f"calls-{CALL_PAGES[0]}-pages"] = CallWorkload(
 # so an allocator that gives an emptied slab's pages back pays them again every round; a program that holds few such
 # blocks at once never empties its slabs. Blocks of 32-128 KiB, which the model charges as the pages cell scaled by
 # size (a fresh block each time), are slab or cached blocks under some allocators. Measured as trials (recording
-# faults) beside the 32 KiB LIFO cell, never read as a per-call cost (per_call.held_split).
+# faults) beside the 32 KiB LIFO cell (per_call.held_split), and in turns with the baseline as the per-call cells of
+# pattern "held" (stats/cost_model.py charges them to a class a program holds few blocks of at once).
 HELD_SLOTS = 4
 HELD_CLASSES = (32768, 65536, 131072)
 HELD_WORKLOADS = {f"calls-{_class}-lifo-{HELD_SLOTS}live": CallWorkload(

@@ -6,7 +6,8 @@ one pattern. Measured in lockstep with the baseline, a run gives the ratio of an
 baseline's on each (the pairs that put it in turn with the baseline: debates.pool.run_estimates); a host's runs and
 builds are pooled as a debate's are (stats.random_effects.pool). The added time per pair is (ratio - 1) times
 the baseline's time per pair on that host (the median active time of its processes over the pairs of their
-scale), with the ratio's interval. stats.cost_model turns these into a program's predicted cost.
+scale), with the ratio's interval. stats.cost_model turns these into a program's predicted cost. LIFO pairs of
+32 to 128 KiB with few blocks live (HELD_WORKLOADS) are cells of their own pattern, "held".
 """
 import math
 from pathlib import Path
@@ -17,12 +18,13 @@ import pandas as pd
 from analysis.contract import dataset
 from analysis.contract.host import dataset_machines
 from analysis.contract.schema import OK
-from analysis.harness.workloads.builtin import CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS
+from analysis.harness.workloads.builtin import CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS, HELD_WORKLOADS
 from analysis.publish.debates import pool
 from analysis.publish.results import memo
 from analysis.stats import cost_model, random_effects
 
 SLOTS = CALL_SLOTS  # the live blocks of the lifo, fifo and random patterns (the paper says it)
+CELL_WORKLOADS = {**CALL_WORKLOADS, **HELD_WORKLOADS}  # every workload whose pairs are a per-call cell
 CHILD_PAIRS = CALL_CHILD_PAIRS  # the pairs each process of calls-processes makes (the paper says it)
 SMALL_PATTERNS, STARTUP_PATTERN = cost_model.SMALL_PATTERNS, cost_model.PROCESSES
 COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_class", "n_runs", "n_builds",
@@ -46,7 +48,7 @@ def _table(ds: dataset.Dataset, baseline: str) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     rows = []
     for workload, mine in cells.groupby("workload", sort=True):
-        spec = CALL_WORKLOADS[workload]
+        spec = CELL_WORKLOADS[workload]
         for allocator in sorted(set(mine["allocator"].astype(str)) - {baseline}):
             est = pool.run_estimates(mine, ds, "calls", allocator, baseline, workload)
             est = est[~est["superseded"].astype(bool)]
@@ -58,7 +60,7 @@ def _table(ds: dataset.Dataset, baseline: str) -> pd.DataFrame:
                 lo, hi = p.interval()
                 ratio, low, high = math.exp(p.estimate), math.exp(lo), math.exp(hi)
                 rows.append({"processor": processor, "allocator": allocator, "baseline": baseline,
-                             "workload": workload, "pattern": spec.pattern, "size_class": spec.size_class,
+                             "workload": workload, "pattern": spec.cell_pattern, "size_class": spec.size_class,
                              "n_runs": p.runs, "n_builds": p.builds,
                              "n_machines": int(sub["machine"].nunique()) if "machine" in sub.columns else 1,
                              "base_ns": base, "ratio": ratio,
@@ -67,7 +69,7 @@ def _table(ds: dataset.Dataset, baseline: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def measured_cells(runs_dir: Path, baseline: str, workloads=CALL_WORKLOADS) -> pd.DataFrame:
+def measured_cells(runs_dir: Path, baseline: str, workloads=CELL_WORKLOADS) -> pd.DataFrame:
     """(run_id, workload, allocator, scale) of every allocator a complete run put in turn with the baseline on one of
     `workloads` (the calls workloads unless told; the baseline's own rows included). `runs_dir`: the dataset, or
     its runs folder."""
@@ -218,8 +220,6 @@ def held_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
     number of live blocks, the medians per pair of CPU time (user + system) and minor faults, and what each adds
     over the baseline's medians of the same workload on that host (descriptive: what the cells charge a program
     that holds few such blocks at once). `runs_dir`: the dataset, or its runs folder."""
-    from analysis.harness.workloads.builtin import HELD_WORKLOADS
-
     cell = "calls-32768-lifo"
     workloads = {cell: CALL_WORKLOADS[cell], **HELD_WORKLOADS}
     trials = _trial_steps(dataset.load(runs_dir), workloads)
