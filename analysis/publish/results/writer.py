@@ -22,7 +22,7 @@ from analysis.publish.render.formats import (WIDEST_RESOLVED, fmt_interval, fmt_
 from analysis.stats import compare as cmp
 from analysis.stats import estimators as stats
 from analysis.stats import weight_draws
-from analysis.stats.cost_model import GROWN_CLASS, PAGES
+from analysis.stats.cost_model import GROWN_CLASS, HELD, HELD_LIVE, PAGES
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
@@ -708,7 +708,9 @@ def _held_split(ds: dataset.Dataset | None, costs: pd.DataFrame, p, baseline: st
                     "many_us": f"{many.added_cpu_us:.2f}", "few_us": f"{few.added_cpu_us:.2f}",
                     "many_minflt": f"{many.added_minflt:.2f}", "few_minflt": f"{few.added_minflt:.3f}",
                     "trials": int(min(many.trials, few.trials)), "larger": larger})
-    return {"held_blocks": out}
+    cells = costs[costs["pattern"] == HELD] if len(costs) else costs
+    return {"held_blocks": out, "held_cells": {"live": HELD_LIVE, "grown_kib": GROWN_CLASS // 1024,
+                                               "classes_kib": sorted({int(c) // 1024 for c in cells["size_class"]})}}
 
 
 def _startup_split(ds: dataset.Dataset | None, p, baseline: str) -> dict:
