@@ -62,8 +62,8 @@ def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
     assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
     assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
     assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
-    with pytest.raises(HeapcostError, match="no set of cost-check programs 'fifth'"):
-        cost_programs.chosen(programs="fifth")
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'sixth'"):
+        cost_programs.chosen(programs="sixth")
     assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
 
 
@@ -109,6 +109,29 @@ def test_the_fourth_set_is_other_programs_than_every_earlier_set():
     assert len(edges) == 60 and all(int(a.strip()[1:]) < int(b.strip(" ;")[1:]) for a, b in edges)  # acyclic
     words = cost_programs.patterns_text(50).split()
     assert words == sorted(set(words))
+
+
+def test_the_fifth_set_is_other_programs_than_every_earlier_set():
+    def executable(p):
+        return p.command.split()[0].rsplit("/", 1)[-1]
+
+    earlier = cost_programs.PROGRAMS + cost_programs.SECOND + cost_programs.THIRD + cost_programs.FOURTH
+    fifth = cost_programs.FIFTH
+    assert len(fifth) >= 12 and not {p.name for p in earlier} & {p.name for p in fifth}
+    assert not {executable(p) for p in earlier} & {executable(p) for p in fifth}
+    assert cost_programs.chosen(programs="fifth") == list(fifth)
+    assert {p.name for p in fifth} <= instrument_workloads()
+    # re2c and tcc replace the file they are told to write, /dev/null included: re2c writes to its standard output
+    assert "-o" not in cost_programs.BY_NAME["re2c-lexer"].command.split()
+    assert all(p.command.split()[p.command.split().index("-o") + 1] == "/dev/null"
+               for p in fifth if "-o" in p.command.split())
+    for make, small in ((cost_programs.ksh_script, (20,)), (cost_programs.yacc_text, (20,)),
+                        (cost_programs.re2c_text, (20,)), (cost_programs.lp_text, (30, 10)),
+                        (cost_programs.journal_text, (20,)), (cost_programs.tbl_text, (3, 4)),
+                        (cost_programs.pic_text, (3,))):
+        assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
+    assert cost_programs.lp_text(30, 10).count(" <= ") == 10 + 2 * 30  # the constraints, then both bounds of each
+    assert cost_programs.tbl_text(3, 4).count(".TS") == 3 and cost_programs.pic_text(3).count(".PS") == 3
 
 
 def test_a_set_writes_only_the_inputs_it_reads_the_same_bytes_each_time(tmp_path):
