@@ -574,6 +574,8 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
                       "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
                       "program_names": [p_["name"] for p_ in reg["program"]],
                       "growth_term": bool(head.get("growth")),
+                      "held_term": cost_check.profiles_hold_peaks(folder),
+                      "held_effect": cost_check.held_effect(folder, table, costs) if costs is not None else {},
                       "premiums_registered": [{"allocator": a, "ns": round(ns)} for a, ns in sorted(
                           {q["allocator"]: q["premium_ns"] for q in reg["prediction"]
                            if q.get("premium_ns")}.items())],

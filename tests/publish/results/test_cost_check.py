@@ -399,3 +399,33 @@ def test_a_far_misss_profile_facts_are_read_from_the_registered_profile(tmp_path
     (profiles / "prog.csv").write_text("quantity,size_class,value\n" + "".join(f"{q},,{v}\n" for q, v in rows)
                                        + "malloc_calls,64,10\n")
     assert cost_check.block_growth(tmp_path) == {"prog": (600, 150, 3.0, 512.0)}
+    assert not cost_check.profiles_hold_peaks(tmp_path)  # taken before the profile recorded blocks held at once
+    (profiles / "held.csv").write_text("quantity,size_class,value\npeak_live_blocks,32768,3\n")
+    assert cost_check.profiles_hold_peaks(tmp_path)
+    assert cost_check.held_effect(tmp_path, pd.DataFrame(columns=["measured"]), pd.DataFrame()) == {}  # none measured
+
+
+def test_the_held_cells_effect_sets_the_predictions_beside_those_without_blocks_held_at_once(tmp_path):
+    """held_effect: on profiles that record blocks held at once, the per-call model's |error| with the held cells
+    and with the profile's peaks dropped, and how many predictions the held cells moved."""
+    from analysis.stats.cost_model import COST_COLUMNS
+
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    rows = [("malloc_calls", 32768, 1000), ("reuse_share", 32768, 1.0), ("user_s", "", 0.9), ("sys_s", "", 0.1)]
+    (profiles / "few.csv").write_text("quantity,size_class,value\n" + "".join(f"{q},{c},{v}\n" for q, c, v in rows)
+                                      + "peak_live_blocks,32768,2\n")
+    (profiles / "many.csv").write_text("quantity,size_class,value\n" + "".join(f"{q},{c},{v}\n" for q, c, v in rows)
+                                       + "peak_live_blocks,32768,100\n")
+    cells = [("lifo", 16, 1.0), ("random", 16, 2.0), ("lifo", 32768, 100_000.0), ("random", 32768, 100_000.0),
+             ("held", 32768, 1_000.0), ("pages", 262144, 50_000.0)]
+    costs = pd.DataFrame([{"processor": PROCESSOR, "allocator": "hm", "pattern": pt, "size_class": c, "added_ns": a,
+                           "added_ns_low": a * 0.9, "added_ns_high": a * 1.1} for pt, c, a in cells])
+    assert set(COST_COLUMNS) <= set(costs.columns)
+    # few: 1,000 held pairs of 1 us add 1 ms to 1 s (1.001), where the cells of many live add 0.1 s (1.1)
+    table = pd.DataFrame([{"program": "few", "allocator": "hm", "processor": PROCESSOR, "measured": 1.001},
+                          {"program": "many", "allocator": "hm", "processor": PROCESSOR, "measured": 1.1}])
+    got = cost_check.held_effect(tmp_path, table, costs)
+    assert got["cells"] == 2 and got["moved"] == 1
+    assert float(got["median_with"]) == pytest.approx(0.0, abs=0.05)
+    assert float(got["p90_without"]) > 8  # few, charged at the cells of many live: 1.1 against 1.001 measured
