@@ -33,7 +33,8 @@ from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
 from analysis.publish.results import cost_models
 from analysis.publish.results.cost_models import pct as _pct
-from analysis.stats.cost_model import GROWN_CLASS, SMALL_PATTERNS
+from analysis.publish.results.cost_profiles import BIG_CLASS, block_growth
+from analysis.stats.cost_model import SMALL_PATTERNS
 
 REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration of the first set;
 # a later set of programs under its own name: cost_predictions/<set>/<processor kind>/
@@ -430,62 +431,6 @@ def large_shares(folder: Path, costs: pd.DataFrame, processor: str, predicted: d
         if from_class is not None:
             big |= p.parts["size_class"].astype(int) >= from_class
         out[key] = float(p.parts.loc[big, "added_s"].abs().sum()) / total if total > 0 else 0.0
-    return out
-
-
-# what a far miss's registered profile says of its large blocks: where the model's charge for them can be wrong
-BIG_CLASS = GROWN_CLASS  # a block of this size or more: its pages, not its call, carry what an allocator adds to it
-
-
-def profiles_hold_peaks(folder: Path) -> bool:
-    """Whether a registration's profiles record each class's most blocks live at once (peak_live_blocks): only
-    then do its predictions take the held cells (stats/cost_model.weights)."""
-    return any("\npeak_live_blocks," in path.read_text() for path in sorted((Path(folder) / "profiles").glob("*.csv")))
-
-
-def held_effect(folder: Path, table: pd.DataFrame, costs: pd.DataFrame) -> dict:
-    """On a registration whose profiles record blocks held at once: the per-call model's |error| over the measured
-    cells with the held cells and with the profiles' peak_live_blocks dropped (every class charged at the cells of
-    many live blocks, as before the held cells), median and 90th percentile in percent, and the cells it moved
-    by more than 1%. Empty where the profiles do not record it or nothing is measured."""
-    from analysis.publish.results.cost_prediction import read_profile
-    from analysis.stats import cost_model
-
-    done = table[table["measured"].notna()] if len(table) else table
-    if not profiles_hold_peaks(folder) or done.empty:
-        return {}
-    errors = {"with": [], "without": []}
-    moved = 0
-    for r in done.itertuples():
-        prof = read_profile(Path(folder) / "profiles" / f"{r.program}.csv")
-        cells = costs[(costs["processor"] == r.processor) & (costs["allocator"] == r.allocator)]
-        with_ = cost_model.predict(prof, cells).ratio
-        without = cost_model.predict(prof[prof["quantity"] != "peak_live_blocks"], cells).ratio
-        moved += abs(math.log(with_ / without)) > math.log(1.01)
-        errors["with"].append(abs(math.log(float(r.measured) / with_)))
-        errors["without"].append(abs(math.log(float(r.measured) / without)))
-    out = {"cells": int(len(done)), "moved": int(moved)}
-    for k, e in errors.items():
-        out[f"median_{k}"] = f"{100 * math.expm1(float(np.median(e))):.1f}"
-        out[f"p90_{k}"] = f"{100 * math.expm1(float(np.quantile(e, 0.9))):.1f}"
-    return out
-
-
-def block_growth(folder: Path) -> dict:
-    """{program: (growing reallocs, of them moved under the baseline, MiB the baseline's heap grew and shrank
-    back, KiB live at the program's peak)} from a registration's profiles: a buffer grown in place, a heap top the
-    baseline gives back and takes again, or few large blocks live at once where the cells hold 256, is what the
-    cells' charge for a block of each size does not describe."""
-    from analysis.publish.results.cost_prediction import read_profile
-    from analysis.stats import cost_model
-
-    out = {}
-    for path in sorted((Path(folder) / "profiles").glob("*.csv")):
-        prof = read_profile(path)
-        value = lambda q: cost_model.profile_value(prof, q) or 0.0  # noqa: E731
-        out[path.stem] = (int(value("realloc_grow")), int(value("realloc_moved")),
-                          min(value("brk_grow_bytes"), value("brk_shrink_bytes")) / 2**20,
-                          value("peak_live_bytes") / 1024)
     return out
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 from analysis.contract import dataset
 from analysis.contract.runstore import Run
 from analysis.contract.schema import OK, TRIAL_COLUMNS, measured_trials
-from analysis.publish.results import attribution, cost_check, cost_models, field, hosts, knock_outs, per_call, server_metrics
+from analysis.publish.results import attribution, cost_check, cost_models, cost_profiles, field, hosts, knock_outs, per_call, server_metrics
 from analysis.publish.render import figures, front_page
 from analysis.publish.security import front
 from analysis.publish.debates.writer import write_debates
@@ -574,8 +574,8 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
                       "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
                       "program_names": [p_["name"] for p_ in reg["program"]],
                       "growth_term": bool(head.get("growth")),
-                      "held_term": cost_check.profiles_hold_peaks(folder),
-                      "held_effect": cost_check.held_effect(folder, table, costs) if costs is not None else {},
+                      "held_term": cost_profiles.profiles_hold_peaks(folder),
+                      "held_effect": cost_profiles.held_effect(folder, table, costs) if costs is not None else {},
                       "premiums_registered": [{"allocator": a, "ns": round(ns)} for a, ns in sorted(
                           {q["allocator"]: q["premium_ns"] for q in reg["prediction"]
                            if q.get("premium_ns")}.items())],

@@ -8,7 +8,7 @@ import pytest
 
 from analysis.contract.host import processor_groups
 from analysis.errors import HeapcostError
-from analysis.publish.results import cost_check, cost_models
+from analysis.publish.results import cost_check, cost_models, cost_profiles
 from analysis.stats import simulate
 
 MACHINE = {"cpu": {"model": "Simulated CPU", "family": 1, "model_number": 2, "stepping": 3, "logical_cpus": 2},
@@ -398,11 +398,11 @@ def test_a_far_misss_profile_facts_are_read_from_the_registered_profile(tmp_path
             ("peak_live_bytes", 512 * 1024), ("malloc_calls", 10)]
     (profiles / "prog.csv").write_text("quantity,size_class,value\n" + "".join(f"{q},,{v}\n" for q, v in rows)
                                        + "malloc_calls,64,10\n")
-    assert cost_check.block_growth(tmp_path) == {"prog": (600, 150, 3.0, 512.0)}
-    assert not cost_check.profiles_hold_peaks(tmp_path)  # taken before the profile recorded blocks held at once
+    assert cost_profiles.block_growth(tmp_path) == {"prog": (600, 150, 3.0, 512.0)}
+    assert not cost_profiles.profiles_hold_peaks(tmp_path)  # taken before the profile recorded blocks held at once
     (profiles / "held.csv").write_text("quantity,size_class,value\npeak_live_blocks,32768,3\n")
-    assert cost_check.profiles_hold_peaks(tmp_path)
-    assert cost_check.held_effect(tmp_path, pd.DataFrame(columns=["measured"]), pd.DataFrame()) == {}  # none measured
+    assert cost_profiles.profiles_hold_peaks(tmp_path)
+    assert cost_profiles.held_effect(tmp_path, pd.DataFrame(columns=["measured"]), pd.DataFrame()) == {}  # none measured
 
 
 def test_the_held_cells_effect_sets_the_predictions_beside_those_without_blocks_held_at_once(tmp_path):
@@ -425,7 +425,7 @@ def test_the_held_cells_effect_sets_the_predictions_beside_those_without_blocks_
     # few: 1,000 held pairs of 1 us add 1 ms to 1 s (1.001), where the cells of many live add 0.1 s (1.1)
     table = pd.DataFrame([{"program": "few", "allocator": "hm", "processor": PROCESSOR, "measured": 1.001},
                           {"program": "many", "allocator": "hm", "processor": PROCESSOR, "measured": 1.1}])
-    got = cost_check.held_effect(tmp_path, table, costs)
+    got = cost_profiles.held_effect(tmp_path, table, costs)
     assert got["cells"] == 2 and got["moved"] == 1
     assert float(got["median_with"]) == pytest.approx(0.0, abs=0.05)
     assert float(got["p90_without"]) > 8  # few, charged at the cells of many live: 1.1 against 1.001 measured
