@@ -91,6 +91,7 @@ class Prediction:
     calls: int
     parts: pd.DataFrame = field(repr=False)  # per measured cell: its calls' weight and what it adds
     added_sd_s: float = 0.0  # the standard error of added_s, from the per-call intervals
+    held_kib: float = 0.0  # KiB of small blocks live at the program's peak (held_small_kib), what stats/cost_terms.py's held term multiplies
 
 
 def class_calls(profile: pd.DataFrame) -> pd.DataFrame:
@@ -132,6 +133,21 @@ def fresh_calls(profile: pd.DataFrame) -> pd.DataFrame:
     grown[calls.index < GROWN_CLASS] = 0.0
     out = calls.assign(calls=(calls["calls"] - grown).clip(lower=0.0))
     return out[out["calls"] > 0]
+
+
+def held_small_kib(profile: pd.DataFrame) -> float:
+    """KiB of blocks smaller than GROWN_CLASS live at the program's peak: the profile's peak_live_bytes times the
+    share of the bytes it asked for that went to such blocks (each class's allocating calls at three quarters of
+    the class, the middle of a power-of-two class); 0 without a peak. The per-call cells hold 256 blocks of a
+    class, so they never see what an allocator pays for a heap of small blocks that keeps growing (new slabs, their
+    pages and the system calls that map them): stats/cost_terms.py's held term carries that per KiB."""
+    peak = profile_value(profile, "peak_live_bytes") or 0.0
+    calls = class_calls(profile)
+    if peak <= 0 or calls.empty:
+        return 0.0
+    asked = calls["calls"] * calls.index.to_numpy(dtype=float) * 0.75
+    total = float(asked.sum())
+    return peak / 1024 * float(asked[calls.index < GROWN_CLASS].sum()) / total if total > 0 else 0.0
 
 
 def profile_value(profile: pd.DataFrame, quantity: str) -> float | None:
@@ -251,7 +267,8 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
     t_se = base_se_log(profile)
     half = Z * math.hypot(sd / base_s, added / base_s * t_se)
     ratio = 1 + added / base_s
-    return Prediction(ratio, ratio - half, ratio + half, added, base_s, int(calls["calls"].sum()), parts, sd)
+    return Prediction(ratio, ratio - half, ratio + half, added, base_s, int(calls["calls"].sum()), parts, sd,
+                      held_small_kib(profile))
 
 
 def base_se_log(profile: pd.DataFrame) -> float:

@@ -1,26 +1,34 @@
-"""A term the per-call model lacks, estimated from the checked programs' misses and kept only where nested
-leave-one-program-out says it predicts a program left out better than the model without it.
+"""Terms the per-call model lacks, estimated from the checked programs' misses and kept only where nested
+leave-one-program-out says they predict a program left out better than the model without them.
 
-The per-call cells (stats/cost_model.py) time an allocator's calls in loops that do nothing else, so each cell's
-blocks stay in the caches. In a program, an allocator that hands out a block other than the one just freed (a
-quarantine, random slot choice) hands out memory that has left the caches, and the program pays for it in its own
-loads and stores, not in the call. Measured: the checked programs run alone under hardened_malloc's default take
-about twice the added minor faults of the same library without its slab quarantines, and most of the model's miss
-is user time (publish/results/cost_faults.py). The loops cannot see this; the checked programs can.
+The per-call cells (stats/cost_model.py) time an allocator's calls in loops that do nothing else, each holding 256
+blocks of one class, so each cell's blocks stay in the caches and its heap never grows. Two things a program pays
+in them the cells cannot see:
 
-The premium: the time each allocation call adds in a program beyond what the cells charge, one number per
-configuration, in nanoseconds. With y the measured ratio less the model's prediction and z the program's calls over
-its CPU time under the baseline (calls / T), the model says y = premium * z; the premium is the least-squares slope
-through the origin over the configuration's checked cells (a program measured on several processor kinds gives a
-cell per kind), each cell's y and z divided by its measured ratio: a run's noise is a share of the ratio, so on
-that scale every cell's error is alike. Its standard error is the slope's, from the cells' scatter about it,
-widened to a t on the cells less one degrees of freedom.
+- The premium, per allocation call. An allocator that hands out a block other than the one just freed (a
+  quarantine, random slot choice) hands out memory that has left the caches, and the program pays for it in its own
+  loads and stores, not in the call. Measured: the checked programs run alone under hardened_malloc's default take
+  about twice the added minor faults of the same library without its slab quarantines, and most of the model's
+  miss is user time (publish/results/cost_faults.py).
+- The held term, per KiB of small blocks the program holds at its peak (cost_model.held_small_kib). An allocator
+  that maps each new slab, guards it and gives emptied ones back pays, for a heap of small blocks that grows to
+  tens of MiB, new pages and the system calls that map them, which a cell of 256 blocks never does. Measured: over
+  the checked programs of mostly small blocks run alone as trials, hardened_malloc's default adds about 1.7 ms of
+  system time and 130 minor faults per MiB held (correlation 0.93 and 0.78 across programs), scudo about 0.2 ms
+  and 90 faults, jemalloc and mimalloc none (publish/results/cost_faults.py's runs).
 
-Whether a configuration takes the term is itself estimated: each program is left out in turn, the premium fitted
-on the others, and the left-out program's log errors with and without the term compared by their mean square.
-The term is kept where it lowers that mean square. `nested` checks the whole procedure on programs it never saw:
-each program is left out, the choice made and the premium fitted on the rest, then the program predicted; its
-errors are what a new program can expect from the model with its term.
+The model: with y the measured ratio less the model's prediction, z1 the program's calls over its CPU time under
+the baseline (calls / T) and z2 its KiB held over T, y = premium * z1 + held * z2, fitted by least squares through
+the origin over the configuration's checked cells (a program measured on several processor kinds gives a cell per
+kind), each cell's y and z divided by its measured ratio: a run's noise is a share of the ratio, so on that scale
+every cell's error is alike. The coefficients' covariance is the fit's, from the cells' scatter about it, widened
+to a t on the cells less the coefficients' degrees of freedom.
+
+Which terms a configuration takes (none, the premium, the held term, or both: CHOICES) is itself estimated: each
+program is left out in turn, each choice fitted on the others, and the left-out program's log errors compared by
+their mean square; the choice with the least is kept where it is lower than without a term. `nested` checks the
+whole procedure on programs it never saw: each program is left out, the choice made and the terms fitted on the
+rest, then the program predicted; its errors are what a new program can expect from the model with its terms.
 """
 import math
 from dataclasses import dataclass
@@ -28,47 +36,83 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# a checked cell: the measured ratio, the model's prediction without the term, the program's allocation calls and
-# its CPU time under the baseline in seconds
-CELL_COLUMNS = ["program", "allocator", "processor", "measured", "predicted", "calls", "base_s"]
+# a checked cell: the measured ratio, the model's prediction without the terms, the program's allocation calls, its
+# CPU time under the baseline in seconds and the KiB of small blocks it holds at its peak (cost_model.held_small_kib)
+CELL_COLUMNS = ["program", "allocator", "processor", "measured", "predicted", "calls", "base_s", "held_kib"]
 PREMIUM = "premium"  # the pattern of the premium's part in a prediction's parts
+HELD = "held heap"   # the pattern of the held term's part
+CALLS_TERM, HELD_TERM = "calls", "held"
+CHOICES = ((CALLS_TERM,), (HELD_TERM,), (CALLS_TERM, HELD_TERM))  # the terms a configuration may take
 MIN_PROGRAMS = 5  # fewer programs checked under a configuration: no term (its leave-one-out choice is too thin)
 NESTED_COLUMNS = ["program", "allocator", "processor", "measured", "predicted", "log_error_without",
-                  "log_error_nested", "term_chosen"]
+                  "log_error_nested", "term_chosen", "terms"]
 
 
 @dataclass(frozen=True)
 class Premium:
+    """A configuration's terms: ns each allocation call adds (the premium) and ns each KiB of small blocks held at
+    the program's peak adds (the held term), each 0 where the configuration does not take it (`terms`)."""
     ns: float        # nanoseconds each allocation call adds beyond the cells
     se_ns: float     # its standard error
     programs: int    # from how many programs
     cells: int       # and cells (a program on several processor kinds: a cell each)
+    ns_per_kib: float = 0.0     # nanoseconds each KiB held at the peak adds
+    se_ns_per_kib: float = 0.0  # its standard error
+    cov: float = 0.0            # the two coefficients' covariance (ns x ns per KiB)
+    terms: tuple = (CALLS_TERM,)
 
-    def ratio_added(self, calls: float, base_s: float) -> float:
-        """What the term adds to a program's predicted ratio."""
-        return self.ns * 1e-9 * calls / base_s if base_s > 0 else 0.0
+    @property
+    def ms_per_mib(self) -> float:
+        return self.ns_per_kib * 1024 / 1e6
 
-    def joined(self, ratio: float, low: float, high: float, calls: float, base_s: float) -> tuple:
-        """(ratio, low, high) of a per-call prediction with the premium added, its 95% half-width joined to each
+    def added_s(self, calls: float, held_kib: float = 0.0) -> float:
+        return (self.ns * calls + self.ns_per_kib * held_kib) * 1e-9
+
+    def sd_s(self, calls: float, held_kib: float = 0.0) -> float:
+        var = (calls * self.se_ns) ** 2 + (held_kib * self.se_ns_per_kib) ** 2 + 2 * calls * held_kib * self.cov
+        return math.sqrt(max(var, 0.0)) * 1e-9
+
+    def ratio_added(self, calls: float, base_s: float, held_kib: float = 0.0) -> float:
+        """What the terms add to a program's predicted ratio."""
+        return self.added_s(calls, held_kib) / base_s if base_s > 0 else 0.0
+
+    def joined(self, ratio: float, low: float, high: float, calls: float, base_s: float,
+               held_kib: float = 0.0) -> tuple:
+        """(ratio, low, high) of a per-call prediction with the terms added, their 95% half-width joined to each
         side's in quadrature."""
         from analysis.stats.cost_model import Z
 
-        extra = Z * self.se_ns * 1e-9 * calls / base_s if base_s > 0 else 0.0
-        with_ = ratio + self.ratio_added(calls, base_s)
+        extra = Z * self.sd_s(calls, held_kib) / base_s if base_s > 0 else 0.0
+        with_ = ratio + self.ratio_added(calls, base_s, held_kib)
         return with_, with_ - math.hypot(ratio - low, extra), with_ + math.hypot(high - ratio, extra)
 
+    def describe(self) -> str:
+        """The terms taken, in words: "+20 ns a call", "+2.1 ms a MiB of small blocks held"."""
+        words = []
+        if CALLS_TERM in self.terms:
+            words.append(f"{self.ns:+.0f} ns a call")
+        if HELD_TERM in self.terms:
+            words.append(f"{self.ms_per_mib:+.2f} ms a MiB of small blocks held")
+        return " and ".join(words)
+
     def applied(self, p):
-        """A cost_model.Prediction with the premium added: a part of its own (pattern PREMIUM, every call one
-        pair), its standard error joined to the per-call costs' in the interval."""
+        """A cost_model.Prediction with the terms added: a part each (pattern PREMIUM, every call one pair; pattern
+        HELD, every KiB held one pair), their standard error joined to the per-call costs' in the interval."""
         from analysis.stats.cost_model import Prediction
 
-        added = self.ns * 1e-9 * p.calls
-        part = pd.DataFrame([{"pattern": PREMIUM, "size_class": 0, "pairs": float(p.calls), "added_ns": self.ns,
-                              "se_ns": self.se_ns, "added_s": added}])
+        held = float(getattr(p, "held_kib", 0.0) or 0.0)
+        rows = []
+        if CALLS_TERM in self.terms:
+            rows.append({"pattern": PREMIUM, "size_class": 0, "pairs": float(p.calls), "added_ns": self.ns,
+                         "se_ns": self.se_ns, "added_s": self.ns * 1e-9 * p.calls})
+        if HELD_TERM in self.terms:
+            rows.append({"pattern": HELD, "size_class": 0, "pairs": held, "added_ns": self.ns_per_kib,
+                         "se_ns": self.se_ns_per_kib, "added_s": self.ns_per_kib * 1e-9 * held})
+        part = pd.DataFrame(rows, columns=["pattern", "size_class", "pairs", "added_ns", "se_ns", "added_s"])
         parts = pd.concat([p.parts, part], ignore_index=True) if len(p.parts) else part
-        ratio, low, high = self.joined(p.ratio, p.low, p.high, p.calls, p.base_s)
-        return Prediction(ratio, low, high, p.added_s + added, p.base_s, p.calls, parts,
-                          math.hypot(p.added_sd_s, self.se_ns * 1e-9 * p.calls))
+        ratio, low, high = self.joined(p.ratio, p.low, p.high, p.calls, p.base_s, held)
+        return Prediction(ratio, low, high, p.added_s + self.added_s(p.calls, held), p.base_s, p.calls, parts,
+                          math.hypot(p.added_sd_s, self.sd_s(p.calls, held)), held)
 
 
 def _usable(cells: pd.DataFrame) -> pd.DataFrame:
@@ -78,120 +122,171 @@ def _usable(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
+class _Fit:
+    terms: tuple
+    beta: np.ndarray  # seconds a call, seconds a KiB held: in the order of `terms`
+    cov: np.ndarray
+    cells: int
+
+
+@dataclass(frozen=True)
 class _Cells:
     """One configuration's usable cells as arrays: each cell's program (a code), measured ratio, the per-call
-    model's prediction and calls / T (what the premium, in seconds a call, multiplies)."""
+    model's prediction, calls / T and KiB held / T (what the terms, in seconds a call and a KiB, multiply)."""
     program: np.ndarray
     measured: np.ndarray
     predicted: np.ndarray
     rate: np.ndarray
+    held: np.ndarray
 
     @classmethod
     def of(cls, cells: pd.DataFrame) -> "_Cells":
         cells = _usable(cells)
+        base = cells["base_s"].astype(float).to_numpy()
+        held = (pd.to_numeric(cells["held_kib"], errors="coerce").fillna(0.0).to_numpy()
+                if "held_kib" in cells.columns else np.zeros(len(cells)))
         return cls(pd.factorize(cells["program"])[0], cells["measured"].astype(float).to_numpy(),
-                   cells["predicted"].astype(float).to_numpy(),
-                   cells["calls"].astype(float).to_numpy() / cells["base_s"].astype(float).to_numpy())
+                   cells["predicted"].astype(float).to_numpy(), cells["calls"].astype(float).to_numpy() / base,
+                   held / base)
 
-    def fit(self, keep: np.ndarray | None = None) -> tuple[float, float, int] | None:
-        """(slope in seconds a call, its standard error, cells) over the cells `keep` (default all)."""
+    def _x(self, terms: tuple, keep: np.ndarray | None) -> np.ndarray:
+        columns = {CALLS_TERM: self.rate, HELD_TERM: self.held}
+        x = np.column_stack([columns[t] for t in terms])
+        return x if keep is None else x[keep]
+
+    def fit(self, keep: np.ndarray | None = None, terms: tuple = (CALLS_TERM,)) -> _Fit | None:
+        """The terms' coefficients (seconds a call, a KiB) and their covariance over the cells `keep` (default
+        all); None where the cells cannot fix them (no cell that allocates or holds, too few cells)."""
         from analysis.stats.cost_model import Z, t_quantile
 
         m = self.measured if keep is None else self.measured[keep]
         # run noise is multiplicative: on the scale of the measured ratio, every cell's error is alike
-        z = (self.rate if keep is None else self.rate[keep]) / m
+        x = self._x(terms, keep) / m[:, None]
         y = (m - (self.predicted if keep is None else self.predicted[keep])) / m
-        zz = float(np.dot(z, z))
-        if not len(z) or zz <= 0:
+        n, k = x.shape
+        xx = x.T @ x
+        if n < k or np.linalg.matrix_rank(xx) < k or float(np.min(np.diag(xx))) <= 0:
             return None
-        slope = float(np.dot(y, z)) / zz
-        se = 0.0
-        if len(z) > 1:  # the slope's standard error, widened from a t on n - 1 degrees of freedom to the normal's
-            se = math.sqrt(float(np.sum((y - slope * z) ** 2)) / (len(z) - 1) / zz) * t_quantile(len(z) - 1) / Z
-        return slope, se, len(z)
+        inv = np.linalg.inv(xx)
+        beta = inv @ (x.T @ y)
+        cov = np.zeros((k, k))
+        if n > k:  # the coefficients' covariance, widened from a t on n - k degrees of freedom to the normal's
+            s2 = float(np.sum((y - x @ beta) ** 2)) / (n - k)
+            cov = s2 * inv * (t_quantile(n - k) / Z) ** 2
+        return _Fit(tuple(terms), beta, cov, n)
 
-    def errors(self, slope: float | None, keep: np.ndarray | None = None) -> np.ndarray:
-        """log(measured) - log(predicted), with the premium `slope` where given (a prediction the term takes to
+    def errors(self, fit: _Fit | None, keep: np.ndarray | None = None) -> np.ndarray:
+        """log(measured) - log(predicted), with the terms of `fit` where given (a prediction the terms take to
         zero or below counts as a ratio of 0.05: a miss that large is what it is)."""
         pred = self.predicted if keep is None else self.predicted[keep]
-        if slope is not None:
-            pred = pred + slope * (self.rate if keep is None else self.rate[keep])
+        if fit is not None:
+            pred = pred + self._x(fit.terms, keep) @ fit.beta
         return np.log(self.measured if keep is None else self.measured[keep]) - np.log(np.clip(pred, 0.05, None))
 
-    def takes_term(self, keep: np.ndarray) -> bool:
-        """Whether the cells `keep` take the premium: MIN_PROGRAMS programs or more, and leaving each out in turn,
-        the term lowers the mean square of their log errors."""
+    def choose(self, keep: np.ndarray) -> tuple | None:
+        """The terms the cells `keep` take: with MIN_PROGRAMS programs or more, the choice (CHOICES) whose
+        left-out programs' log errors, leaving each out in turn, have the least mean square, where that is lower
+        than without a term; None otherwise."""
         programs = np.unique(self.program[keep])
         if len(programs) < MIN_PROGRAMS:
-            return False
-        with_ = []
-        for q in programs:
-            out = keep & (self.program == q)
-            got = self.fit(keep & ~out)
-            with_.append(self.errors(got[0] if got else None, out))
-        return bool(np.mean(np.concatenate(with_) ** 2) < np.mean(self.errors(None, keep) ** 2))
+            return None
+        best, best_ms = None, float(np.mean(self.errors(None, keep) ** 2))
+        for terms in CHOICES:
+            left = []
+            for q in programs:
+                out = keep & (self.program == q)
+                left.append(self.errors(self.fit(keep & ~out, terms), out))
+            ms = float(np.mean(np.concatenate(left) ** 2))
+            if ms < best_ms:
+                best, best_ms = terms, ms
+        return best
+
+    def takes_term(self, keep: np.ndarray) -> bool:
+        return self.choose(keep) is not None
 
 
-def fit(cells: pd.DataFrame) -> Premium | None:
-    """The premium of one configuration's cells (CELL_COLUMNS): the slope through the origin of measured less
-    predicted on calls / T, on the scale of the measured ratio; None without a cell that allocates."""
-    return _premium(_Cells.of(cells))
-
-
-def _premium(c: "_Cells", keep: np.ndarray | None = None) -> Premium | None:
-    got = c.fit(keep)
+def _premium(c: "_Cells", keep: np.ndarray | None = None, terms: tuple = (CALLS_TERM,)) -> Premium | None:
+    got = c.fit(keep, terms)
+    if got is None:
+        return None
     programs = c.program if keep is None else c.program[keep]
-    return None if got is None else Premium(got[0] * 1e9, got[1] * 1e9, int(len(np.unique(programs))), got[2])
+    at = {t: i for i, t in enumerate(got.terms)}
+    coef = lambda t: float(got.beta[at[t]]) * 1e9 if t in at else 0.0  # noqa: E731
+    se = lambda t: math.sqrt(max(float(got.cov[at[t], at[t]]), 0.0)) * 1e9 if t in at else 0.0  # noqa: E731
+    cov = float(got.cov[at[CALLS_TERM], at[HELD_TERM]]) * 1e18 if CALLS_TERM in at and HELD_TERM in at else 0.0
+    return Premium(coef(CALLS_TERM), se(CALLS_TERM), int(len(np.unique(programs))), got.cells,
+                   coef(HELD_TERM), se(HELD_TERM), cov, got.terms)
+
+
+def fit(cells: pd.DataFrame, terms: tuple = (CALLS_TERM,)) -> Premium | None:
+    """The terms `terms` of one configuration's cells (CELL_COLUMNS): least squares through the origin of measured
+    less predicted on calls / T and KiB held / T, on the scale of the measured ratio; None where the cells cannot
+    fix them."""
+    return _premium(_Cells.of(cells), None, tuple(terms))
+
+
+def _as_fit(premium: Premium | None) -> _Fit | None:
+    if premium is None:
+        return None
+    beta = np.array([(premium.ns if t == CALLS_TERM else premium.ns_per_kib) * 1e-9 for t in premium.terms])
+    return _Fit(tuple(premium.terms), beta, np.zeros((len(beta), len(beta))), premium.cells)
 
 
 def log_errors(cells: pd.DataFrame, premium: Premium | None) -> np.ndarray:
-    """log(measured) - log(predicted), the prediction with the term where `premium` is given."""
-    return _Cells.of(cells).errors(None if premium is None else premium.ns * 1e-9)
+    """log(measured) - log(predicted), the prediction with the terms where `premium` is given."""
+    return _Cells.of(cells).errors(_as_fit(premium))
+
+
+def chosen(cells: pd.DataFrame) -> tuple | None:
+    """The terms one configuration's model takes (one of CHOICES), or None: see _Cells.choose."""
+    c = _Cells.of(cells)
+    return c.choose(np.ones(len(c.program), dtype=bool))
 
 
 def takes_term(cells: pd.DataFrame) -> bool:
-    """Whether one configuration's model takes the premium: it has MIN_PROGRAMS programs checked or more, and
-    leaving each out in turn, the term lowers the mean square of their log errors."""
-    c = _Cells.of(cells)
-    return c.takes_term(np.ones(len(c.program), dtype=bool))
+    """Whether one configuration's model takes a term: it has MIN_PROGRAMS programs checked or more, and leaving
+    each out in turn, a choice of terms lowers the mean square of their log errors."""
+    return chosen(cells) is not None
 
 
 def premiums(cells: pd.DataFrame) -> dict[str, Premium]:
-    """{configuration: its premium} for those whose model takes the term, fitted on all their checked cells."""
+    """{configuration: its terms} for those whose model takes one, fitted on all their checked cells."""
     out = {}
     for allocator, mine in _usable(cells).groupby("allocator", sort=True):
         c = _Cells.of(mine)
-        got = _premium(c) if c.takes_term(np.ones(len(c.program), dtype=bool)) else None
+        terms = c.choose(np.ones(len(c.program), dtype=bool))
+        got = _premium(c, None, terms) if terms is not None else None
         if got is not None:
             out[str(allocator)] = got
     return out
 
 
 def nested(cells: pd.DataFrame) -> pd.DataFrame:
-    """Nested leave-one-program-out (NESTED_COLUMNS): each program left out, the term chosen and fitted per
+    """Nested leave-one-program-out (NESTED_COLUMNS): each program left out, the terms chosen and fitted per
     configuration on the rest (the choice by their own leave-one-out), then the program's cells predicted; beside
-    each, the model's error without the term."""
+    each, the model's error without the terms."""
     cells = _usable(cells)
     parts = []
     for allocator, mine in cells.groupby("allocator", sort=True):
         c = _Cells.of(mine)
-        nested_e, chosen = np.empty(len(c.program)), np.zeros(len(c.program), dtype=bool)
+        nested_e, took = np.empty(len(c.program)), np.full(len(c.program), "", dtype=object)
         for q in np.unique(c.program):
             out = c.program == q
-            got = c.fit(~out) if c.takes_term(~out) else None
-            nested_e[out] = c.errors(got[0] if got else None, out)
-            chosen[out] = got is not None
+            terms = c.choose(~out)
+            got = c.fit(~out, terms) if terms is not None else None
+            nested_e[out] = c.errors(got, out)
+            took[out] = "+".join(got.terms) if got is not None else ""
         parts.append(pd.DataFrame({"program": mine["program"].to_numpy(), "allocator": allocator,
                                    "processor": mine["processor"].to_numpy(), "measured": c.measured,
                                    "predicted": c.predicted, "log_error_without": c.errors(None),
-                                   "log_error_nested": nested_e, "term_chosen": chosen}))
+                                   "log_error_nested": nested_e, "term_chosen": took != "", "terms": took}))
     if not parts:
         return pd.DataFrame(columns=NESTED_COLUMNS)
     return pd.concat(parts, ignore_index=True)[NESTED_COLUMNS]
 
 
 def summary(nested_table: pd.DataFrame) -> dict:
-    """The median and 90th percentile of |log error|, in percent of the ratio, without the term and with it
+    """The median and 90th percentile of |log error|, in percent of the ratio, without the terms and with them
     chosen by nested leave-one-program-out, over the cells of `nested_table`."""
     def pct(e, q):
         return 100 * math.expm1(float(np.quantile(np.abs(e), q))) if len(e) else float("nan")

@@ -110,3 +110,62 @@ def test_applied_adds_a_part_and_widens_the_interval():
     assert q.added_s == pytest.approx(p.added_s + 0.05)
     assert (q.parts["pattern"] == cost_terms.PREMIUM).sum() == 1
     assert q.high - q.ratio > p.high - p.ratio and q.ratio - q.low > p.ratio - p.low
+
+
+def simulated_held(rng, truth: dict, programs: int = 24, noise: float = 0.02):
+    """Checked cells whose configurations pay `truth` = {configuration: (ns a call, ns a KiB held)}: each program's
+    calls, CPU time and small-block heap drawn independently, so that the two terms can be told apart."""
+    rows = []
+    for i in range(programs):
+        base = float(rng.uniform(0.05, 0.6))
+        calls = float(10 ** rng.uniform(3, 6.5))
+        held = float(10 ** rng.uniform(1, 5))  # 10 KiB to 100 MiB
+        for allocator, (ns, ns_kib) in truth.items():
+            predicted = 1 + float(rng.uniform(0, 0.1))
+            measured = (predicted + (ns * calls + ns_kib * held) * 1e-9 / base) * math.exp(rng.normal(0, noise))
+            rows.append({"program": f"p{i}", "allocator": allocator, "processor": "K1", "measured": measured,
+                         "predicted": predicted, "calls": calls, "base_s": base, "held_kib": held})
+    return pd.DataFrame(rows, columns=cost_terms.CELL_COLUMNS)
+
+
+def test_the_held_term_is_told_from_the_premium_and_recovers_its_truth():
+    truth = {"slabs": (0.0, 2000.0), "quarantine": (80.0, 0.0), "both": (40.0, 1500.0), "none": (0.0, 0.0)}
+    picked = {a: [] for a in truth}
+    held = []
+    for seed in range(12):
+        cells = simulated_held(np.random.default_rng(300 + seed), truth)
+        got = cost_terms.premiums(cells)
+        for a in truth:
+            picked[a].append(got[a].terms if a in got else ())
+        t = cost_terms.fit(cells[cells["allocator"] == "slabs"], ("held",))
+        held.append(abs(t.ns_per_kib - 2000.0) <= cost_model.Z * t.se_ns_per_kib)
+    assert all("held" in t for t in picked["slabs"]) and all("calls" in t for t in picked["quarantine"])
+    assert all(t == ("calls", "held") for t in picked["both"])
+    assert sum(bool(t) for t in picked["none"]) <= 5  # nothing to find: a term wins by chance at most this often
+    assert sum(held) >= 10
+
+
+def test_a_held_term_applied_adds_its_part_from_the_profiles_heap():
+    costs = pd.DataFrame([{"pattern": p, "size_class": c, "added_ns": 10.0, "added_ns_low": 9.0, "added_ns_high": 11.0}
+                          for p in ("lifo", "random") for c in (16, 65536)])
+    profile = pd.DataFrame([{"quantity": "malloc_calls", "size_class": "16", "value": 3e6},
+                            {"quantity": "malloc_calls", "size_class": "65536", "value": 16.0},
+                            {"quantity": "reuse_share", "size_class": "16", "value": 1.0},
+                            {"quantity": "reuse_share", "size_class": "65536", "value": 1.0},
+                            {"quantity": "peak_live_bytes", "size_class": "", "value": 64 * 2**20},
+                            {"quantity": "user_s", "size_class": "", "value": 0.5},
+                            {"quantity": "sys_s", "size_class": "", "value": 0.0}])
+    p = cost_model.predict(profile, costs)
+    # 3e6 calls of 16 bytes (12 each on average) against 16 of 64 KiB (48 KiB): the small share of the bytes asked for
+    small = 3e6 * 12 / (3e6 * 12 + 16 * 49152)
+    assert p.held_kib == pytest.approx(64 * 1024 * small)
+    q = cost_terms.Premium(0.0, 0.0, 10, 12, 2000.0, 100.0, 0.0, ("held",)).applied(p)
+    assert q.ratio == pytest.approx(p.ratio + 2000e-9 * p.held_kib / 0.5)
+    assert list(q.parts["pattern"]).count(cost_terms.HELD) == 1 and cost_terms.PREMIUM not in set(q.parts["pattern"])
+    assert q.high - q.ratio > p.high - p.ratio
+
+
+def test_a_profile_without_a_peak_holds_nothing():
+    profile = pd.DataFrame([{"quantity": "malloc_calls", "size_class": "16", "value": 10.0},
+                            {"quantity": "user_s", "size_class": "", "value": 0.5}])
+    assert cost_model.held_small_kib(profile) == 0.0

@@ -187,8 +187,9 @@ def run(args) -> int:
           "model's, from the misses of the programs it was checked on")
     taken = {a: t for a, t in sorted(inputs.premiums.items()) if a in set(out["allocator"])}
     if taken:
-        print("each allocation call also pays what it costs in a program beyond the per-call loops, where the checked "
-              "programs show it: " + ", ".join(f"{a} {t.ns:+.0f} ns" for a, t in taken.items()))
+        print("what a program pays beyond the per-call loops, where the checked programs show it (each allocation "
+              "call; each MiB of small blocks it holds at its peak): "
+              + "; ".join(f"{a} {t.describe()}" for a, t in taken.items()))
     m = inputs.machine
     print(f"on a new machine of the kind: each interval also carries the between-machine spread "
           f"(SD {100 * m.tau:.2f}% on {m.df:g} degrees of freedom, "

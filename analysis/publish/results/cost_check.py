@@ -35,6 +35,7 @@ from analysis.publish.results import cost_models
 from analysis.publish.results.cost_models import pct as _pct
 from analysis.publish.results.cost_profiles import BIG_CLASS, block_growth
 from analysis.stats.cost_model import SMALL_PATTERNS
+from analysis.stats.cost_terms import HELD_TERM
 
 REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration of the first set;
 # a later set of programs under its own name: cost_predictions/<set>/<processor kind>/
@@ -60,15 +61,15 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
            "current_predicted", "current_low", "current_high", "current_log_error", "calls", "per_call_predicted",
            "term_added", "registered_per_call", "registered_per_call_low", "registered_per_call_high",
            "registered_per_call_inside", "registered_per_call_log_error", "big_share", "medium_pairs", "realloc_grow",
-           "realloc_moved", "heap_churn_mib", "peak_live_kib"]
+           "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib"]
 # current_*: the model as it is now (stats/cost_model.py) on the registered profiles and today's per-call costs of
-# the registration's processor, with the premium of stats/cost_terms.py where a configuration takes it (`checked`):
+# the registration's processor, with the terms of stats/cost_terms.py where a configuration takes one (`checked`):
 # in-sample wherever the model changed after the check was measured; per_call_predicted: the per-call model alone,
-# and term_added what the premium adds to it; registered_per_call*: a registration made with the premium also
+# and term_added what the terms add to it; registered_per_call*: a registration made with the premium also
 # registers the per-call model alone (its interval with that model's own misses), checked the same way;
 # big_share: the share of the prediction charged to blocks of BIG_CLASS or more; medium_pairs: the pairs charged to
 # the cells of a small class of BIG_CLASS or more (which hold 256 blocks live); realloc_grow, realloc_moved,
-# heap_churn_mib, peak_live_kib: block_growth's, from the program's profile
+# heap_churn_mib, peak_live_kib, held_kib: block_growth's, from the program's profile
 
 
 def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
@@ -244,15 +245,20 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
             if premiums:
                 a = alone[r.allocator]
                 row.update(premium_ns=num(premiums[r.allocator].ns) if r.allocator in premiums else 0.0,
+                           held_ns_per_kib=num(premiums[r.allocator].ns_per_kib) if r.allocator in premiums else 0.0,
                            per_call_ratio=num(a.ratio), per_call_low=num(a.low), per_call_high=num(a.high))
             prediction_rows.append(row)
     head = {"registered": f"{today or datetime.date.today().isoformat()}, commit {commit}", "processor": processor,
             **({} if programs_set == "first" else {"programs": programs_set,
                                                    "interval": "95% prediction interval for a new program: the inputs' "
                                                                "interval joined with the model's own error"}),
-            **({"term": "a premium per allocation call for each configuration that takes it, chosen and fitted on "
-                        "every program checked before (analysis/stats/cost_terms.py); per_call_*: the per-call "
-                        "model without it"} if premiums else {}),
+            **({"term": ("a premium per allocation call and a cost per KiB of small blocks held at the peak "
+                         "(held_ns_per_kib), each for the configurations that take it, chosen and fitted on every "
+                         "program checked before (analysis/stats/cost_terms.py); per_call_*: the per-call model "
+                         "without them") if any(HELD_TERM in t.terms for t in premiums.values()) else
+                        ("a premium per allocation call for each configuration that takes it, chosen and fitted on "
+                         "every program checked before (analysis/stats/cost_terms.py); per_call_*: the per-call "
+                         "model without it")} if premiums else {}),
             **({"growth": "a growing realloc the baseline did in place is no fresh block, in classes of 16 KiB or "
                           "more (analysis/stats/cost_model.py, fresh_calls), in both"}
                if programs_set not in ("first", "second", "third") else {}),
@@ -260,7 +266,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
             "per_call_runs": _per_call_runs(ds, baseline, processor),
             "allocators": list(allocators)}
     for row in prediction_rows:  # TOML has no null: a cell the model could not predict keeps only its reason
-        for k in ("ratio", "low", "high", "inputs_low", "inputs_high", "model_error_percent", "premium_ns",
+        for k in ("ratio", "low", "high", "inputs_low", "inputs_high", "model_error_percent", "premium_ns", "held_ns_per_kib",
                   "per_call_ratio", "per_call_low", "per_call_high"):
             if k in row and row[k] is None:
                 del row[k]
@@ -478,8 +484,8 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "registered_per_call_high": p.get("per_call_high"), "registered_per_call_inside": None,
                "registered_per_call_log_error": None, "big_share": big.get((p["program"], p["allocator"])),
                "medium_pairs": medium.get((p["program"], p["allocator"])),
-               **dict(zip(("realloc_grow", "realloc_moved", "heap_churn_mib", "peak_live_kib"),
-                         growth.get(p["program"], (None,) * 4)))}
+               **dict(zip(("realloc_grow", "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib"),
+                         growth.get(p["program"], (None,) * 5)))}
         got = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)
         if got is None:
             tried = not cells.empty and bool(((cells["workload"] == p["program"])

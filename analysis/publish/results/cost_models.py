@@ -1,6 +1,6 @@
-"""The cost model compared across its checks: each registration's cells as the premium's data
-(stats/cost_terms.py) and the premium added to the model as it is now, the premium's choice and nested
-leave-one-program-out errors per configuration, and the model checked several ways per processor kind (as
+"""The cost model compared across its checks: each registration's cells as the terms' data
+(stats/cost_terms.py: the premium per call, the held term per KiB of small blocks held) and the terms added to
+the model as it is now, their choice and nested leave-one-program-out errors per configuration, and the model checked several ways per processor kind (as
 registered, as it is now, on each set of programs). Reads check tables (publish/results/cost_check.py), never
 the runs.
 """
@@ -14,11 +14,13 @@ import pandas as pd
 
 def term_cells(tables) -> pd.DataFrame:
     """The measured cells of the check tables as stats/cost_terms.CELL_COLUMNS: the measured ratio beside the
-    per-call model's prediction, the program's calls and its CPU time under the baseline."""
+    per-call model's prediction, the program's calls, its CPU time under the baseline and the KiB of small blocks
+    it holds at its peak."""
     from analysis.stats.cost_terms import CELL_COLUMNS
 
     rows = [{"program": r.program, "allocator": r.allocator, "processor": r.processor, "measured": float(r.measured),
-             "predicted": float(r.per_call_predicted), "calls": float(r.calls), "base_s": float(r.base_cpu_s)}
+             "predicted": float(r.per_call_predicted), "calls": float(r.calls), "base_s": float(r.base_cpu_s),
+             "held_kib": 0.0 if pd.isna(getattr(r, "held_kib", None)) else float(r.held_kib)}
             for t in tables for r in t.itertuples()
             if not pd.isna(r.measured) and not pd.isna(r.per_call_predicted) and not pd.isna(r.calls)
             and not pd.isna(r.base_cpu_s)]
@@ -26,19 +28,20 @@ def term_cells(tables) -> pd.DataFrame:
 
 
 def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
-    """A check table's current_* columns with each configuration's premium (stats/cost_terms.Premium) added to the
-    per-call model's prediction, its standard error joined to the interval's half-widths; term_added says what
-    it added."""
+    """A check table's current_* columns with each configuration's terms (stats/cost_terms.Premium) added to the
+    per-call model's prediction, their standard error joined to the interval's half-widths; term_added says what
+    they added."""
     table = table.copy()
     for i, r in table.iterrows():
         term = premiums.get(r["allocator"])
         if term is None or pd.isna(r["per_call_predicted"]) or pd.isna(r["calls"]) or pd.isna(r["base_cpu_s"]):
             continue
         calls, base = float(r["calls"]), float(r["base_cpu_s"])
+        held = 0.0 if pd.isna(r.get("held_kib")) else float(r["held_kib"])
         ratio, low, high = term.joined(float(r["per_call_predicted"]), float(r["current_low"]),
-                                       float(r["current_high"]), calls, base)
+                                       float(r["current_high"]), calls, base, held)
         table.loc[i, ["current_predicted", "current_low", "current_high", "term_added"]] = \
-            [ratio, low, high, term.ratio_added(calls, base)]
+            [ratio, low, high, term.ratio_added(calls, base, held)]
         if not pd.isna(r["measured"]) and ratio > 0:
             table.loc[i, "current_log_error"] = math.log(float(r["measured"])) - math.log(ratio)
     return table
@@ -48,32 +51,48 @@ def _r(x, digits: int = 1):
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), digits)
 
 
-TERM_COLUMNS = ["allocator", "takes_term", "premium_ns", "premium_low_ns", "premium_high_ns", "programs", "cells",
+TERM_COLUMNS = ["allocator", "takes_term", "terms", "premium_ns", "premium_low_ns", "premium_high_ns",
+                "held_ms_per_mib", "held_low_ms_per_mib", "held_high_ms_per_mib", "programs", "cells",
                 "nested_median_without", "nested_median", "nested_p90_without", "nested_p90", "premium_display",
-                "median_display", "p90_display"]
+                "held_display", "median_display", "p90_display"]
+TERM_WORDS = {"calls": "premium", "held": "held", "calls+held": "premium and held"}
 
 
 def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
-    """`done`: cost_check.checked's. Per configuration checked: whether its model takes the premium, the premium fitted on every checked program
-    with its 95% interval, and the nested leave-one-program-out errors (median and 90th percentile of |error|,
-    in percent) without and with the term as chosen without each program (TERM_COLUMNS); and the same errors
-    over all cells, per set of programs, for the paper."""
+    """`done`: cost_check.checked's. Per configuration checked: which terms its model takes, each fitted on every
+    checked program with its 95% interval (both fitted together where it takes both or neither, else the one it
+    takes), and the nested leave-one-program-out errors (median and 90th percentile of |error|, in percent)
+    without and with the terms as chosen without each program (TERM_COLUMNS); and the same errors over all cells,
+    per set of programs, for the paper."""
     from analysis.stats import cost_model, cost_terms
 
     cells = term_cells([t for _, t in done.tables])
     nested = done.nested
     rows = []
+    z = cost_model.Z
     for allocator, mine in cells.groupby("allocator", sort=True):
-        fitted = cost_terms.fit(mine)
+        taken = done.premiums.get(allocator)
+        fitted = taken or cost_terms.fit(mine, (cost_terms.CALLS_TERM, cost_terms.HELD_TERM)) \
+            or cost_terms.fit(mine)
         n = cost_terms.summary(nested[nested["allocator"] == allocator])
-        low, high = (fitted.ns - cost_model.Z * fitted.se_ns, fitted.ns + cost_model.Z * fitted.se_ns) if fitted \
-            else (None, None)
-        rows.append({"allocator": allocator, "takes_term": allocator in done.premiums,
-                     "premium_ns": _r(fitted.ns if fitted else None), "premium_low_ns": _r(low),
-                     "premium_high_ns": _r(high), "programs": int(mine["program"].nunique()), "cells": int(len(mine)),
+        has = set(fitted.terms) if fitted else set()
+        calls = (fitted.ns, fitted.ns - z * fitted.se_ns, fitted.ns + z * fitted.se_ns) \
+            if cost_terms.CALLS_TERM in has else (None, None, None)
+        mib = 1024 / 1e6
+        held = (fitted.ms_per_mib, (fitted.ns_per_kib - z * fitted.se_ns_per_kib) * mib,
+                (fitted.ns_per_kib + z * fitted.se_ns_per_kib) * mib) if cost_terms.HELD_TERM in has \
+            else (None, None, None)
+        rows.append({"allocator": allocator, "takes_term": taken is not None,
+                     "terms": TERM_WORDS.get("+".join(taken.terms), "") if taken else "none",
+                     "premium_ns": _r(calls[0]), "premium_low_ns": _r(calls[1]), "premium_high_ns": _r(calls[2]),
+                     "held_ms_per_mib": _r(held[0], 2), "held_low_ms_per_mib": _r(held[1], 2),
+                     "held_high_ms_per_mib": _r(held[2], 2),
+                     "programs": int(mine["program"].nunique()), "cells": int(len(mine)),
                      "nested_median_without": _r(n["median_without"]), "nested_median": _r(n["median_nested"]),
                      "nested_p90_without": _r(n["p90_without"]), "nested_p90": _r(n["p90_nested"]),
-                     "premium_display": f"{fitted.ns:+.0f} [{low:+.0f}, {high:+.0f}]" if fitted else "",
+                     "premium_display": f"{calls[0]:+.0f} [{calls[1]:+.0f}, {calls[2]:+.0f}]"
+                     if calls[0] is not None else "",
+                     "held_display": f"{held[0]:+.2f} [{held[1]:+.2f}, {held[2]:+.2f}]" if held[0] is not None else "",
                      "median_display": f"{n['median_without']:.1f} / {n['median_nested']:.1f}",
                      "p90_display": f"{n['p90_without']:.1f} / {n['p90_nested']:.1f}"})
     set_of = {r.program: r.programs_set for t in tables for r in t[["program", "programs_set"]].itertuples()}
@@ -84,9 +103,18 @@ def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
             by_set[name] = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in cost_terms.summary(sub).items()}
     every = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in cost_terms.summary(nested).items()} \
         if len(nested) else {}
-    numbers = {"taken": [{"allocator": a, "ns": round(t.ns), "low_ns": round(t.ns - cost_model.Z * t.se_ns),
-                          "high_ns": round(t.ns + cost_model.Z * t.se_ns), "programs": t.programs}
-                         for a, t in sorted(done.premiums.items())],
+
+    def taken_row(a, t):
+        row = {"allocator": a, "terms": "+".join(t.terms), "programs": t.programs}
+        if cost_terms.CALLS_TERM in t.terms:
+            row.update(ns=round(t.ns), low_ns=round(t.ns - z * t.se_ns), high_ns=round(t.ns + z * t.se_ns))
+        if cost_terms.HELD_TERM in t.terms:
+            row.update(ms_per_mib=round(t.ms_per_mib, 2),
+                       low_ms_per_mib=round((t.ns_per_kib - z * t.se_ns_per_kib) * 1024 / 1e6, 2),
+                       high_ms_per_mib=round((t.ns_per_kib + z * t.se_ns_per_kib) * 1024 / 1e6, 2))
+        return row
+
+    numbers = {"taken": [taken_row(a, t) for a, t in sorted(done.premiums.items())],
                "not_taken": sorted(set(cells["allocator"]) - set(done.premiums)),
                "min_programs": cost_terms.MIN_PROGRAMS, "all": every, "by_set": by_set}
     return pd.DataFrame(rows, columns=TERM_COLUMNS), numbers
@@ -138,7 +166,7 @@ def models_compared(tables) -> pd.DataFrame:
        every term chosen after that set was measured;
     3. the model as it was then, registered on the second set with the model's own error before it was measured:
        out of sample;
-    4. on a later set registered with the premium (stats/cost_terms.py): the model with it, as registered, out of
+    4. on a later set registered with the terms (stats/cost_terms.py): the model with them, as registered, out of
        sample;
     5. and on that set the per-call model alone, registered beside it, out of sample.
     A kind whose later sets are not measured has no row for them; rows of one column keep the sets' order."""
@@ -160,7 +188,7 @@ def models_compared(tables) -> pd.DataFrame:
             rows.append(_model_row(processor, 3, programs_set, "as it was then", "out of sample", done,
                                    "predicted", "low", "high", "inside", "log_error"))
         elif len(done):
-            rows.append(_model_row(processor, 4, programs_set, "with its premium", "out of sample", done,
+            rows.append(_model_row(processor, 4, programs_set, "with its terms", "out of sample", done,
                                    "predicted", "low", "high", "inside", "log_error"))
             alone = done[done["registered_per_call"].notna()]
             rows.append(_model_row(processor, 5, programs_set, "per-call alone", "out of sample", alone,

@@ -52,9 +52,10 @@ def held_effect(folder: Path, table: pd.DataFrame, costs: pd.DataFrame) -> dict:
 
 def block_growth(folder: Path) -> dict:
     """{program: (growing reallocs, of them moved under the baseline, MiB the baseline's heap grew and shrank
-    back, KiB live at the program's peak)} from a registration's profiles: a buffer grown in place, a heap top the
-    baseline gives back and takes again, or few large blocks live at once where the cells hold 256, is what the
-    cells' charge for a block of each size does not describe."""
+    back, KiB live at the program's peak, of them KiB of small blocks (cost_model.held_small_kib))} from a
+    registration's profiles: a buffer grown in place, a heap top the baseline gives back and takes again, few
+    large blocks live at once where the cells hold 256, or a heap of small blocks far beyond the cells' 256, is
+    what the cells' charge for a block of each size does not describe."""
     from analysis.publish.results.cost_prediction import read_profile
     from analysis.stats import cost_model
 
@@ -64,5 +65,5 @@ def block_growth(folder: Path) -> dict:
         value = lambda q: cost_model.profile_value(prof, q) or 0.0  # noqa: E731
         out[path.stem] = (int(value("realloc_grow")), int(value("realloc_moved")),
                           min(value("brk_grow_bytes"), value("brk_shrink_bytes")) / 2**20,
-                          value("peak_live_bytes") / 1024)
+                          value("peak_live_bytes") / 1024, cost_model.held_small_kib(prof))
     return out

@@ -579,6 +579,9 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
                       "premiums_registered": [{"allocator": a, "ns": round(ns)} for a, ns in sorted(
                           {q["allocator"]: q["premium_ns"] for q in reg["prediction"]
                            if q.get("premium_ns")}.items())],
+                      "held_registered": [{"allocator": a, "ms_per_mib": round(v * 1024 / 1e6, 2)} for a, v in sorted(
+                          {q["allocator"]: q["held_ns_per_kib"] for q in reg["prediction"]
+                           if q.get("held_ns_per_kib")}.items())],
                       "allocators": list(head.get("allocators", [])),
                       "figure": p(figure).name if summary["cells"] else "", **summary,
                       **cost_check.loo_summary(table)})

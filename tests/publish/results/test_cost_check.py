@@ -304,7 +304,7 @@ def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
     got = cost_models.models_compared([first, second, third]).set_index("column")
     assert list(got.index) == [1, 2, 3, 4, 5]
     assert got.loc[3, "model"] == "as it was then"
-    assert got.loc[4, "model"] == "with its premium" and got.loc[4, "coverage_percent"] == "100"
+    assert got.loc[4, "model"] == "with its terms" and got.loc[4, "coverage_percent"] == "100"
     assert got.loc[5, "model"] == "per-call alone" and got.loc[5, "inside"] == 0
     assert got.loc[5, "median_abs_error_percent"] == "11.1" and got.loc[4, "median_abs_error_percent"] == "1.0"
     # each set with the model as it is now (in sample) in column 2, and a fourth set's rows after the third's
@@ -391,14 +391,14 @@ def test_the_premium_moves_the_current_prediction_and_its_error_never_the_regist
 
 def test_a_far_misss_profile_facts_are_read_from_the_registered_profile(tmp_path):
     """block_growth: the growing reallocs, those moved, the heap's churn at its top and the peak live bytes, each
-    from the profile's whole-program row."""
+    from the profile's whole-program row, and the small blocks' part of the peak (every call here of a small class)."""
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     rows = [("realloc_grow", 600), ("realloc_moved", 150), ("brk_grow_bytes", 5 * 2**20), ("brk_shrink_bytes", 3 * 2**20),
             ("peak_live_bytes", 512 * 1024), ("malloc_calls", 10)]
     (profiles / "prog.csv").write_text("quantity,size_class,value\n" + "".join(f"{q},,{v}\n" for q, v in rows)
                                        + "malloc_calls,64,10\n")
-    assert cost_profiles.block_growth(tmp_path) == {"prog": (600, 150, 3.0, 512.0)}
+    assert cost_profiles.block_growth(tmp_path) == {"prog": (600, 150, 3.0, 512.0, 512.0)}
     assert not cost_profiles.profiles_hold_peaks(tmp_path)  # taken before the profile recorded blocks held at once
     (profiles / "held.csv").write_text("quantity,size_class,value\npeak_live_blocks,32768,3\n")
     assert cost_profiles.profiles_hold_peaks(tmp_path)

@@ -372,8 +372,8 @@ def test_the_command_names_only_the_asked_configurations_premium(tmp_path, costs
     cost.add_arguments(parser)
     assert cost.run(parser.parse_args([str(profile), "--data", str(data), "--allocators", "scudo"])) == 0
     said = capsys.readouterr().out
-    premium_line = [line for line in said.splitlines() if line.startswith("each allocation call also pays")]
-    assert premium_line == [premium_line[0]] and "scudo +30 ns" in premium_line[0]
+    premium_line = [line for line in said.splitlines() if line.startswith("what a program pays beyond")]
+    assert premium_line == [premium_line[0]] and "scudo +30 ns a call" in premium_line[0]
     assert "hardened" not in said
 
 
