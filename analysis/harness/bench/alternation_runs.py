@@ -35,7 +35,8 @@ CONDITIONS = {  # name: (address randomization, stdout)
 
 def components(windows: list[dict]) -> dict:
     """Per-run and per-window spreads (standard deviations of log ratios) of A/A windows, each window
-    {"a": [CPU seconds of each completed run], "b": [...]}; windows with fewer than one run a side are left out."""
+    {"a": [CPU seconds of each completed run], "b": [...]}; windows with fewer than one run a side are left out
+    (`windows` counts those used, `windows_taken` every window given)."""
     pairs, ratios, counts = [], [], []
     for w in windows:
         a, b = [float(x) for x in w.get("a") or []], [float(x) for x in w.get("b") or []]
@@ -46,11 +47,12 @@ def components(windows: list[dict]) -> dict:
         ratios.append(math.log(statistics.fmean(a) / statistics.fmean(b)))
         counts.append(m)
     if len(ratios) < 3 or len(pairs) < 3:
-        return {"windows": len(ratios), "runs_a_side": None, "pair_sd": None, "window_sd": None,
-                "explained_sd": None, "shared_sd": None}
+        return {"windows": len(ratios), "windows_taken": len(windows), "runs_a_side": None, "pair_sd": None,
+                "window_sd": None, "explained_sd": None, "shared_sd": None}
     pair_sd, window_sd = statistics.stdev(pairs), statistics.stdev(ratios)
     explained = pair_sd / math.sqrt(statistics.fmean(counts))
-    return {"windows": len(ratios), "runs_a_side": statistics.fmean(counts), "pair_sd": pair_sd,
+    return {"windows": len(ratios), "windows_taken": len(windows), "runs_a_side": statistics.fmean(counts),
+            "pair_sd": pair_sd,
             "window_sd": window_sd, "explained_sd": explained,
             "shared_sd": math.sqrt(max(0.0, window_sd ** 2 - explained ** 2))}
 
