@@ -151,3 +151,26 @@ def test_a_set_writes_only_the_inputs_it_reads_the_same_bytes_each_time(tmp_path
     for a, b in edges:
         graph.setdefault(b, set()).add(a)
     list(graphlib.TopologicalSorter(graph).static_order())  # tsort's input has no cycle (raises CycleError if it had)
+
+
+def test_the_sixth_set_is_other_programs_than_every_earlier_set():
+    def executable(p):
+        return p.command.split()[0].rsplit("/", 1)[-1]
+
+    earlier = (cost_programs.PROGRAMS + cost_programs.SECOND + cost_programs.THIRD + cost_programs.FOURTH
+               + cost_programs.FIFTH)
+    sixth = cost_programs.SIXTH
+    assert len(sixth) >= 12 and not {p.name for p in earlier} & {p.name for p in sixth}
+    assert not {executable(p) for p in earlier} & {executable(p) for p in sixth}
+    assert not {p.package for p in earlier} & {p.package for p in sixth}  # nor another program of their packages
+    assert cost_programs.chosen(programs="sixth") == list(sixth)
+    assert {p.name for p in sixth} <= instrument_workloads()
+    assert not any("-o" in p.command.split() for p in sixth)  # every one writes to its standard output
+    for make, small in ((cost_programs.markdown_text, (6,)), (cost_programs.scss_text, (5,)),
+                        (cost_programs.html_text, (5,)), (cost_programs.rec_text, (5,)), (cost_programs.man_text, (4,))):
+        assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
+    import xml.etree.ElementTree as ET
+
+    page = ET.fromstring(cost_programs.html_text(5).encode())  # the page is well-formed: five rows, five paragraphs
+    assert len(page.findall(".//tr")) == 5 and len(page.findall(".//p")) == 5
+    assert cost_programs.rec_text(5).count("\nSize: ") == 5 and cost_programs.man_text(4).count("\n.SH ") == 5
