@@ -62,8 +62,8 @@ def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
     assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
     assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
     assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
-    with pytest.raises(HeapcostError, match="no set of cost-check programs 'sixth'"):
-        cost_programs.chosen(programs="sixth")
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'seventh'"):
+        cost_programs.chosen(programs="seventh")
     assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
 
 
