@@ -201,9 +201,6 @@ class _Cells:
                 best, best_ms = terms, ms
         return best
 
-    def takes_term(self, keep: np.ndarray) -> bool:
-        return self.choose(keep) is not None
-
 
 def _premium(c: "_Cells", keep: np.ndarray | None = None, terms: tuple = (CALLS_TERM,)) -> Premium | None:
     got = c.fit(keep, terms)
