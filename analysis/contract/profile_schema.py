@@ -106,6 +106,16 @@ def _profile_quantities() -> dict:
         "cpu_sd_log_blocks": ("log", False, "The standard deviation of the blocks' mean log CPU times: how far "
                               "the baseline moved across the profile's run (absent with one block)."),
         "maxrss_kb": ("KiB", False, "Peak resident set size of those runs, the median (ru_maxrss)."),
+        "placement_runs": ("count", False, "Runs under heapcost's placement allocator (placement.c) in each of its "
+                           "two modes, one of each beside every timed run, in its block, the three in an order drawn "
+                           "for each turn (absent in profiles made before it, or made without it)."),
+        "placement_ordered_cpu_s": ("s", False, "CPU time (user + system) under the placement allocator laying each "
+                                    "class's blocks side by side in allocation order, the median of those runs."),
+        "placement_shuffled_cpu_s": ("s", False, "CPU time under the same allocator taking each block at random "
+                                     "among its class's free slots nearest the slab being carved, the median."),
+        "placement_ordered_sd_log": ("log", False, "The standard deviation over the turns of log(ordered CPU time "
+                                     "/ CPU time with nothing preloaded), each turn's runs paired."),
+        "placement_shuffled_sd_log": ("log", False, "The same of log(shuffled CPU time / ordered CPU time)."),
     })
     return q
 
@@ -124,7 +134,8 @@ RUN_KIND, RUN_TABLE = "profile", "profiles.csv"  # a run of heapcost's own workl
 PROFILE_RUN = [
     _f("run_id", "string", "The profile run (directory name).", required=True),
     _f("workload", "string", "The heapcost workload profiled (analysis/harness/workloads/builtin.py), run as a time "
-       "run runs it under the system glibc.", required=True),
+       "run runs it under the system glibc; in a run labelled programs, the cost check's program "
+       "(analysis/harness/workloads/cost_programs.py) on its input.", required=True),
     _f("scale", "number", "The workload's scale in the profile's runs (the scale of the time runs whose cells "
        "the profile predicts).", required=True, minimum=0),
     *PROFILE,

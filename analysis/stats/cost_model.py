@@ -92,6 +92,11 @@ class Prediction:
     parts: pd.DataFrame = field(repr=False)  # per measured cell: its calls' weight and what it adds
     added_sd_s: float = 0.0  # the standard error of added_s, from the per-call intervals
     held_kib: float = 0.0  # KiB of small blocks live at the program's peak (held_small_kib), what stats/cost_terms.py's held term multiplies
+    # the program's time under heapcost's placement allocator, as shares of its time under the baseline
+    # (placement_shares): blocks side by side less the baseline, and scattered less side by side; NaN when the
+    # profile has no placement runs. What stats/cost_terms.py's placement terms multiply
+    order_share: float = math.nan
+    shuffle_share: float = math.nan
 
 
 def class_calls(profile: pd.DataFrame) -> pd.DataFrame:
@@ -148,6 +153,21 @@ def held_small_kib(profile: pd.DataFrame) -> float:
     asked = calls["calls"] * calls.index.to_numpy(dtype=float) * 0.75
     total = float(asked.sum())
     return peak / 1024 * float(asked[calls.index < GROWN_CLASS].sum()) / total if total > 0 else 0.0
+
+
+def placement_shares(profile: pd.DataFrame) -> tuple[float, float]:
+    """(order, shuffle): the program's CPU time under heapcost's placement allocator with each class's blocks side
+    by side in allocation order, less its time under the baseline, and with them scattered at random among the
+    free slots, less side by side, each over its time under the baseline (profile.py's placement runs, taken in
+    the same blocks as the baseline's); (NaN, NaN) for a profile without them. The per-call cells keep 256 blocks
+    in the caches, so they never see what scattering a program's blocks costs the program's own loads: an
+    allocator that randomizes slot choice pays the shuffle share, one that lays blocks in order gains the order
+    share where the baseline's placement is the worse (stats/cost_terms.py fits each configuration's part)."""
+    ordered, shuffled = profile_value(profile, "placement_ordered_cpu_s"), profile_value(profile, "placement_shuffled_cpu_s")
+    base = base_time(profile)
+    if ordered is None or shuffled is None or not base or base <= 0:
+        return math.nan, math.nan
+    return (ordered - base) / base, (shuffled - ordered) / base
 
 
 def profile_value(profile: pd.DataFrame, quantity: str) -> float | None:
@@ -268,7 +288,7 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
     half = Z * math.hypot(sd / base_s, added / base_s * t_se)
     ratio = 1 + added / base_s
     return Prediction(ratio, ratio - half, ratio + half, added, base_s, int(calls["calls"].sum()), parts, sd,
-                      held_small_kib(profile))
+                      held_small_kib(profile), *placement_shares(profile))
 
 
 def base_se_log(profile: pd.DataFrame) -> float:

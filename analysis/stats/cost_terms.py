@@ -17,14 +17,31 @@ in them the cells cannot see:
   system time and 130 minor faults per MiB held (correlation 0.93 and 0.78 across programs), scudo about 0.2 ms
   and 90 faults, jemalloc and mimalloc none (publish/results/cost_faults.py's runs).
 
+- The placement terms, per share of the program's time. Where an allocator puts the blocks a program allocates one
+  after another decides how fast the program walks them later: side by side, the hardware prefetcher and the TLB
+  follow a walk in allocation order; scattered, every step can miss. heapcost's placement allocator (profile.py,
+  placement.c) runs the program with each class's blocks side by side and with them scattered at random, so the
+  profile gives both shares of the program's time under the baseline (cost_model.placement_shares): order (side
+  by side less the baseline) and shuffle (scattered less side by side). Measured: uncrustify walking its token
+  list runs in 0.55 s side by side, 1.05 s scattered and 0.95 s under glibc, with the same instructions and the
+  same simulated cache misses under glibc and jemalloc (cachegrind); hardened_malloc's light build, which hands
+  slots out in order, takes 0.50 s, and the same build with only its slot randomization turned on 0.93 s.
+
 The model: with y the measured ratio less the model's prediction, z1 the program's calls over its CPU time under
-the baseline (calls / T) and z2 its KiB held over T, y = premium * z1 + held * z2, fitted by least squares through
+the baseline (calls / T), z2 its KiB held over T and z3, z4 its order and shuffle shares, y = premium * z1 + held *
+z2 + order * z3 + shuffle * z4 (the last two a configuration's parts of each share, taken together), fitted by
+least squares through
 the origin over the configuration's checked cells (a program measured on several processor kinds gives a cell per
 kind), each cell's y and z divided by its measured ratio: a run's noise is a share of the ratio, so on that scale
 every cell's error is alike. The coefficients' covariance is the fit's, from the cells' scatter about it, widened
 to a t on the cells less the coefficients' degrees of freedom.
 
-Which terms a configuration takes (none, the premium, the held term, or both: CHOICES) is itself estimated: each
+A cell whose profile has no placement runs (every registration made before them, unless a placement run of the
+dataset profiled its program on that processor kind: publish/results/cost_check.py) has z3 = z4 = 0: it adds
+nothing to the placement parts' fit and is predicted without them.
+
+Which terms a configuration takes (none, or one of CHOICES: the premium, the held term, the placement pair, in any
+combination) is itself estimated: each
 program is left out in turn, each choice fitted on the others, and the left-out program's log errors compared by
 their mean square; the choice with the least is kept where it is lower than without a term. `nested` checks the
 whole procedure on programs it never saw: each program is left out, the choice made and the terms fitted on the
@@ -38,11 +55,17 @@ import pandas as pd
 
 # a checked cell: the measured ratio, the model's prediction without the terms, the program's allocation calls, its
 # CPU time under the baseline in seconds and the KiB of small blocks it holds at its peak (cost_model.held_small_kib)
-CELL_COLUMNS = ["program", "allocator", "processor", "measured", "predicted", "calls", "base_s", "held_kib"]
+# and its placement shares (cost_model.placement_shares; NaN where its profile has none)
+CELL_COLUMNS = ["program", "allocator", "processor", "measured", "predicted", "calls", "base_s", "held_kib",
+                "order_share", "shuffle_share"]
 PREMIUM = "premium"  # the pattern of the premium's part in a prediction's parts
 HELD = "held heap"   # the pattern of the held term's part
-CALLS_TERM, HELD_TERM = "calls", "held"
-CHOICES = ((CALLS_TERM,), (HELD_TERM,), (CALLS_TERM, HELD_TERM))  # the terms a configuration may take
+ORDER, SHUFFLE = "placement order", "placement shuffle"  # the patterns of the placement terms' parts
+CALLS_TERM, HELD_TERM, ORDER_TERM, SHUFFLE_TERM = "calls", "held", "order", "shuffle"
+TERMS = (CALLS_TERM, HELD_TERM, ORDER_TERM, SHUFFLE_TERM)  # the order of a fit's coefficients
+PLACEMENT = (ORDER_TERM, SHUFFLE_TERM)  # taken together: a configuration's parts of both placement shares
+CHOICES = ((CALLS_TERM,), (HELD_TERM,), (CALLS_TERM, HELD_TERM), PLACEMENT, (CALLS_TERM, *PLACEMENT),
+           (HELD_TERM, *PLACEMENT), (CALLS_TERM, HELD_TERM, *PLACEMENT))  # the terms a configuration may take
 MIN_PROGRAMS = 5  # fewer programs checked under a configuration: no term (its leave-one-out choice is too thin)
 NESTED_COLUMNS = ["program", "allocator", "processor", "measured", "predicted", "log_error_without",
                   "log_error_nested", "term_chosen", "terms"]
@@ -58,49 +81,87 @@ class Premium:
     cells: int       # and cells (a program on several processor kinds: a cell each)
     ns_per_kib: float = 0.0     # nanoseconds each KiB held at the peak adds
     se_ns_per_kib: float = 0.0  # its standard error
-    cov: float = 0.0            # the two coefficients' covariance (ns x ns per KiB)
+    cov: float = 0.0            # the premium's and the held term's covariance (ns x ns per KiB)
     terms: tuple = (CALLS_TERM,)
+    order: float = 0.0          # the configuration's part of the order share (1: it gains or loses all of it)
+    se_order: float = 0.0
+    shuffle: float = 0.0        # its part of the shuffle share (1: it scatters blocks as the placement allocator)
+    se_shuffle: float = 0.0
+    covariance: tuple = ()      # the full covariance of the coefficients taken, in `terms`' order and the fit's
+                                # units (s a call, s a KiB, share, share); () where only the standard errors are known
 
     @property
     def ms_per_mib(self) -> float:
         return self.ns_per_kib * 1024 / 1e6
 
-    def added_s(self, calls: float, held_kib: float = 0.0) -> float:
-        return (self.ns * calls + self.ns_per_kib * held_kib) * 1e-9
+    def _amounts(self, calls: float, held_kib: float, order_s: float, shuffle_s: float) -> np.ndarray:
+        """What each coefficient taken multiplies, in seconds of added time per unit of the fit."""
+        amount = {CALLS_TERM: calls, HELD_TERM: held_kib, ORDER_TERM: _finite(order_s), SHUFFLE_TERM: _finite(shuffle_s)}
+        return np.array([amount[t] for t in self.terms], dtype=float)
 
-    def sd_s(self, calls: float, held_kib: float = 0.0) -> float:
-        var = (calls * self.se_ns) ** 2 + (held_kib * self.se_ns_per_kib) ** 2 + 2 * calls * held_kib * self.cov
-        return math.sqrt(max(var, 0.0)) * 1e-9
+    def _beta(self) -> np.ndarray:
+        value = {CALLS_TERM: self.ns * 1e-9, HELD_TERM: self.ns_per_kib * 1e-9, ORDER_TERM: self.order,
+                 SHUFFLE_TERM: self.shuffle}
+        return np.array([value[t] for t in self.terms], dtype=float)
 
-    def ratio_added(self, calls: float, base_s: float, held_kib: float = 0.0) -> float:
-        """What the terms add to a program's predicted ratio."""
-        return self.added_s(calls, held_kib) / base_s if base_s > 0 else 0.0
+    def _cov(self) -> np.ndarray:
+        if self.covariance:
+            return np.array(self.covariance, dtype=float)
+        se = {CALLS_TERM: self.se_ns * 1e-9, HELD_TERM: self.se_ns_per_kib * 1e-9, ORDER_TERM: self.se_order,
+              SHUFFLE_TERM: self.se_shuffle}
+        c = np.diag([se[t] ** 2 for t in self.terms])
+        if CALLS_TERM in self.terms and HELD_TERM in self.terms:
+            i, j = self.terms.index(CALLS_TERM), self.terms.index(HELD_TERM)
+            c[i, j] = c[j, i] = self.cov * 1e-18
+        return c
+
+    def added_s(self, calls: float, held_kib: float = 0.0, order_s: float = 0.0, shuffle_s: float = 0.0) -> float:
+        """Seconds the terms add: `order_s`, `shuffle_s` are the program's placement shares times its time T."""
+        return float(self._amounts(calls, held_kib, order_s, shuffle_s) @ self._beta())
+
+    def sd_s(self, calls: float, held_kib: float = 0.0, order_s: float = 0.0, shuffle_s: float = 0.0) -> float:
+        a = self._amounts(calls, held_kib, order_s, shuffle_s)
+        return math.sqrt(max(float(a @ self._cov() @ a), 0.0))
+
+    def ratio_added(self, calls: float, base_s: float, held_kib: float = 0.0, order: float = 0.0,
+                    shuffle: float = 0.0) -> float:
+        """What the terms add to a program's predicted ratio (`order`, `shuffle`: its placement shares)."""
+        if base_s <= 0:
+            return 0.0
+        return self.added_s(calls, held_kib, _finite(order) * base_s, _finite(shuffle) * base_s) / base_s
 
     def joined(self, ratio: float, low: float, high: float, calls: float, base_s: float,
-               held_kib: float = 0.0) -> tuple:
+               held_kib: float = 0.0, order: float = 0.0, shuffle: float = 0.0) -> tuple:
         """(ratio, low, high) of a per-call prediction with the terms added, their 95% half-width joined to each
         side's in quadrature."""
         from analysis.stats.cost_model import Z
 
-        extra = Z * self.sd_s(calls, held_kib) / base_s if base_s > 0 else 0.0
-        with_ = ratio + self.ratio_added(calls, base_s, held_kib)
+        o, sh = _finite(order) * base_s, _finite(shuffle) * base_s
+        extra = Z * self.sd_s(calls, held_kib, o, sh) / base_s if base_s > 0 else 0.0
+        with_ = ratio + self.ratio_added(calls, base_s, held_kib, order, shuffle)
         return with_, with_ - math.hypot(ratio - low, extra), with_ + math.hypot(high - ratio, extra)
 
     def describe(self) -> str:
-        """The terms taken, in words: "+20 ns a call", "+2.1 ms a MiB of small blocks held"."""
+        """The terms taken, in words: "+20 ns a call", "+2.1 ms a MiB of small blocks held", "0.9 of the order
+        share and 0.7 of the shuffle share"."""
         words = []
         if CALLS_TERM in self.terms:
             words.append(f"{self.ns:+.0f} ns a call")
         if HELD_TERM in self.terms:
             words.append(f"{self.ms_per_mib:+.2f} ms a MiB of small blocks held")
+        if ORDER_TERM in self.terms:
+            words.append(f"{self.order:.2f} of the order share and {self.shuffle:.2f} of the shuffle share")
         return " and ".join(words)
 
     def applied(self, p):
         """A cost_model.Prediction with the terms added: a part each (pattern PREMIUM, every call one pair; pattern
-        HELD, every KiB held one pair), their standard error joined to the per-call costs' in the interval."""
+        HELD, every KiB held one pair; ORDER and SHUFFLE, the share's seconds one pair), their standard error
+        joined to the per-call costs' in the interval. A profile without placement runs gets no placement part."""
         from analysis.stats.cost_model import Prediction
 
         held = float(getattr(p, "held_kib", 0.0) or 0.0)
+        order_s = _finite(getattr(p, "order_share", math.nan)) * p.base_s
+        shuffle_s = _finite(getattr(p, "shuffle_share", math.nan)) * p.base_s
         rows = []
         if CALLS_TERM in self.terms:
             rows.append({"pattern": PREMIUM, "size_class": 0, "pairs": float(p.calls), "added_ns": self.ns,
@@ -108,11 +169,27 @@ class Premium:
         if HELD_TERM in self.terms:
             rows.append({"pattern": HELD, "size_class": 0, "pairs": held, "added_ns": self.ns_per_kib,
                          "se_ns": self.se_ns_per_kib, "added_s": self.ns_per_kib * 1e-9 * held})
+        if ORDER_TERM in self.terms and (order_s or shuffle_s):
+            for pattern, seconds, coef, se in ((ORDER, order_s, self.order, self.se_order),
+                                               (SHUFFLE, shuffle_s, self.shuffle, self.se_shuffle)):
+                rows.append({"pattern": pattern, "size_class": 0, "pairs": seconds * 1e9, "added_ns": coef,
+                             "se_ns": se, "added_s": coef * seconds})
         part = pd.DataFrame(rows, columns=["pattern", "size_class", "pairs", "added_ns", "se_ns", "added_s"])
         parts = pd.concat([p.parts, part], ignore_index=True) if len(p.parts) else part
-        ratio, low, high = self.joined(p.ratio, p.low, p.high, p.calls, p.base_s, held)
-        return Prediction(ratio, low, high, p.added_s + self.added_s(p.calls, held), p.base_s, p.calls, parts,
-                          math.hypot(p.added_sd_s, self.sd_s(p.calls, held)), held)
+        ratio, low, high = self.joined(p.ratio, p.low, p.high, p.calls, p.base_s, held,
+                                       getattr(p, "order_share", math.nan), getattr(p, "shuffle_share", math.nan))
+        return Prediction(ratio, low, high, p.added_s + self.added_s(p.calls, held, order_s, shuffle_s), p.base_s,
+                          p.calls, parts, math.hypot(p.added_sd_s, self.sd_s(p.calls, held, order_s, shuffle_s)), held,
+                          getattr(p, "order_share", math.nan), getattr(p, "shuffle_share", math.nan))
+
+
+def _finite(x) -> float:
+    """A placement share, 0 where the profile has none (NaN or None)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return 0.0
+    return x if math.isfinite(x) else 0.0
 
 
 def _usable(cells: pd.DataFrame) -> pd.DataFrame:
@@ -138,19 +215,24 @@ class _Cells:
     predicted: np.ndarray
     rate: np.ndarray
     held: np.ndarray
+    order: np.ndarray    # the placement shares, 0 where the cell's profile has none
+    shuffle: np.ndarray
 
     @classmethod
     def of(cls, cells: pd.DataFrame) -> "_Cells":
         cells = _usable(cells)
         base = cells["base_s"].astype(float).to_numpy()
-        held = (pd.to_numeric(cells["held_kib"], errors="coerce").fillna(0.0).to_numpy()
-                if "held_kib" in cells.columns else np.zeros(len(cells)))
+
+        def column(name):
+            return (pd.to_numeric(cells[name], errors="coerce").fillna(0.0).to_numpy()
+                    if name in cells.columns else np.zeros(len(cells)))
+
         return cls(pd.factorize(cells["program"])[0], cells["measured"].astype(float).to_numpy(),
                    cells["predicted"].astype(float).to_numpy(), cells["calls"].astype(float).to_numpy() / base,
-                   held / base)
+                   column("held_kib") / base, column("order_share"), column("shuffle_share"))
 
     def _x(self, terms: tuple, keep: np.ndarray | None) -> np.ndarray:
-        columns = {CALLS_TERM: self.rate, HELD_TERM: self.held}
+        columns = {CALLS_TERM: self.rate, HELD_TERM: self.held, ORDER_TERM: self.order, SHUFFLE_TERM: self.shuffle}
         x = np.column_stack([columns[t] for t in terms])
         return x if keep is None else x[keep]
 
@@ -208,11 +290,13 @@ def _premium(c: "_Cells", keep: np.ndarray | None = None, terms: tuple = (CALLS_
         return None
     programs = c.program if keep is None else c.program[keep]
     at = {t: i for i, t in enumerate(got.terms)}
-    coef = lambda t: float(got.beta[at[t]]) * 1e9 if t in at else 0.0  # noqa: E731
-    se = lambda t: math.sqrt(max(float(got.cov[at[t], at[t]]), 0.0)) * 1e9 if t in at else 0.0  # noqa: E731
+    scale = {CALLS_TERM: 1e9, HELD_TERM: 1e9, ORDER_TERM: 1.0, SHUFFLE_TERM: 1.0}  # ns, ns a KiB, shares
+    coef = lambda t: float(got.beta[at[t]]) * scale[t] if t in at else 0.0  # noqa: E731
+    se = lambda t: math.sqrt(max(float(got.cov[at[t], at[t]]), 0.0)) * scale[t] if t in at else 0.0  # noqa: E731
     cov = float(got.cov[at[CALLS_TERM], at[HELD_TERM]]) * 1e18 if CALLS_TERM in at and HELD_TERM in at else 0.0
     return Premium(coef(CALLS_TERM), se(CALLS_TERM), int(len(np.unique(programs))), got.cells,
-                   coef(HELD_TERM), se(HELD_TERM), cov, got.terms)
+                   coef(HELD_TERM), se(HELD_TERM), cov, got.terms, coef(ORDER_TERM), se(ORDER_TERM),
+                   coef(SHUFFLE_TERM), se(SHUFFLE_TERM), tuple(map(tuple, got.cov.tolist())))
 
 
 def fit(cells: pd.DataFrame, terms: tuple = (CALLS_TERM,)) -> Premium | None:
@@ -225,7 +309,7 @@ def fit(cells: pd.DataFrame, terms: tuple = (CALLS_TERM,)) -> Premium | None:
 def _as_fit(premium: Premium | None) -> _Fit | None:
     if premium is None:
         return None
-    beta = np.array([(premium.ns if t == CALLS_TERM else premium.ns_per_kib) * 1e-9 for t in premium.terms])
+    beta = premium._beta()
     return _Fit(tuple(premium.terms), beta, np.zeros((len(beta), len(beta))), premium.cells)
 
 

@@ -169,3 +169,61 @@ def test_a_profile_without_a_peak_holds_nothing():
     profile = pd.DataFrame([{"quantity": "malloc_calls", "size_class": "16", "value": 10.0},
                             {"quantity": "user_s", "size_class": "", "value": 0.5}])
     assert cost_model.held_small_kib(profile) == 0.0
+
+
+def simulated_placement(rng, truth: dict, programs: int = 16, noise: float = 0.02, without: int = 0):
+    """Checked cells whose configurations take `truth` = {configuration: (part of the order share, part of the
+    shuffle share)}: each program's shares drawn as the placement runs measure them (order from -0.5 to 0.1,
+    shuffle from 0 to 1), the last `without` programs' profiles lacking them (NaN, the term cannot reach them)."""
+    rows = []
+    for i in range(programs):
+        base = float(rng.uniform(0.05, 0.6))
+        calls = float(10 ** rng.uniform(3, 5))
+        order, shuffle = float(rng.uniform(-0.5, 0.1)), float(rng.uniform(0.0, 1.0))
+        lacks = i >= programs - without
+        for allocator, (a, b) in truth.items():
+            predicted = 1 + float(rng.uniform(0, 0.05))
+            measured = max(predicted + a * order + b * shuffle, 0.1) * math.exp(rng.normal(0, noise))
+            rows.append({"program": f"p{i}", "allocator": allocator, "processor": "K", "measured": measured,
+                         "predicted": predicted, "calls": calls, "base_s": base, "held_kib": 0.0,
+                         "order_share": math.nan if lacks else order, "shuffle_share": math.nan if lacks else shuffle})
+    return pd.DataFrame(rows, columns=cost_terms.CELL_COLUMNS)
+
+
+def test_placement_parts_are_found_where_they_exist_and_recover_their_truth():
+    truth = {"segregated": (1.0, 0.0), "randomized": (1.0, 0.9), "glibc-like": (0.0, 0.0)}
+    picked, covered = {a: [] for a in truth}, 0
+    for seed in range(10):
+        cells = simulated_placement(np.random.default_rng(400 + seed), truth)
+        for allocator in truth:
+            picked[allocator].append(cost_terms.chosen(cells[cells["allocator"] == allocator]))
+        t = cost_terms.fit(cells[cells["allocator"] == "randomized"], cost_terms.PLACEMENT)
+        covered += abs(t.order - 1.0) <= cost_model.Z * t.se_order and abs(t.shuffle - 0.9) <= cost_model.Z * t.se_shuffle
+    assert all(t is not None and "order" in t for a in ("segregated", "randomized") for t in picked[a])
+    assert sum(t is not None for t in picked["glibc-like"]) <= 4  # nothing to find: a term wins by chance rarely
+    assert covered >= 8
+
+
+def test_placement_parts_applied_move_the_prediction_by_the_profiles_shares_and_skip_a_profile_without():
+    t = cost_terms.Premium(0.0, 0.0, 12, 12, terms=cost_terms.PLACEMENT, order=1.0, se_order=0.1, shuffle=0.5,
+                           se_shuffle=0.1)
+    parts = pd.DataFrame(columns=["pattern", "size_class", "pairs", "added_ns", "se_ns", "added_s"])
+    p = cost_model.Prediction(1.10, 1.05, 1.15, 0.05, 0.5, 1000, parts, 0.01, 0.0, -0.4, 0.6)
+    q = t.applied(p)
+    assert q.ratio == pytest.approx(1.10 - 0.4 + 0.5 * 0.6)
+    assert q.low < q.ratio < q.high and set(q.parts["pattern"]) == {cost_terms.ORDER, cost_terms.SHUFFLE}
+    lacking = cost_model.Prediction(1.10, 1.05, 1.15, 0.05, 0.5, 1000, parts, 0.01)
+    assert t.applied(lacking).ratio == pytest.approx(1.10)
+
+
+def test_cells_without_placement_shares_leave_the_parts_to_the_cells_with_them():
+    cells = simulated_placement(np.random.default_rng(9), {"randomized": (1.0, 0.9)}, programs=20, without=8)
+    t = cost_terms.fit(cells, cost_terms.PLACEMENT)
+    assert t.cells == 20 and abs(t.shuffle - 0.9) < 0.2
+
+
+def test_a_profiles_placement_shares_are_over_its_baseline_time_and_absent_without_its_runs():
+    rows = [("user_s", 0.9), ("sys_s", 0.1), ("placement_ordered_cpu_s", 0.5), ("placement_shuffled_cpu_s", 1.0)]
+    prof = pd.DataFrame([{"quantity": q, "size_class": None, "value": v} for q, v in rows])
+    assert cost_model.placement_shares(prof) == pytest.approx((-0.5, 0.5))
+    assert all(math.isnan(x) for x in cost_model.placement_shares(prof.iloc[:2]))

@@ -8,7 +8,11 @@ scratch folder, the fixed small environment of trial.clean_env, arguments naming
    process and thread, and the bytes they map and unmap (a preloaded shim cannot see the allocator's own);
 3. with nothing preloaded, through heapcost's launcher, TIMED_RUNS times in TIMED_BLOCKS blocks placed at
    random around the system-call run, pinned to one CPU for a program with one thread: the medians of wall
-   time, CPU time and peak RSS, the run-to-run spread of the CPU times and the spread between the blocks.
+   time, CPU time and peak RSS, the run-to-run spread of the CPU times and the spread between the blocks;
+4. beside each of those runs, in the same block, once under heapcost's placement allocator in each of its two
+   modes (placement.c: blocks laid side by side in allocation order, or scattered at random among a class's
+   free slots), in an order drawn for each turn: the medians of their CPU times, which say how much the
+   program's speed depends on where its blocks lie (the cost model's placement terms, stats/cost_terms.py).
 The profile is a tidy CSV: quantity, size_class, value (contract/profile_schema.py: PROFILE, PROFILE_QUANTITIES).
 The counting run and the system-call run are separate runs of the same command: a program that does not
 allocate the same way every time gives each its own run's numbers.
@@ -41,8 +45,21 @@ PER_CLASS = [q for q, (_, per_class, _) in PROFILE_QUANTITIES.items() if per_cla
 LARGEST_OVER_PROCESSES = ("peak_live_bytes", "peak_live_blocks", "reuse_window")
 
 
+PLACEMENT_MODES = ("ordered", "shuffled")
+
+
 def allocprofile_path() -> Path:
     return build_c("allocprofile", [Path(__file__).resolve().with_name("allocprofile.c")], shared=True, ldflags=["-ldl"])
+
+
+def placement_path() -> Path:
+    return build_c("placement", [Path(__file__).resolve().with_name("placement.c")], shared=True,
+                   ldflags=["-lpthread"])
+
+
+def placement_env(mode: str) -> dict:
+    """The environment that runs a program under the placement allocator in `mode` (PLACEMENT_MODES)."""
+    return {"LD_PRELOAD": preloadable_path(placement_path()), "HEAPCOST_PLACEMENT": mode}
 
 
 # ---- the program ----
@@ -233,14 +250,39 @@ def run_order(blocks: int, syscalls: bool, rng) -> list:
     return steps
 
 
-def time_block(argv, timeout: float, runs: int, extra_env=None, cpu: int | None = None) -> list:
-    """`runs` runs back to back with nothing preloaded (on CPU `cpu` when given): their launcher results."""
-    results = []
+def time_block(argv, timeout: float, runs: int, extra_env=None, cpu: int | None = None, placement: bool = False,
+               rng=None) -> list:
+    """`runs` turns back to back (on CPU `cpu` when given), each a run with nothing preloaded and, with
+    `placement`, one under the placement allocator in each mode, in an order drawn by `rng` each turn: the
+    launcher results with nothing preloaded, or with `placement` {"glibc" | mode: results}."""
+    import random
+
+    rng = rng or random.Random()
+    results: dict = {"glibc": [], **({m: [] for m in PLACEMENT_MODES} if placement else {})}
     for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
-            env = {**clean_env(Path(tmp)), **(extra_env or {})}
-            results.append(launch(argv, Path(tmp), env, timeout, "timed run", cpu=cpu))
-    return results
+        turn = list(results)
+        rng.shuffle(turn)
+        for how in turn:
+            with tempfile.TemporaryDirectory(prefix="heapcost-profile-") as tmp:
+                env = {**clean_env(Path(tmp)), **(extra_env or {}), **(placement_env(how) if how != "glibc" else {})}
+                what = "timed run" if how == "glibc" else f"timed run under the placement allocator ({how})"
+                results[how].append(launch(argv, Path(tmp), env, timeout, what, cpu=cpu))
+    return results if placement else results["glibc"]
+
+
+def placement_values(blocks: list[dict]) -> dict:
+    """The placement quantities from the blocks' results ({"glibc" | mode: results}): each mode's median CPU
+    time, and the spread of each turn's log CPU-time difference between the modes and the baseline."""
+    def cpu(r):
+        return r.user_s + r.sys_s
+
+    out = {("placement_runs", None): sum(len(b["ordered"]) for b in blocks)}
+    for mode in PLACEMENT_MODES:
+        out[(f"placement_{mode}_cpu_s", None)] = statistics.median(cpu(r) for b in blocks for r in b[mode])
+    for mode, against in (("ordered", "glibc"), ("shuffled", "ordered")):
+        d = [math.log(max(cpu(x), 1e-6) / max(cpu(y), 1e-6)) for b in blocks for x, y in zip(b[mode], b[against])]
+        out[(f"placement_{mode}_sd_log", None)] = statistics.stdev(d) if len(d) > 1 else 0.0
+    return out
 
 
 def timed_values(blocks: list[list], pinned: bool) -> dict:
@@ -273,19 +315,28 @@ def profile_rows(values: dict) -> list[dict]:
     return rows
 
 
-def profile(command, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: int = TIMED_RUNS) -> list[dict]:
+def profile(command, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: int = TIMED_RUNS,
+            placement: bool = True) -> list[dict]:
     """The allocation profile of `command` (PROGRAM ARGS...) as tidy rows. Without strace (or with syscalls
-    False) the system-call quantities are left out, with a warning when strace was wanted."""
-    return profile_argv(resolve_command(list(command)), timeout, syscalls, runs)
+    False) the system-call quantities are left out, with a warning when strace was wanted; without `placement`,
+    the placement allocator's runs."""
+    return profile_argv(resolve_command(list(command)), timeout, syscalls, runs, placement=placement)
+
+
+def runs_made(runs: int = TIMED_RUNS, syscalls: bool = True, placement: bool = True) -> int:
+    """How many runs of the program a profile makes: the counting run, the timed ones (and, with placement,
+    two more beside each), the system-call run."""
+    return 1 + runs * (1 + len(PLACEMENT_MODES) * bool(placement)) + bool(syscalls)
 
 
 def profile_argv(argv, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: int = TIMED_RUNS,
-                 extra_env=None, rng=None) -> list[dict]:
+                 extra_env=None, rng=None, placement: bool = False) -> list[dict]:
     """The profile's rows of a resolved argv, its processes started with `extra_env` over the fixed small one:
-    the counting run, then the timed blocks and the system-call run in an order drawn by `rng` (a
-    random.Random; a fresh one when not given)."""
+    the counting run, then the timed blocks (with `placement`, the placement allocator's runs in them) and the
+    system-call run in an order drawn by `rng` (a random.Random; a fresh one when not given)."""
     import random
 
+    rng = rng or random.Random()
     values = count_calls(argv, timeout, extra_env)
     traced = bool(syscalls and shutil.which("strace"))
     if syscalls and not traced:
@@ -295,11 +346,15 @@ def profile_argv(argv, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: 
     trial_cpu = launcher.default_trial_cpu() if one_thread else None
     blocks = []
     with launcher.pinned(trial_cpu):
-        for step in run_order(len(sizes), traced, rng or random.Random()):
+        for step in run_order(len(sizes), traced, rng):
             if step == "trace":
                 values.update(trace_memory_calls(argv, timeout, extra_env))
             else:
-                blocks.append(time_block(argv, timeout, sizes[step], extra_env, cpu=trial_cpu))
+                blocks.append(time_block(argv, timeout, sizes[step], extra_env, cpu=trial_cpu, placement=placement,
+                                         rng=rng))
+    if placement:
+        values.update(placement_values(blocks))
+        blocks = [b["glibc"] for b in blocks]
     values.update(timed_values(blocks, pinned=trial_cpu is not None))
     return profile_rows(values)
 
@@ -327,14 +382,8 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
     """Profile heapcost's own workloads into a run of kind `profile` (machine.json, run.json, profiles.csv):
     alone on the machine, as every run of the dataset, since its timed runs give each workload's time under
     the baseline. A run stopped part way is resumed with the same parameters; its profiled workloads are kept."""
-    import time
-
-    from analysis.contract import runstore
-    from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS, RUN_KIND, RUN_TABLE
-    from analysis.harness.process import machine, quiet
     from analysis.harness.workloads import builtin as workloads
     from analysis.harness.workloads.builtin import check_scale
-    from analysis.paths import RUNS_DIR
 
     ids = workloads.expand([n.strip() for n in str(names).split(",") if n.strip()])
     if not ids:
@@ -342,9 +391,50 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
     scale = check_scale(scale)
     params = {"workloads": ids, "scale": scale, "timed_runs": runs, "syscalls": bool(syscalls and shutil.which("strace")),
               "timeout_s": timeout}
+    jobs = [(wid, scale, lambda wid=wid: workload_rows(wid, scale, timeout, params["syscalls"], runs)) for wid in ids]
+    return _record(LABEL, params, jobs, force, runs_dir)
+
+
+PROGRAMS_LABEL = "programs"
+
+
+def record_programs(programs_set: str, names=None, timeout: float = TIMEOUT_S, syscalls: bool = True,
+                    runs: int = TIMED_RUNS, force=None, runs_dir=None) -> Path:
+    """Profile the cost check's programs of a set (harness/workloads/cost_programs.py) on their inputs, the
+    placement allocator's runs included, into a run of kind `profile` labelled `programs`: what the check of a
+    registration made before the profile had placement runs reads for its programs' placement shares on this
+    processor kind (publish/results/cost_check.py), the inputs' sha256s recorded so that only the same bytes
+    are matched. Alone on the machine, as every run of the dataset."""
+    import shlex
+
+    from analysis.harness.workloads import cost_programs
+    from analysis.paths import BUILD_DIR, file_sha256
+
+    programs = cost_programs.chosen(names, programs_set)
+    inputs = cost_programs.write_inputs(BUILD_DIR / "cost-inputs", programs)  # the cost check's own folder of inputs
+    commands = cost_programs.commands(programs, inputs)
+    traced = bool(syscalls and shutil.which("strace"))
+    params = {"programs_set": programs_set, "programs": [p.name for p in programs], "timed_runs": runs,
+              "syscalls": traced, "placement": True, "timeout_s": timeout,
+              "input_sha256": {p.name: file_sha256(inputs[p.input]) if p.input else "" for p in programs}}
+    jobs = [(p.name, 1, lambda p=p: profile(shlex.split(commands[p.name]), timeout, traced, runs, placement=True))
+            for p in programs]
+    return _record(PROGRAMS_LABEL, params, jobs, force, runs_dir)
+
+
+def _record(label: str, params: dict, jobs, force=None, runs_dir=None) -> Path:
+    """A run of kind `profile` labelled `label` with `params`, a profile per job (name, scale, a function giving
+    its rows): resumed with the same parameters where a run stopped part way, its profiled names kept."""
+    import time
+
+    from analysis.contract import runstore
+    from analysis.contract.profile_schema import PROFILE_RUN_COLUMNS, RUN_KIND, RUN_TABLE
+    from analysis.harness.process import machine, quiet
+    from analysis.paths import RUNS_DIR
+
     runs_dir = Path(runs_dir or RUNS_DIR)
     with quiet.CampaignLock(runs_dir, force) as lock:
-        run_dir, info = runstore.start_run(RUN_KIND, LABEL, params, runs_dir=runs_dir)
+        run_dir, info = runstore.start_run(RUN_KIND, label, params, runs_dir=runs_dir)
         info.setdefault("quiet", []).append({"utc": runstore.utc_now(), **lock.record})
         if not (run_dir / "machine.json").exists():
             runstore.write_json_atomic(run_dir / "machine.json", machine.describe_machine(["libc6", "strace"]))
@@ -352,15 +442,15 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
         table = runstore.AppendTable(run_dir / RUN_TABLE, PROFILE_RUN_COLUMNS)
         done = {r["workload"] for r in table.rows()}
         try:
-            for wid in ids:
-                if wid in done:
+            for name, scale, rows_of in jobs:
+                if name in done:
                     continue
                 started = time.monotonic()
-                rows = workload_rows(wid, scale, timeout, params["syscalls"], runs)
+                rows = rows_of()
                 for row in rows:
-                    table.append({"run_id": run_dir.name, "workload": wid, "scale": f"{scale:g}", **row})
+                    table.append({"run_id": run_dir.name, "workload": name, "scale": f"{scale:g}", **row})
                 runstore.add_elapsed(run_dir, info, time.monotonic() - started)
-                print(f"{wid}: {summary(rows)}", flush=True)
+                print(f"{name}: {summary(rows)}", flush=True)
         except BaseException:
             if not table.rows():  # nothing profiled: no half-made run is left behind (one with rows resumes)
                 runstore.discard_run(run_dir)
@@ -389,6 +479,9 @@ def summary(rows: list[dict]) -> str:
     if "mmap_calls" in total:
         parts.append(f"{total['mmap_calls']} mmap / {total['munmap_calls']} munmap calls")
     parts.append(f"wall {total['wall_s']:.3f} s")
+    if "placement_ordered_cpu_s" in total:
+        parts.append(f"CPU {total['user_s'] + total['sys_s']:.3f} s, {total['placement_ordered_cpu_s']:.3f} s blocks "
+                     f"side by side, {total['placement_shuffled_cpu_s']:.3f} s scattered")
     return "; ".join(parts)
 
 
@@ -408,6 +501,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"timed runs with nothing preloaded; the profile keeps their medians (default {TIMED_RUNS})")
     parser.add_argument("--no-syscalls", action="store_true",
                         help="skip the system-call run under strace (no mmap, munmap or brk quantities)")
+    parser.add_argument("--no-placement", action="store_true",
+                        help="skip the runs under heapcost's placement allocator (no placement quantities: the cost "
+                        "model then predicts without its placement terms)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments, after --")
 
 
@@ -425,7 +521,10 @@ def run(args) -> int:
                                    force="1" if args.force else None)
         print(run_dir)
         return 0
-    rows = profile(args.command, timeout=args.timeout, syscalls=not args.no_syscalls, runs=args.runs)
+    placement = not getattr(args, "no_placement", False)
+    rows = profile(args.command, timeout=args.timeout, syscalls=not args.no_syscalls, runs=args.runs,
+                   placement=placement)
+    print(f"profile: {runs_made(args.runs, not args.no_syscalls, placement)} runs of the program", file=sys.stderr)
     text = csv_text(rows)
     if not args.out:
         sys.stdout.write(text)

@@ -33,6 +33,7 @@ from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
 from analysis.publish.results import cost_models
 from analysis.publish.results.cost_models import pct as _pct
+from analysis.publish.results.cost_placement import placement_shares
 from analysis.publish.results.cost_profiles import BIG_CLASS, block_growth
 from analysis.stats.cost_model import SMALL_PATTERNS
 from analysis.stats.cost_terms import HELD_TERM
@@ -61,7 +62,8 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
            "current_predicted", "current_low", "current_high", "current_log_error", "calls", "per_call_predicted",
            "term_added", "registered_per_call", "registered_per_call_low", "registered_per_call_high",
            "registered_per_call_inside", "registered_per_call_log_error", "big_share", "medium_pairs", "realloc_grow",
-           "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib"]
+           "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib", "order_share", "shuffle_share",
+           "placement_from"]
 # current_*: the model as it is now (stats/cost_model.py) on the registered profiles and today's per-call costs of
 # the registration's processor, with the terms of stats/cost_terms.py where a configuration takes one (`checked`):
 # in-sample wherever the model changed after the check was measured; per_call_predicted: the per-call model alone,
@@ -69,7 +71,10 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
 # registers the per-call model alone (its interval with that model's own misses), checked the same way;
 # big_share: the share of the prediction charged to blocks of BIG_CLASS or more; medium_pairs: the pairs charged to
 # the cells of a small class of BIG_CLASS or more (which hold 256 blocks live); realloc_grow, realloc_moved,
-# heap_churn_mib, peak_live_kib, held_kib: block_growth's, from the program's profile
+# heap_churn_mib, peak_live_kib, held_kib: block_growth's, from the program's profile; order_share, shuffle_share:
+# the program's placement shares (cost_model.placement_shares), from its registered profile where that has the
+# placement runs, else from the newest programs profile run of the dataset on the registration's processor kind
+# that profiled it on the registered input (placement_from: "profile", or that run's id; empty: none)
 
 
 def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
@@ -464,6 +469,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                                         & (pred.parts["size_class"].astype(int) >= BIG_CLASS), "pairs"].sum())
               for key, pred in predicted.items()}
     growth = block_growth(folder)
+    placed = placement_shares(ds, folder, reg)
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
     calls = {p["name"]: p.get("calls") for p in reg["program"]}
     density = {p["name"]: p["calls"] / (1000 * p["base_cpu_s"]) if p.get("base_cpu_s") else None
@@ -485,7 +491,9 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "registered_per_call_log_error": None, "big_share": big.get((p["program"], p["allocator"])),
                "medium_pairs": medium.get((p["program"], p["allocator"])),
                **dict(zip(("realloc_grow", "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib"),
-                         growth.get(p["program"], (None,) * 5)))}
+                         growth.get(p["program"], (None,) * 5))),
+               **dict(zip(("order_share", "shuffle_share", "placement_from"),
+                          placed.get(p["program"], (None, None, ""))))}
         got = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)
         if got is None:
             tried = not cells.empty and bool(((cells["workload"] == p["program"])
@@ -716,6 +724,11 @@ def add_arguments(parser):
     flt.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
     flt.add_argument("--programs-set", default="first", choices=tuple(SETS),
                      help="which registration of this host's processor to run (default the first set's)")
+    pro = sub.add_parser("profile", help="profile a set's programs here, the placement allocator's runs included, "
+                                         "into data/runs/ (kind profile, label programs): the placement shares the "
+                                         "check of a registration made without them reads")
+    pro.add_argument("--programs-set", default="first", choices=tuple(SETS), help="which set of programs")
+    pro.add_argument("--force", default=None, help="1: profile on a busy machine (recorded)")
     chk = sub.add_parser("check", help="print predicted against measured")
     chk.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset holding the measuring runs")
 
@@ -732,6 +745,11 @@ def run(args) -> int:
         if args.blocks < MIN_BLOCKS:
             raise HeapcostError(f"--blocks must be at least {MIN_BLOCKS} (a cell's estimate needs 5 windows), not {args.blocks}")
         print(measure(args.extra_allocators, args.blocks, force=args.force, programs_set=args.programs_set))
+        return 0
+    if args.action == "profile":
+        from analysis.harness.workloads import profile
+
+        print(profile.record_programs(args.programs_set, force=args.force))
         return 0
     if args.action == "faults":
         if args.blocks < 1:

@@ -20,11 +20,17 @@ def term_cells(tables) -> pd.DataFrame:
 
     rows = [{"program": r.program, "allocator": r.allocator, "processor": r.processor, "measured": float(r.measured),
              "predicted": float(r.per_call_predicted), "calls": float(r.calls), "base_s": float(r.base_cpu_s),
-             "held_kib": 0.0 if pd.isna(getattr(r, "held_kib", None)) else float(r.held_kib)}
+             "held_kib": 0.0 if pd.isna(getattr(r, "held_kib", None)) else float(r.held_kib),
+             "order_share": _share(getattr(r, "order_share", None)),
+             "shuffle_share": _share(getattr(r, "shuffle_share", None))}
             for t in tables for r in t.itertuples()
             if not pd.isna(r.measured) and not pd.isna(r.per_call_predicted) and not pd.isna(r.calls)
             and not pd.isna(r.base_cpu_s)]
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
+
+
+def _share(x) -> float:
+    return math.nan if x is None or pd.isna(x) else float(x)
 
 
 def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
@@ -38,10 +44,11 @@ def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
             continue
         calls, base = float(r["calls"]), float(r["base_cpu_s"])
         held = 0.0 if pd.isna(r.get("held_kib")) else float(r["held_kib"])
+        order, shuffle = _share(r.get("order_share")), _share(r.get("shuffle_share"))
         ratio, low, high = term.joined(float(r["per_call_predicted"]), float(r["current_low"]),
-                                       float(r["current_high"]), calls, base, held)
+                                       float(r["current_high"]), calls, base, held, order, shuffle)
         table.loc[i, ["current_predicted", "current_low", "current_high", "term_added"]] = \
-            [ratio, low, high, term.ratio_added(calls, base, held)]
+            [ratio, low, high, term.ratio_added(calls, base, held, order, shuffle)]
         if not pd.isna(r["measured"]) and ratio > 0:
             table.loc[i, "current_log_error"] = math.log(float(r["measured"])) - math.log(ratio)
     return table
@@ -54,8 +61,11 @@ def _r(x, digits: int = 1):
 TERM_COLUMNS = ["allocator", "takes_term", "terms", "premium_ns", "premium_low_ns", "premium_high_ns",
                 "held_ms_per_mib", "held_low_ms_per_mib", "held_high_ms_per_mib", "programs", "cells",
                 "nested_median_without", "nested_median", "nested_p90_without", "nested_p90", "premium_display",
-                "held_display", "median_display", "p90_display"]
-TERM_WORDS = {"calls": "premium", "held": "held", "calls+held": "premium and held"}
+                "held_display", "median_display", "p90_display", "order_part", "order_low", "order_high",
+                "shuffle_part", "shuffle_low", "shuffle_high", "placement_display"]
+TERM_WORDS = {"calls": "premium", "held": "held", "calls+held": "premium and held", "order+shuffle": "placement",
+              "calls+order+shuffle": "premium and placement", "held+order+shuffle": "held and placement",
+              "calls+held+order+shuffle": "premium, held and placement"}
 
 
 def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
@@ -82,7 +92,14 @@ def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
         held = (fitted.ms_per_mib, (fitted.ns_per_kib - z * fitted.se_ns_per_kib) * mib,
                 (fitted.ns_per_kib + z * fitted.se_ns_per_kib) * mib) if cost_terms.HELD_TERM in has \
             else (None, None, None)
+        place = {t: (getattr(fitted, t), getattr(fitted, t) - z * getattr(fitted, f"se_{t}"),
+                     getattr(fitted, t) + z * getattr(fitted, f"se_{t}")) if t in has else (None, None, None)
+                 for t in cost_terms.PLACEMENT}
         rows.append({"allocator": allocator, "takes_term": taken is not None,
+                     **{f"{t}_{k}": _r(v, 2) for t in cost_terms.PLACEMENT
+                        for k, v in zip(("part", "low", "high"), place[t])},
+                     "placement_display": "order {:.2f} [{:.2f}, {:.2f}], shuffle {:.2f} [{:.2f}, {:.2f}]".format(
+                         *place["order"], *place["shuffle"]) if place["order"][0] is not None else "",
                      "terms": TERM_WORDS.get("+".join(taken.terms), "") if taken else "none",
                      "premium_ns": _r(calls[0]), "premium_low_ns": _r(calls[1]), "premium_high_ns": _r(calls[2]),
                      "held_ms_per_mib": _r(held[0], 2), "held_low_ms_per_mib": _r(held[1], 2),
@@ -112,6 +129,10 @@ def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
             row.update(ms_per_mib=round(t.ms_per_mib, 2),
                        low_ms_per_mib=round((t.ns_per_kib - z * t.se_ns_per_kib) * 1024 / 1e6, 2),
                        high_ms_per_mib=round((t.ns_per_kib + z * t.se_ns_per_kib) * 1024 / 1e6, 2))
+        if cost_terms.ORDER_TERM in t.terms:
+            for name in cost_terms.PLACEMENT:
+                v, se = getattr(t, name), getattr(t, f"se_{name}")
+                row.update({name: round(v, 2), f"{name}_low": round(v - z * se, 2), f"{name}_high": round(v + z * se, 2)})
         return row
 
     numbers = {"taken": [taken_row(a, t) for a, t in sorted(done.premiums.items())],

@@ -479,3 +479,67 @@ def test_two_profiles_of_one_program_on_a_noisy_baseline_give_overlapping_predic
     blocked, back_to_back = overlap_rate(3), overlap_rate(1)
     assert blocked >= 0.9
     assert back_to_back <= blocked - 0.15
+
+
+# ---- the placement allocator and the profile's runs under it ----
+
+def _walk(mode):
+    import subprocess
+
+    program = build_c("placement_walk", [FIXTURES / "placement_walk.c"])
+    done = subprocess.run([str(program)], env={"LD_PRELOAD": str(profile.placement_path()),
+                                               "HEAPCOST_PLACEMENT": mode}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.split("\n")
+    adjacent = int(lines[0].split()[1])
+    return adjacent, lines[1], lines[2]
+
+
+def test_the_placement_allocator_lays_blocks_side_by_side_or_scatters_them_and_keeps_malloc_s_promises():
+    adjacent, reused, ok = _walk("ordered")
+    assert adjacent == 199 and reused == "reused yes" and ok == "ok"  # every block right after the one before
+    adjacent, _, ok = _walk("shuffled")
+    assert adjacent <= 20 and ok == "ok"  # drawn among 256 free slots: about 1 in 256 follows its predecessor
+
+
+def test_placement_values_are_the_modes_medians_and_the_turns_paired_spread():
+    from types import SimpleNamespace
+
+    def runs(*cpu):
+        return [SimpleNamespace(user_s=c, sys_s=0.0) for c in cpu]
+
+    blocks = [{"glibc": runs(1.0, 1.1), "ordered": runs(0.5, 0.55), "shuffled": runs(1.0, 1.1)},
+              {"glibc": runs(1.0), "ordered": runs(0.6), "shuffled": runs(1.2)}]
+    got = profile.placement_values(blocks)
+    assert got[("placement_runs", None)] == 3
+    assert got[("placement_ordered_cpu_s", None)] == pytest.approx(0.55)
+    assert got[("placement_shuffled_cpu_s", None)] == pytest.approx(1.1)
+    assert got[("placement_shuffled_sd_log", None)] == pytest.approx(0.0, abs=1e-12)  # every turn exactly x2
+    assert got[("placement_ordered_sd_log", None)] > 0
+    assert profile.runs_made(6, True, True) == 20 and profile.runs_made(6, False, False) == 7
+
+
+def test_the_placement_runs_sit_beside_the_timed_runs_in_their_blocks_in_drawn_orders(monkeypatch):
+    import os
+    import random
+
+    import numpy as np
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    machine = SimulatedMachine(np.random.default_rng(3))
+    machine.install(monkeypatch)
+    monkeypatch.setattr(profile, "placement_env", lambda mode: {"HEAPCOST_PLACEMENT": mode})
+    firsts = set()
+    for seed in range(6):
+        machine.log.clear()
+        values = _values(profile.profile_argv(["/bin/true"], rng=random.Random(seed), placement=True))
+        steps = [what for what, _ in machine.log]
+        assert steps.count("timed run") == 6 and values[("placement_runs", None)] == 6
+        for mode in profile.PLACEMENT_MODES:
+            assert steps.count(f"timed run under the placement allocator ({mode})") == 6
+        turns = [s for s in steps if s.startswith("timed run")]
+        firsts.update(turns[i] for i in range(0, len(turns), 3))
+        assert values[("placement_ordered_cpu_s", None)] > 0
+    assert len(firsts) == 3  # each of the three comes first in some turn
+    plain = _values(profile.profile_argv(["/bin/true"], rng=random.Random(0)))
+    assert ("placement_runs", None) not in plain
