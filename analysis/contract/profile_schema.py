@@ -59,6 +59,11 @@ def _profile_quantities() -> dict:
         "realloc_untracked": ("count", False, "... of a block the shim did not see allocated (growth unknown)."),
         "realloc_failed": ("count", False, "... that returned NULL for a non-zero size (the block stays)."),
         "realloc_moved": ("count", False, "Of the grow, shrink and same calls, those whose block moved."),
+        "realloc_grown": ("count", True, "realloc_grow by the class of the new size (absent in profiles made "
+                          "before it); size_class empty: all classes."),
+        "realloc_grown_moved": ("count", True, "Of realloc_grown, those whose block moved, by the class of the new "
+                                "size: where a program's growing buffers move under the baseline and where they "
+                                "grow in place (stats/cost_model.fresh_calls)."),
         "realloc_moved_bytes": ("bytes", False, "Bytes the moves copied: the smaller of the old and the new "
                                 "requested size, summed over realloc_moved."),
         "realloc_grow_factor_le2": ("count", False, "Of realloc_grow, new size / old size at most 2."),

@@ -124,10 +124,32 @@ def in_place_share(profile: pd.DataFrame) -> float:
     return min(1.0, max(0.0, grown / calls))
 
 
+def grown_in_place(profile: pd.DataFrame) -> pd.Series | None:
+    """{size class: growing reallocs to it that kept their block under the baseline} (realloc_grown less
+    realloc_grown_moved, per class of the new size), or None for a profile made before it recorded them."""
+    rows = profile[profile["size_class"].notna() & (profile["size_class"].astype(str) != "")
+                   & profile["quantity"].isin(("realloc_grown", "realloc_grown_moved"))]
+    if not (rows["quantity"] == "realloc_grown").any():
+        return None if profile_value(profile, "realloc_grow") else pd.Series(dtype=float)
+    table = rows.assign(size_class=pd.to_numeric(rows["size_class"]).astype(int), value=pd.to_numeric(rows["value"])) \
+        .pivot_table(index="size_class", columns="quantity", values="value", aggfunc="sum").fillna(0.0)
+    moved = table["realloc_grown_moved"] if "realloc_grown_moved" in table else 0.0
+    return (table["realloc_grown"] - moved).clip(lower=0.0)
+
+
 def fresh_calls(profile: pd.DataFrame) -> pd.DataFrame:
-    """class_calls less the reallocs of classes of GROWN_CLASS or more that grew a block in place (in_place_share
-    of each such class's realloc calls): the calls that ask an allocator for a fresh block."""
+    """class_calls less the reallocs of classes of GROWN_CLASS or more that grew a block in place: counted per
+    class where the profile records them (grown_in_place), else in_place_share of each such class's realloc
+    calls: the calls that ask an allocator for a fresh block."""
     calls = class_calls(profile)
+    per_class = grown_in_place(profile)
+    if per_class is not None:
+        if per_class.empty or calls.empty:
+            return calls
+        grown = per_class.reindex(calls.index).fillna(0.0)
+        grown[calls.index < GROWN_CLASS] = 0.0
+        out = calls.assign(calls=(calls["calls"] - grown).clip(lower=0.0))
+        return out[out["calls"] > 0]
     share = in_place_share(profile)
     if share <= 0 or calls.empty:
         return calls

@@ -227,3 +227,16 @@ def test_a_profiles_placement_shares_are_over_its_baseline_time_and_absent_witho
     prof = pd.DataFrame([{"quantity": q, "size_class": None, "value": v} for q, v in rows])
     assert cost_model.placement_shares(prof) == pytest.approx((-0.5, 0.5))
     assert all(math.isnan(x) for x in cost_model.placement_shares(prof.iloc[:2]))
+
+
+def test_growing_reallocs_counted_per_class_charge_only_the_ones_that_moved_as_fresh_blocks():
+    mib2 = 2 ** 21
+    rows = [("realloc_calls", mib2, 100), ("realloc_calls", 256, 1000), ("realloc_calls", None, 1100),
+            ("realloc_grow", None, 1100),
+            ("realloc_moved", None, 501), ("realloc_grown", mib2, 100), ("realloc_grown_moved", mib2, 1),
+            ("realloc_grown", 256, 1000), ("realloc_grown_moved", 256, 500)]
+    prof = pd.DataFrame([{"quantity": q, "size_class": c, "value": v} for q, c, v in rows])
+    fresh = cost_model.fresh_calls(prof)["calls"]
+    assert fresh[mib2] == 1 and fresh[256] == 1000  # small classes keep every call: their cells price the moves
+    older = prof[~prof["quantity"].str.startswith("realloc_grown")]  # a profile made before: the program-wide share
+    assert cost_model.fresh_calls(older)["calls"][mib2] == pytest.approx(100 - 100 * (1100 - 501) / 1100)

@@ -8,7 +8,8 @@
  *   free's, that of the size asked for when the block was allocated (a table of the live blocks keeps it);
  * - realloc: whether each one grows, shrinks or keeps the block's requested size, whether the block moved
  *   and the bytes the move copied (the smaller of the old and the new size), and the growth factor in
- *   buckets (at most x2, x4, x8, more);
+ *   buckets (at most x2, x4, x8, more); the growing ones, and of them those that moved, per class of the new
+ *   size;
  * - reuse: a free is reused when one of the next REUSE_WINDOW allocations of the same thread (malloc, calloc,
  *   the aligned ones, realloc of NULL) asks for the same size class. Each allocation takes at most one free,
  *   the oldest of its class still within the window (this pairs as many frees as any order could);
@@ -58,6 +59,7 @@ static const char *const COUNTER_NAME[N_COUNTER] = {
 
 static unsigned long calls[N_ENTRY][N_CLASSES];
 static unsigned long reused[N_CLASSES];
+static unsigned long grown[N_CLASSES], grown_moved[N_CLASSES]; /* growing reallocs, by the new size's class */
 static unsigned long counters[N_COUNTER];
 static unsigned long n_threads;
 static long live_bytes, peak_live_bytes;
@@ -405,6 +407,9 @@ static void *resize(void *p, size_t n, enum entry entry, void *(*call)(void *, s
     }
     if (n > old) {
         bump(&counters[C_REALLOC_GROW], 1);
+        bump(&grown[size_class(n)], 1);
+        if (q != p)
+            bump(&grown_moved[size_class(n)], 1);
         /* the factor n / old in buckets; from 0 bytes, any growth is past x8 */
         enum counter bucket = !old ? C_GROW_GT8 : n <= 2 * old ? C_GROW_LE2 : n <= 4 * old ? C_GROW_LE4
                               : n <= 8 * old ? C_GROW_LE8 : C_GROW_GT8;
@@ -579,6 +584,14 @@ static void report(void)
         unsigned long v = __atomic_load_n(&reused[c], __ATOMIC_RELAXED);
         if (v)
             put("frees_reused", c, v);
+    }
+    for (int c = 0; c < N_CLASSES; c++) {
+        unsigned long g = __atomic_load_n(&grown[c], __ATOMIC_RELAXED);
+        unsigned long m = __atomic_load_n(&grown_moved[c], __ATOMIC_RELAXED);
+        if (g)
+            put("realloc_grown", c, g);
+        if (m)
+            put("realloc_grown_moved", c, m);
     }
     for (int c = 0; c < N_CLASSES; c++) {
         long v = __atomic_load_n(&peak_live_blocks[c], __ATOMIC_RELAXED);

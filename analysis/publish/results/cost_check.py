@@ -33,8 +33,9 @@ from analysis.errors import HeapcostError, read_toml
 from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
 from analysis.publish.results import cost_models
 from analysis.publish.results.cost_models import pct as _pct
-from analysis.publish.results.cost_placement import placement_shares
+from analysis.publish.results.cost_reprofile import newer_profiles, placement_shares
 from analysis.publish.results.cost_profiles import BIG_CLASS, block_growth
+from analysis.stats import cost_model
 from analysis.stats.cost_model import SMALL_PATTERNS
 from analysis.stats.cost_terms import HELD_TERM
 
@@ -63,7 +64,7 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
            "term_added", "registered_per_call", "registered_per_call_low", "registered_per_call_high",
            "registered_per_call_inside", "registered_per_call_log_error", "big_share", "medium_pairs", "realloc_grow",
            "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib", "order_share", "shuffle_share",
-           "placement_from"]
+           "placement_from", "current_profile"]
 # current_*: the model as it is now (stats/cost_model.py) on the registered profiles and today's per-call costs of
 # the registration's processor, with the terms of stats/cost_terms.py where a configuration takes one (`checked`):
 # in-sample wherever the model changed after the check was measured; per_call_predicted: the per-call model alone,
@@ -74,19 +75,23 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
 # heap_churn_mib, peak_live_kib, held_kib: block_growth's, from the program's profile; order_share, shuffle_share:
 # the program's placement shares (cost_model.placement_shares), from its registered profile where that has the
 # placement runs, else from the newest programs profile run of the dataset on the registration's processor kind
-# that profiled it on the registered input (placement_from: "profile", or that run's id; empty: none)
+# that profiled it on the registered input (placement_from: "profile", or that run's id; empty: none);
+# current_profile: the profile the current_* columns read, "registered" or the newer one's run
+# (publish/results/cost_reprofile.py), whose base_cpu_s and calls the row then carries
 
 
-def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str) -> dict:
+def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str, newer: dict | None = None) -> dict:
     """{(program, allocator): the model's Prediction as it is now} for every registered profile and each
-    configuration with per-call costs on `processor` (one the model cannot predict is left out)."""
+    configuration with per-call costs on `processor` (one the model cannot predict is left out); a program with a
+    newer profile (`newer`: cost_reprofile.newer_profiles's) is predicted from that one."""
     from analysis.publish.results import cost_prediction
     from analysis.stats import cost_model
 
     out = {}
     mine = costs[costs["processor"] == processor] if len(costs) else costs
     for path in sorted((Path(folder) / "profiles").glob("*.csv")):
-        profile = cost_prediction.read_profile(path)
+        profile = (newer or {}).get(path.stem, (None,))[0]
+        profile = cost_prediction.read_profile(path) if profile is None else profile
         for allocator, cells in mine.groupby("allocator", sort=True):
             try:
                 out[(path.stem, allocator)] = cost_model.predict(profile, cells)
@@ -462,16 +467,20 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     cells = per_call.measured_cells(ds, baseline, set(matching))
     cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] if len(cells) else cells
     baseline_costs = per_call.table(ds, baseline) if costs is None else costs
-    predicted = registered_profiles_predicted(folder, baseline_costs, processor)  # once, for both uses below
+    newer = newer_profiles(ds, reg)
+    predicted = registered_profiles_predicted(folder, baseline_costs, processor, newer)  # once, for every use below
     large = large_shares(folder, baseline_costs, processor, predicted)
     big = large_shares(folder, baseline_costs, processor, predicted, from_class=BIG_CLASS)
     medium = {key: float(pred.parts.loc[pred.parts["pattern"].isin(SMALL_PATTERNS)
                                         & (pred.parts["size_class"].astype(int) >= BIG_CLASS), "pairs"].sum())
               for key, pred in predicted.items()}
     growth = block_growth(folder)
-    placed = placement_shares(ds, folder, reg)
+    placed = placement_shares(folder, newer)
     base = {p["name"]: p.get("base_cpu_s") for p in reg["program"]}
     calls = {p["name"]: p.get("calls") for p in reg["program"]}
+    for program, (prof, _) in newer.items():  # the model as it is now reads the newer profile whole
+        base[program] = cost_model.base_time(prof)
+        calls[program] = int(cost_model.class_calls(prof)["calls"].sum())
     density = {p["name"]: p["calls"] / (1000 * p["base_cpu_s"]) if p.get("base_cpu_s") else None
                for p in reg["program"]}
     now = current_predictions(folder, baseline_costs, processor, predicted)
@@ -492,6 +501,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                "medium_pairs": medium.get((p["program"], p["allocator"])),
                **dict(zip(("realloc_grow", "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib"),
                          growth.get(p["program"], (None,) * 5))),
+               "current_profile": newer[p["program"]][1] if p["program"] in newer else "registered",
                **dict(zip(("order_share", "shuffle_share", "placement_from"),
                           placed.get(p["program"], (None, None, ""))))}
         got = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)

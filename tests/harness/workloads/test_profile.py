@@ -92,6 +92,11 @@ def test_realloc_growth_matches_the_construction(fixture_program, tmp_path):
     seen = dict(part.split("=") for part in moved.read_text().split())
     assert got[("realloc_moved", None)] == int(seen["moved"]) >= 1
     assert got[("realloc_moved_bytes", None)] == int(seen["moved_bytes"]) >= 100
+    # the growing ones again per class of the new size, and of them those that moved (the first one among them)
+    grown = {c: v for (q, c), v in got.items() if q == "realloc_grown" and c is not None}
+    assert sum(grown.values()) == got[("realloc_grown", None)] == 3
+    moved_growing = sum(v for (q, c), v in got.items() if q == "realloc_grown_moved" and c is not None)
+    assert 1 <= moved_growing <= got[("realloc_moved", None)]
 
 
 FORKS = r"""
