@@ -37,7 +37,7 @@ from analysis.publish.results.cost_reprofile import newer_profiles, placement_sh
 from analysis.publish.results.cost_profiles import BIG_CLASS, block_growth
 from analysis.stats import cost_model
 from analysis.stats.cost_model import SMALL_PATTERNS
-from analysis.stats.cost_terms import HELD_TERM
+from analysis.stats.cost_terms import ORDER_TERM
 
 REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration of the first set;
 # a later set of programs under its own name: cost_predictions/<set>/<processor kind>/
@@ -254,21 +254,17 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
                            model_error_percent=num(r.model_error_percent), model_error_from=r.model_error_from or "")
             if premiums:
                 a = alone[r.allocator]
-                row.update(premium_ns=num(premiums[r.allocator].ns) if r.allocator in premiums else 0.0,
-                           held_ns_per_kib=num(premiums[r.allocator].ns_per_kib) if r.allocator in premiums else 0.0,
+                t = premiums.get(r.allocator)
+                row.update(premium_ns=num(t.ns) if t else 0.0, held_ns_per_kib=num(t.ns_per_kib) if t else 0.0,
+                           **({"order_part": num(t.order), "shuffle_part": num(t.shuffle)}
+                              if t and ORDER_TERM in t.terms else {}),
                            per_call_ratio=num(a.ratio), per_call_low=num(a.low), per_call_high=num(a.high))
             prediction_rows.append(row)
     head = {"registered": f"{today or datetime.date.today().isoformat()}, commit {commit}", "processor": processor,
             **({} if programs_set == "first" else {"programs": programs_set,
                                                    "interval": "95% prediction interval for a new program: the inputs' "
                                                                "interval joined with the model's own error"}),
-            **({"term": ("a premium per allocation call and a cost per KiB of small blocks held at the peak "
-                         "(held_ns_per_kib), each for the configurations that take it, chosen and fitted on every "
-                         "program checked before (analysis/stats/cost_terms.py); per_call_*: the per-call model "
-                         "without them") if any(HELD_TERM in t.terms for t in premiums.values()) else
-                        ("a premium per allocation call for each configuration that takes it, chosen and fitted on "
-                         "every program checked before (analysis/stats/cost_terms.py); per_call_*: the per-call "
-                         "model without it")} if premiums else {}),
+            **({"term": cost_models.term_words(premiums)} if premiums else {}),
             **({"growth": "a growing realloc the baseline did in place is no fresh block, in classes of 16 KiB or "
                           "more (analysis/stats/cost_model.py, fresh_calls), in both"}
                if programs_set not in ("first", "second", "third") else {}),
@@ -277,6 +273,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
             "allocators": list(allocators)}
     for row in prediction_rows:  # TOML has no null: a cell the model could not predict keeps only its reason
         for k in ("ratio", "low", "high", "inputs_low", "inputs_high", "model_error_percent", "premium_ns", "held_ns_per_kib",
+                  "order_part", "shuffle_part",
                   "per_call_ratio", "per_call_low", "per_call_high"):
             if k in row and row[k] is None:
                 del row[k]

@@ -141,6 +141,24 @@ def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(rows, columns=TERM_COLUMNS), numbers
 
 
+def term_words(premiums: dict) -> str:
+    """What a registration's predictions add to the per-call model, in words for its head."""
+    from analysis.stats import cost_terms
+
+    if any(cost_terms.ORDER_TERM in t.terms for t in premiums.values()):
+        return ("a premium per allocation call, a cost per KiB of small blocks held at the peak (held_ns_per_kib) and "
+                "the parts of the program's placement shares (order_part, shuffle_part: what laying its blocks side by "
+                "side gains and scattering them costs, measured by the profile's runs under heapcost's placement "
+                "allocator), each for the configurations that take it, chosen and fitted on every program checked "
+                "before (analysis/stats/cost_terms.py); per_call_*: the per-call model without them")
+    if any(cost_terms.HELD_TERM in t.terms for t in premiums.values()):
+        return ("a premium per allocation call and a cost per KiB of small blocks held at the peak (held_ns_per_kib), "
+                "each for the configurations that take it, chosen and fitted on every program checked before "
+                "(analysis/stats/cost_terms.py); per_call_*: the per-call model without them")
+    return ("a premium per allocation call for each configuration that takes it, chosen and fitted on every program "
+            "checked before (analysis/stats/cost_terms.py); per_call_*: the per-call model without it")
+
+
 def pct(log_value: float) -> str:
     return f"{100 * math.expm1(log_value):+.1f}"
 

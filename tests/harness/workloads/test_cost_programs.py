@@ -62,8 +62,8 @@ def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
     assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
     assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
     assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
-    with pytest.raises(HeapcostError, match="no set of cost-check programs 'seventh'"):
-        cost_programs.chosen(programs="seventh")
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'eighth'"):
+        cost_programs.chosen(programs="eighth")
     assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
 
 
@@ -174,3 +174,26 @@ def test_the_sixth_set_is_other_programs_than_every_earlier_set():
     page = ET.fromstring(cost_programs.html_text(5).encode())  # the page is well-formed: five rows, five paragraphs
     assert len(page.findall(".//tr")) == 5 and len(page.findall(".//p")) == 5
     assert cost_programs.rec_text(5).count("\nSize: ") == 5 and cost_programs.man_text(4).count("\n.SH ") == 5
+
+
+def test_the_seventh_set_is_other_programs_than_every_earlier_set():
+    import shlex
+
+    def executable(p):
+        return p.command.split()[0].rsplit("/", 1)[-1]
+
+    earlier = (cost_programs.PROGRAMS + cost_programs.SECOND + cost_programs.THIRD + cost_programs.FOURTH
+               + cost_programs.FIFTH + cost_programs.SIXTH)
+    seventh = cost_programs.SEVENTH
+    assert len(seventh) >= 12 and not {p.name for p in earlier} & {p.name for p in seventh}
+    assert not {executable(p) for p in earlier} & {executable(p) for p in seventh}
+    assert not {p.package for p in earlier} & {p.package for p in seventh}
+    assert cost_programs.chosen(programs="seventh") == list(seventh)
+    assert {p.name for p in seventh} <= instrument_workloads()
+    for p in seventh:  # an output named on the command line is the standard output or nothing
+        words = shlex.split(p.command)
+        assert all(words[i + 1] in ("-", "/dev/null", "STDOUT") for i, w in enumerate(words) if w in ("-o",)), p.name
+    for make, small in ((cost_programs.calc_script, (5,)), (cost_programs.rtf_text, (4,))):
+        assert make(*small) == make(*small), make.__name__
+    rtf = cost_programs.rtf_text(4)
+    assert rtf.startswith("{\\rtf1") and rtf.count("{") == rtf.count("}")  # balanced groups: one document
