@@ -138,6 +138,12 @@ def terms_table(done, tables) -> tuple[pd.DataFrame, dict]:
     numbers = {"taken": [taken_row(a, t) for a, t in sorted(done.premiums.items())],
                "not_taken": sorted(set(cells["allocator"]) - set(done.premiums)),
                "min_programs": cost_terms.MIN_PROGRAMS, "all": every, "by_set": by_set}
+    placed = cells.dropna(subset=["order_share", "shuffle_share"]).drop_duplicates(["program", "processor"])
+    if len(placed):  # the checked programs whose profiles give placement shares, and the largest of each
+        top, low = placed.loc[placed["shuffle_share"].idxmax()], placed.loc[placed["order_share"].idxmin()]
+        numbers["placement"] = {"programs": int(placed["program"].nunique()),
+                                "most_shuffle": {"program": top["program"], "share": round(float(top["shuffle_share"]), 2)},
+                                "most_order": {"program": low["program"], "share": round(float(low["order_share"]), 2)}}
     return pd.DataFrame(rows, columns=TERM_COLUMNS), numbers
 
 

@@ -582,6 +582,10 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
                       "held_registered": [{"allocator": a, "ms_per_mib": round(v * 1024 / 1e6, 2)} for a, v in sorted(
                           {q["allocator"]: q["held_ns_per_kib"] for q in reg["prediction"]
                            if q.get("held_ns_per_kib")}.items())],
+                      "placement_registered": [{"allocator": a, "order": round(o, 2), "shuffle": round(sh, 2)}
+                                               for a, (o, sh) in sorted({q["allocator"]: (q["order_part"], q["shuffle_part"])
+                                                                         for q in reg["prediction"]
+                                                                         if "order_part" in q}.items())],
                       "allocators": list(head.get("allocators", [])),
                       "figure": p(figure).name if summary["cells"] else "", **summary,
                       **cost_check.loo_summary(table)})
