@@ -26,6 +26,7 @@ host without that cell says so on the allocator's line.
 """
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,8 @@ from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR
 from analysis.publish.results import cost_prediction as cp
+from analysis.stats import cost_model
+from analysis.stats.cost_terms import ORDER_TERM
 
 
 # ---- the model's inputs, kept per state of the dataset ----
@@ -188,8 +191,11 @@ def run(args) -> int:
     taken = {a: t for a, t in sorted(inputs.premiums.items()) if a in set(out["allocator"])}
     if taken:
         print("what a program pays beyond the per-call loops, where the checked programs show it (each allocation "
-              "call; each MiB of small blocks it holds at its peak): "
+              "call; each MiB of small blocks it holds at its peak; its placement shares): "
               + "; ".join(f"{a} {t.describe()}" for a, t in taken.items()))
+        if any(ORDER_TERM in t.terms for t in taken.values()) and math.isnan(cost_model.placement_shares(profile)[0]):
+            print("this profile has no runs under heapcost's placement allocator: predicted without the placement "
+                  "terms (profile the program again without --no-placement)")
     m = inputs.machine
     print(f"on a new machine of the kind: each interval also carries the between-machine spread "
           f"(SD {100 * m.tau:.2f}% on {m.df:g} degrees of freedom, "
