@@ -23,7 +23,10 @@ from analysis.contract.schema import usable_trials
 COLUMNS = ["run_id", "processor", "program", "allocator", "trials", "base_minflt", "minflt", "added_minflt",
            "base_cpu_ms", "added_minflt_per_ms", "added_user_ms", "added_sys_ms", "predicted", "measured",
            "log_error", "miss_ms", "sys_share_of_miss", "added_minflt_display", "added_user_display",
-           "added_sys_display", "check_display"]
+           "added_sys_display", "check_display", "alone", "turns_over_alone"]
+# alone: the ratio of the configuration's median CPU time (user + system) over the baseline's in the trials, each
+# program run alone; turns_over_alone: log(the check's measured ratio, in turns of a millisecond with the baseline
+# on one CPU / alone): where the two protocols disagree (docs/design.md, the check's turns amplify placement)
 BASELINE = "glibc"
 UNDER = math.log(1.05)  # a cell the model underpredicts: measured over predicted above 1.05
 MANY_FAULTS = 1000      # a control's added faults from which a knock-out's share of them is read
@@ -94,6 +97,10 @@ def cells_of(trials: pd.DataFrame, run_id: str, processor: str, checked: pd.Data
                "added_minflt_per_ms": (r["minflt"] - b["minflt"]) / base_cpu_ms if base_cpu_ms > 0 else math.nan,
                "added_user_ms": 1000 * (r["user_s"] - b["user_s"]), "added_sys_ms": 1000 * (r["sys_s"] - b["sys_s"])}
         row.update(_miss(checked, processor, program, allocator, base_cpu_ms, row["added_sys_ms"]))
+        if base_cpu_ms > 0:
+            row["alone"] = 1000 * (r["user_s"] + r["sys_s"]) / base_cpu_ms
+            if row.get("measured") and row["alone"] > 0:
+                row["turns_over_alone"] = math.log(row["measured"] / row["alone"])
         row.update(added_minflt_display=f"{row['added_minflt']:+.0f}",
                    added_user_display=f"{row['added_user_ms']:+.1f}", added_sys_display=f"{row['added_sys_ms']:+.1f}",
                    check_display=(f"{row['predicted']:.3f} / {row['measured']:.3f}" if "measured" in row else ""))
@@ -162,4 +169,28 @@ def numbers(t: pd.DataFrame, knock_outs: dict[str, list[str]]) -> dict:
                                             "high_percent": f"{100 * share.max():.0f}"})
         controls.append(entry)
     out["controls"] = controls
+    out["protocols"] = protocols(t)
     return out
+
+
+DISAGREE = math.log(1.10)  # the two protocols disagree on a cell: its ratios more than 10% apart
+
+
+def protocols(t: pd.DataFrame) -> dict:
+    """How the check's ratio in turns compares with the same cell's ratio alone, over the cells both measure:
+    median and 90th percentile of |log(turns / alone)| in percent, the cells more than 10% apart, and the
+    largest; per processor kind. Empty where no cell has both."""
+    both = t[t["turns_over_alone"].notna()] if len(t) and "turns_over_alone" in t else t.iloc[0:0]
+    if both.empty:
+        return {}
+    out = []
+    for processor, sub in both.groupby("processor", sort=True):
+        gap = sub["turns_over_alone"].astype(float)
+        worst = sub.loc[gap.abs().idxmax()]
+        out.append({"processor": processor, "cells": int(len(sub)), "programs": int(sub["program"].nunique()),
+                    "median_percent": f"{100 * math.expm1(float(gap.abs().median())):.1f}",
+                    "p90_percent": f"{100 * math.expm1(float(gap.abs().quantile(0.9))):.1f}",
+                    "disagree": int((gap.abs() > DISAGREE).sum()), "disagree_percent": f"{100 * math.expm1(DISAGREE):.0f}",
+                    "largest": {"program": worst["program"], "allocator": worst["allocator"],
+                                "turns": f"{float(worst['measured']):.2f}", "alone": f"{float(worst['alone']):.2f}"}})
+    return {"kinds": out}

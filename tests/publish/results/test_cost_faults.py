@@ -69,3 +69,20 @@ def test_the_added_faults_rank_with_the_misses_and_a_knock_out_removes_its_share
     assert ko["knock_out"] == KO and ko["programs"] == 11  # the controls adding 1000 faults or more
     assert ko["median_share_removed_percent"] == "40"
     assert cost_faults.numbers(t.iloc[0:0], {})["cells"] == 0
+
+
+def test_the_protocols_compared_say_how_far_turns_move_a_ratio_from_alone():
+    import math
+
+    import pandas as pd
+
+    from analysis.publish.results import cost_faults
+
+    rows = [{"processor": "K", "program": f"p{i}", "allocator": "a", "measured": m, "alone": a,
+             "turns_over_alone": math.log(m / a)} for i, (m, a) in enumerate([(1.0, 1.0), (1.02, 1.0), (0.28, 0.68),
+                                                                              (1.5, 1.3), (0.99, 1.0)])]
+    got = cost_faults.protocols(pd.DataFrame(rows))["kinds"][0]
+    assert got["cells"] == 5 and got["disagree"] == 2  # 0.28 against 0.68, and 1.5 against 1.3
+    assert got["largest"] == {"program": "p2", "allocator": "a", "turns": "0.28", "alone": "0.68"}
+    assert got["median_percent"] == "2.0"
+    assert cost_faults.protocols(pd.DataFrame(columns=cost_faults.COLUMNS)) == {}
