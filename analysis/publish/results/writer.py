@@ -555,7 +555,7 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
         done = None
         checked = [(folder, pd.DataFrame(columns=cost_check.COLUMNS)) for folder in cost_check.registrations()]
         residuals = cost_check.residuals_of([])
-    tables, hosts = [], []
+    tables, hosts, folders = [], [], []
     for folder, table in checked:
         reg = cost_check.load(folder)
         head = reg["registration"]
@@ -570,6 +570,7 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
         if summary["cells"]:
             figures.cost_check_figure(table, p(figure))
         tables.append(table.assign(programs_set=programs_set))
+        folders.append(folder)
         hosts.append({"registered": head["registered"], "processor": head["processor"], "programs_set": programs_set,
                       "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
                       "program_names": [p_["name"] for p_ in reg["program"]],
@@ -604,18 +605,24 @@ def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
                            "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],
                            "models": models.to_dict("records"), "terms": term_numbers,
                            "goals": cost_check.GOALS, "grown_class_kib": GROWN_CLASS // 1024},
-            **_cost_faults(ds, pd.concat(tables, ignore_index=True), p)}
+            **_cost_faults(ds, pd.concat(tables, ignore_index=True), p, list(zip(folders, tables)), costs,
+                           done.premiums if done is not None else {})}
 
 
-def _cost_faults(ds, checked: pd.DataFrame, p) -> dict:
+def _cost_faults(ds, checked: pd.DataFrame, p, pairs=(), costs=None, premiums=None) -> dict:
     """results_cost_faults.csv: the check's programs run alone as trials, each cell's added page faults and CPU
-    time beside its miss (publish/results/cost_faults.py)."""
+    time beside its miss (publish/results/cost_faults.py); results_cost_misses.csv: the model's far misses, each
+    with what those trials, its profile and the per-call table say of it (publish/results/cost_misses.py)."""
     from analysis.harness.allocators.catalog import load_catalog
-    from analysis.publish.results import cost_faults
+    from analysis.publish.results import cost_faults, cost_misses
 
     t = cost_faults.table(ds, checked) if ds is not None else pd.DataFrame(columns=cost_faults.COLUMNS)
     write_csv(t, p("cost_faults.csv"))
-    return {"cost_faults": cost_faults.numbers(t, knock_outs.knock_outs_of(load_catalog()))}
+    far = (cost_misses.far_misses(pairs, costs, t, premiums or {}) if pairs and costs is not None
+           else pd.DataFrame(columns=cost_misses.COLUMNS))
+    write_csv(far, p("cost_misses.csv"))
+    return {"cost_faults": cost_faults.numbers(t, knock_outs.knock_outs_of(load_catalog())),
+            "cost_misses": cost_misses.numbers(far)}
 
 
 # the debate whose seed's figure is a share of a whole program's time (a browser benchmark's): its primary pair's
