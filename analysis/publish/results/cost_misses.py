@@ -8,9 +8,10 @@ typed in:
 - `placement`: the program's shuffle share or order share (stats/cost_model.placement_shares) is at least
   PLACEMENT_SHARE and the configuration takes no placement term: where its blocks lie moves its time, and the
   model does not charge it;
-- `unmeasured_class`: the class that carries most (half or more) of the program's allocating calls lies above
-  the largest class the configuration's per-call cells measure on the kind and under GROWN_CLASS, so its calls
-  are charged at that cell's cost (an allocator whose cost grows with a block's bytes is then undercharged);
+- `unmeasured_class`: the class that carries most (half or more) of the program's allocating calls, under
+  GROWN_CLASS, has no per-call cell of its own and lies in a gap of the configuration's cells on the kind (more
+  than their usual factor of 4 between the cells around it, or beyond them), so its calls are charged at a cell
+  far from it (an allocator whose cost grows with a block's bytes is then undercharged for larger blocks);
 - `large_blocks`: most of the prediction rests on blocks above the largest small cell (the pages cell scaled).
 
 A miss none of these describes is `unexplained`. results_cost_misses.csv holds one row per far miss.
@@ -24,6 +25,7 @@ FAR = math.log(1.25)
 PROTOCOL = math.log(1.10)
 PLACEMENT_SHARE = 0.2
 LARGE = 0.5
+GAP = 4  # the per-call cells' step between classes (16, 64, 256, 1024, 4096 bytes)
 COLUMNS = ["programs_set", "processor", "program", "allocator", "predicted", "measured", "error_percent", "reasons",
            "top_class", "top_class_share", "nearest_cell", "order_share", "shuffle_share", "alone", "display"]
 SMALL_CELL_PATTERNS = ("lifo", "random", "fifo")
@@ -38,6 +40,18 @@ def _top_class(profile: pd.DataFrame) -> tuple[int, float]:
         return 0, 0.0
     top = int(calls.idxmax())
     return top, float(calls[top] / calls.sum())
+
+
+def _in_gap(size_class: int, cells: list[int]) -> bool:
+    """Whether a class has no cell of its own and the cells around it lie more than GAP apart (the cells step by
+    a factor of 4 up to 4 KiB; a class beyond that ladder is charged at a cell far from it)."""
+    if not cells or size_class in cells:
+        return False
+    below = [c for c in cells if c < size_class]
+    above = [c for c in cells if c > size_class]
+    if not below or not above:
+        return True
+    return min(above) / max(below) > GAP
 
 
 def far_misses(tables, costs: pd.DataFrame, faults: pd.DataFrame, premiums: dict) -> pd.DataFrame:
@@ -76,7 +90,7 @@ def far_misses(tables, costs: pd.DataFrame, faults: pd.DataFrame, premiums: dict
             if ((shuffle or 0) >= PLACEMENT_SHARE or abs(order or 0) >= PLACEMENT_SHARE) \
                     and not (term and ORDER_TERM in term.terms):
                 reasons.append("placement")
-            if top and measured_classes and max(measured_classes) < top < cost_model.GROWN_CLASS and share >= 0.5:
+            if top and top < cost_model.GROWN_CLASS and share >= 0.5 and _in_gap(top, measured_classes):
                 reasons.append("unmeasured_class")
             if not pd.isna(r.large_share) and float(r.large_share) >= LARGE:
                 reasons.append("large_blocks")

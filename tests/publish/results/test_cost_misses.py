@@ -23,7 +23,7 @@ def test_far_misses_name_what_the_data_say_and_leave_the_rest_unexplained(tmp_pa
                           _check_row("walker", "h", 1.0, 1.1), _check_row("other", "h", 1.0, 2.0)])
     pd.DataFrame(columns=["quantity", "size_class", "value"]).to_csv(profiles / "other.csv", index=False)
     costs = pd.DataFrame([{"processor": "K", "allocator": a, "pattern": "lifo", "size_class": c}
-                          for a in ("h", "j") for c in (16, 64, 256, 1024, 4096)])
+                          for a in ("h", "j") for c in (16, 64, 256, 1024, 4096, 32768)])
     faults = pd.DataFrame([{"processor": "K", "program": "walker", "allocator": "j", "alone": 0.7}])
     far = cost_misses.far_misses([(tmp_path, table)], costs, faults, {}).set_index(["program", "allocator"])
     assert len(far) == 3  # the miss of a tenth is not far
@@ -33,3 +33,10 @@ def test_far_misses_name_what_the_data_say_and_leave_the_rest_unexplained(tmp_pa
     got = cost_misses.numbers(far.reset_index())
     assert got["cells"] == 3 and got["unexplained"] == 1 and got["newest_set"] == "seventh"
     assert got["by_reason"] == {"placement": 1, "protocol": 1, "unexplained": 1, "unmeasured_class": 1}
+
+
+def test_a_class_in_a_gap_of_the_cells_is_one_the_ladder_of_fours_does_not_reach():
+    cells = [16, 64, 256, 1024, 4096, 32768]
+    assert cost_misses._in_gap(8192, cells) and cost_misses._in_gap(16384, cells)
+    assert not cost_misses._in_gap(32, cells) and not cost_misses._in_gap(4096, cells)
+    assert cost_misses._in_gap(8, [16, 64]) and not cost_misses._in_gap(8, [])
