@@ -45,8 +45,8 @@ chosen after the third cost check, whose largest misses included bash growing on
 and xgettext growing its buffers 53,628 times: the model charged those grows as fresh 16-64 KiB blocks. On the
 third set it is in-sample; the fourth registration checks it.
 
-A class of 16 KiB to 128 KiB of which the program holds at most HELD_LIVE blocks at once (the profile's
-peak_live_blocks) takes the held cell nearest it: LIFO pairs with that many blocks live. The other cells hold 256
+A class of 16 KiB (or of the smallest held cell measured on the kind, 8 KiB where it is) to 128 KiB of which the
+program holds at most HELD_LIVE blocks at once (the profile's peak_live_blocks) takes the held cell nearest it: LIFO pairs with that many blocks live. The other cells hold 256
 blocks live and free them all in turn, and the pages cell takes a fresh block each time; an allocator that gives an
 emptied slab's pages back, or maps a block of that size afresh, pays for pages there that a program holding few such
 blocks never empties (measured as trials, results_held_blocks.csv: under hardened_malloc-light a 32 KiB pair adds
@@ -240,8 +240,8 @@ def weights(calls: pd.DataFrame, costs: pd.DataFrame, touched_bytes: float | Non
             peaks: dict | None = None) -> pd.DataFrame:
     """How many pairs of each measured cell (pattern, class) the program's calls stand for; a large block's pairs
     are its size over the pages cell's, times the share of its pages the program can have touched
-    (touched_share; `touched_bytes` None: every page). A class of GROWN_CLASS or more, up to the largest held
-    class, of which the program holds at most HELD_LIVE blocks at once (`peaks`: class_peaks) takes the held cell
+    (touched_share; `touched_bytes` None: every page). A class of GROWN_CLASS or more (or of the smallest held
+    class, where one below it is measured), up to the largest held class, of which the program holds at most HELD_LIVE blocks at once (`peaks`: class_peaks) takes the held cell
     nearest it, a pair a call: the cells of many live blocks, and the pages cell's fresh block, describe a
     program that empties an allocator's slabs, which one holding so few never does."""
     small = sorted(int(c) for c in costs.loc[costs["pattern"].isin(SMALL_PATTERNS), "size_class"].unique())
@@ -253,7 +253,7 @@ def weights(calls: pd.DataFrame, costs: pd.DataFrame, touched_bytes: float | Non
     have = set(zip(costs["pattern"], costs["size_class"].astype(int)))
     out: dict[tuple[str, int], float] = {}
     for c, r in calls.iterrows():
-        if held and GROWN_CLASS <= c <= max(held) and (peaks or {}).get(int(c), math.inf) <= HELD_LIVE:
+        if held and min(GROWN_CLASS, min(held)) <= c <= max(held) and (peaks or {}).get(int(c), math.inf) <= HELD_LIVE:
             m = _nearest(int(c), held)
             out[(HELD, m)] = out.get((HELD, m), 0.0) + r["calls"]
             continue

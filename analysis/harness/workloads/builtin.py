@@ -603,7 +603,7 @@ CALL_WORKLOADS[f"calls-{CALL_PAGES[0]}-pages"] = CallWorkload(
 # faults) beside the 32 KiB LIFO cell (per_call.held_split), and in turns with the baseline as the per-call cells of
 # pattern "held" (stats/cost_model.py charges them to a class a program holds few blocks of at once).
 HELD_SLOTS = 4
-HELD_CLASSES = (32768, 65536, 131072)
+HELD_CLASSES = (8192, 16384, 32768, 65536, 131072)  # 8 and 16 KiB: a program's one live buffer (the one true awk)
 HELD_WORKLOADS = {f"calls-{_class}-lifo-{HELD_SLOTS}live": CallWorkload(
     f"calls-{_class}-lifo-{HELD_SLOTS}live", "c",
     f"malloc+free pairs of {_class // 2 + 1}..{_class} bytes, the block allocated last freed first (a stack of "

@@ -215,7 +215,7 @@ HELD_COLUMNS = ["processor", "allocator", "baseline", "size_class", "slots", "tr
 
 
 def held_split(runs_dir: Path, baseline: str) -> pd.DataFrame:
-    """Where trials timed the 32 KiB LIFO cell (calls-32768-lifo, CALL_SLOTS blocks live) and LIFO pairs of 32 to
+    """Where trials timed the 32 KiB LIFO cell (calls-32768-lifo, CALL_SLOTS blocks live) and LIFO pairs of 8 to
     128 KiB with few blocks live (harness/workloads/builtin.HELD_WORKLOADS): per host, allocator, size class and
     number of live blocks, the medians per pair of CPU time (user + system) and minor faults, and what each adds
     over the baseline's medians of the same workload on that host (descriptive: what the cells charge a program

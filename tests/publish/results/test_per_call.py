@@ -200,7 +200,7 @@ def test_the_held_blocks_split_sets_the_32k_cell_beside_few_blocks_live_from_tri
     from analysis.harness.workloads.builtin import HELD_SLOTS, HELD_WORKLOADS
 
     runs, folder = trials_run(tmp_path, "20990104T000000Z-time-quick")
-    few = next(iter(HELD_WORKLOADS))
+    few = f"calls-32768-lifo-{HELD_SLOTS}live"  # the 32 KiB pairs with few blocks live
     assert HELD_WORKLOADS[few].slots == HELD_SLOTS < per_call.SLOTS
     rows = []
     # the cell: hm adds 3.5 us and 0.9 faults a pair over glibc; with few live, 0.2 us and no fault
