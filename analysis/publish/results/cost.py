@@ -36,6 +36,7 @@ from analysis.contract import dataset
 from analysis.errors import HeapcostError
 from analysis.paths import DATA_DIR
 from analysis.publish.results import cost_prediction as cp
+from analysis.publish.results.cost_misses import PLACEMENT_SHARE
 from analysis.stats import cost_model
 from analysis.stats.cost_terms import ORDER_TERM
 
@@ -193,9 +194,16 @@ def run(args) -> int:
         print("what a program pays beyond the per-call loops, where the checked programs show it (each allocation "
               "call; each MiB of small blocks it holds at its peak; its placement shares): "
               + "; ".join(f"{a} {t.describe()}" for a, t in taken.items()))
-        if any(ORDER_TERM in t.terms for t in taken.values()) and math.isnan(cost_model.placement_shares(profile)[0]):
+        placed = any(ORDER_TERM in t.terms for t in taken.values())
+        order, shuffle = cost_model.placement_shares(profile)
+        if placed and math.isnan(order):
             print("this profile has no runs under heapcost's placement allocator: predicted without the placement "
                   "terms (profile the program again without --no-placement)")
+        elif placed and max(abs(order), abs(shuffle)) >= PLACEMENT_SHARE:
+            print(f"where this program's blocks lie moves its time (order share {order:+.2f}, shuffle share "
+                  f"{shuffle:+.2f}): the placement parts were fitted on ratios measured in turns of a millisecond, "
+                  "which amplify placement, so alone the program may differ from these ratios by more than their "
+                  "intervals say (docs/design.md)")
     m = inputs.machine
     print(f"on a new machine of the kind: each interval also carries the between-machine spread "
           f"(SD {100 * m.tau:.2f}% on {m.df:g} degrees of freedom, "

@@ -377,6 +377,34 @@ def test_the_command_names_only_the_asked_configurations_premium(tmp_path, costs
     assert "hardened" not in said
 
 
+def test_the_command_says_when_placement_parts_meet_a_profile_without_runs_or_with_large_shares(
+        tmp_path, costs_runs, monkeypatch, capsys):
+    import argparse
+
+    from analysis.stats.cost_terms import PLACEMENT, Premium
+
+    data, profile = _cost_dataset(tmp_path, costs_runs)
+    real = cost.model_inputs
+
+    def with_placement(*args, **kw):
+        inputs = real(*args, **kw)
+        inputs.premiums = {"scudo": Premium(0.0, 0.0, 20, 30, terms=PLACEMENT, order=1.0, se_order=0.1, shuffle=1.0,
+                                            se_shuffle=0.1)}
+        return inputs
+
+    monkeypatch.setattr(cost, "model_inputs", with_placement)
+    monkeypatch.setenv("HEAPCOST_MEMO", "0")
+    parser = argparse.ArgumentParser()
+    cost.add_arguments(parser)
+    assert cost.run(parser.parse_args([str(profile), "--data", str(data), "--allocators", "scudo"])) == 0
+    assert "no runs under heapcost's placement allocator" in capsys.readouterr().out
+    placed = tmp_path / "placed.csv"
+    placed.write_text(profile.read_text() + "placement_ordered_cpu_s,,0.001\nplacement_shuffled_cpu_s,,0.5\n")
+    assert cost.run(parser.parse_args([str(placed), "--data", str(data), "--allocators", "scudo"])) == 0
+    said = capsys.readouterr().out
+    assert "where this program's blocks lie moves its time" in said and "no runs under" not in said
+
+
 def test_the_kept_inputs_follow_the_runs(tmp_path, costs_runs, monkeypatch, capsys):
     data, _ = _cost_dataset(tmp_path, costs_runs)
     registry = tmp_path / "registry"
