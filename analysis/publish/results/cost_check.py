@@ -13,6 +13,10 @@ where a program allows it, into data/runs/. `check` reads those runs, each regis
 the registered input and program bytes (by sha256). The measured ratio is each run's paired estimate over its
 windows (stats/paired.py), the runs pooled as the debates pool them (publish/debates/pool.py).
 
+`python -m analysis cost-check profile` profiles a set's programs again into a run of the dataset, with what the
+profiler has learned to record since the set was registered (publish/results/cost_reprofile.py); the model as it
+is now reads those profiles, the registered predictions never change.
+
 The table: predicted against measured per program and configuration; whether the measured ratio lies inside
 the prediction interval (the prediction intervals' coverage) and whether the two intervals overlap; and the
 error of the log ratio, whose median absolute value over the cells is the model's typical error.
