@@ -62,7 +62,6 @@ PREMIUM = "premium"  # the pattern of the premium's part in a prediction's parts
 HELD = "held heap"   # the pattern of the held term's part
 ORDER, SHUFFLE = "placement order", "placement shuffle"  # the patterns of the placement terms' parts
 CALLS_TERM, HELD_TERM, ORDER_TERM, SHUFFLE_TERM = "calls", "held", "order", "shuffle"
-TERMS = (CALLS_TERM, HELD_TERM, ORDER_TERM, SHUFFLE_TERM)  # the order of a fit's coefficients
 PLACEMENT = (ORDER_TERM, SHUFFLE_TERM)  # taken together: a configuration's parts of both placement shares
 CHOICES = ((CALLS_TERM,), (HELD_TERM,), (CALLS_TERM, HELD_TERM), PLACEMENT, (CALLS_TERM, *PLACEMENT),
            (HELD_TERM, *PLACEMENT), (CALLS_TERM, HELD_TERM, *PLACEMENT))  # the terms a configuration may take

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import HeapcostError
+from analysis.paths import BUILD_DIR
 
 CC1_DIR = Path("/usr/lib/gcc/x86_64-linux-gnu/12")
+INPUTS_DIR = BUILD_DIR / "cost-inputs"  # where the check's registrations, campaigns and profile runs write the inputs
 
 
 @dataclass(frozen=True)

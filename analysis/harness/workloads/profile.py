@@ -251,10 +251,10 @@ def run_order(blocks: int, syscalls: bool, rng) -> list:
 
 
 def time_block(argv, timeout: float, runs: int, extra_env=None, cpu: int | None = None, placement: bool = False,
-               rng=None) -> list:
+               rng=None) -> dict:
     """`runs` turns back to back (on CPU `cpu` when given), each a run with nothing preloaded and, with
     `placement`, one under the placement allocator in each mode, in an order drawn by `rng` each turn: the
-    launcher results with nothing preloaded, or with `placement` {"glibc" | mode: results}."""
+    launcher results, {"glibc": results with nothing preloaded, and with `placement` each mode: its results}."""
     import random
 
     rng = rng or random.Random()
@@ -267,7 +267,7 @@ def time_block(argv, timeout: float, runs: int, extra_env=None, cpu: int | None 
                 env = {**clean_env(Path(tmp)), **(extra_env or {}), **(placement_env(how) if how != "glibc" else {})}
                 what = "timed run" if how == "glibc" else f"timed run under the placement allocator ({how})"
                 results[how].append(launch(argv, Path(tmp), env, timeout, what, cpu=cpu))
-    return results if placement else results["glibc"]
+    return results
 
 
 def placement_values(blocks: list[dict]) -> dict:
@@ -354,8 +354,7 @@ def profile_argv(argv, timeout: float = TIMEOUT_S, syscalls: bool = True, runs: 
                                          rng=rng))
     if placement:
         values.update(placement_values(blocks))
-        blocks = [b["glibc"] for b in blocks]
-    values.update(timed_values(blocks, pinned=trial_cpu is not None))
+    values.update(timed_values([b["glibc"] for b in blocks], pinned=trial_cpu is not None))
     return profile_rows(values)
 
 
@@ -408,10 +407,10 @@ def record_programs(programs_set: str, names=None, timeout: float = TIMEOUT_S, s
     import shlex
 
     from analysis.harness.workloads import cost_programs
-    from analysis.paths import BUILD_DIR, file_sha256
+    from analysis.paths import file_sha256
 
     programs = cost_programs.chosen(names, programs_set)
-    inputs = cost_programs.write_inputs(BUILD_DIR / "cost-inputs", programs)  # the cost check's own folder of inputs
+    inputs = cost_programs.write_inputs(cost_programs.INPUTS_DIR, programs)
     commands = cost_programs.commands(programs, inputs)
     traced = bool(syscalls and shutil.which("strace"))
     params = {"programs_set": programs_set, "programs": [p.name for p in programs], "timed_runs": runs,

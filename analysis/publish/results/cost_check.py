@@ -34,7 +34,7 @@ import pandas as pd
 
 from analysis.contract import dataset
 from analysis.errors import HeapcostError, read_toml
-from analysis.paths import BUILD_DIR, DATA_DIR, REPO, file_sha256
+from analysis.paths import DATA_DIR, REPO, file_sha256
 from analysis.publish.results import cost_models
 from analysis.publish.results.cost_models import pct as _pct
 from analysis.publish.results.cost_reprofile import newer_profiles, placement_shares
@@ -46,7 +46,6 @@ from analysis.stats.cost_terms import ORDER_TERM
 REGISTRY = REPO / "cost_predictions"  # a folder per processor kind, each a registration of the first set;
 # a later set of programs under its own name: cost_predictions/<set>/<processor kind>/
 REGISTERED = "registered.toml"
-INPUTS_DIR = BUILD_DIR / "cost-inputs"
 BASELINE = "glibc"
 # the configurations a registration predicts by default: those whose per-call costs the dataset holds
 DEFAULT_ALLOCATORS = ("jemalloc", "mimalloc2", "scudo", "mozjemalloc-poison", "hardened-72fb357",
@@ -204,7 +203,7 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
     from analysis.stats import cost_model
 
     programs = cost_programs.chosen(names, programs_set)
-    inputs = cost_programs.write_inputs(INPUTS_DIR, programs)
+    inputs = cost_programs.write_inputs(cost_programs.INPUTS_DIR, programs)
     commands = cost_programs.commands(programs, inputs)
     processor = this_processor()
     folder = Path(folder) if folder is not None else folder_of(processor, programs=programs_set)
@@ -335,7 +334,7 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
               f"the library the per-call runs used): {', '.join(missing)}")
     registered = {p["name"]: p for p in reg["program"]}
     programs = cost_programs.chosen(names or list(registered))
-    inputs = cost_programs.write_inputs(INPUTS_DIR, programs)
+    inputs = cost_programs.write_inputs(cost_programs.INPUTS_DIR, programs)
     for p in programs:
         if p.input and file_sha256(inputs[p.input]) != registered[p.name]["input_sha256"]:
             raise HeapcostError(f"{p.name}'s input differs from the registered one (its sha256): this host makes "

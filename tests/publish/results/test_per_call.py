@@ -353,24 +353,31 @@ def test_the_command_prints_every_kind_off_its_own_machine_and_writes_a_table(tm
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no-such-kind" in done.stderr
 
 
+def _cost_with_terms(monkeypatch, premiums: dict):
+    """`cost` with the model's inputs as the dataset gives them but for the terms, `premiums`: a function running
+    it on a profile and a dataset for scudo alone."""
+    import argparse
+
+    real = cost.model_inputs
+
+    def with_terms(*args, **kw):
+        inputs = real(*args, **kw)
+        inputs.premiums = premiums
+        return inputs
+
+    monkeypatch.setattr(cost, "model_inputs", with_terms)
+    monkeypatch.setenv("HEAPCOST_MEMO", "0")
+    parser = argparse.ArgumentParser()
+    cost.add_arguments(parser)
+    return lambda profile, data: cost.run(parser.parse_args([str(profile), "--data", str(data), "--allocators", "scudo"]))
+
+
 def test_the_command_names_only_the_asked_configurations_premium(tmp_path, costs_runs, monkeypatch, capsys):
     from analysis.stats.cost_terms import Premium
 
     data, profile = _cost_dataset(tmp_path, costs_runs)
-    real = cost.model_inputs
-
-    def with_premiums(*args, **kw):
-        inputs = real(*args, **kw)
-        inputs.premiums = {"scudo": Premium(30.0, 3.0, 20, 30), "hardened": Premium(70.0, 7.0, 20, 30)}
-        return inputs
-
-    monkeypatch.setattr(cost, "model_inputs", with_premiums)
-    monkeypatch.setenv("HEAPCOST_MEMO", "0")
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    cost.add_arguments(parser)
-    assert cost.run(parser.parse_args([str(profile), "--data", str(data), "--allocators", "scudo"])) == 0
+    run = _cost_with_terms(monkeypatch, {"scudo": Premium(30.0, 3.0, 20, 30), "hardened": Premium(70.0, 7.0, 20, 30)})
+    assert run(profile, data) == 0
     said = capsys.readouterr().out
     premium_line = [line for line in said.splitlines() if line.startswith("what a program pays beyond")]
     assert premium_line == [premium_line[0]] and "scudo +30 ns a call" in premium_line[0]
@@ -379,28 +386,16 @@ def test_the_command_names_only_the_asked_configurations_premium(tmp_path, costs
 
 def test_the_command_says_when_placement_parts_meet_a_profile_without_runs_or_with_large_shares(
         tmp_path, costs_runs, monkeypatch, capsys):
-    import argparse
-
     from analysis.stats.cost_terms import PLACEMENT, Premium
 
     data, profile = _cost_dataset(tmp_path, costs_runs)
-    real = cost.model_inputs
-
-    def with_placement(*args, **kw):
-        inputs = real(*args, **kw)
-        inputs.premiums = {"scudo": Premium(0.0, 0.0, 20, 30, terms=PLACEMENT, order=1.0, se_order=0.1, shuffle=1.0,
-                                            se_shuffle=0.1)}
-        return inputs
-
-    monkeypatch.setattr(cost, "model_inputs", with_placement)
-    monkeypatch.setenv("HEAPCOST_MEMO", "0")
-    parser = argparse.ArgumentParser()
-    cost.add_arguments(parser)
-    assert cost.run(parser.parse_args([str(profile), "--data", str(data), "--allocators", "scudo"])) == 0
+    run = _cost_with_terms(monkeypatch, {"scudo": Premium(0.0, 0.0, 20, 30, terms=PLACEMENT, order=1.0, se_order=0.1,
+                                                          shuffle=1.0, se_shuffle=0.1)})
+    assert run(profile, data) == 0
     assert "no runs under heapcost's placement allocator" in capsys.readouterr().out
     placed = tmp_path / "placed.csv"
     placed.write_text(profile.read_text() + "placement_ordered_cpu_s,,0.001\nplacement_shuffled_cpu_s,,0.5\n")
-    assert cost.run(parser.parse_args([str(placed), "--data", str(data), "--allocators", "scudo"])) == 0
+    assert run(placed, data) == 0
     said = capsys.readouterr().out
     assert "where this program's blocks lie moves its time" in said and "no runs under" not in said
 
