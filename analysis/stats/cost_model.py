@@ -338,12 +338,15 @@ class PairPrediction:
 
 
 def predict_pair(profile: pd.DataFrame, costs_with: pd.DataFrame | None, costs_without: pd.DataFrame | None,
-                 base_s: float | None = None, startup: bool = False) -> PairPrediction:
+                 base_s: float | None = None, startup: bool = False, terms: tuple = (None, None)) -> PairPrediction:
     """The predicted ratio of one configuration's time over another's, both measured per call against the same
     baseline (None for a side that is the baseline): (T + added_with) / (T + added_without). Its interval, on the
     log scale, adds the two added times' variances (their per-call intervals, independent) and T's, which
-    moves both sides and mostly cancels: d log ratio / dT = 1 / (T + added_with) - 1 / (T + added_without)."""
+    moves both sides and mostly cancels: d log ratio / dT = 1 / (T + added_with) - 1 / (T + added_without).
+    `terms`: each side's terms beyond the per-call cells (stats/cost_terms.Premium, None for none), added to
+    that side's time with their standard error, as `cost` adds them to a configuration against the baseline."""
     sides = [predict(profile, c, base_s, startup) if c is not None else None for c in (costs_with, costs_without)]
+    sides = [t.applied(p) if p is not None and t is not None else p for p, t in zip(sides, terms)]
     base = next((p.base_s for p in sides if p is not None), None)
     if base is None:  # both sides the baseline
         return PairPrediction(1.0, 1.0, 1.0, None, None)

@@ -365,22 +365,25 @@ DEFAULT_SCALE = 0.25  # the quick profile's scale: the scale of the time runs wh
 
 
 def workload_rows(workload_id: str, scale: float, timeout: float = TIMEOUT_S, syscalls: bool = True,
-                  runs: int = TIMED_RUNS) -> list[dict]:
+                  runs: int = TIMED_RUNS, placement: bool = False) -> list[dict]:
     """A heapcost workload's profile, run as a time run runs it under the system glibc: its argv and its
-    environment at that scale, from a scratch folder."""
+    environment at that scale, from a scratch folder; with `placement`, the placement allocator's runs beside
+    the timed ones, whose shares the cost model's placement terms multiply."""
     from analysis.harness.workloads import builtin as workloads
 
     workload = workloads.get(workload_id)
     workload.prepare("glibc")
     argv = [str(a) for a in workload.argv(scale, "glibc", {})]
-    return profile_argv(argv, timeout, syscalls, runs, extra_env=workload.env(scale))
+    return profile_argv(argv, timeout, syscalls, runs, extra_env=workload.env(scale), placement=placement)
 
 
 def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, syscalls: bool = True,
-                     runs: int = TIMED_RUNS, force=None, runs_dir=None) -> Path:
+                     runs: int = TIMED_RUNS, force=None, runs_dir=None, placement: bool = True) -> Path:
     """Profile heapcost's own workloads into a run of kind `profile` (machine.json, run.json, profiles.csv):
     alone on the machine, as every run of the dataset, since its timed runs give each workload's time under
-    the baseline. A run stopped part way is resumed with the same parameters; its profiled workloads are kept."""
+    the baseline; with `placement` (recorded in run.json), the placement allocator's runs beside them, so that
+    the debated cells are predicted with the placement terms as `cost` predicts a program. A run stopped part
+    way is resumed with the same parameters; its profiled workloads are kept."""
     from analysis.harness.workloads import builtin as workloads
     from analysis.harness.workloads.builtin import check_scale
 
@@ -389,8 +392,9 @@ def record_workloads(names, scale=DEFAULT_SCALE, timeout: float = TIMEOUT_S, sys
         raise HeapcostError("--workloads names no workload")
     scale = check_scale(scale)
     params = {"workloads": ids, "scale": scale, "timed_runs": runs, "syscalls": bool(syscalls and shutil.which("strace")),
-              "timeout_s": timeout}
-    jobs = [(wid, scale, lambda wid=wid: workload_rows(wid, scale, timeout, params["syscalls"], runs)) for wid in ids]
+              "timeout_s": timeout, **({"placement": True} if placement else {})}
+    jobs = [(wid, scale, lambda wid=wid: workload_rows(wid, scale, timeout, params["syscalls"], runs, placement))
+            for wid in ids]
     return _record(LABEL, params, jobs, force, runs_dir)
 
 
@@ -517,7 +521,8 @@ def run(args) -> int:
         if args.out:
             raise HeapcostError("--out is for a program's profile: --workloads writes a run into data/runs/")
         run_dir = record_workloads(args.workloads, args.scale, args.timeout, not args.no_syscalls, args.runs,
-                                   force="1" if args.force else None)
+                                   force="1" if args.force else None,
+                                   placement=not getattr(args, "no_placement", False))
         print(run_dir)
         return 0
     placement = not getattr(args, "no_placement", False)

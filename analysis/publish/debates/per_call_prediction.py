@@ -33,7 +33,8 @@ COLUMNS = ["seed", "configuration", "workload", "processor", "profile_run", "sca
            "sys_added_percent", "per_call_added_percent", "minflt_ratio", "predicted_display", "measured_display",
            "per_call_display", "split_display", "cpu_display", "user_display", "sys_display", "minflt_display",
            "per_call_added_display", "startup_predicted", "startup_low", "startup_high", "startup_percent",
-           "startup_display", "startup_percent_display"]
+           "startup_display", "startup_percent_display", "model", "model_predicted", "model_low", "model_high",
+           "model_display"]
 SPLIT_DISPLAYS = ["split_display", "cpu_display", "user_display", "sys_display", "minflt_display",
                   "per_call_added_display"]
 # configurations that no calls workload can measure per call, and why (the paper says it where one is missing)
@@ -92,12 +93,15 @@ def direct_costs(runs_dir: Path | None, spec: dict, baseline: str) -> pd.DataFra
 
 
 def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, spec: dict,
-          baseline: str, kernel: pd.DataFrame | None = None, direct: pd.DataFrame | None = None) -> pd.DataFrame:
+          baseline: str, kernel: pd.DataFrame | None = None, direct: pd.DataFrame | None = None,
+          premiums: dict | None = None) -> pd.DataFrame:
     """One row per debate, contested pair, workload and host with a profile run: predicted and measured; where
     `kernel` (results_kernel_part.csv's rows) has the cell, the measured CPU time split beside the prediction.
     Where `direct` (direct_costs) has the pair's per-call costs measured in turns with each other on that host,
-    they predict it; elsewhere each side's costs against the baseline do. `runs_dir`: the dataset (or its runs
-    folder), None for none."""
+    they predict it; elsewhere each side's costs against the baseline do. Beside the per-call prediction, the
+    cell as `cost` predicts a configuration (the `model` columns, _model_prediction): with each process's
+    start-up where both sides have it measured, and the terms the cost check fitted (`premiums`, {configuration:
+    stats/cost_terms.Premium}). `runs_dir`: the dataset (or its runs folder), None for none."""
     rows = []
     for processor, profiles in sorted(host_profiles(runs_dir).items()):
         for q in spec.values():
@@ -109,7 +113,7 @@ def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, sp
                            "processor": processor, "profile_run": run_id,
                            **_measured(per_host, q.seed, configuration, workload, processor)}
                     rows.append({**row, **_predict(profiles, workload, costs, processor, with_, without, baseline,
-                                                   direct)})
+                                                   direct, premiums or {})})
     out = pd.DataFrame(rows, columns=COLUMNS)
     if len(out):
         out["predicted_display"] = [fmt_interval(r.predicted, r.pred_low, r.pred_high) if _num(r.predicted) else ""
@@ -131,6 +135,8 @@ def table(runs_dir: Path | None, costs: pd.DataFrame, per_host: pd.DataFrame, sp
             100 * math.log(r.startup_predicted) / math.log(r.measured)
             for r in out[resolved & out["startup_predicted"].notna()].itertuples()]
         out["startup_percent_display"] = [f"{x:.0f}%" if _num(x) else "" for x in out["startup_percent"]]
+        out["model_display"] = [fmt_interval(r.model_predicted, r.model_low, r.model_high)
+                                if _num(r.model_predicted) else "" for r in out.itertuples()]
         out = _with_split(out, kernel)
     return out
 
@@ -170,7 +176,7 @@ def _num(x) -> bool:
 
 
 def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, processor: str, with_: str,
-             without: str, baseline: str, direct: pd.DataFrame | None = None) -> dict:
+             without: str, baseline: str, direct: pd.DataFrame | None = None, premiums: dict | None = None) -> dict:
     mine = profiles[profiles["workload"] == workload]
     profile = mine[["quantity", "size_class", "value"]].reset_index(drop=True)
     paired = pd.DataFrame() if direct is None or direct.empty else direct[
@@ -198,7 +204,33 @@ def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, process
             "added_with_ms": 1e3 * p.with_.added_s if p.with_ else 0.0,
             "added_without_ms": 1e3 * p.without.added_s if p.without else 0.0,
             "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": "",
-            "per_call_from": f"each against {baseline}", **started}
+            "per_call_from": f"each against {baseline}", **started,
+            **_model_prediction(profile, sides, with_, without, bool(started), premiums or {})}
+
+
+def _model_prediction(profile: pd.DataFrame, sides: dict, with_: str, without: str, startup: bool,
+                      premiums: dict) -> dict:
+    """The cell as `cost` predicts a configuration against the baseline: the per-call costs, each process's
+    start-up where both sides have it measured (`startup`), and each side's terms fitted by the cost check
+    (`premiums`; stats/cost_terms.py). A side's terms are fitted against the baseline, so they join only where
+    every side that is not the baseline has its own: a pair whose configuration without the change has none
+    (mozjemalloc against its poisoning build) would charge the change for what both sides share, such as where
+    they place blocks, and is predicted without terms. `model`: what the prediction includes, in words."""
+    from analysis.stats.cost_terms import ORDER_TERM
+
+    others = [a for a, c in sides.items() if c is not None]
+    fitted = bool(others) and all(a in premiums for a in others)
+    terms = tuple(premiums[a] if fitted and sides[a] is not None else None for a in (with_, without))
+    p = cost_model.predict_pair(profile, sides[with_], sides[without], startup=startup, terms=terms)
+    words = ["per-call costs"] + (["start-up per process"] if startup else [])
+    if fitted:
+        words += [f"{a}'s terms ({premiums[a].describe()})" for a in others]
+        placed = any(ORDER_TERM in premiums[a].terms for a in others)
+        if placed and math.isnan(cost_model.placement_shares(profile)[0]):
+            words.append("no placement runs in the profile: no placement part")
+    elif any(a in premiums for a in others):
+        words.append(f"no terms: {' and '.join(a for a in others if a not in premiums)} has none fitted")
+    return {"model": "; ".join(words), "model_predicted": p.ratio, "model_low": p.low, "model_high": p.high}
 
 
 def _has_startup(costs: pd.DataFrame) -> bool:
@@ -222,10 +254,15 @@ def _predict_direct(profile: pd.DataFrame, mine: pd.DataFrame, paired: pd.DataFr
         own_started = cost_model.predict(profile, own, startup=True).added_s if len(own) else 0.0
         s = cost_model.predict(profile, pair_costs, base_s=base + own_started, startup=True)
         started = {"startup_predicted": s.ratio, "startup_low": s.low, "startup_high": s.high}
+    model = ({"model": "per-call costs in turns with each other; start-up per process",
+              "model_predicted": started["startup_predicted"], "model_low": started["startup_low"],
+              "model_high": started["startup_high"]} if started else
+             {"model": "per-call costs in turns with each other", "model_predicted": p.ratio, "model_low": p.low,
+              "model_high": p.high})
     return {"scale": float(mine["scale"].iloc[0]), "calls": p.calls, "base_cpu_s": base,
             "added_with_ms": 1e3 * (added_without + p.added_s), "added_without_ms": 1e3 * added_without,
             "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": "",
-            "per_call_from": "in turns with each other", **started}
+            "per_call_from": "in turns with each other", **started, **model}
 
 
 def _missing(rows: pd.DataFrame) -> list[str]:
@@ -279,19 +316,26 @@ def numbers(t: pd.DataFrame) -> dict:
 # ---- registered before the cells are measured again ----
 
 # a [[per_call]] entry of predictions.toml: a debate cell predicted from a kind's per-call costs and the workload's
-# profile, registered (`python -m analysis predict`, committed) before the kind's next runs of the cell
+# profile, registered (`python -m analysis predict`, committed) before the kind's next runs of the cell. `model`
+# (entries registered since the cost check fitted its terms): what the centre includes; an entry without it is
+# the per-call costs alone
 REGISTERED_KEYS = ("seed", "configuration", "workload", "processor", "registered", "after_run", "profile_run",
                    "centre", "low", "high", "model_low", "model_high", "model_error_from")
-CHECK_COLUMNS = ["seed", "configuration", "workload", "processor", "registered", "after_run", "predicted_display",
-                 "model_display", "runs", "measured", "ci_low", "ci_high", "measured_display", "inside", "inside_model",
-                 "log_error"]
+OPTIONAL_KEYS = ("model",)
+PER_CALL_ALONE = "per-call costs"
+CHECK_COLUMNS = ["seed", "configuration", "workload", "processor", "registered", "after_run", "model", "model_label",
+                 "predicted_display", "model_display", "runs", "measured", "ci_low", "ci_high", "measured_display",
+                 "inside", "inside_model", "log_error"]
 
 
-def registrations(t: pd.DataFrame, residuals: pd.DataFrame, registered: str, after_run: str) -> list[dict]:
-    """A [[per_call]] entry for every predicted cell of `t` (table()): its interval from the inputs, and the same
-    widened by the model's own error for the configuration with the defence (the checked programs' misses,
-    `residuals`; stats/cost_model.model_error), as `cost` prints it. `after_run`: the newest run id of the dataset
-    when registered; a run that checks the entry started after it."""
+def registrations(t: pd.DataFrame, residuals_per_call: pd.DataFrame, registered: str, after_run: str,
+                  residuals: pd.DataFrame | None = None) -> list[dict]:
+    """A [[per_call]] entry for every predicted cell of `t` (table()): the cell as `cost` predicts it (the `model`
+    columns: start-up per process and the cost check's terms where they apply), its interval from the inputs,
+    and the same widened by the model's own error for the configuration with the defence, as `cost` prints it:
+    the misses of the checked programs under the model with its terms (`residuals`) where the prediction takes
+    them, else under the per-call model alone (`residuals_per_call`; stats/cost_model.model_error). `after_run`:
+    the newest run id of the dataset when registered; a run that checks the entry started after it."""
     from analysis.publish.results.cost_prediction import family_of
 
     out = []
@@ -299,17 +343,33 @@ def registrations(t: pd.DataFrame, residuals: pd.DataFrame, registered: str, aft
         if not _num(r.predicted):
             continue
         with_ = r.configuration.split(" / ")[0]
-        err = cost_model.model_error(residuals, with_, family_of(with_)) if len(residuals) else None
-        low, high = (cost_model.with_model_error(r.predicted, r.pred_low, r.pred_high, err) if err is not None
-                     else (r.pred_low, r.pred_high))
+        modelled = _num(getattr(r, "model_predicted", None))
+        words = str(r.model) if modelled else PER_CALL_ALONE
+        centre, in_low, in_high = ((r.model_predicted, r.model_low, r.model_high) if modelled
+                                   else (r.predicted, r.pred_low, r.pred_high))
+        misses = residuals if "terms (" in words and residuals is not None else residuals_per_call
+        err = cost_model.model_error(misses, with_, family_of(with_)) if len(misses) else None
+        low, high = (cost_model.with_model_error(centre, in_low, in_high, err) if err is not None
+                     else (in_low, in_high))
         out.append({"seed": str(r.seed), "configuration": r.configuration, "workload": r.workload,
                     "processor": r.processor, "registered": registered, "after_run": after_run,
-                    "profile_run": r.profile_run, "centre": round(float(r.predicted), 6),
-                    "low": round(float(r.pred_low), 6), "high": round(float(r.pred_high), 6),
+                    "profile_run": r.profile_run, "centre": round(float(centre), 6),
+                    "low": round(float(in_low), 6), "high": round(float(in_high), 6),
                     "model_low": round(float(low), 6), "model_high": round(float(high), 6),
                     "model_error_from": (f"{err.residuals} misses of {err.programs} checked programs ({err.scope})"
-                                         if err is not None else "not checked")})
+                                         if err is not None else "not checked"),
+                    "model": words})
     return out
+
+
+def model_label(words: str) -> str:
+    """A registration's model in a few words, for a table: what its centre includes."""
+    parts = ["per-call" + (" in turns" if "in turns with each other" in words else "")]
+    if "start-up per process" in words:
+        parts.append("start-up")
+    if "terms (" in words:
+        parts.append("terms")
+    return " + ".join(parts)
 
 
 def check(entries: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
@@ -322,6 +382,8 @@ def check(entries: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
     for e in entries:
         row = dict.fromkeys(CHECK_COLUMNS)
         row.update({k: e[k] for k in ("seed", "configuration", "workload", "processor", "registered", "after_run")})
+        row["model"] = e.get("model", PER_CALL_ALONE)
+        row["model_label"] = model_label(row["model"])
         row.update(predicted_display=fmt_interval(e["centre"], e["low"], e["high"]),
                    model_display=fmt_interval(e["centre"], e["model_low"], e["model_high"]), runs=0)
         later = runs[(runs["seed"].astype(str) == str(e["seed"])) & (runs["configuration"] == e["configuration"])
@@ -347,4 +409,12 @@ def check_numbers(t: pd.DataFrame) -> dict:
             "inside_model": int(done["inside_model"].astype(bool).sum()) if len(done) else 0,
             "registrations": sorted(set(t["registered"])) if len(t) else [],
             "median_abs_error_percent": (f"{100 * math.expm1(float(done['log_error'].astype(float).abs().median())):.1f}"
-                                         if len(done) else "")}
+                                         if len(done) else ""),
+            # per model (model_label), the cells measured since, inside the interval with the model's own error,
+            # and their median miss
+            "by_model": [{"model": label, "registered": int(len(g)), "measured": int(g["measured"].notna().sum()),
+                          "inside_model": int(g.loc[g["measured"].notna(), "inside_model"].astype(bool).sum()),
+                          "median_abs_error_percent": (
+                              f"{100 * math.expm1(float(g['log_error'].dropna().astype(float).abs().median())):.1f}"
+                              if g["measured"].notna().any() else "")}
+                         for label, g in (t.groupby("model_label", sort=True) if len(t) else [])]}

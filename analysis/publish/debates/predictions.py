@@ -152,7 +152,7 @@ def same_machines(e: dict) -> tuple:
 
 def render(entries: list[dict], long_builds: list[dict] = (), next_machines: list[dict] = (),
            per_calls: list[dict] = ()) -> str:
-    from analysis.publish.debates.per_call_prediction import REGISTERED_KEYS
+    from analysis.publish.debates.per_call_prediction import OPTIONAL_KEYS, REGISTERED_KEYS
 
     head = ("# Predictions registered before they are measured. [[prediction]]: each debate's primary answer on a\n"
             "# host not yet measured (`python -m analysis predict`, analysis/publish/debates/predictions.py): the\n"
@@ -164,12 +164,13 @@ def render(entries: list[dict], long_builds: list[dict] = (), next_machines: lis
             "# estimate under make debates's layout builds (low, high) and with one build. [[per_call]]: each debate\n"
             "# cell a kind's per-call costs and the workload's profile predict (`python -m analysis predict`,\n"
             "# analysis/publish/debates/per_call_prediction.py), checked by that kind's runs after `after_run`: the\n"
-            "# inputs' interval (low, high) and with the model's own error (model_low, model_high). Never edited by\n"
-            "# hand; a new registration is added below the old ones.\n")
+            "# inputs' interval (low, high) and with the model's own error (model_low, model_high); `model`, where\n"
+            "# given, what the centre includes (without it: the per-call costs alone). Never edited by hand; a new\n"
+            "# registration is added below the old ones.\n")
     blocks = [_block("prediction", e, KEYS) for e in entries] + \
         [_block("long_build", e, LONG_BUILD_KEYS) for e in long_builds] + \
         [_block("next_machine", e, NEXT_MACHINE_KEYS) for e in next_machines] + \
-        [_block("per_call", e, REGISTERED_KEYS) for e in per_calls]
+        [_block("per_call", e, REGISTERED_KEYS + tuple(k for k in OPTIONAL_KEYS if k in e)) for e in per_calls]
     return head + "\n" + "\n".join(blocks)
 
 
@@ -215,17 +216,19 @@ def same_per_call(e: dict) -> tuple:
 
 
 def compute_per_calls(data_dir: Path, spec: dict, today: str, commit: str, baseline: str = "glibc") -> list[dict]:
-    """A [[per_call]] entry for every debate cell a kind's per-call costs and profiles predict now, the model's own
-    error from the cost check's misses (publish/results/cost.model_inputs), `after_run` the dataset's newest run."""
+    """A [[per_call]] entry for every debate cell a kind's per-call costs and profiles predict now, as `cost`
+    predicts it (start-up and the cost check's terms where they apply), the model's own error from the cost
+    check's misses (publish/results/cost.model_inputs), `after_run` the dataset's newest run."""
     from analysis.publish.debates import per_call_prediction
     from analysis.publish.results import cost
 
     ds = dataset.load(Path(data_dir) / "runs")
     inputs = cost.model_inputs(ds, baseline)
     t = per_call_prediction.table(ds, inputs.costs, pd.DataFrame(), spec, baseline, None,
-                                  per_call_prediction.direct_costs(ds, spec, baseline))
+                                  per_call_prediction.direct_costs(ds, spec, baseline), inputs.premiums)
     newest = max(ds.run_ids(), default="")
-    return per_call_prediction.registrations(t, inputs.residuals_per_call, f"{today}, commit {commit}", newest)
+    return per_call_prediction.registrations(t, inputs.residuals_per_call, f"{today}, commit {commit}", newest,
+                                             inputs.residuals)
 
 
 def _same_host(label: str, earlier: list[str], labels: list[str]) -> bool:
@@ -307,7 +310,7 @@ def run(args) -> int:
         write(path, earlier + new, load_long_builds(path), earlier_machines + new_machines,
               earlier_per_calls + new_per_calls)
     for e in new_per_calls:
-        print(f"seed {e['seed']} {e['configuration']} on {e['workload']}, {e['processor']}: its per-call costs "
+        print(f"seed {e['seed']} {e['configuration']} on {e['workload']}, {e['processor']}: {e['model']} "
               f"predict {e['centre']} [{e['low']}, {e['high']}], with the model's own error "
               f"[{e['model_low']}, {e['model_high']}], for runs after {e['after_run']}")
     for e in new:

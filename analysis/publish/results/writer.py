@@ -179,8 +179,9 @@ def write_outputs(res: Results, out_dir: Path, baseline: str = BASELINE, prefix:
     numbers.update(_startup_split(ds, p, baseline))
     numbers.update(_held_split(ds, costs, p, baseline))
     numbers.update(_share_rate(costs, p, ds, baseline))
-    numbers.update(_cost_check(ds, costs, p))
-    numbers.update(_debates_per_call(ds, costs, p, baseline))
+    done = cost_check.checked(ds, costs) if ds is not None else None
+    numbers.update(_cost_check(ds, costs, p, done))
+    numbers.update(_debates_per_call(ds, costs, p, baseline, done.premiums if done is not None else {}))
     numbers.update(_debate_security(res, p))
     numbers.update(front_page.write_front(p, baseline, attribution.get_reduced(numbers)))
     write_csv(res.runs, p("runs.csv"))
@@ -538,18 +539,18 @@ def _debate_security(res: Results, p) -> dict:
     return {"debate_security": {**numbers, **({"page_placement": page} if page else {})}}
 
 
-def _cost_check(ds, costs: pd.DataFrame, p) -> dict:
+def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
     """results_cost_check.csv: the registered predictions of programs nobody tuned for against their measured
     ratios (publish/results/cost_check.py), every registration (one per processor kind, the earliest first) in
     one table; per registration its summary and, once any of its cells is measured, its figure
-    (results_cost_check_<processor>.svg)."""
+    (results_cost_check_<processor>.svg). `done`: cost_check.checked of the dataset, where the caller has it."""
     from analysis.contract.host import processor_slug
 
     def shown(value, low, high):
         return "" if value is None or pd.isna(value) else fmt_interval(value, low, high)
 
     if ds is not None:
-        done = cost_check.checked(ds, costs)
+        done = done if done is not None else cost_check.checked(ds, costs)
         checked, residuals = done.tables, done.residuals
     else:
         done = None
@@ -630,9 +631,10 @@ def _cost_faults(ds, checked: pd.DataFrame, p, pairs=(), costs=None, premiums=No
 SHARE_SEED = "002"
 
 
-def _debates_per_call(ds, costs: pd.DataFrame, p, baseline: str) -> dict:
+def _debates_per_call(ds, costs: pd.DataFrame, p, baseline: str, premiums: dict | None = None) -> dict:
     """results_debate_per_call.csv: each debated cell whose workload a host profiled, predicted from that host's
-    per-call costs, beside the ratio measured there (publish/debates/per_call_prediction.py)."""
+    per-call costs, and as `cost` predicts it with the terms the cost check fitted (`premiums`), beside the ratio
+    measured there (publish/debates/per_call_prediction.py)."""
     from analysis.contract import debates_spec
     from analysis.publish.debates import per_call_prediction
 
@@ -642,7 +644,8 @@ def _debates_per_call(ds, costs: pd.DataFrame, p, baseline: str) -> dict:
 
     spec = debates_spec.load()
     t = per_call_prediction.table(ds, costs, written("debate_hosts.csv"), spec, baseline,
-                                  written("kernel_part.csv"), per_call_prediction.direct_costs(ds, spec, baseline))
+                                  written("kernel_part.csv"), per_call_prediction.direct_costs(ds, spec, baseline),
+                                  premiums)
     write_csv(t, p("debate_per_call.csv"))
     # the cells' per-call predictions registered before their kind measured them again, against those runs
     from analysis.publish.debates import predictions

@@ -304,7 +304,20 @@ def test_a_heapcost_workload_is_profiled_into_a_run_of_the_dataset(tmp_path):
     pairs = 10 * round(4_000_000 * scale)
     assert values[("malloc_calls", 32)] == pairs and values[("free_calls", 32)] == pairs
     assert values[("timed_runs", None)] == 2 and values[("user_s", None)] >= 0
+    # beside each timed run, one under the placement allocator in each mode, as a program's profile has them
+    assert info["params"]["placement"] is True and values[("placement_runs", None)] == 2
+    assert values[("placement_ordered_cpu_s", None)] >= 0 and values[("placement_shuffled_cpu_s", None)] >= 0
     assert check_readable(run_dir.name, run_dir)["kind"] == "profile"
+
+
+def test_a_workload_profile_without_placement_says_so_in_its_run(tmp_path):
+    import json
+
+    run_dir = profile.record_workloads("small-loop", scale=0.01, runs=1, syscalls=False, force="1",
+                                       runs_dir=tmp_path, placement=False)
+    assert "placement" not in json.loads((run_dir / "run.json").read_text())["params"]
+    with open(run_dir / "profiles.csv", newline="") as fh:
+        assert not any(r["quantity"].startswith("placement") for r in csv.DictReader(fh))
 
 
 def test_workloads_and_a_program_together_are_refused_in_one_line():

@@ -192,3 +192,65 @@ def test_a_registered_cell_is_checked_only_by_its_kinds_runs_after_it():
     assert none_after["runs"] == 0 and pd.isna(none_after["measured"])
     numbers = pcp.check_numbers(pcp.check(entries, runs))
     assert numbers["registered"] == 1 and numbers["measured"] == 1 and numbers["inside"] == 1
+    assert numbers["by_model"] == [{"model": "per-call", "registered": 1, "measured": 1, "inside_model": 1,
+                                    "median_abs_error_percent": numbers["median_abs_error_percent"]}]
+
+
+def test_a_cell_is_also_predicted_as_cost_predicts_it_with_each_sides_terms(runs):
+    """The cost check's terms join a pair only where every side that is not the baseline has its own: terms fitted
+    against the baseline, on one side alone, would charge the change for what both sides share."""
+    from analysis.stats.cost_terms import Premium
+
+    runs_dir, processor = runs
+    costs = pd.DataFrame([per_call(processor, "defended", 30.0), per_call(processor, "plain", 10.0)])
+    both = {"defended": Premium(ns=5.0, se_ns=0.0, programs=3, cells=3),
+            "plain": Premium(ns=2.0, se_ns=0.0, programs=3, cells=3)}
+    t = per_call_prediction.table(runs_dir, costs, None, SPEC, "glibc", premiums=both)
+    t = t[t["workload"] == "loop"].set_index("configuration")
+    # 1e7 calls over 1 s under the baseline: 0.3 s and 0.05 s of terms against 0.1 s and 0.02 s
+    assert t.loc["defended / plain", "model_predicted"] == pytest.approx(1.35 / 1.12)
+    assert t.loc["plain / glibc", "model_predicted"] == pytest.approx(1.12)
+    assert t.loc["defended / plain", "predicted"] == pytest.approx(1.3 / 1.1)  # the per-call prediction unchanged
+    assert "defended's terms (+5 ns a call)" in t.loc["defended / plain", "model"]
+    one = per_call_prediction.table(runs_dir, costs, None, SPEC, "glibc", premiums={"defended": both["defended"]})
+    one = one[one["workload"] == "loop"].set_index("configuration")
+    assert one.loc["defended / plain", "model_predicted"] == pytest.approx(1.3 / 1.1)
+    assert one.loc["defended / plain", "model"] == "per-call costs; no terms: plain has none fitted"
+    assert one.loc["plain / glibc", "model"] == "per-call costs"
+
+    # registered from the model's centre, widened by the misses of the model with terms where it takes them
+    def misses(spread):
+        return pd.DataFrame([{"program": f"p{i}", "allocator": "defended", "family": "defended",
+                              "processor": processor, "log_error": e * spread}
+                             for i, e in enumerate([0.01, -0.02, 0.03, -0.04] * 6)],
+                            columns=cost_model.RESIDUAL_COLUMNS)
+    entries = {e["configuration"]: e for e in per_call_prediction.registrations(
+        t.reset_index(), misses(1.0), "2099-01-02, commit abc", "20990102T000000Z-time-quick", misses(5.0))}
+    termed = entries["defended / plain"]
+    assert termed["centre"] == pytest.approx(1.35 / 1.12, abs=1e-6) and termed["model"] == t.loc["defended / plain", "model"]
+    alone = {e["configuration"]: e for e in per_call_prediction.registrations(
+        one.reset_index(), misses(1.0), "2099-01-02, commit abc", "20990102T000000Z-time-quick", misses(5.0))}
+    assert termed["model_high"] / termed["centre"] > 1.15 > alone["defended / plain"]["model_high"] / alone[
+        "defended / plain"]["centre"]
+
+
+def test_registrations_with_and_without_their_model_are_written_and_read_back(tmp_path):
+    from analysis.publish.debates import predictions
+
+    old = {"seed": "002", "configuration": "poison / plain", "workload": "churn", "processor": "K (1/2/3)",
+           "registered": "2099-01-01, commit abc", "after_run": "r1", "profile_run": "p1", "centre": 1.05, "low": 1.04,
+           "high": 1.06, "model_low": 1.0, "model_high": 1.1, "model_error_from": "not checked"}
+    new = {**old, "registered": "2099-01-02, commit def", "centre": 1.2, "model": "per-call costs; start-up per process"}
+    path = tmp_path / "predictions.toml"
+    predictions.write(path, [], per_calls=[old, new])
+    back = predictions.load_per_calls(path)
+    assert back == [old, new]
+    got = per_call_prediction.check(back, pd.DataFrame(columns=pool.RUN_COLUMNS))
+    assert list(got["model"]) == [per_call_prediction.PER_CALL_ALONE, "per-call costs; start-up per process"]
+
+
+def test_a_registrations_model_is_labelled_in_a_few_words():
+    label = per_call_prediction.model_label
+    assert label(per_call_prediction.PER_CALL_ALONE) == "per-call"
+    assert label("per-call costs in turns with each other; start-up per process") == "per-call in turns + start-up"
+    assert label("per-call costs; start-up per process; h's terms (+22 ns a call)") == "per-call + start-up + terms"
