@@ -265,6 +265,18 @@ def _predict_direct(profile: pd.DataFrame, mine: pd.DataFrame, paired: pd.DataFr
             "per_call_from": "in turns with each other", **started, **model}
 
 
+def _model_numbers(both: pd.DataFrame) -> dict:
+    modelled = both[both["model_predicted"].notna()]
+    if modelled.empty:
+        return {"cells": 0}
+
+    def median_miss(column):
+        return f"{100 * math.expm1(float((modelled['measured'].map(math.log) - modelled[column].map(math.log)).abs().median())):.1f}"
+    return {"cells": int(len(modelled)), "terms": int(modelled["model"].astype(str).str.contains("terms (", regex=False).sum()),
+            "startup": int(modelled["model"].astype(str).str.contains("start-up", regex=False).sum()),
+            "median_miss_percent": median_miss("model_predicted"), "per_call_median_miss_percent": median_miss("predicted")}
+
+
 def _missing(rows: pd.DataFrame) -> list[str]:
     return sorted({c for names in rows["missing"].dropna().astype(str) for c in names.split()})
 
@@ -301,6 +313,9 @@ def numbers(t: pd.DataFrame) -> dict:
         "startup": {"cells": int(both["startup_predicted"].notna().sum()),
                     "inside": int(((both["measured"] >= both["startup_low"])
                                    & (both["measured"] <= both["startup_high"])).sum())},
+        # the cells predicted as `cost` predicts a program (start-up and terms where they apply): how many take the
+        # cost check's terms, and the median miss of that prediction beside the per-call one's
+        "model": _model_numbers(both),
         "split_cells": int((both["split_display"] != "").sum()),
         # of those, the cells whose system time alone, or whose user time alone, added more than the whole per-call
         # prediction

@@ -71,6 +71,10 @@ def test_a_debated_pair_is_predicted_from_the_newest_complete_profile_and_set_be
     against_baseline = t[(t["configuration"] == "plain / glibc") & (t["workload"] == "loop")].iloc[0]
     assert against_baseline["predicted"] == pytest.approx(1.1) and against_baseline["added_without_ms"] == 0.0
     assert pd.isna(against_baseline["measured"]) and against_baseline["measured_display"] == ""
+    # without terms or start-up costs, the prediction as `cost` makes it is the per-call one, and misses as much
+    model = per_call_prediction.numbers(t)["model"]
+    assert model["cells"] == 1 and model["terms"] == 0 and model["startup"] == 0
+    assert model["median_miss_percent"] == model["per_call_median_miss_percent"] == f"{100 * (1.25 / (1.3 / 1.1) - 1):.1f}"
 
 
 def test_a_cell_without_per_call_costs_keeps_its_row_with_the_reason(runs):
