@@ -425,11 +425,16 @@ def check_numbers(t: pd.DataFrame) -> dict:
             "registrations": sorted(set(t["registered"])) if len(t) else [],
             "median_abs_error_percent": (f"{100 * math.expm1(float(done['log_error'].astype(float).abs().median())):.1f}"
                                          if len(done) else ""),
-            # per model (model_label), the cells measured since, inside the interval with the model's own error,
-            # and their median miss
+            # per model (model_label) with a cell measured since: those cells, how many fell inside the interval
+            # with the model's own error, and their median miss; and per model, the cells not yet measured
             "by_model": [{"model": label, "registered": int(len(g)), "measured": int(g["measured"].notna().sum()),
                           "inside_model": int(g.loc[g["measured"].notna(), "inside_model"].astype(bool).sum()),
-                          "median_abs_error_percent": (
-                              f"{100 * math.expm1(float(g['log_error'].dropna().astype(float).abs().median())):.1f}"
-                              if g["measured"].notna().any() else "")}
-                         for label, g in (t.groupby("model_label", sort=True) if len(t) else [])]}
+                          "median_abs_error_percent":
+                              f"{100 * math.expm1(float(g['log_error'].dropna().astype(float).abs().median())):.1f}"}
+                         for label, g in _by_model(t) if g["measured"].notna().any()],
+            "waiting_by_model": [{"model": label, "cells": int(g["measured"].isna().sum())}
+                                 for label, g in _by_model(t) if g["measured"].isna().any()]}
+
+
+def _by_model(t: pd.DataFrame):
+    return t.groupby("model_label", sort=True) if len(t) else []

@@ -198,6 +198,9 @@ def test_a_registered_cell_is_checked_only_by_its_kinds_runs_after_it():
     assert numbers["registered"] == 1 and numbers["measured"] == 1 and numbers["inside"] == 1
     assert numbers["by_model"] == [{"model": "per-call", "registered": 1, "measured": 1, "inside_model": 1,
                                     "median_abs_error_percent": numbers["median_abs_error_percent"]}]
+    assert numbers["waiting_by_model"] == []
+    waiting = pcp.check_numbers(pcp.check(entries, runs.iloc[[0]]))
+    assert waiting["by_model"] == [] and waiting["waiting_by_model"] == [{"model": "per-call", "cells": 1}]
 
 
 def test_a_cell_is_also_predicted_as_cost_predicts_it_with_each_sides_terms(runs):
