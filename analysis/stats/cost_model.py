@@ -177,6 +177,12 @@ def held_small_kib(profile: pd.DataFrame) -> float:
     return peak / 1024 * float(asked[calls.index < GROWN_CLASS].sum()) / total if total > 0 else 0.0
 
 
+# heapcost's placement allocator (harness/workloads/placement.c) when the calls workloads measure it per call under
+# this name (docs/design.md: what its own calls add to the profile's placement runs). Never an allocator a user
+# chooses (cost_prediction.unrequested).
+PLACEMENT_ALLOCATOR = "heapcost-placement"
+
+
 def placement_shares(profile: pd.DataFrame) -> tuple[float, float]:
     """(order, shuffle): the program's CPU time under heapcost's placement allocator with each class's blocks side
     by side in allocation order, less its time under the baseline, and with them scattered at random among the

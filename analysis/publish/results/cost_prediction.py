@@ -93,10 +93,13 @@ def match_processor(given: str, known) -> str:
 
 def unrequested(allocator: str, baseline: str, aa_copies) -> bool:
     """Whether a configuration is shown only when asked for by name: the baseline, an A/A copy of it, a layout
-    build (another build of the same source, for the noise model)."""
+    build (another build of the same source, for the noise model), heapcost's placement allocator (measured per
+    call to see what its own calls add to a profile's placement runs, not an allocator to choose)."""
     from analysis.harness.allocators.catalog import layout_of
+    from analysis.stats.cost_model import PLACEMENT_ALLOCATOR
 
-    return allocator == baseline or allocator in aa_copies or layout_of(allocator)[1] > 1
+    return (allocator == baseline or allocator in aa_copies or layout_of(allocator)[1] > 1
+            or allocator == PLACEMENT_ALLOCATOR)
 
 
 def predictions(profile: pd.DataFrame, costs: pd.DataFrame, allocators=None, processor=None,

@@ -231,7 +231,8 @@ def _two_kinds(costs):
     costs = costs.assign(processor="Simulated CPU 2000 MHz (1/1/1)")
     other = costs.assign(processor="Intel Xeon 2600 MHz (6/167/1)")
     return pd.concat([costs, other, costs[costs["allocator"] == "scudo"].assign(allocator="glibc-copy"),
-                      costs[costs["allocator"] == "scudo"].assign(allocator="scudo_l2")], ignore_index=True)
+                      costs[costs["allocator"] == "scudo"].assign(allocator="scudo_l2"),
+                      costs[costs["allocator"] == "scudo"].assign(allocator="heapcost-placement")], ignore_index=True)
 
 
 def _profile(calls=1e6, wall=0.5, extra=()):
@@ -258,9 +259,9 @@ def test_no_configuration_is_reported_that_the_user_did_not_ask_for(costs):
     both = _two_kinds(costs)
     out = cost_prediction.predictions(_profile(), both, aa_copies=frozenset({"glibc-copy"}))
     assert set(out["allocator"]) == {"hardened", "scudo"}
-    asked = cost_prediction.predictions(_profile(), both, allocators=["glibc-copy", "scudo_l2"], processor="intel",
-                             aa_copies=frozenset({"glibc-copy"}))
-    assert sorted(asked["allocator"]) == ["glibc-copy", "scudo_l2"]
+    asked = cost_prediction.predictions(_profile(), both, allocators=["glibc-copy", "scudo_l2", "heapcost-placement"],
+                                        processor="intel", aa_copies=frozenset({"glibc-copy"}))
+    assert sorted(asked["allocator"]) == ["glibc-copy", "heapcost-placement", "scudo_l2"]
     only_here = both[both["allocator"] == "hardened"].head(1).assign(allocator="here-only")
     out = cost_prediction.predictions(_profile(), pd.concat([both, only_here]), allocators=["here-only"], processor="intel")
     assert list(out["why"]) == ["no per-call costs on this processor kind"]
