@@ -97,6 +97,10 @@ class Prediction:
     # profile has no placement runs. What stats/cost_terms.py's placement terms multiply
     order_share: float = math.nan
     shuffle_share: float = math.nan
+    # their standard errors, from the spread of the placement runs against the runs beside them
+    # (placement_share_errors); 0 where the profile gives none
+    order_share_se: float = 0.0
+    shuffle_share_se: float = 0.0
 
 
 def class_calls(profile: pd.DataFrame) -> pd.DataFrame:
@@ -196,6 +200,28 @@ def placement_shares(profile: pd.DataFrame) -> tuple[float, float]:
     if ordered is None or shuffled is None or not base or base <= 0:
         return math.nan, math.nan
     return (ordered - base) / base, (shuffled - ordered) / base
+
+
+# the standard error of a median over the standard error of a mean, for normal errors: the shares are medians
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
+
+
+def placement_share_errors(profile: pd.DataFrame) -> tuple[float, float]:
+    """(se of the order share, se of the shuffle share): each share's sampling error, from the spread of the log
+    CPU-time differences of each turn's placement run and the run it is compared with (placement_ordered_sd_log:
+    side by side against the baseline; placement_shuffled_sd_log: scattered against side by side) over the number
+    of turns, by the delta method (d share = ratio x d log ratio), widened as the shares are medians. A program of
+    a few tens of milliseconds measures its shares with an error the size of the shares themselves (compile: an
+    order share of -0.12 with a standard error of about 0.06), and a placement part multiplies that error as it
+    multiplies the share. (0, 0) where the profile has no placement runs."""
+    runs = profile_value(profile, "placement_runs")
+    ordered, shuffled = profile_value(profile, "placement_ordered_cpu_s"), profile_value(profile, "placement_shuffled_cpu_s")
+    base = base_time(profile)
+    if not runs or ordered is None or shuffled is None or not base or base <= 0:
+        return 0.0, 0.0
+    scale = MEDIAN_SE_FACTOR / math.sqrt(runs)
+    return (ordered / base * (profile_value(profile, "placement_ordered_sd_log") or 0.0) * scale,
+            shuffled / base * (profile_value(profile, "placement_shuffled_sd_log") or 0.0) * scale)
 
 
 def profile_value(profile: pd.DataFrame, quantity: str) -> float | None:
@@ -316,7 +342,7 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
     half = Z * math.hypot(sd / base_s, added / base_s * t_se)
     ratio = 1 + added / base_s
     return Prediction(ratio, ratio - half, ratio + half, added, base_s, int(calls["calls"].sum()), parts, sd,
-                      held_small_kib(profile), *placement_shares(profile))
+                      held_small_kib(profile), *placement_shares(profile), *placement_share_errors(profile))
 
 
 def base_se_log(profile: pd.DataFrame) -> float:

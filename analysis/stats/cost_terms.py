@@ -129,14 +129,23 @@ class Premium:
             return 0.0
         return self.added_s(calls, held_kib, _finite(order) * base_s, _finite(shuffle) * base_s) / base_s
 
+    def share_sd(self, order_se: float = 0.0, shuffle_se: float = 0.0) -> float:
+        """The standard error, in ratio units, that the program's own placement shares' sampling errors give the
+        placement parts (each share's error times its coefficient); 0 where the terms take no placement part."""
+        if ORDER_TERM not in self.terms:
+            return 0.0
+        return math.hypot(self.order * _finite(order_se), self.shuffle * _finite(shuffle_se))
+
     def joined(self, ratio: float, low: float, high: float, calls: float, base_s: float,
-               held_kib: float = 0.0, order: float = 0.0, shuffle: float = 0.0) -> tuple:
+               held_kib: float = 0.0, order: float = 0.0, shuffle: float = 0.0, order_se: float = 0.0,
+               shuffle_se: float = 0.0) -> tuple:
         """(ratio, low, high) of a per-call prediction with the terms added, their 95% half-width joined to each
-        side's in quadrature."""
+        side's in quadrature: the coefficients' errors and (`order_se`, `shuffle_se`) the shares' own."""
         from analysis.stats.cost_model import Z
 
         o, sh = _finite(order) * base_s, _finite(shuffle) * base_s
-        extra = Z * self.sd_s(calls, held_kib, o, sh) / base_s if base_s > 0 else 0.0
+        extra = Z * math.hypot(self.sd_s(calls, held_kib, o, sh) / base_s if base_s > 0 else 0.0,
+                               self.share_sd(order_se, shuffle_se))
         with_ = ratio + self.ratio_added(calls, base_s, held_kib, order, shuffle)
         return with_, with_ - math.hypot(ratio - low, extra), with_ + math.hypot(high - ratio, extra)
 
@@ -175,11 +184,16 @@ class Premium:
                              "se_ns": se, "added_s": coef * seconds})
         part = pd.DataFrame(rows, columns=["pattern", "size_class", "pairs", "added_ns", "se_ns", "added_s"])
         parts = pd.concat([p.parts, part], ignore_index=True) if len(p.parts) else part
+        share_se = (getattr(p, "order_share_se", 0.0), getattr(p, "shuffle_share_se", 0.0))
+        if not (order_s or shuffle_s):  # no placement part taken: its shares' errors add nothing
+            share_se = (0.0, 0.0)
         ratio, low, high = self.joined(p.ratio, p.low, p.high, p.calls, p.base_s, held,
-                                       getattr(p, "order_share", math.nan), getattr(p, "shuffle_share", math.nan))
+                                       getattr(p, "order_share", math.nan), getattr(p, "shuffle_share", math.nan),
+                                       *share_se)
+        sd = math.hypot(p.added_sd_s, self.sd_s(p.calls, held, order_s, shuffle_s), self.share_sd(*share_se) * p.base_s)
         return Prediction(ratio, low, high, p.added_s + self.added_s(p.calls, held, order_s, shuffle_s), p.base_s,
-                          p.calls, parts, math.hypot(p.added_sd_s, self.sd_s(p.calls, held, order_s, shuffle_s)), held,
-                          getattr(p, "order_share", math.nan), getattr(p, "shuffle_share", math.nan))
+                          p.calls, parts, sd, held, getattr(p, "order_share", math.nan),
+                          getattr(p, "shuffle_share", math.nan), *share_se)
 
 
 def _finite(x) -> float:

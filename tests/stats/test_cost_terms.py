@@ -240,3 +240,29 @@ def test_growing_reallocs_counted_per_class_charge_only_the_ones_that_moved_as_f
     assert fresh[mib2] == 1 and fresh[256] == 1000  # small classes keep every call: their cells price the moves
     older = prof[~prof["quantity"].str.startswith("realloc_grown")]  # a profile made before: the program-wide share
     assert cost_model.fresh_calls(older)["calls"][mib2] == pytest.approx(100 - 100 * (1100 - 501) / 1100)
+
+
+def test_a_profiles_noisy_placement_runs_widen_the_interval_their_shares_give_and_move_nothing_else():
+    """The shares are measured: their sampling error (the spread of each turn's log difference over the turns,
+    as medians) joins the interval through the coefficients that multiply them, and nothing else changes."""
+    rows = [("user_s", 0.9), ("sys_s", 0.1), ("placement_ordered_cpu_s", 0.8), ("placement_shuffled_cpu_s", 1.2),
+            ("placement_runs", 6), ("placement_ordered_sd_log", 0.12), ("placement_shuffled_sd_log", 0.06)]
+    prof = pd.DataFrame([{"quantity": q, "size_class": None, "value": v} for q, v in rows])
+    se_o, se_s = cost_model.placement_share_errors(prof)
+    factor = math.sqrt(math.pi / 2) / math.sqrt(6)
+    assert se_o == pytest.approx(0.8 * 0.12 * factor) and se_s == pytest.approx(1.2 * 0.06 * factor)
+    assert cost_model.placement_share_errors(prof.iloc[:4]) == (0.0, 0.0)  # no runs counted: no error known
+    t = cost_terms.Premium(0.0, 0.0, 12, 12, terms=cost_terms.PLACEMENT, order=1.0, se_order=0.0, shuffle=0.5,
+                           se_shuffle=0.0)
+    parts = pd.DataFrame(columns=["pattern", "size_class", "pairs", "added_ns", "se_ns", "added_s"])
+    quiet = cost_model.Prediction(1.10, 1.10, 1.10, 0.1, 1.0, 1000, parts, 0.0, 0.0, -0.2, 0.4)
+    noisy = cost_model.Prediction(1.10, 1.10, 1.10, 0.1, 1.0, 1000, parts, 0.0, 0.0, -0.2, 0.4, se_o, se_s)
+    q, n = t.applied(quiet), t.applied(noisy)
+    assert q.ratio == n.ratio == pytest.approx(1.10 - 0.2 + 0.5 * 0.4)
+    assert q.high - q.low == pytest.approx(0.0, abs=1e-12)  # exact coefficients, exact shares: no width
+    half = cost_model.Z * math.hypot(1.0 * se_o, 0.5 * se_s)
+    assert n.high - n.ratio == pytest.approx(half) and n.ratio - n.low == pytest.approx(half)
+    assert n.added_sd_s == pytest.approx(math.hypot(1.0 * se_o, 0.5 * se_s) * 1.0)
+    # a configuration that takes no placement part is not widened by the shares' errors
+    held = cost_terms.Premium(0.0, 0.0, 12, 12, 100.0, 0.0, terms=(cost_terms.HELD_TERM,))
+    assert held.applied(noisy).high - held.applied(noisy).low == pytest.approx(0.0, abs=1e-12)
