@@ -208,6 +208,17 @@ def _predict(profiles: pd.DataFrame, workload: str, costs: pd.DataFrame, process
             **_model_prediction(profile, sides, with_, without, bool(started), premiums or {})}
 
 
+# the words a prediction's `model` is written in (_model_prediction, _predict_direct), read back by takes_terms and
+# model_label
+PER_CALL_WORDS, IN_TURNS_WORDS, STARTUP_WORDS, TERMS_WORDS = ("per-call costs", "in turns with each other",
+                                                              "start-up per process", "'s terms (")
+
+
+def takes_terms(words: str) -> bool:
+    """Whether a prediction's `model` took the cost check's terms."""
+    return TERMS_WORDS in words
+
+
 def _model_prediction(profile: pd.DataFrame, sides: dict, with_: str, without: str, startup: bool,
                       premiums: dict) -> dict:
     """The cell as `cost` predicts a configuration against the baseline: the per-call costs, each process's
@@ -222,9 +233,9 @@ def _model_prediction(profile: pd.DataFrame, sides: dict, with_: str, without: s
     fitted = bool(others) and all(a in premiums for a in others)
     terms = tuple(premiums[a] if fitted and sides[a] is not None else None for a in (with_, without))
     p = cost_model.predict_pair(profile, sides[with_], sides[without], startup=startup, terms=terms)
-    words = ["per-call costs"] + (["start-up per process"] if startup else [])
+    words = [PER_CALL_WORDS] + ([STARTUP_WORDS] if startup else [])
     if fitted:
-        words += [f"{a}'s terms ({premiums[a].describe()})" for a in others]
+        words += [f"{a}{TERMS_WORDS}{premiums[a].describe()})" for a in others]
         placed = any(ORDER_TERM in premiums[a].terms for a in others)
         if placed and math.isnan(cost_model.placement_shares(profile)[0]):
             words.append("no placement runs in the profile: no placement part")
@@ -254,11 +265,10 @@ def _predict_direct(profile: pd.DataFrame, mine: pd.DataFrame, paired: pd.DataFr
         own_started = cost_model.predict(profile, own, startup=True).added_s if len(own) else 0.0
         s = cost_model.predict(profile, pair_costs, base_s=base + own_started, startup=True)
         started = {"startup_predicted": s.ratio, "startup_low": s.low, "startup_high": s.high}
-    model = ({"model": "per-call costs in turns with each other; start-up per process",
-              "model_predicted": started["startup_predicted"], "model_low": started["startup_low"],
-              "model_high": started["startup_high"]} if started else
-             {"model": "per-call costs in turns with each other", "model_predicted": p.ratio, "model_low": p.low,
-              "model_high": p.high})
+    in_turns = f"{PER_CALL_WORDS} {IN_TURNS_WORDS}"
+    model = ({"model": f"{in_turns}; {STARTUP_WORDS}", "model_predicted": started["startup_predicted"],
+              "model_low": started["startup_low"], "model_high": started["startup_high"]} if started else
+             {"model": in_turns, "model_predicted": p.ratio, "model_low": p.low, "model_high": p.high})
     return {"scale": float(mine["scale"].iloc[0]), "calls": p.calls, "base_cpu_s": base,
             "added_with_ms": 1e3 * (added_without + p.added_s), "added_without_ms": 1e3 * added_without,
             "predicted": p.ratio, "pred_low": p.low, "pred_high": p.high, "reason": "",
@@ -271,10 +281,13 @@ def _model_numbers(both: pd.DataFrame) -> dict:
         return {"cells": 0}
 
     def median_miss(column):
-        return f"{100 * math.expm1(float((modelled['measured'].map(math.log) - modelled[column].map(math.log)).abs().median())):.1f}"
-    return {"cells": int(len(modelled)), "terms": int(modelled["model"].astype(str).str.contains("terms (", regex=False).sum()),
-            "startup": int(modelled["model"].astype(str).str.contains("start-up", regex=False).sum()),
-            "median_miss_percent": median_miss("model_predicted"), "per_call_median_miss_percent": median_miss("predicted")}
+        miss = (modelled["measured"].map(math.log) - modelled[column].map(math.log)).abs().median()
+        return f"{100 * math.expm1(float(miss)):.1f}"
+    words = modelled["model"].astype(str)
+    return {"cells": int(len(modelled)), "terms": int(words.map(takes_terms).sum()),
+            "startup": int(words.str.contains(STARTUP_WORDS, regex=False).sum()),
+            "median_miss_percent": median_miss("model_predicted"),
+            "per_call_median_miss_percent": median_miss("predicted")}
 
 
 def _missing(rows: pd.DataFrame) -> list[str]:
@@ -337,7 +350,7 @@ def numbers(t: pd.DataFrame) -> dict:
 REGISTERED_KEYS = ("seed", "configuration", "workload", "processor", "registered", "after_run", "profile_run",
                    "centre", "low", "high", "model_low", "model_high", "model_error_from")
 OPTIONAL_KEYS = ("model",)
-PER_CALL_ALONE = "per-call costs"
+PER_CALL_ALONE = PER_CALL_WORDS
 CHECK_COLUMNS = ["seed", "configuration", "workload", "processor", "registered", "after_run", "model", "model_label",
                  "predicted_display", "model_display", "runs", "measured", "ci_low", "ci_high", "measured_display",
                  "inside", "inside_model", "log_error"]
@@ -362,7 +375,7 @@ def registrations(t: pd.DataFrame, residuals_per_call: pd.DataFrame, registered:
         words = str(r.model) if modelled else PER_CALL_ALONE
         centre, in_low, in_high = ((r.model_predicted, r.model_low, r.model_high) if modelled
                                    else (r.predicted, r.pred_low, r.pred_high))
-        misses = residuals if "terms (" in words and residuals is not None else residuals_per_call
+        misses = residuals if takes_terms(words) and residuals is not None else residuals_per_call
         err = cost_model.model_error(misses, with_, family_of(with_)) if len(misses) else None
         low, high = (cost_model.with_model_error(centre, in_low, in_high, err) if err is not None
                      else (in_low, in_high))
@@ -379,10 +392,10 @@ def registrations(t: pd.DataFrame, residuals_per_call: pd.DataFrame, registered:
 
 def model_label(words: str) -> str:
     """A registration's model in a few words, for a table: what its centre includes."""
-    parts = ["per-call" + (" in turns" if "in turns with each other" in words else "")]
-    if "start-up per process" in words:
+    parts = ["per-call" + (" in turns" if IN_TURNS_WORDS in words else "")]
+    if STARTUP_WORDS in words:
         parts.append("start-up")
-    if "terms (" in words:
+    if takes_terms(words):
         parts.append("terms")
     return " + ".join(parts)
 
