@@ -46,10 +46,10 @@ and xgettext growing its buffers 53,628 times: the model charged those grows as 
 third set it is in-sample; the fourth registration checks it.
 
 A class of 16 KiB (or of the smallest held cell measured on the kind, 8 KiB where it is) to 128 KiB of which the
-program holds at most HELD_LIVE blocks at once (the profile's peak_live_blocks) takes the held cell nearest it: LIFO pairs with that many blocks live. The other cells hold 256
-blocks live and free them all in turn, and the pages cell takes a fresh block each time; an allocator that gives an
-emptied slab's pages back, or maps a block of that size afresh, pays for pages there that a program holding few such
-blocks never empties (measured as trials, results_held_blocks.csv: under hardened_malloc-light a 32 KiB pair adds
+program holds at most HELD_LIVE blocks at once (the profile's peak_live_blocks) takes the held cell nearest it:
+LIFO pairs with that many blocks live. The other cells hold 256 blocks live and free them all in turn, and the
+pages cell takes a fresh block each time; an allocator that gives an emptied slab's pages back, or maps a block of
+that size afresh, pays for pages there that a program holding few such blocks never empties (measured as trials, results_held_blocks.csv: under hardened_malloc-light a 32 KiB pair adds
 3.6 us and 0.93 minor faults with 256 live, 0.25 us and none with 4). Chosen after the fourth cost check, whose
 zsh, msgcat and msgmerge the cells overcharged; profiles taken before peak_live_blocks existed keep the cells.
 
@@ -212,7 +212,7 @@ def placement_share_errors(profile: pd.DataFrame) -> tuple[float, float]:
     side by side against the baseline; placement_shuffled_sd_log: scattered against side by side) over the number
     of turns, by the delta method (d share = ratio x d log ratio), widened as the shares are medians. A program of
     a few tens of milliseconds measures its shares with an error the size of the shares themselves (compile: an
-    order share of -0.12 with a standard error of about 0.06), and a placement part multiplies that error as it
+    order share of -0.12 with a standard error of about 0.05), and a placement part multiplies that error as it
     multiplies the share. (0, 0) where the profile has no placement runs."""
     runs = profile_value(profile, "placement_runs")
     ordered, shuffled = profile_value(profile, "placement_ordered_cpu_s"), profile_value(profile, "placement_shuffled_cpu_s")
@@ -273,8 +273,8 @@ def weights(calls: pd.DataFrame, costs: pd.DataFrame, touched_bytes: float | Non
     """How many pairs of each measured cell (pattern, class) the program's calls stand for; a large block's pairs
     are its size over the pages cell's, times the share of its pages the program can have touched
     (touched_share; `touched_bytes` None: every page). A class of GROWN_CLASS or more (or of the smallest held
-    class, where one below it is measured), up to the largest held class, of which the program holds at most HELD_LIVE blocks at once (`peaks`: class_peaks) takes the held cell
-    nearest it, a pair a call: the cells of many live blocks, and the pages cell's fresh block, describe a
+    class, where one below it is measured), up to the largest held class, of which the program holds at most
+    HELD_LIVE blocks at once (`peaks`: class_peaks) takes the held cell nearest it, a pair a call: the cells of many live blocks, and the pages cell's fresh block, describe a
     program that empties an allocator's slabs, which one holding so few never does."""
     small = sorted(int(c) for c in costs.loc[costs["pattern"].isin(SMALL_PATTERNS), "size_class"].unique())
     held = sorted(int(c) for c in costs.loc[costs["pattern"] == HELD, "size_class"].unique())
