@@ -1,10 +1,13 @@
 /* calls-<class>-<pattern>: what one malloc+free pair costs, for one size class and one way of reusing memory
  * (analysis/harness/workloads.py registers one workload per class and pattern, each built from this file with
  * -DCALL_CLASS=<bytes> -DCALL_PATTERN=<0 lifo, 1 fifo, 2 random, 3 pages> -DCALL_PAIRS=<pairs at scale 1>
- * -DCALL_SLOTS=<live blocks>; processes: -DCALL_CHILD_PAIRS=<pairs in each child>).
+ * -DCALL_SLOTS=<live blocks>; processes: -DCALL_CHILD_PAIRS=<pairs in each child>; -DCALL_SAME_SIZE=1: every block
+ * of CALL_CLASS bytes).
  *
  * Sizes are drawn (a fixed seed) from the class: CALL_CLASS/2+1 .. CALL_CLASS bytes, the profile's size class
- * (analysis/contract/profile_schema.py). A working set of SLOTS blocks is kept live; each step frees one and
+ * (analysis/contract/profile_schema.py); with CALL_SAME_SIZE, every block asks for CALL_CLASS bytes, as a program
+ * asking again and again for one buffer of one size does (a free list of one size then hands back the block just
+ * freed, where a drawn size sends glibc above its tcache through its sorted bins). A working set of SLOTS blocks is kept live; each step frees one and
  * allocates one, so every step is one malloc and one free:
  * - lifo: the block freed is the one allocated last (a stack: SLOTS blocks allocated, then freed in reverse);
  *   memory is taken again at once, the allocator's hottest path;
@@ -42,6 +45,9 @@ extern char **environ;
 #endif
 #define SLOTS CALL_SLOTS
 #define PAGE 4096
+#ifndef CALL_SAME_SIZE
+#define CALL_SAME_SIZE 0
+#endif
 #ifndef CALL_CHILD_PAIRS
 #define CALL_CHILD_PAIRS 64
 #endif
@@ -50,7 +56,7 @@ extern char **environ;
 static size_t draw_size(uint64_t *rng)
 {
     size_t low = CALL_CLASS / 2 + 1, span = CALL_CLASS - CALL_CLASS / 2;
-    if (CALL_CLASS <= 1)
+    if (CALL_CLASS <= 1 || CALL_SAME_SIZE)
         return CALL_CLASS;
     return low + (size_t)wl_below(rng, span);
 }

@@ -49,6 +49,10 @@ def _profile_quantities() -> dict:
                          "allocations of the freeing thread (malloc, calloc, the aligned ones, realloc of NULL) "
                          "asked for the same class. Each allocation takes at most one free, the oldest of its "
                          "class still in the window, which pairs as many as any order could."),
+        "frees_reused_same_size": ("count", True, "Of frees_reused, those whose allocation asked for exactly the "
+                                   "size of the latest free of its class in that thread: the block a free list "
+                                   "of one size hands back first (glibc's bins above its tcache sort a block of "
+                                   "another size, stats/cost_model.py's same-size cells)."),
         "reuse_share": ("share", True, "frees_reused / free_calls of the class; empty size_class: of all "
                         "classes, free_untracked_calls left out. Absent when there was no such free."),
         "realloc_grow": ("count", False, "realloc and reallocarray calls to a larger requested size."),

@@ -53,6 +53,16 @@ that size afresh, pays for pages there that a program holding few such blocks ne
 3.6 us and 0.93 minor faults with 256 live, 0.25 us and none with 4). Chosen after the fourth cost check, whose
 zsh, msgcat and msgmerge the cells overcharged; profiles taken before peak_live_blocks existed keep the cells.
 
+The cells draw each block's size from its class, so an allocator that sorts blocks by size pays there for handing a
+block of one size to a request of another; a program asking again and again for one size never does. Measured,
+before the cells of one size existed: glibc's held cell of 8 KiB took about 50 ns a pair with sizes drawn and 15 ns
+with every block of 8192 bytes (glibc above its tcache takes a freed block of the size asked for at once, and sorts
+any other into its bins first), jemalloc 15 and 10; the one true awk asks for 8192 bytes 451,513 times, one live at a
+time, and every configuration measured about 40 ns a pair dearer against glibc than the drawn cell said (its largest
+misses of the seventh set). So a class's reused pairs in the share the profile finds taken by the size just freed
+(frees_reused_same_size over frees_reused) take the LIFO or held cell of one size (SAME_SIZE), where the kind has
+measured it; the rest keep the drawn cells. Chosen after the seventh cost check: on its programs it is in-sample.
+
 A process's start-up and exit (the calls-processes workload: short processes started one at a time, a step each)
 is charged only when asked (`startup=True`): added += processes * the cost of one, the profile's processes (those
 that made an allocation call) times the measured step. The model registered before the cost check's programs were
@@ -70,6 +80,9 @@ from analysis.errors import HeapcostError
 ALLOCATING_CALLS = ("malloc_calls", "calloc_calls", "realloc_calls", "reallocarray_calls", "posix_memalign_calls",
                     "aligned_alloc_calls", "memalign_calls", "valloc_calls", "pvalloc_calls")
 REUSED, NOT_REUSED, PAGES, PROCESSES, HELD = "lifo", "random", "pages", "processes", "held"
+# the LIFO and held cells with every block of one size (harness/workloads/builtin.SAME_SIZE_WORKLOADS): a class's
+# reused pairs taken by the size just freed (frees_reused_same_size) are charged to them where they are measured
+SAME_SIZE = {REUSED: "lifo-same", HELD: "held-same"}
 # the blocks live in the held cells (harness/workloads/builtin.HELD_SLOTS; a test keeps the two equal): a class a
 # program holds at most this many blocks of at once takes the held cell nearest it, from GROWN_CLASS up to the
 # largest held class
@@ -104,14 +117,21 @@ class Prediction:
 
 
 def class_calls(profile: pd.DataFrame) -> pd.DataFrame:
-    """Per size class: the allocating calls and the reuse share (0 where the profile gives none)."""
+    """Per size class: the allocating calls, the reuse share (0 where the profile gives none) and the same-size
+    share: of the class's reused frees, those taken by an allocation of the size just freed (frees_reused_same_size
+    over frees_reused; 0 where the profile gives none, as every profile made before it recorded them)."""
     rows = profile[profile["size_class"].notna() & (profile["size_class"].astype(str) != "")]
     rows = rows.assign(size_class=pd.to_numeric(rows["size_class"]).astype(int),
                        value=pd.to_numeric(rows["value"]))
     calls = rows[rows["quantity"].isin(ALLOCATING_CALLS)].groupby("size_class")["value"].sum()
     share = rows[rows["quantity"] == "reuse_share"].set_index("size_class")["value"]
+    reused = rows[rows["quantity"] == "frees_reused"].groupby("size_class")["value"].sum()
+    same = rows[rows["quantity"] == "frees_reused_same_size"].groupby("size_class")["value"].sum()
     out = pd.DataFrame({"calls": calls})
     out["reuse_share"] = share.reindex(out.index).fillna(0.0).clip(0.0, 1.0)
+    reused = reused.reindex(out.index).fillna(0.0)
+    same = same.reindex(out.index).fillna(0.0)
+    out["same_share"] = (same / reused.where(reused > 0)).fillna(0.0).clip(0.0, 1.0)
     return out[out["calls"] > 0]
 
 
@@ -275,7 +295,9 @@ def weights(calls: pd.DataFrame, costs: pd.DataFrame, touched_bytes: float | Non
     (touched_share; `touched_bytes` None: every page). A class of GROWN_CLASS or more (or of the smallest held
     class, where one below it is measured), up to the largest held class, of which the program holds at most
     HELD_LIVE blocks at once (`peaks`: class_peaks) takes the held cell nearest it, a pair a call: the cells of many live blocks, and the pages cell's fresh block, describe a
-    program that empties an allocator's slabs, which one holding so few never does."""
+    program that empties an allocator's slabs, which one holding so few never does. Of a class's reused pairs
+    (a held class's pairs, in its reuse share), the same-size share goes to the LIFO or held cell of one size
+    (SAME_SIZE) where the costs have it for that class."""
     small = sorted(int(c) for c in costs.loc[costs["pattern"].isin(SMALL_PATTERNS), "size_class"].unique())
     held = sorted(int(c) for c in costs.loc[costs["pattern"] == HELD, "size_class"].unique())
     pages = costs.loc[costs["pattern"] == PAGES, "size_class"]
@@ -284,10 +306,19 @@ def weights(calls: pd.DataFrame, costs: pd.DataFrame, touched_bytes: float | Non
                             "(WORKLOADS=calls) against the baseline first")
     have = set(zip(costs["pattern"], costs["size_class"].astype(int)))
     out: dict[tuple[str, int], float] = {}
+
+    def add(pattern: str, m: int, pairs: float, same: float = 0.0) -> None:
+        """`pairs` of the cell (pattern, m), the share `same` of them to its one-size cell where that is measured."""
+        if same > 0 and (SAME_SIZE.get(pattern), m) in have:
+            out[(SAME_SIZE[pattern], m)] = out.get((SAME_SIZE[pattern], m), 0.0) + pairs * same
+            pairs *= 1.0 - same
+        if pairs > 0:
+            out[(pattern, m)] = out.get((pattern, m), 0.0) + pairs
+
     for c, r in calls.iterrows():
+        same = float(r.get("same_share", 0.0))
         if held and min(GROWN_CLASS, min(held)) <= c <= max(held) and (peaks or {}).get(int(c), math.inf) <= HELD_LIVE:
-            m = _nearest(int(c), held)
-            out[(HELD, m)] = out.get((HELD, m), 0.0) + r["calls"]
+            add(HELD, _nearest(int(c), held), r["calls"], r["reuse_share"] * same)
             continue
         if c > max(small) and len(pages):
             big = int(pages.iloc[0])
@@ -299,7 +330,7 @@ def weights(calls: pd.DataFrame, costs: pd.DataFrame, touched_bytes: float | Non
                 continue
             if (pattern, m) not in have:
                 raise HeapcostError(f"no per-call cost of the {pattern} pattern at class {m} is measured")
-            out[(pattern, m)] = out.get((pattern, m), 0.0) + r["calls"] * share
+            add(pattern, m, r["calls"] * share, same if pattern == REUSED else 0.0)
     return pd.DataFrame([{"pattern": p, "size_class": c, "pairs": n} for (p, c), n in sorted(out.items())],
                         columns=["pattern", "size_class", "pairs"])
 

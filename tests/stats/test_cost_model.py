@@ -351,3 +351,41 @@ def test_the_baselines_error_takes_the_blocks_spread_when_it_is_the_larger_on_a_
     quiet = cost_model.base_se_log(prof(timed_runs=6, cpu_sd_log=0.03, timed_blocks=3, cpu_sd_log_blocks=0.001))
     assert quiet == pytest.approx(within)
     assert cost_model.base_se_log(prof(timed_runs=6, cpu_sd_log=0.03, timed_blocks=1)) == pytest.approx(within)
+
+
+def test_reused_pairs_taken_by_the_size_just_freed_take_the_one_size_cells():
+    # 1,000 mallocs of class 256 (80% reused, 3 of 4 of those by the size just freed) and 100 of class 32768 held 2
+    # at a time (all reused, all by the size just freed)
+    one_size = pd.concat([COSTS, costs([("lifo-same", 256, 1.0, 0.2), ("held", 32768, 300.0, 30.0),
+                                        ("held-same", 32768, 100.0, 10.0)])], ignore_index=True)
+    rows = [("malloc_calls", 256, 1000), ("free_calls", 256, 1000), ("reuse_share", 256, 0.8),
+            ("frees_reused", 256, 800), ("frees_reused_same_size", 256, 600), ("malloc_calls", 32768, 100),
+            ("free_calls", 32768, 100), ("reuse_share", 32768, 1.0), ("frees_reused", 32768, 100),
+            ("frees_reused_same_size", 32768, 100), ("peak_live_blocks", 32768, 2)]
+    p = profile(rows)
+    calls = cost_model.class_calls(p)
+    assert calls.loc[256, "same_share"] == pytest.approx(0.75) and calls.loc[32768, "same_share"] == 1.0
+    w = cost_model.weights(calls, one_size, None, cost_model.class_peaks(p))
+    got = {(r.pattern, r.size_class): r.pairs for r in w.itertuples()}
+    assert got == pytest.approx({("lifo-same", 256): 600, ("lifo", 256): 200, ("random", 256): 200,
+                                 ("held-same", 32768): 100})
+    added = cost_model.predict(p, one_size).added_s
+    assert added == pytest.approx((600 * 1.0 + 200 * 4.0 + 200 * 20.0 + 100 * 100.0) * 1e-9)
+    # without the one-size cells (a kind that has not measured them), or a profile made before it counted the
+    # same-size frees: the cells of drawn sizes, as before
+    drawn = one_size[~one_size["pattern"].isin(list(cost_model.SAME_SIZE.values()))]
+    before = profile([r for r in rows if r[0] != "frees_reused_same_size"])
+    expected = (800 * 4.0 + 200 * 20.0 + 100 * 300.0) * 1e-9
+    assert cost_model.predict(p, drawn).added_s == pytest.approx(expected)
+    assert cost_model.predict(before, one_size).added_s == pytest.approx(expected)
+    assert (cost_model.class_calls(before)["same_share"] == 0).all()
+
+
+def test_the_one_size_cells_are_the_harness_same_size_workloads():
+    from analysis.harness.workloads.builtin import CALL_WORKLOADS, HELD_WORKLOADS, SAME_SIZE_WORKLOADS
+
+    assert {w.cell_pattern for w in SAME_SIZE_WORKLOADS.values()} == set(cost_model.SAME_SIZE.values())
+    drawn = {(w.cell_pattern, w.size_class) for w in {**CALL_WORKLOADS, **HELD_WORKLOADS}.values()}
+    for w in SAME_SIZE_WORKLOADS.values():  # each beside the drawn cell it stands in for
+        plain = {v: k for k, v in cost_model.SAME_SIZE.items()}[w.cell_pattern]
+        assert (plain, w.size_class) in drawn and w.same_size

@@ -12,7 +12,9 @@
  *   size;
  * - reuse: a free is reused when one of the next REUSE_WINDOW allocations of the same thread (malloc, calloc,
  *   the aligned ones, realloc of NULL) asks for the same size class. Each allocation takes at most one free,
- *   the oldest of its class still within the window (this pairs as many frees as any order could);
+ *   the oldest of its class still within the window (this pairs as many frees as any order could); of those,
+ *   the allocations asking for exactly the size of the latest free of their class in that thread (the block a
+ *   free list of one size hands back first: glibc's bins above its tcache sort a block of another size);
  * - the threads that allocated, the requested bytes live at the process's peak.
  *
  * Each process appends its report to $HEAPCOST_PROFILE in one write when it exits, by exit() or returning
@@ -58,7 +60,7 @@ static const char *const COUNTER_NAME[N_COUNTER] = {
     "realloc_grow_factor_gt8", "alloc_failed"};
 
 static unsigned long calls[N_ENTRY][N_CLASSES];
-static unsigned long reused[N_CLASSES];
+static unsigned long reused[N_CLASSES], reused_same_size[N_CLASSES];
 static unsigned long grown[N_CLASSES], grown_moved[N_CLASSES]; /* growing reallocs, by the new size's class */
 static unsigned long counters[N_COUNTER];
 static unsigned long n_threads;
@@ -288,6 +290,7 @@ struct thread_state {
         unsigned long at[N_SLOTS];  /* n_alloc when the frees of this slot happened */
         unsigned int left[N_SLOTS]; /* of those, not yet taken by an allocation */
     } pending[N_CLASSES];
+    size_t last_free[N_CLASSES]; /* the size asked for by the class's latest free (0: none yet) */
 };
 static __thread struct thread_state self __attribute__((tls_model("initial-exec")));
 
@@ -315,6 +318,8 @@ static void on_alloc(size_t size, enum entry entry, void *p)
     if (best >= 0) {
         self.pending[c].left[best]--;
         bump(&reused[c], 1);
+        if (size && size == self.last_free[c])
+            bump(&reused_same_size[c], 1);
     }
     if (p)
         track(p, size);
@@ -332,6 +337,7 @@ static void on_free(size_t size)
         self.pending[c].left[i] = 0;
     }
     self.pending[c].left[i]++;
+    self.last_free[c] = size;
 }
 
 /* ---- the entry points ---- */
@@ -527,6 +533,7 @@ static void after_fork_child(void)
 {
     memset(calls, 0, sizeof calls);
     memset(reused, 0, sizeof reused);
+    memset(reused_same_size, 0, sizeof reused_same_size);
     memset(counters, 0, sizeof counters);
     n_threads = 0;
     self.counted = 0;
@@ -584,6 +591,9 @@ static void report(void)
         unsigned long v = __atomic_load_n(&reused[c], __ATOMIC_RELAXED);
         if (v)
             put("frees_reused", c, v);
+        v = __atomic_load_n(&reused_same_size[c], __ATOMIC_RELAXED);
+        if (v)
+            put("frees_reused_same_size", c, v);
     }
     for (int c = 0; c < N_CLASSES; c++) {
         unsigned long g = __atomic_load_n(&grown[c], __ATOMIC_RELAXED);

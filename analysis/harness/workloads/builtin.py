@@ -112,11 +112,13 @@ class CallWorkload(CWorkload):
     pattern: str = "lifo"
     pairs_full: int = 1_000_000
     slots: int = 256  # live blocks of the lifo, fifo and random patterns (CALL_SLOTS)
+    same_size: bool = False  # every block of size_class bytes, none drawn (CALL_SAME_SIZE)
 
     def binary(self, variant) -> Path:
         _check_variant(variant, self.variants)
         defines = [f"-DCALL_CLASS={self.size_class}", f"-DCALL_PATTERN={CALL_PATTERNS.index(self.pattern)}",
                    f"-DCALL_PAIRS={self.pairs_full}L", f"-DCALL_SLOTS={self.slots}",
+                   *(["-DCALL_SAME_SIZE=1"] if self.same_size else []),
                    *([f"-DCALL_CHILD_PAIRS={CALL_CHILD_PAIRS}"] if self.pattern == "processes" else [])]
         return build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
                               variant=variant, cflags=[*NO_ALLOC_BUILTINS, *defines])
@@ -124,8 +126,10 @@ class CallWorkload(CWorkload):
     @property
     def cell_pattern(self) -> str:
         """The pattern of its cell in the per-call table: "held" for LIFO pairs with fewer blocks live than the
-        cells' CALL_SLOTS (HELD_WORKLOADS), else its pattern."""
-        return "held" if self.pattern == "lifo" and self.slots < CALL_SLOTS else self.pattern
+        cells' CALL_SLOTS (HELD_WORKLOADS), else its pattern; "-same" after it where every block asks for one size
+        (SAME_SIZE_WORKLOADS)."""
+        pattern = "held" if self.pattern == "lifo" and self.slots < CALL_SLOTS else self.pattern
+        return f"{pattern}-same" if self.same_size else pattern
 
     def pairs_at(self, scale) -> int:
         """The pairs the program does at `scale`: wl_common.h's wl_scaled (the same double arithmetic)."""
@@ -611,6 +615,27 @@ HELD_WORKLOADS = {f"calls-{_class}-lifo-{HELD_SLOTS}live": CallWorkload(
     f"{CALL_CLASSES[32768]:,} pairs", default=False, source="calls.c", size_class=_class, pattern="lifo",
     pairs_full=CALL_CLASSES[32768], slots=HELD_SLOTS) for _class in HELD_CLASSES}
 WORKLOADS.update(HELD_WORKLOADS)
+# The LIFO cells again, every block asking for the class's upper bound: a program that asks again and again for one
+# size (the one true awk's 8 KiB buffer, a parser's node) is handed back the block it just freed by any free list of
+# one size, where the drawn sizes of the cells above send glibc past its tcache through its sorted bins (measured
+# before the cells existed, 8 KiB with 4 live: glibc about 50 ns a pair drawn, 15 ns one size). The cost model
+# charges a class's reused pairs to them in the share the profile finds taken by the size just freed
+# (frees_reused_same_size).
+SAME_SIZE_WORKLOADS = {}
+for _class, _pairs in CALL_CLASSES.items():
+    SAME_SIZE_WORKLOADS[f"calls-{_class}-lifo-same"] = CallWorkload(
+        f"calls-{_class}-lifo-same", "c",
+        f"malloc+free pairs of {_class} bytes each, {_PATTERN_WORDS['lifo']}: the per-call cost of one size",
+        None, f"{_pairs:,} pairs", default=False, source="calls.c", size_class=_class, pattern="lifo",
+        pairs_full=_pairs, same_size=True)
+for _class in HELD_CLASSES:
+    SAME_SIZE_WORKLOADS[f"calls-{_class}-lifo-{HELD_SLOTS}live-same"] = CallWorkload(
+        f"calls-{_class}-lifo-{HELD_SLOTS}live-same", "c",
+        f"malloc+free pairs of {_class} bytes each, the block allocated last freed first (a stack of {HELD_SLOTS}): "
+        "the held cell's cost of one size", None, f"{CALL_CLASSES[32768]:,} pairs", default=False,
+        source="calls.c", size_class=_class, pattern="lifo", pairs_full=CALL_CLASSES[32768], slots=HELD_SLOTS,
+        same_size=True)
+WORKLOADS.update(SAME_SIZE_WORKLOADS)
 # A process's start-up and exit under the allocator: short processes started one at a time (under glibc, each
 # well under a millisecond), each a step; the cost model charges it per process a program starts (a build starts thousands).
 CALL_PROCESSES = 2_000
@@ -635,6 +660,7 @@ WORKLOAD_GROUPS = {
     "servers": ["server", "redis"],
     "calls": list(CALL_WORKLOADS),
     "held-blocks": ["calls-32768-lifo", *HELD_WORKLOADS],  # the 32 KiB LIFO cell beside few blocks live (as trials)
+    "same-size": list(SAME_SIZE_WORKLOADS),
 }
 
 

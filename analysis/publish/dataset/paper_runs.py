@@ -115,14 +115,14 @@ def contributing_runs(runs_dir, kind: str) -> tuple[Run | None, list[RunTable]]:
 
 def instrument_workloads() -> frozenset[str]:
     """Workloads that measure a quantity for a model rather than a program's speed: the per-call cost
-    workloads (calls-<class>-<pattern>, and LIFO pairs of 32 to 128 KiB with few blocks live), read by
+    workloads (calls-<class>-<pattern>, LIFO pairs of 8 to 128 KiB with few blocks live, and both of one size), read by
     publish/results/per_call.py, and the programs that check the cost model (harness/workloads/cost_programs.py),
     read by publish/results/cost_check.py; never by the speed tables, the host panel or the lead of a run (a run of
     them alone contributes nothing else)."""
     from analysis.harness.workloads.cost_programs import BY_NAME
-    from analysis.harness.workloads.builtin import CALL_WORKLOADS, HELD_WORKLOADS
+    from analysis.harness.workloads.builtin import CALL_WORKLOADS, HELD_WORKLOADS, SAME_SIZE_WORKLOADS
 
-    return frozenset(CALL_WORKLOADS) | frozenset(HELD_WORKLOADS) | frozenset(BY_NAME)
+    return frozenset(CALL_WORKLOADS) | frozenset(HELD_WORKLOADS) | frozenset(SAME_SIZE_WORKLOADS) | frozenset(BY_NAME)
 
 
 def _without_instruments(table: pd.DataFrame | None) -> pd.DataFrame | None:

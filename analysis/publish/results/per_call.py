@@ -7,7 +7,8 @@ baseline's on each (the pairs that put it in turn with the baseline: debates.poo
 builds are pooled as a debate's are (stats.random_effects.pool). The added time per pair is (ratio - 1) times
 the baseline's time per pair on that host (the median active time of its processes over the pairs of their
 scale), with the ratio's interval. stats.cost_model turns these into a program's predicted cost. LIFO pairs of
-32 to 128 KiB with few blocks live (HELD_WORKLOADS) are cells of their own pattern, "held".
+32 to 128 KiB with few blocks live (HELD_WORKLOADS) are cells of their own pattern, "held"; the LIFO and held cells
+with every block of one size (SAME_SIZE_WORKLOADS), "lifo-same" and "held-same".
 """
 import math
 from pathlib import Path
@@ -18,13 +19,15 @@ import pandas as pd
 from analysis.contract import dataset
 from analysis.contract.host import dataset_machines
 from analysis.contract.schema import OK
-from analysis.harness.workloads.builtin import CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS, HELD_WORKLOADS
+from analysis.harness.workloads.builtin import (CALL_CHILD_PAIRS, CALL_SLOTS, CALL_WORKLOADS, HELD_WORKLOADS,
+                                                SAME_SIZE_WORKLOADS)
 from analysis.publish.debates import pool
 from analysis.publish.results import memo
 from analysis.stats import cost_model, random_effects
 
 SLOTS = CALL_SLOTS  # the live blocks of the lifo, fifo and random patterns (the paper says it)
-CELL_WORKLOADS = {**CALL_WORKLOADS, **HELD_WORKLOADS}  # every workload whose pairs are a per-call cell
+# every workload whose pairs are a per-call cell
+CELL_WORKLOADS = {**CALL_WORKLOADS, **HELD_WORKLOADS, **SAME_SIZE_WORKLOADS}
 CHILD_PAIRS = CALL_CHILD_PAIRS  # the pairs each process of calls-processes makes (the paper says it)
 SMALL_PATTERNS, STARTUP_PATTERN = cost_model.SMALL_PATTERNS, cost_model.PROCESSES
 COLUMNS = ["processor", "allocator", "baseline", "workload", "pattern", "size_class", "n_runs", "n_builds",

@@ -20,7 +20,7 @@ needs_strace = pytest.mark.skipif(shutil.which("strace") is None,
 # What tests/fixtures/alloc_profile.c asks for, by entry point and size class (the upper bound of its power of two)
 SMALL, MEDIUM, THREADED = 32, 64, 2048
 CONSTRUCTION = {
-    "malloc_calls": {SMALL: 1000 + 100 + 10 + 10, 4096: 10, 128: 1, 16: 1, 1 << 20: 1, MEDIUM: 10 * 8 + 10 * 7,
+    "malloc_calls": {SMALL: 1000 + 100 + 10 + 10 + 10, 4096: 10, 128: 1, 16: 1, 1 << 20: 1, MEDIUM: 10 * 8 + 10 * 7,
                      THREADED: 50 + 1},
     "calloc_calls": {1024: 5},
     "realloc_calls": {256: 1, 1024: 1, 8192: 1, 64: 2},
@@ -28,11 +28,13 @@ CONSTRUCTION = {
     "aligned_alloc_calls": {128: 1},
     "memalign_calls": {16: 1},
     # every block is freed once, by the class it was asked for in
-    "free_calls": {SMALL: 100 + 10 + 10 + 1000, MEDIUM: 150 + 1 + 1, 4096: 10, 1024: 5, 128: 1, 16: 2, 1 << 20: 1,
+    "free_calls": {SMALL: 100 + 10 + 10 + 10 + 1000, MEDIUM: 150 + 1 + 1, 4096: 10, 1024: 5, 128: 1, 16: 2, 1 << 20: 1,
                    THREADED: 51},
-    # the first 100 frees of 24 bytes taken at once, 10 at the window's edge (none past it); 49 of the second
-    # thread's 50 (the main thread's malloc after the join takes none of them)
-    "frees_reused": {SMALL: 100 + 10, THREADED: 49},
+    # the first 100 frees of 24 bytes taken at once, 10 at the window's edge (none past it), 10 taken at once by 20
+    # bytes; 49 of the second thread's 50 (the main thread's malloc after the join takes none of them)
+    "frees_reused": {SMALL: 100 + 10 + 10, THREADED: 49},
+    # of those, taken by the size of the class's latest free: all but the 10 taken by 20 bytes
+    "frees_reused_same_size": {SMALL: 100 + 10, THREADED: 49},
 }
 
 
@@ -51,7 +53,7 @@ def test_counts_by_entry_point_and_size_class_match_the_construction(fixture_pro
     # glibc's own calls for starting and joining a thread (the new thread's TLS vector): the same program
     # doing nothing but that, counted the same way, added to what the construction asks for
     glibc = profile.count_calls([fixture_program, "baseline"])
-    for quantity in [f"{e}_calls" for e in PROFILE_ENTRY_POINTS] + ["frees_reused"]:
+    for quantity in [f"{e}_calls" for e in PROFILE_ENTRY_POINTS] + ["frees_reused", "frees_reused_same_size"]:
         expected = dict(CONSTRUCTION.get(quantity, {}))
         for c, v in per_class(glibc, quantity).items():
             expected[c] = expected.get(c, 0) + v
@@ -72,9 +74,9 @@ def test_counts_by_entry_point_and_size_class_match_the_construction(fixture_pro
     assert per_class(got, "peak_live_blocks") == expected
     assert ("peak_live_blocks", None) not in got  # peaks of different moments have no total
     frees = sum(per_class(got, "free_calls").values())
-    assert got[("reuse_share", None)] == pytest.approx((110 + 49 + sum(per_class(glibc, "frees_reused").values()))
+    assert got[("reuse_share", None)] == pytest.approx((120 + 49 + sum(per_class(glibc, "frees_reused").values()))
                                                        / frees)
-    assert got[("reuse_share", SMALL)] == pytest.approx(110 / 1120)
+    assert got[("reuse_share", SMALL)] == pytest.approx(120 / 1130)
     assert got[("reuse_share", THREADED)] == pytest.approx(49 / 51)
     assert got[("reuse_share", 4096)] == 0
 

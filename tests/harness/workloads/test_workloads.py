@@ -69,7 +69,7 @@ def test_registry_has_the_designed_workloads():
                                          "server", "pareto", "sqlite", "python"}
     assert set(wl.WORKLOADS) == {*wl.DEFAULT_WORKLOADS, "pow2-ladder", "build", "linux-build", "redis",
                                  *(f"perl-{c}" for c in wl.PERL_CASES), *wl.CALL_WORKLOADS,
-                                 *wl.HELD_WORKLOADS}
+                                 *wl.HELD_WORKLOADS, *wl.SAME_SIZE_WORKLOADS}
     for wid, w in wl.WORKLOADS.items():
         assert w.id == wid
         assert w.kind in ("c", "perl", "python", "program")
@@ -94,9 +94,14 @@ def test_groups_cover_every_workload_once():
     assert wl.WORKLOAD_GROUPS["servers"] == ["server", "redis"]
     rest = {w for w in wl.WORKLOADS if w not in wl.DEFAULT_WORKLOADS}
     assert rest == {*wl.WORKLOAD_GROUPS["perl-cases"], "pow2-ladder", "build", "linux-build", "redis",
-                    *wl.WORKLOAD_GROUPS["calls"], *wl.HELD_WORKLOADS}
+                    *wl.WORKLOAD_GROUPS["calls"], *wl.HELD_WORKLOADS, *wl.SAME_SIZE_WORKLOADS}
     assert wl.WORKLOAD_GROUPS["held-blocks"] == ["calls-32768-lifo", *wl.HELD_WORKLOADS]
     assert all(wl.WORKLOADS[w].slots == wl.HELD_SLOTS for w in wl.HELD_WORKLOADS)
+    # the one-size cells: the LIFO cell of every class and every held cell again, each block the class's upper bound
+    assert wl.WORKLOAD_GROUPS["same-size"] == list(wl.SAME_SIZE_WORKLOADS)
+    same = {(w.size_class, w.slots) for w in wl.SAME_SIZE_WORKLOADS.values() if w.same_size and w.pattern == "lifo"}
+    assert same == {(c, wl.CALL_SLOTS) for c in wl.CALL_CLASSES} | {(c, wl.HELD_SLOTS) for c in wl.HELD_CLASSES}
+    assert not any(w.same_size for g in ("calls", "held-blocks") for w in map(wl.get, wl.WORKLOAD_GROUPS[g]))
     assert wl.expand(["*"]) == wl.DEFAULT_WORKLOADS
     for gid in kinds:
         assert all(wl.WORKLOADS[i].kind == gid for i in wl.WORKLOAD_GROUPS[gid])
