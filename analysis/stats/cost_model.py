@@ -391,6 +391,72 @@ def base_se_log(profile: pd.DataFrame) -> float:
     return max(within, between)
 
 
+def _pooled_spread(means: list[float], sds: list[float], counts: list[float]) -> float:
+    """The standard deviation of every sample of several groups taken as one (each group's mean, standard
+    deviation and count): the groups' own spreads and how far their means lie apart, on total - 1 degrees of
+    freedom; 0 with a single sample."""
+    n = float(sum(counts))
+    if n < 2:
+        return 0.0
+    centre = sum(c * m for m, c in zip(means, counts)) / n
+    ss = sum((c - 1) * sd ** 2 + c * (m - centre) ** 2 for m, sd, c in zip(means, sds, counts))
+    return math.sqrt(max(ss, 0.0) / (n - 1))
+
+
+def _with_values(profile: pd.DataFrame, values: dict) -> pd.DataFrame:
+    """The profile with these whole-program quantities set (a row each, added where absent)."""
+    size_class = profile["size_class"]
+    whole = size_class.isna() | (size_class.astype(str) == "")
+    out = profile[~(profile["quantity"].isin(list(values)) & whole)]
+    rows = pd.DataFrame([{"quantity": q, "size_class": None, "value": v} for q, v in values.items()])
+    return pd.concat([out, rows.astype({"value": float})], ignore_index=True)[list(profile.columns)]
+
+
+def pooled_profile(profiles: list) -> pd.DataFrame:
+    """One profile of a program from several of its profiles on one processor kind, oldest first: the newest's
+    counts (the profiler's latest quantities), and the times pooled, since each profile is one sample of the
+    machine's state and the baseline moves between them by more than within one (the same sqlite command gave
+    0.338 s and 0.240 s of CPU in two profiles). T: the mean of the profiles' log T, each weighted by its blocks
+    (timed_blocks, 1 where absent), user_s, sys_s and wall_s scaled to it from the newest's; timed_runs and
+    timed_blocks summed; cpu_sd_log_blocks the blocks' spread taken as one sample, the profiles' own and how far
+    their T lie apart, so that base_se_log carries the spread between profiles. The placement shares: the mean of
+    each profile's log ratios (side by side over the baseline, scattered over side by side), weighted by its
+    placement_runs, their turns' spread pooled the same way. One profile is returned as it is."""
+    profiles = [p for p in profiles if p is not None]
+    if len(profiles) < 2:
+        return profiles[0] if profiles else None
+    newest = profiles[-1]
+    base = [(base_time(p), profile_value(p, "timed_blocks") or 1.0, profile_value(p, "cpu_sd_log_blocks") or 0.0,
+             profile_value(p, "timed_runs") or 0.0) for p in profiles]
+    base = [b for b in base if b[0] and b[0] > 0]
+    t_new = base_time(newest)
+    if len(base) < 2 or not t_new or t_new <= 0:
+        return newest
+    logs, blocks, sds = [math.log(b[0]) for b in base], [b[1] for b in base], [b[2] for b in base]
+    t = math.exp(sum(b * m for m, b in zip(logs, blocks)) / sum(blocks))
+    values = {q: profile_value(newest, q) * t / t_new for q in ("user_s", "sys_s", "wall_s")
+              if profile_value(newest, q) is not None}
+    values.update(timed_runs=sum(b[3] for b in base), timed_blocks=sum(blocks),
+                  cpu_sd_log_blocks=_pooled_spread(logs, sds, blocks))
+    turns = []
+    for p in profiles:
+        runs, b = profile_value(p, "placement_runs"), base_time(p)
+        ordered, shuffled = profile_value(p, "placement_ordered_cpu_s"), profile_value(p, "placement_shuffled_cpu_s")
+        if runs and b and b > 0 and ordered and shuffled:
+            turns.append((runs, math.log(ordered / b), math.log(shuffled / ordered),
+                          profile_value(p, "placement_ordered_sd_log") or 0.0,
+                          profile_value(p, "placement_shuffled_sd_log") or 0.0))
+    if turns:
+        runs = [x[0] for x in turns]
+        order_log = sum(r * x[1] for r, x in zip(runs, turns)) / sum(runs)
+        shuffle_log = sum(r * x[2] for r, x in zip(runs, turns)) / sum(runs)
+        values.update(placement_runs=sum(runs), placement_ordered_cpu_s=t * math.exp(order_log),
+                      placement_shuffled_cpu_s=t * math.exp(order_log + shuffle_log),
+                      placement_ordered_sd_log=_pooled_spread([x[1] for x in turns], [x[3] for x in turns], runs),
+                      placement_shuffled_sd_log=_pooled_spread([x[2] for x in turns], [x[4] for x in turns], runs))
+    return _with_values(newest, values)
+
+
 @dataclass
 class PairPrediction:
     ratio: float

@@ -389,3 +389,35 @@ def test_the_one_size_cells_are_the_harness_same_size_workloads():
     for w in SAME_SIZE_WORKLOADS.values():  # each beside the drawn cell it stands in for
         plain = {v: k for k, v in cost_model.SAME_SIZE.items()}[w.cell_pattern]
         assert (plain, w.size_class) in drawn and w.same_size
+
+
+def test_profiles_of_one_program_pool_their_times_and_keep_the_newest_counts():
+    def timed(user, sys_, calls, placement=None):
+        rows = [("malloc_calls", 16, calls), ("user_s", None, user), ("sys_s", None, sys_), ("timed_runs", None, 5),
+                ("timed_blocks", None, 1), ("cpu_sd_log", None, 0.01)]
+        if placement:
+            rows += [("placement_runs", None, 6), ("placement_ordered_cpu_s", None, placement[0]),
+                     ("placement_shuffled_cpu_s", None, placement[1]), ("placement_ordered_sd_log", None, 0.02),
+                     ("placement_shuffled_sd_log", None, 0.02)]
+        return pd.DataFrame([{"quantity": q, "size_class": c, "value": v} for q, c, v in rows])
+
+    older = timed(0.2, 0.0, 900, placement=(0.22, 0.242))  # side by side 10% slower, scattered 10% more
+    newest = timed(0.27, 0.03, 1000)
+    pooled = cost_model.pooled_profile([older, newest])
+    t = math.sqrt(0.2 * 0.3)  # the profiles' log T averaged, a block each
+    assert cost_model.base_time(pooled) == pytest.approx(t)
+    assert cost_model.profile_value(pooled, "sys_s") == pytest.approx(0.03 * t / 0.3)  # the newest's split kept
+    assert cost_model.class_calls(pooled).loc[16, "calls"] == 1000  # the newest's counts
+    assert cost_model.profile_value(pooled, "timed_blocks") == 2 and cost_model.profile_value(pooled, "timed_runs") == 10
+    spread = abs(math.log(0.3 / 0.2)) / math.sqrt(2)  # two blocks, no spread of their own: how far apart they lie
+    assert cost_model.profile_value(pooled, "cpu_sd_log_blocks") == pytest.approx(spread)
+    assert cost_model.base_se_log(pooled) > cost_model.base_se_log(newest)  # the spread between profiles carried
+    order, shuffle = cost_model.placement_shares(pooled)  # the one profile with placement runs, on the pooled T
+    assert order == pytest.approx(0.1) and shuffle == pytest.approx(1.1 * 0.1)
+    # the same shares from a second profile: the turns add up and their spread stays the profiles' own
+    again = cost_model.pooled_profile([older, timed(0.2, 0.0, 900, placement=(0.22, 0.242))])
+    assert cost_model.placement_shares(again) == pytest.approx((0.1, 0.11))
+    assert cost_model.profile_value(again, "placement_runs") == 12
+    assert cost_model.profile_value(again, "placement_ordered_sd_log") == pytest.approx(0.02 * math.sqrt(10 / 11))
+    # one profile is read as it is
+    assert cost_model.pooled_profile([newest]) is newest

@@ -76,11 +76,12 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
 # big_share: the share of the prediction charged to blocks of BIG_CLASS or more; medium_pairs: the pairs charged to
 # the cells of a small class of BIG_CLASS or more (which hold 256 blocks live); realloc_grow, realloc_moved,
 # heap_churn_mib, peak_live_kib, held_kib: block_growth's, from the program's profile; order_share, shuffle_share:
-# the program's placement shares (cost_model.placement_shares), from its registered profile where that has the
-# placement runs, else from the newest programs profile run of the dataset on the registration's processor kind
-# that profiled it on the registered input (placement_from: "profile", or that run's id; empty: none);
-# current_profile: the profile the current_* columns read, "registered" or the newer one's run
-# (publish/results/cost_reprofile.py), whose base_cpu_s and calls the row then carries
+# the program's placement shares (cost_model.placement_shares), from its pooled profile (cost_reprofile.newer_profiles) where a programs profile run of the dataset on the registration's
+# processor kind profiled it on the registered input, else from its registered profile where that has the placement
+# runs (placement_from: the newest such run's id, or "profile"; empty: none);
+# current_profile: the profile the current_* columns read, "registered" or the newest run's, pooled with the
+# registered profile and every other such run (publish/results/cost_reprofile.py), whose base_cpu_s and calls the
+# row then carries
 
 
 def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str, newer: dict | None = None) -> dict:
@@ -467,7 +468,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     cells = per_call.measured_cells(ds, baseline, set(matching))
     cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] if len(cells) else cells
     baseline_costs = per_call.table(ds, baseline) if costs is None else costs
-    newer = newer_profiles(ds, reg)
+    newer = newer_profiles(ds, reg, folder)
     predicted = registered_profiles_predicted(folder, baseline_costs, processor, newer)  # once, for every use below
     large = large_shares(folder, baseline_costs, processor, predicted)
     big = large_shares(folder, baseline_costs, processor, predicted, from_class=BIG_CLASS)

@@ -1,8 +1,8 @@
 """What a registration's profiles say of its check's misses (publish/results/cost_check.py): the buffers a
 program grows in place, the heap its baseline gives back and the bytes it holds, whether its profiles record the
 blocks of each class held at once, and, where they do, what charging such classes at the held cells
-(stats/cost_model.weights) did to the per-call model's errors. Reads the registered profiles and a check's table,
-never the runs.
+(stats/cost_model.weights) did to the per-call model's errors, and what the cells of one size did where the newer
+profiles count reuse by the size just freed. Reads the profiles and a check's table, never the runs.
 """
 import math
 from pathlib import Path
@@ -44,6 +44,43 @@ def held_effect(folder: Path, table: pd.DataFrame, costs: pd.DataFrame) -> dict:
         errors["with"].append(abs(math.log(float(r.measured) / with_)))
         errors["without"].append(abs(math.log(float(r.measured) / without)))
     out = {"cells": int(len(done)), "moved": int(moved)}
+    for k, e in errors.items():
+        out[f"median_{k}"] = f"{100 * math.expm1(float(np.median(e))):.1f}"
+        out[f"p90_{k}"] = f"{100 * math.expm1(float(np.quantile(e, 0.9))):.1f}"
+    return out
+
+
+def same_size_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict) -> dict:
+    """On a registration whose programs have a profile that counts reuse by the size just freed (`newer`:
+    cost_reprofile.newer_profiles's) and whose processor kind measured the cells of one size: the per-call
+    model's |error| over the measured cells with those cells and without them (every pair at the cells of drawn
+    sizes, as before), median and 90th percentile in percent, the cells it moved by more than 1%, and the cell it
+    moved furthest. Empty where neither is so or nothing is measured."""
+    from analysis.stats import cost_model
+
+    one_size = list(cost_model.SAME_SIZE.values())
+    done = table[table["measured"].notna()] if len(table) else table
+    done = done[[r.program in newer and (newer[r.program][0]["quantity"] == "frees_reused_same_size").any()
+                 for r in done.itertuples()]] if len(done) else done
+    if done.empty or costs is None or costs.empty:
+        return {}
+    errors, rows = {"with": [], "without": []}, []
+    for r in done.itertuples():
+        cells = costs[(costs["processor"] == r.processor) & (costs["allocator"] == r.allocator)]
+        if not cells["pattern"].isin(one_size).any():
+            continue
+        prof = newer[r.program][0]
+        with_ = cost_model.predict(prof, cells).ratio
+        without = cost_model.predict(prof, cells[~cells["pattern"].isin(one_size)]).ratio
+        errors["with"].append(abs(math.log(float(r.measured) / with_)))
+        errors["without"].append(abs(math.log(float(r.measured) / without)))
+        rows.append((abs(math.log(with_ / without)), r.program, r.allocator, without, with_, float(r.measured)))
+    if not rows:
+        return {}
+    far = max(rows)
+    out = {"cells": len(rows), "moved": sum(m > math.log(1.01) for m, *_ in rows),
+           "largest": {"program": far[1], "allocator": far[2], "without": f"{far[3]:.3f}", "with": f"{far[4]:.3f}",
+                       "measured": f"{far[5]:.3f}"}}
     for k, e in errors.items():
         out[f"median_{k}"] = f"{100 * math.expm1(float(np.median(e))):.1f}"
         out[f"p90_{k}"] = f"{100 * math.expm1(float(np.quantile(e, 0.9))):.1f}"

@@ -15,6 +15,7 @@ from analysis.publish.security import front
 from analysis.publish.debates.writer import write_debates
 from analysis.publish.render.products import json_text, write_csv
 from analysis.publish.results.ablations import ABLATIONS
+from analysis.publish.results.cost_reprofile import newer_profiles
 from analysis.publish.results.instruction_counts import main_scale
 from analysis.publish.results.comparisons import BASELINE, CHECK_LOADED_AFTER_LIBRARY, HEAVY, MARGIN, Results, interference_counts
 from analysis.publish.render.formats import (WIDEST_RESOLVED, fmt_interval, fmt_percent, fmt_ratio, fmt_resolved_interval,
@@ -22,7 +23,7 @@ from analysis.publish.render.formats import (WIDEST_RESOLVED, fmt_interval, fmt_
 from analysis.stats import compare as cmp
 from analysis.stats import estimators as stats
 from analysis.stats import weight_draws
-from analysis.stats.cost_model import GROWN_CLASS, HELD, HELD_LIVE, PAGES
+from analysis.stats.cost_model import GROWN_CLASS, HELD, HELD_LIVE, PAGES, SAME_SIZE
 
 
 def _records(df: pd.DataFrame) -> list[dict]:
@@ -578,6 +579,8 @@ def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
                       "growth_term": bool(head.get("growth")),
                       "held_term": cost_profiles.profiles_hold_peaks(folder),
                       "held_effect": cost_profiles.held_effect(folder, table, costs) if costs is not None else {},
+                      "same_size_effect": (cost_profiles.same_size_effect(table, costs, newer_profiles(ds, reg, folder))
+                                           if ds is not None and costs is not None else {}),
                       "premiums_registered": [{"allocator": a, "ns": round(ns)} for a, ns in sorted(
                           {q["allocator"]: q["premium_ns"] for q in reg["prediction"]
                            if q.get("premium_ns")}.items())],
@@ -729,7 +732,32 @@ def _held_split(ds: dataset.Dataset | None, costs: pd.DataFrame, p, baseline: st
                     "trials": int(min(many.trials, few.trials)), "larger": larger})
     cells = costs[costs["pattern"] == HELD] if len(costs) else costs
     return {"held_blocks": out, "held_cells": {"live": HELD_LIVE, "grown_kib": GROWN_CLASS // 1024,
-                                               "classes_kib": sorted({int(c) // 1024 for c in cells["size_class"]})}}
+                                               "classes_kib": sorted({int(c) // 1024 for c in cells["size_class"]})},
+            "same_size_cells": _same_size_cells(costs)}
+
+
+def _same_size_cells(costs: pd.DataFrame) -> list:
+    """Per processor kind that measured the cells of one size: the classes of each, and the baseline's own ns per
+    pair in the smallest held class and in the largest LIFO class below it, with sizes drawn and of one size."""
+    out = []
+    if costs.empty:
+        return out
+    for processor, mine in costs.groupby("processor", sort=True):
+        base = mine.groupby(["pattern", "size_class"])["base_ns"].median()
+        pairs = []
+        for drawn, same in SAME_SIZE.items():
+            classes = sorted(int(c) for c in mine.loc[mine["pattern"] == same, "size_class"].unique())
+            if not classes:
+                continue
+            shown = classes[0] if drawn == HELD else max(c for c in classes if c < GROWN_CLASS) if any(
+                c < GROWN_CLASS for c in classes) else classes[-1]
+            if (drawn, shown) in base.index and (same, shown) in base.index:
+                pairs.append({"pattern": drawn, "classes": [f"{c} B" if c < 1024 else f"{c // 1024} KiB" for c in classes],
+                              "kib": shown // 1024,
+                              "drawn_ns": f"{base[(drawn, shown)]:.0f}", "same_ns": f"{base[(same, shown)]:.0f}"})
+        if pairs:
+            out.append({"processor": processor, "cells": pairs})
+    return out
 
 
 def _startup_split(ds: dataset.Dataset | None, p, baseline: str) -> dict:
