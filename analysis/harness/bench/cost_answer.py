@@ -45,7 +45,7 @@ def _analysis(*args) -> tuple[float, subprocess.CompletedProcess]:
 
 
 def cost_bench(program: str = PROGRAM, answers: int = ANSWERS, alone_runs: int = ALONE_RUNS) -> dict:
-    from analysis.harness.workloads import cost_programs
+    from analysis.harness.workloads import cost_inputs, cost_programs
     from analysis.harness.workloads.profile import TIMED_RUNS
 
     chosen = cost_programs.chosen([program])
@@ -54,7 +54,7 @@ def cost_bench(program: str = PROGRAM, answers: int = ANSWERS, alone_runs: int =
         raise HeapcostError(f"the cost benchmark's program is not installed: {', '.join(missing)}")
     with tempfile.TemporaryDirectory(prefix="heapcost-bench-cost-") as tmp:
         tmp = Path(tmp)
-        inputs = cost_programs.write_inputs(tmp / "inputs")
+        inputs = cost_inputs.write_inputs(tmp / "inputs")
         command = cost_programs.commands(chosen, inputs)[program]
         alone = []
         for _ in range(alone_runs):

@@ -410,11 +410,11 @@ def record_programs(programs_set: str, names=None, timeout: float = TIMEOUT_S, s
     are matched. Alone on the machine, as every run of the dataset."""
     import shlex
 
-    from analysis.harness.workloads import cost_programs
+    from analysis.harness.workloads import cost_inputs, cost_programs
     from analysis.paths import file_sha256
 
     programs = cost_programs.chosen(names, programs_set)
-    inputs = cost_programs.write_inputs(cost_programs.INPUTS_DIR, programs)
+    inputs = cost_inputs.write_inputs(cost_inputs.INPUTS_DIR, programs)
     commands = cost_programs.commands(programs, inputs)
     traced = bool(syscalls and shutil.which("strace"))
     params = {"programs_set": programs_set, "programs": [p.name for p in programs], "timed_runs": runs,

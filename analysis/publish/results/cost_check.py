@@ -199,12 +199,12 @@ def register(allocators=DEFAULT_ALLOCATORS, names=None, data_dir: Path = DATA_DI
     model's own error, from those programs' misses, joined to the inputs' interval (`residuals`, default those
     the dataset gives). Beside each, the per-call model alone with its own misses (per_call_*), so that the check
     says what the premium bought on programs it never saw."""
-    from analysis.harness.workloads import cost_programs, profile
+    from analysis.harness.workloads import cost_inputs, cost_programs, profile
     from analysis.publish.results import cost_prediction, per_call
     from analysis.stats import cost_model
 
     programs = cost_programs.chosen(names, programs_set)
-    inputs = cost_programs.write_inputs(cost_programs.INPUTS_DIR, programs)
+    inputs = cost_inputs.write_inputs(cost_inputs.INPUTS_DIR, programs)
     commands = cost_programs.commands(programs, inputs)
     processor = this_processor()
     folder = Path(folder) if folder is not None else folder_of(processor, programs=programs_set)
@@ -308,7 +308,7 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
     minor faults, system time and peak memory are recorded (trials.csv): what a miss comes from; `allocators`
     then names the configurations (default the registration's), knock-outs included. `runs_dir`: the runs folder
     the campaign writes into, default data/runs/."""
-    from analysis.harness.workloads import cost_programs
+    from analysis.harness.workloads import cost_inputs, cost_programs
     from analysis.harness.allocators import catalog
     from analysis.harness.timing.measure import Campaign, RUNS_DIR
 
@@ -335,7 +335,7 @@ def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = N
               f"the library the per-call runs used): {', '.join(missing)}")
     registered = {p["name"]: p for p in reg["program"]}
     programs = cost_programs.chosen(names or list(registered))
-    inputs = cost_programs.write_inputs(cost_programs.INPUTS_DIR, programs)
+    inputs = cost_inputs.write_inputs(cost_inputs.INPUTS_DIR, programs)
     for p in programs:
         if p.input and file_sha256(inputs[p.input]) != registered[p.name]["input_sha256"]:
             raise HeapcostError(f"{p.name}'s input differs from the registered one (its sha256): this host makes "

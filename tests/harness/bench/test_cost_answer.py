@@ -5,13 +5,13 @@ import subprocess
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness.workloads import cost_programs
+from analysis.harness.workloads import cost_inputs, cost_programs
 from analysis.harness.bench import command, cost_answer
 
 
 @pytest.fixture(autouse=True)
 def no_inputs_written(monkeypatch, tmp_path):
-    monkeypatch.setattr(cost_programs, "write_inputs", lambda folder: {})
+    monkeypatch.setattr(cost_inputs, "write_inputs", lambda folder: {})
 
 
 def test_what_profiling_adds_is_its_wall_time_less_the_runs_it_makes(monkeypatch):

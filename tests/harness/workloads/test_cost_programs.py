@@ -3,25 +3,25 @@ brought workloads (their input among the files it hashes), and names that keep t
 import pytest
 
 from analysis.errors import HeapcostError
-from analysis.harness.workloads import cost_programs
+from analysis.harness.workloads import cost_inputs, cost_programs
 from analysis.harness.bench import alternation
 from analysis.harness.workloads.brought import parse_extra_workloads
 from analysis.publish.dataset.paper_runs import instrument_workloads
 
 
 def test_the_generated_inputs_are_the_same_bytes_each_time(tmp_path):
-    assert cost_programs.words_text() == cost_programs.words_text()
-    assert cost_programs.json_text() == cost_programs.json_text()
-    assert cost_programs.c_unit() == cost_programs.c_unit()
+    assert cost_inputs.words_text() == cost_inputs.words_text()
+    assert cost_inputs.json_text() == cost_inputs.json_text()
+    assert cost_inputs.c_unit() == cost_inputs.c_unit()
     # the words are the alternation bench's text: its A/A and the check run on one input
-    assert cost_programs.words_text() == alternation.write_input(tmp_path / "w.txt").read_text()
-    assert cost_programs.json_text().startswith("[\n{\"id\":0,") and cost_programs.json_text().endswith("}\n]\n")
+    assert cost_inputs.words_text() == alternation.write_input(tmp_path / "w.txt").read_text()
+    assert cost_inputs.json_text().startswith("[\n{\"id\":0,") and cost_inputs.json_text().endswith("}\n]\n")
 
 
 def test_writing_the_inputs_twice_leaves_them_untouched(tmp_path):
-    first = cost_programs.write_inputs(tmp_path)
+    first = cost_inputs.write_inputs(tmp_path)
     stamps = {k: p.stat().st_mtime_ns for k, p in first.items()}
-    again = cost_programs.write_inputs(tmp_path)
+    again = cost_inputs.write_inputs(tmp_path)
     assert {k: p.stat().st_mtime_ns for k, p in again.items() if k != "cxx-unit"} == \
         {k: v for k, v in stamps.items() if k != "cxx-unit"}
     assert set(first) == {p.input for p in cost_programs.PROGRAMS if p.input}
@@ -31,7 +31,7 @@ def test_every_command_is_a_brought_workload_that_hashes_its_input(tmp_path):
     programs = [p for p in cost_programs.PROGRAMS if not cost_programs.missing_programs([p])]
     if len(programs) < len(cost_programs.PROGRAMS):
         pytest.skip(f"this host lacks {', '.join(cost_programs.missing_programs(cost_programs.PROGRAMS))}")
-    inputs = cost_programs.write_inputs(tmp_path)
+    inputs = cost_inputs.write_inputs(tmp_path)
     parsed = {w.id: w for w in parse_extra_workloads(cost_programs.extra_workloads(programs, inputs))}
     assert list(parsed) == [p.name for p in programs]
     for p in programs:
@@ -62,8 +62,8 @@ def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
     assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
     assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
     assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
-    with pytest.raises(HeapcostError, match="no set of cost-check programs 'eighth'"):
-        cost_programs.chosen(programs="eighth")
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'ninth'"):
+        cost_programs.chosen(programs="ninth")
     assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
 
 
@@ -77,11 +77,11 @@ def test_the_third_set_is_other_programs_than_both_earlier_sets():
     assert not {executable(p) for p in earlier} & {executable(p) for p in third}
     assert cost_programs.chosen(programs="third") == list(third)
     assert {p.name for p in third} <= instrument_workloads()
-    for make, small in ((cost_programs.xml_text, (20,)), (cost_programs.symbols_text, (20,)),
-                        (cost_programs.roff_text, (20,)), (cost_programs.ninja_text, (20,)),
-                        (cost_programs.gettext_c, (20,)), (cost_programs.gperf_text, (20,))):
+    for make, small in ((cost_inputs.xml_text, (20,)), (cost_inputs.symbols_text, (20,)),
+                        (cost_inputs.roff_text, (20,)), (cost_inputs.ninja_text, (20,)),
+                        (cost_inputs.gettext_c, (20,)), (cost_inputs.gperf_text, (20,))):
         assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
-    assert cost_programs.gperf_text(5).startswith("%%\n") and cost_programs.gperf_text(5).endswith("\n%%\n")
+    assert cost_inputs.gperf_text(5).startswith("%%\n") and cost_inputs.gperf_text(5).endswith("\n%%\n")
 
 
 def test_the_fourth_set_is_other_programs_than_every_earlier_set():
@@ -98,16 +98,16 @@ def test_the_fourth_set_is_other_programs_than_every_earlier_set():
     assert {p.name for p in fourth} <= instrument_workloads()
     # ctags sorts through `sort` unless told not to, and sort is a program of the first set
     assert "--sort=no" in cost_programs.BY_NAME["ctags-asm"].command
-    for make, small in ((cost_programs.ruby_script, (20,)), (cost_programs.zsh_script, (20,)),
-                        (cost_programs.xslt_self, (20,)), (cost_programs.nasm_text, (20,)),
-                        (cost_programs.dot_text, (30, 60)), (cost_programs.eqn_text, (20,)),
-                        (cost_programs.patterns_text, (50,))):
+    for make, small in ((cost_inputs.ruby_script, (20,)), (cost_inputs.zsh_script, (20,)),
+                        (cost_inputs.xslt_self, (20,)), (cost_inputs.nasm_text, (20,)),
+                        (cost_inputs.dot_text, (30, 60)), (cost_inputs.eqn_text, (20,)),
+                        (cost_inputs.patterns_text, (50,))):
         assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
-    sheet = ET.fromstring(cost_programs.xslt_self(20).encode())  # well-formed, its records inside it
+    sheet = ET.fromstring(cost_inputs.xslt_self(20).encode())  # well-formed, its records inside it
     assert len(sheet.findall(".//{urn:data}r")) == 20
-    edges = [line.split(" -> ") for line in cost_programs.dot_text(30, 60).splitlines()[1:-1]]
+    edges = [line.split(" -> ") for line in cost_inputs.dot_text(30, 60).splitlines()[1:-1]]
     assert len(edges) == 60 and all(int(a.strip()[1:]) < int(b.strip(" ;")[1:]) for a, b in edges)  # acyclic
-    words = cost_programs.patterns_text(50).split()
+    words = cost_inputs.patterns_text(50).split()
     assert words == sorted(set(words))
 
 
@@ -125,27 +125,27 @@ def test_the_fifth_set_is_other_programs_than_every_earlier_set():
     assert "-o" not in cost_programs.BY_NAME["re2c-lexer"].command.split()
     assert all(p.command.split()[p.command.split().index("-o") + 1] == "/dev/null"
                for p in fifth if "-o" in p.command.split())
-    for make, small in ((cost_programs.ksh_script, (20,)), (cost_programs.yacc_text, (20,)),
-                        (cost_programs.re2c_text, (20,)), (cost_programs.lp_text, (30, 10)),
-                        (cost_programs.journal_text, (20,)), (cost_programs.tbl_text, (3, 4)),
-                        (cost_programs.pic_text, (3,))):
+    for make, small in ((cost_inputs.ksh_script, (20,)), (cost_inputs.yacc_text, (20,)),
+                        (cost_inputs.re2c_text, (20,)), (cost_inputs.lp_text, (30, 10)),
+                        (cost_inputs.journal_text, (20,)), (cost_inputs.tbl_text, (3, 4)),
+                        (cost_inputs.pic_text, (3,))):
         assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
-    assert cost_programs.lp_text(30, 10).count(" <= ") == 10 + 2 * 30  # the constraints, then both bounds of each
-    assert cost_programs.tbl_text(3, 4).count(".TS") == 3 and cost_programs.pic_text(3).count(".PS") == 3
+    assert cost_inputs.lp_text(30, 10).count(" <= ") == 10 + 2 * 30  # the constraints, then both bounds of each
+    assert cost_inputs.tbl_text(3, 4).count(".TS") == 3 and cost_inputs.pic_text(3).count(".PS") == 3
 
 
 def test_a_set_writes_only_the_inputs_it_reads_the_same_bytes_each_time(tmp_path):
     cheap = [p for p in cost_programs.SECOND if p.input in ("bc-script", "tcl-script")]
-    written = cost_programs.write_inputs(tmp_path, cheap)
-    assert set(written) == {"bc-script", "tcl-script"} and written["bc-script"].read_text() == cost_programs.bc_script()
-    for make, small in ((cost_programs.pairs_text, (50, 200)), (cost_programs.asm_text, (20,)),
-                        (cost_programs.po_text, (20,)), (cost_programs.lex_text, (20,)),
-                        (cost_programs.makefile_text, (20,)), (cost_programs.m4_text, (20,))):
+    written = cost_inputs.write_inputs(tmp_path, cheap)
+    assert set(written) == {"bc-script", "tcl-script"} and written["bc-script"].read_text() == cost_inputs.bc_script()
+    for make, small in ((cost_inputs.pairs_text, (50, 200)), (cost_inputs.asm_text, (20,)),
+                        (cost_inputs.po_text, (20,)), (cost_inputs.lex_text, (20,)),
+                        (cost_inputs.makefile_text, (20,)), (cost_inputs.m4_text, (20,))):
         assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
-    assert cost_programs.m4_text(20).endswith(cost_programs.words_text())
+    assert cost_inputs.m4_text(20).endswith(cost_inputs.words_text())
     import graphlib
 
-    edges = [e.split() for e in cost_programs.pairs_text(50, 200).splitlines()]
+    edges = [e.split() for e in cost_inputs.pairs_text(50, 200).splitlines()]
     assert len(edges) == 200 and all(len(e) == 2 for e in edges)
     graph = {}
     for a, b in edges:
@@ -166,14 +166,14 @@ def test_the_sixth_set_is_other_programs_than_every_earlier_set():
     assert cost_programs.chosen(programs="sixth") == list(sixth)
     assert {p.name for p in sixth} <= instrument_workloads()
     assert not any("-o" in p.command.split() for p in sixth)  # every one writes to its standard output
-    for make, small in ((cost_programs.markdown_text, (6,)), (cost_programs.scss_text, (5,)),
-                        (cost_programs.html_text, (5,)), (cost_programs.rec_text, (5,)), (cost_programs.man_text, (4,))):
+    for make, small in ((cost_inputs.markdown_text, (6,)), (cost_inputs.scss_text, (5,)),
+                        (cost_inputs.html_text, (5,)), (cost_inputs.rec_text, (5,)), (cost_inputs.man_text, (4,))):
         assert make(*small) == make(*small), make.__name__  # fixed seeds: the same bytes on any host
     import xml.etree.ElementTree as ET
 
-    page = ET.fromstring(cost_programs.html_text(5).encode())  # the page is well-formed: five rows, five paragraphs
+    page = ET.fromstring(cost_inputs.html_text(5).encode())  # the page is well-formed: five rows, five paragraphs
     assert len(page.findall(".//tr")) == 5 and len(page.findall(".//p")) == 5
-    assert cost_programs.rec_text(5).count("\nSize: ") == 5 and cost_programs.man_text(4).count("\n.SH ") == 5
+    assert cost_inputs.rec_text(5).count("\nSize: ") == 5 and cost_inputs.man_text(4).count("\n.SH ") == 5
 
 
 def test_the_seventh_set_is_other_programs_than_every_earlier_set():
@@ -193,7 +193,36 @@ def test_the_seventh_set_is_other_programs_than_every_earlier_set():
     for p in seventh:  # an output named on the command line is the standard output or nothing
         words = shlex.split(p.command)
         assert all(words[i + 1] in ("-", "/dev/null", "STDOUT") for i, w in enumerate(words) if w in ("-o",)), p.name
-    for make, small in ((cost_programs.calc_script, (5,)), (cost_programs.rtf_text, (4,))):
+    for make, small in ((cost_inputs.calc_script, (5,)), (cost_inputs.rtf_text, (4,))):
         assert make(*small) == make(*small), make.__name__
-    rtf = cost_programs.rtf_text(4)
+    rtf = cost_inputs.rtf_text(4)
     assert rtf.startswith("{\\rtf1") and rtf.count("{") == rtf.count("}")  # balanced groups: one document
+
+
+def test_the_eighth_set_is_other_programs_than_every_earlier_set():
+    import shlex
+
+    def executable(p):
+        return p.command.split()[0].rsplit("/", 1)[-1]
+
+    earlier = (cost_programs.PROGRAMS + cost_programs.SECOND + cost_programs.THIRD + cost_programs.FOURTH
+               + cost_programs.FIFTH + cost_programs.SIXTH + cost_programs.SEVENTH)
+    eighth = cost_programs.EIGHTH
+    assert len(eighth) >= 12 and not {p.name for p in earlier} & {p.name for p in eighth}
+    assert not {executable(p) for p in earlier} & {executable(p) for p in eighth}
+    assert not {p.package for p in earlier} & {p.package for p in eighth}
+    assert cost_programs.chosen(programs="eighth") == list(eighth)
+    assert {p.name for p in eighth} <= instrument_workloads()
+    for p in eighth:  # an output named on the command line is the standard output or nothing
+        words = shlex.split(p.command)
+        assert all(words[i + 1] in ("-", "/dev/null", "STDOUT") for i, w in enumerate(words) if w in ("-o",)), p.name
+    # the new inputs: the same bytes each time, and the shapes their programs read
+    for make, small in ((cost_inputs.turtle_text, (3,)), (cost_inputs.pbm_image, (50, 4)),
+                        (cost_inputs.mksh_script, (5,)), (cost_inputs.yash_script, (5,)),
+                        (cost_inputs.gnuplot_script, (5,)), (cost_inputs.smt_lia, (4,))):
+        assert make(*small) == make(*small), make.__name__
+    assert cost_inputs.turtle_text(3).count(" a ex:Thing ;") == 3
+    pbm = cost_inputs.pbm_image(50, 4).split("\n")
+    assert pbm[:2] == ["P1", "50 50"] and len(pbm[2:-1]) == 50 and all(len(r.split()) == 50 for r in pbm[2:-1])
+    smt = cost_inputs.smt_lia(4)
+    assert smt.count("(declare-const") == 4 and smt.count("(assert") == 4 * 4 and smt.count("(") == smt.count(")")

@@ -319,14 +319,14 @@ def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
 
 def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so(tmp_path, monkeypatch, capsys):
     from analysis.harness.timing import measure
-    from analysis.harness.workloads import cost_programs
+    from analysis.harness.workloads import cost_inputs, cost_programs
 
     folder = registration(tmp_path / "reg")
     text = (folder / cost_check.REGISTERED).read_text().replace(
         'allocators = ["hardened", "scudo"]', 'allocators = ["scudo", "omalloc-1.128", "hardened-72fb357"]')
     (folder / cost_check.REGISTERED).write_text(text.replace('name = "prog-a"', 'name = "gzip-text"').replace(
         'name = "prog-b"', 'name = "sort-text"'))
-    monkeypatch.setattr(cost_programs, "write_inputs", lambda folder, programs=(): {"words": tmp_path / "w"})
+    monkeypatch.setattr(cost_inputs, "write_inputs", lambda folder, programs=(): {"words": tmp_path / "w"})
     monkeypatch.setattr(cost_check, "file_sha256", lambda path: SHA["prog-a"][1])
     monkeypatch.setattr(cost_programs, "extra_workloads", lambda programs, inputs: ",".join(p.name for p in programs))
     started = {}
