@@ -22,6 +22,14 @@ def profiles_hold_peaks(folder: Path) -> bool:
     return any("\npeak_live_blocks," in path.read_text() for path in sorted((Path(folder) / "profiles").glob("*.csv")))
 
 
+def profiles_count_same_size(folder: Path) -> bool:
+    """Whether a registration's profiles count the reused frees taken by the size just freed
+    (frees_reused_same_size): only then were its predictions made with the cells of one size, where the kind had
+    them (stats/cost_model.weights)."""
+    return any("\nfrees_reused_same_size," in path.read_text()
+               for path in sorted((Path(folder) / "profiles").glob("*.csv")))
+
+
 def held_effect(folder: Path, table: pd.DataFrame, costs: pd.DataFrame) -> dict:
     """On a registration whose profiles record blocks held at once: the per-call model's |error| over the measured
     cells with the held cells and with the profiles' peak_live_blocks dropped (every class charged at the cells of
@@ -50,26 +58,35 @@ def held_effect(folder: Path, table: pd.DataFrame, costs: pd.DataFrame) -> dict:
     return out
 
 
-def same_size_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict) -> dict:
-    """On a registration whose programs have a profile that counts reuse by the size just freed (`newer`:
-    cost_reprofile.newer_profiles's) and whose processor kind measured the cells of one size: the per-call
-    model's |error| over the measured cells with those cells and without them (every pair at the cells of drawn
-    sizes, as before), median and 90th percentile in percent, the cells it moved by more than 1%, and the cell it
-    moved furthest. Empty where neither is so or nothing is measured."""
+def same_size_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None = None) -> dict:
+    """On a registration whose programs have a profile that counts reuse by the size just freed (the newer one,
+    `newer`: cost_reprofile.newer_profiles's, else the registered one in `folder`) and whose processor kind
+    measured the cells of one size: the per-call model's |error| over the measured cells with those cells and
+    without them (every pair at the cells of drawn sizes, as before), median and 90th percentile in percent, the
+    cells it moved by more than 1%, and the cell it moved furthest. Empty where neither is so or nothing is
+    measured."""
+    from analysis.publish.results.cost_prediction import read_profile
     from analysis.stats import cost_model
+
+    def profile_of(program):
+        if program in newer:
+            return newer[program][0]
+        path = Path(folder) / "profiles" / f"{program}.csv" if folder is not None else None
+        return read_profile(path) if path is not None and path.is_file() else None
 
     one_size = list(cost_model.SAME_SIZE.values())
     done = table[table["measured"].notna()] if len(table) else table
-    done = done[[r.program in newer and (newer[r.program][0]["quantity"] == "frees_reused_same_size").any()
-                 for r in done.itertuples()]] if len(done) else done
     if done.empty or costs is None or costs.empty:
         return {}
+    profiles = {p: profile_of(p) for p in set(done["program"])}
+    profiles = {p: prof for p, prof in profiles.items()
+                if prof is not None and (prof["quantity"] == "frees_reused_same_size").any()}
     errors, rows = {"with": [], "without": []}, []
-    for r in done.itertuples():
+    for r in done[done["program"].isin(list(profiles))].itertuples():
         cells = costs[(costs["processor"] == r.processor) & (costs["allocator"] == r.allocator)]
         if not cells["pattern"].isin(one_size).any():
             continue
-        prof = newer[r.program][0]
+        prof = profiles[r.program]
         with_ = cost_model.predict(prof, cells).ratio
         without = cost_model.predict(prof, cells[~cells["pattern"].isin(one_size)]).ratio
         errors["with"].append(abs(math.log(float(r.measured) / with_)))

@@ -577,8 +577,10 @@ def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
                       "program_names": [p_["name"] for p_ in reg["program"]],
                       "growth_term": bool(head.get("growth")),
                       "held_term": cost_profiles.profiles_hold_peaks(folder),
+                      "same_size_term": cost_profiles.profiles_count_same_size(folder),
                       "held_effect": cost_profiles.held_effect(folder, table, costs) if costs is not None else {},
-                      "same_size_effect": (cost_profiles.same_size_effect(table, costs, newer_profiles(ds, reg, folder))
+                      "same_size_effect": (cost_profiles.same_size_effect(table, costs, newer_profiles(ds, reg, folder),
+                                                                       folder)
                                            if ds is not None and costs is not None else {}),
                       "premiums_registered": [{"allocator": a, "ns": round(ns)} for a, ns in sorted(
                           {q["allocator"]: q["premium_ns"] for q in reg["prediction"]

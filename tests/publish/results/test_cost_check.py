@@ -429,3 +429,34 @@ def test_the_held_cells_effect_sets_the_predictions_beside_those_without_blocks_
     assert got["cells"] == 2 and got["moved"] == 1
     assert float(got["median_with"]) == pytest.approx(0.0, abs=0.05)
     assert float(got["p90_without"]) > 8  # few, charged at the cells of many live: 1.1 against 1.001 measured
+
+
+def test_the_one_size_cells_effect_sets_the_predictions_beside_those_at_the_drawn_cells(tmp_path):
+    """same_size_effect: on profiles that count reuse by the size just freed (the newer one where there is one, else
+    the registered one), the per-call model's |error| with the cells of one size and at the drawn cells alone;
+    profiles_count_same_size: whether a registration was made with the count."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    rows = [("malloc_calls", 8192, 1000), ("free_calls", 8192, 1000), ("reuse_share", 8192, 1.0),
+            ("frees_reused", 8192, 1000), ("user_s", "", 0.9), ("sys_s", "", 0.1)]
+    text = "quantity,size_class,value\n" + "".join(f"{q},{c},{v}\n" for q, c, v in rows)
+    (profiles / "old.csv").write_text(text)  # registered before the count: no one-size share
+    assert not cost_profiles.profiles_count_same_size(tmp_path)
+    (profiles / "awk.csv").write_text(text + "frees_reused_same_size,8192,1000\n")
+    assert cost_profiles.profiles_count_same_size(tmp_path)
+    cells = [("lifo", 16, 1.0), ("random", 16, 2.0), ("lifo", 8192, 40_000.0), ("random", 8192, 40_000.0),
+             ("lifo-same", 8192, 0.0)]
+    costs = pd.DataFrame([{"processor": PROCESSOR, "allocator": "je", "pattern": pt, "size_class": c, "added_ns": a,
+                           "added_ns_low": a - 1, "added_ns_high": a + 1} for pt, c, a in cells])
+    # awk: 1,000 pairs of one size cost the same as the baseline's (1.0 measured), where the drawn cells say 40 us
+    table = pd.DataFrame([{"program": "awk", "allocator": "je", "processor": PROCESSOR, "measured": 1.0},
+                          {"program": "old", "allocator": "je", "processor": PROCESSOR, "measured": 1.04}])
+    got = cost_profiles.same_size_effect(table, costs, {}, tmp_path)
+    assert got["cells"] == 1 and got["moved"] == 1  # the old profile has no count: left out
+    assert float(got["median_with"]) == pytest.approx(0.0, abs=0.01) and float(got["median_without"]) > 3.9
+    assert got["largest"]["program"] == "awk" and got["largest"]["with"] == "1.000"
+    # a newer profile is read before the registered one; the kind without the cells gives nothing
+    newer = {"old": (pd.read_csv(profiles / "awk.csv"), "run")}
+    assert cost_profiles.same_size_effect(table, costs, newer, tmp_path)["cells"] == 2
+    drawn = costs[costs["pattern"] != "lifo-same"]
+    assert cost_profiles.same_size_effect(table, drawn, newer, tmp_path) == {}
