@@ -2,7 +2,7 @@
  * (analysis/harness/workloads.py registers one workload per class and pattern, each built from this file with
  * -DCALL_CLASS=<bytes> -DCALL_PATTERN=<0 lifo, 1 fifo, 2 random, 3 pages> -DCALL_PAIRS=<pairs at scale 1>
  * -DCALL_SLOTS=<live blocks>; processes: -DCALL_CHILD_PAIRS=<pairs in each child>; -DCALL_SAME_SIZE=1: every block
- * of CALL_CLASS bytes).
+ * of CALL_CLASS bytes; 5 grow, -DCALL_GROW_STEP=<bytes>).
  *
  * Sizes are drawn (a fixed seed) from the class: CALL_CLASS/2+1 .. CALL_CLASS bytes, the profile's size class
  * (analysis/contract/profile_schema.py); with CALL_SAME_SIZE, every block asks for CALL_CLASS bytes, as a program
@@ -16,6 +16,10 @@
  *   order;
  * - pages: one block of CALL_CLASS bytes at a time, every page of it written, then freed: the cost of
  *   fresh pages (an allocator that maps and unmaps such blocks pays the system calls and the page faults);
+ * - grow: one block at a time grown by realloc from GROW_STEP bytes to CALL_CLASS in steps of GROW_STEP, each
+ *   step's new bytes written (a page at a time, as a program appending to a buffer touches them), then freed: a
+ *   step is one growing realloc of a large block, which glibc extends or remaps where it lies and an allocator
+ *   that moves the block pays a copy and fresh pages for;
  * - processes: one short process at a time, this program started again (posix_spawn, as make and the compiler
  *   drivers start theirs) with the argument "child", waited for: each child makes CHILD_PAIRS small malloc+free
  *   pairs and exits, so a step is what a process of a build pays for its allocator beyond its calls: loading
@@ -47,6 +51,9 @@ extern char **environ;
 #define PAGE 4096
 #ifndef CALL_SAME_SIZE
 #define CALL_SAME_SIZE 0
+#endif
+#ifndef CALL_GROW_STEP
+#define CALL_GROW_STEP 65536
 #endif
 #ifndef CALL_CHILD_PAIRS
 #define CALL_CHILD_PAIRS 64
@@ -159,6 +166,26 @@ int main(int argc, char **argv)
         wl_turn();
     }
     free(env);
+#elif CALL_PATTERN == 5
+    (void)live;
+    (void)size;
+    (void)rng;
+    while (done < pairs) {
+        unsigned char *p = NULL;
+        for (size_t n = CALL_GROW_STEP; n <= CALL_CLASS && done < pairs; n += CALL_GROW_STEP, done++) {
+            unsigned char *q = realloc(p, n);
+            if (!q) {
+                fprintf(stderr, "calls: realloc to %zu bytes failed\n", n);
+                exit(1);
+            }
+            p = q;
+            for (size_t off = n - CALL_GROW_STEP; off < n; off += PAGE)
+                p[off] = (unsigned char)(done + off / PAGE);
+            sum += p[n - CALL_GROW_STEP] + p[0];
+        }
+        free(p);
+        wl_turn();
+    }
 #elif CALL_PATTERN == 3
     for (; done < pairs; done++) {
         unsigned char *p = wl_malloc(CALL_CLASS);

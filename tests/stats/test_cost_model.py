@@ -421,3 +421,27 @@ def test_profiles_of_one_program_pool_their_times_and_keep_the_newest_counts():
     assert cost_model.profile_value(again, "placement_ordered_sd_log") == pytest.approx(0.02 * math.sqrt(10 / 11))
     # one profile is read as it is
     assert cost_model.pooled_profile([newest]) is newest
+
+
+def test_a_large_block_grown_in_place_under_the_baseline_takes_the_grow_cell_in_proportion_to_its_size():
+    from analysis.harness.workloads.builtin import CALL_GROW, CALL_WORKLOADS
+
+    assert cost_model.GROW_STEP == CALL_GROW[2]
+    assert CALL_WORKLOADS[f"calls-{CALL_GROW[0]}-grow"].cell_pattern == cost_model.GROW
+    # 100 reallocs to the 1 MiB class and 10 to the 256-byte class, all grown in place under the baseline: the small
+    # class's stay fresh pairs (a slab allocator cannot grow a block past its class), the large class's are no
+    # fresh block but 100 growing reallocs, each 0.75 MiB over the cell's mean block of (64 KiB + 4 MiB) / 2
+    rows = [("realloc_calls", 1048576, 100), ("realloc_calls", 256, 10), ("realloc_grown", 1048576, 100),
+            ("realloc_grown", 256, 10), ("realloc_grow", None, 110)]
+    p = profile(rows)
+    grow = pd.concat([COSTS, costs([("grow", 4 * 2**20, 200_000.0, 20_000.0)])], ignore_index=True)
+    steps = 100 * 0.75 * 2**20 / ((65536 + 4 * 2**20) / 2)
+    got = cost_model.grown_pairs(p, grow)
+    assert list(got["pattern"]) == ["grow"] and got["pairs"].iloc[0] == pytest.approx(steps)
+    added = cost_model.predict(p, grow).added_s
+    assert added == pytest.approx((10 * 20.0 + steps * 200_000.0) * 1e-9)
+    # without the cell (a kind that has not measured it), or with nothing grown in place: as before
+    assert cost_model.grown_pairs(p, COSTS).empty
+    assert cost_model.predict(p, COSTS).added_s == pytest.approx(10 * 20.0 * 1e-9)
+    moved = profile(rows + [("realloc_grown_moved", 1048576, 100)])
+    assert cost_model.grown_pairs(moved, grow).empty
