@@ -61,10 +61,28 @@ def held_effect(folder: Path, table: pd.DataFrame, costs: pd.DataFrame) -> dict:
 def same_size_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None = None) -> dict:
     """On a registration whose programs have a profile that counts reuse by the size just freed (the newer one,
     `newer`: cost_reprofile.newer_profiles's, else the registered one in `folder`) and whose processor kind
-    measured the cells of one size: the per-call model's |error| over the measured cells with those cells and
-    without them (every pair at the cells of drawn sizes, as before), median and 90th percentile in percent, the
-    cells it moved by more than 1%, and the cell it moved furthest. Empty where neither is so or nothing is
-    measured."""
+    measured the cells of one size: cells_effect of those cells (without them, every pair at the cells of drawn
+    sizes, as before)."""
+    from analysis.stats import cost_model
+
+    return cells_effect(table, costs, newer, folder, list(cost_model.SAME_SIZE.values()), "frees_reused_same_size")
+
+
+def grow_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None = None) -> dict:
+    """cells_effect of the grow cell (without it, a large block grown in place under the baseline costs nothing,
+    as before), on every program whose kind measured it."""
+    from analysis.stats import cost_model
+
+    return cells_effect(table, costs, newer, folder, [cost_model.GROW])
+
+
+def cells_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None, patterns: list,
+                 quantity: str | None = None) -> dict:
+    """The per-call model's |error| over a registration's measured cells with the cells of `patterns` and
+    without them, median and 90th percentile in percent, the cells they moved by more than 1%, and the cell they
+    moved furthest: on each program's newer profile (`newer`) or else its registered one (in `folder`), those
+    profiles that record `quantity` where one is named, and the configurations whose kind measured such a cell.
+    Empty where none is so or nothing is measured."""
     from analysis.publish.results.cost_prediction import read_profile
     from analysis.stats import cost_model
 
@@ -74,13 +92,13 @@ def same_size_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, fold
         path = Path(folder) / "profiles" / f"{program}.csv" if folder is not None else None
         return read_profile(path) if path is not None and path.is_file() else None
 
-    one_size = list(cost_model.SAME_SIZE.values())
+    one_size = list(patterns)
     done = table[table["measured"].notna()] if len(table) else table
     if done.empty or costs is None or costs.empty:
         return {}
     profiles = {p: profile_of(p) for p in set(done["program"])}
     profiles = {p: prof for p, prof in profiles.items()
-                if prof is not None and (prof["quantity"] == "frees_reused_same_size").any()}
+                if prof is not None and (quantity is None or (prof["quantity"] == quantity).any())}
     errors, rows = {"with": [], "without": []}, []
     for r in done[done["program"].isin(list(profiles))].itertuples():
         cells = costs[(costs["processor"] == r.processor) & (costs["allocator"] == r.allocator)]

@@ -88,7 +88,25 @@ def held_split(ds: dataset.Dataset | None, costs: pd.DataFrame, p, baseline: str
     cells = costs[costs["pattern"] == HELD] if len(costs) else costs
     return {"held_blocks": out, "held_cells": {"live": HELD_LIVE, "grown_kib": GROWN_CLASS // 1024,
                                                "classes_kib": sorted({int(c) // 1024 for c in cells["size_class"]})},
-            "same_size_cells": _same_size_cells(costs)}
+            "same_size_cells": _same_size_cells(costs), "grow_cells": _grow_cells(costs)}
+
+
+def _grow_cells(costs: pd.DataFrame) -> list:
+    """Per processor kind that measured the grow cell: its largest block and step, the baseline's own microseconds
+    a step, and what each configuration adds a step, in microseconds, the largest first."""
+    from analysis.stats.cost_model import GROW, GROW_STEP
+
+    out = []
+    grow = costs[costs["pattern"] == GROW] if len(costs) else costs
+    for processor, g in grow.groupby("processor", sort=True):
+        out.append({"processor": processor, "mib": int(g["size_class"].iloc[0]) // 2**20,
+                    "step_kib": GROW_STEP // 1024,
+                    "base_us": f"{g['base_ns'].median() / 1000:.1f}",
+                    "cells": [{"allocator": r.allocator, "added_us": f"{r.added_ns / 1000:.0f}",
+                               "display": per_call.added_display(r.added_ns / 1000, r.added_ns_low / 1000,
+                                                                 r.added_ns_high / 1000)}
+                              for r in g.sort_values("added_ns", ascending=False).itertuples() if r.added_ns_low > 0]})
+    return out
 
 
 def _same_size_cells(costs: pd.DataFrame) -> list:

@@ -571,6 +571,8 @@ def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
         if summary["cells"]:
             figures.cost_check_figure(table, p(figure))
         tables.append(table.assign(programs_set=programs_set))
+        measured = ds is not None and costs is not None
+        newer = newer_profiles(ds, reg, folder) if measured else {}
         folders.append(folder)
         hosts.append({"registered": head["registered"], "processor": head["processor"], "programs_set": programs_set,
                       "programs_registered": len(reg["program"]), "predictions": len(reg["prediction"]),
@@ -579,9 +581,9 @@ def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
                       "held_term": cost_profiles.profiles_hold_peaks(folder),
                       "same_size_term": cost_profiles.profiles_count_same_size(folder),
                       "held_effect": cost_profiles.held_effect(folder, table, costs) if costs is not None else {},
-                      "same_size_effect": (cost_profiles.same_size_effect(table, costs, newer_profiles(ds, reg, folder),
-                                                                       folder)
-                                           if ds is not None and costs is not None else {}),
+                      "same_size_effect": (cost_profiles.same_size_effect(table, costs, newer, folder)
+                                           if measured else {}),
+                      "grow_effect": cost_profiles.grow_effect(table, costs, newer, folder) if measured else {},
                       "premiums_registered": [{"allocator": a, "ns": round(ns)} for a, ns in sorted(
                           {q["allocator"]: q["premium_ns"] for q in reg["prediction"]
                            if q.get("premium_ns")}.items())],
