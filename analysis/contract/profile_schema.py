@@ -68,6 +68,9 @@ def _profile_quantities() -> dict:
         "realloc_grown_moved": ("count", True, "Of realloc_grown, those whose block moved, by the class of the new "
                                 "size: where a program's growing buffers move under the baseline and where they "
                                 "grow in place (stats/cost_model.fresh_calls)."),
+        "realloc_grown_pages": ("count", True, "Of realloc_grown, those whose new size needs more 4 KiB pages than "
+                                "the old, by the class of the new size: a large block that an allocator moves "
+                                "when it outgrows its pages (stats/cost_model.grown_pairs)."),
         "realloc_moved_bytes": ("bytes", False, "Bytes the moves copied: the smaller of the old and the new "
                                 "requested size, summed over realloc_moved."),
         "realloc_grow_factor_le2": ("count", False, "Of realloc_grow, new size / old size at most 2."),

@@ -432,7 +432,7 @@ def test_a_large_block_grown_in_place_under_the_baseline_takes_the_grow_cell_in_
     # class's stay fresh pairs (a slab allocator cannot grow a block past its class), the large class's are no
     # fresh block but 100 growing reallocs, each 0.75 MiB over the cell's mean block of (64 KiB + 4 MiB) / 2
     rows = [("realloc_calls", 1048576, 100), ("realloc_calls", 256, 10), ("realloc_grown", 1048576, 100),
-            ("realloc_grown", 256, 10), ("realloc_grow", None, 110)]
+            ("realloc_grown", 256, 10), ("realloc_grow", None, 110), ("realloc_grown_pages", 1048576, 100)]
     p = profile(rows)
     grow = pd.concat([COSTS, costs([("grow", 4 * 2**20, 200_000.0, 20_000.0)])], ignore_index=True)
     steps = 100 * 0.75 * 2**20 / ((65536 + 4 * 2**20) / 2)
@@ -445,3 +445,7 @@ def test_a_large_block_grown_in_place_under_the_baseline_takes_the_grow_cell_in_
     assert cost_model.predict(p, COSTS).added_s == pytest.approx(10 * 20.0 * 1e-9)
     moved = profile(rows + [("realloc_grown_moved", 1048576, 100)])
     assert cost_model.grown_pairs(moved, grow).empty
+    # grows within the block's pages (a few bytes at a time) are no step; a profile without the count, none
+    within = profile(rows[:-1] + [("realloc_grown_pages", 1048576, 10)])
+    assert cost_model.grown_pairs(within, grow)["pairs"].iloc[0] == pytest.approx(steps / 10)
+    assert cost_model.grown_pairs(profile(rows[:-1]), grow).empty

@@ -8,8 +8,8 @@
  *   free's, that of the size asked for when the block was allocated (a table of the live blocks keeps it);
  * - realloc: whether each one grows, shrinks or keeps the block's requested size, whether the block moved
  *   and the bytes the move copied (the smaller of the old and the new size), and the growth factor in
- *   buckets (at most x2, x4, x8, more); the growing ones, and of them those that moved, per class of the new
- *   size;
+ *   buckets (at most x2, x4, x8, more); the growing ones, of them those that moved and those whose new size
+ *   needs more 4 KiB pages than the old, per class of the new size;
  * - reuse: a free is reused when one of the next REUSE_WINDOW allocations of the same thread (malloc, calloc,
  *   the aligned ones, realloc of NULL) asks for the same size class. Each allocation takes at most one free,
  *   the oldest of its class still within the window (this pairs as many frees as any order could); of those,
@@ -62,6 +62,7 @@ static const char *const COUNTER_NAME[N_COUNTER] = {
 static unsigned long calls[N_ENTRY][N_CLASSES];
 static unsigned long reused[N_CLASSES], reused_same_size[N_CLASSES];
 static unsigned long grown[N_CLASSES], grown_moved[N_CLASSES]; /* growing reallocs, by the new size's class */
+static unsigned long grown_pages[N_CLASSES]; /* of those, the ones whose new size needs more 4 KiB pages than the old */
 static unsigned long counters[N_COUNTER];
 static unsigned long n_threads;
 static long live_bytes, peak_live_bytes;
@@ -414,6 +415,8 @@ static void *resize(void *p, size_t n, enum entry entry, void *(*call)(void *, s
     if (n > old) {
         bump(&counters[C_REALLOC_GROW], 1);
         bump(&grown[size_class(n)], 1);
+        if ((n + 4095) / 4096 > (old + 4095) / 4096)
+            bump(&grown_pages[size_class(n)], 1);
         if (q != p)
             bump(&grown_moved[size_class(n)], 1);
         /* the factor n / old in buckets; from 0 bytes, any growth is past x8 */
@@ -534,6 +537,9 @@ static void after_fork_child(void)
     memset(calls, 0, sizeof calls);
     memset(reused, 0, sizeof reused);
     memset(reused_same_size, 0, sizeof reused_same_size);
+    memset(grown, 0, sizeof grown);
+    memset(grown_moved, 0, sizeof grown_moved);
+    memset(grown_pages, 0, sizeof grown_pages);
     memset(counters, 0, sizeof counters);
     n_threads = 0;
     self.counted = 0;
@@ -598,6 +604,9 @@ static void report(void)
     for (int c = 0; c < N_CLASSES; c++) {
         unsigned long g = __atomic_load_n(&grown[c], __ATOMIC_RELAXED);
         unsigned long m = __atomic_load_n(&grown_moved[c], __ATOMIC_RELAXED);
+        unsigned long pg = __atomic_load_n(&grown_pages[c], __ATOMIC_RELAXED);
+        if (pg)
+            put("realloc_grown_pages", c, pg);
         if (g)
             put("realloc_grown", c, g);
         if (m)

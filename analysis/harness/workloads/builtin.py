@@ -642,7 +642,8 @@ WORKLOADS.update(SAME_SIZE_WORKLOADS)
 # the first round its mmap threshold has risen and the block grows at the top of its heap); an allocator that
 # moves it pays a copy of the block and its fresh pages on every step (measured before the cell existed: scudo took
 # 2.0 million minor faults and 2.6 s of system time for 4,000 steps, glibc 2,208 faults and none). The cost model
-# charges it to the reallocs that grew a large block in place under the baseline, which it charged nothing before.
+# charges it to the reallocs that grew a large block past its pages in place under the baseline, which it charged
+# nothing before.
 CALL_GROW = (4 * 2**20, 4_000, 65536)  # (largest block, steps at scale 1, bytes a step adds)
 CALL_WORKLOADS[f"calls-{CALL_GROW[0]}-grow"] = CallWorkload(
     f"calls-{CALL_GROW[0]}-grow", "c",
