@@ -260,11 +260,32 @@ def test_below_one_round_the_work_still_shrinks_with_the_scale(wid, prepared):
 
 def test_the_calls_workloads_cover_every_class_and_pattern_the_pages_and_the_processes():
     calls = wl.WORKLOAD_GROUPS["calls"]
-    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 2
+    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 3
     assert {(wl.WORKLOADS[i].size_class, wl.WORKLOADS[i].pattern) for i in calls} == \
         {*((c, p) for c in wl.CALL_CLASSES for p in ("lifo", "fifo", "random")), (wl.CALL_PAGES[0], "pages"),
-         (0, "processes")}
+         (0, "processes"), (wl.CALL_GROW[0], "grow")}
     assert all(not wl.WORKLOADS[i].default for i in calls)
+
+
+def test_calls_grow_grows_one_block_by_realloc_a_step_each(tmp_path):
+    """Counted by the profile's shim: each step one growing realloc of CALL_GROW[2] bytes more, every one needing
+    more pages than the block had, the block freed when it reaches CALL_GROW[0] bytes."""
+    import subprocess
+
+    from analysis.harness.workloads.profile import allocprofile_path, parse_shim_report
+
+    w = wl.WORKLOADS[f"calls-{wl.CALL_GROW[0]}-grow"]
+    scale = 0.1
+    steps, per_block = w.pairs_at(scale), wl.CALL_GROW[0] // wl.CALL_GROW[2]
+    report = tmp_path / "profile.txt"
+    done = subprocess.run(w.argv(scale, "glibc", {}), capture_output=True, text=True, timeout=60,
+                          env={"LD_PRELOAD": str(allocprofile_path()), "HEAPCOST_PROFILE": str(report)})
+    assert done.returncode == 0, done.stderr
+    got = parse_shim_report(report.read_text())
+    grown = sum(v for (q, c), v in got.items() if q == "realloc_grown" and c is not None)
+    crossed = sum(v for (q, c), v in got.items() if q == "realloc_grown_pages" and c is not None)
+    assert got[("realloc_from_null", None)] == -(-steps // per_block)  # each block's first step
+    assert grown == crossed == steps - got[("realloc_from_null", None)]
 
 
 def test_calls_processes_starts_its_steps_as_processes_each_making_its_pairs(tmp_path):
