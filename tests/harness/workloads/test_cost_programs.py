@@ -176,23 +176,30 @@ def test_the_sixth_set_is_other_programs_than_every_earlier_set():
     assert cost_inputs.rec_text(5).count("\nSize: ") == 5 and cost_inputs.man_text(4).count("\n.SH ") == 5
 
 
-def test_the_seventh_set_is_other_programs_than_every_earlier_set():
+def later_set_is_other_programs(name: str) -> None:
+    """A later set: at least twelve programs, none of an earlier set by name, executable or package, each chosen by
+    its set's name, each a workload the speed tables leave out, none naming an output file but the standard
+    output."""
     import shlex
 
     def executable(p):
         return p.command.split()[0].rsplit("/", 1)[-1]
 
-    earlier = (cost_programs.PROGRAMS + cost_programs.SECOND + cost_programs.THIRD + cost_programs.FOURTH
-               + cost_programs.FIFTH + cost_programs.SIXTH)
-    seventh = cost_programs.SEVENTH
-    assert len(seventh) >= 12 and not {p.name for p in earlier} & {p.name for p in seventh}
-    assert not {executable(p) for p in earlier} & {executable(p) for p in seventh}
-    assert not {p.package for p in earlier} & {p.package for p in seventh}
-    assert cost_programs.chosen(programs="seventh") == list(seventh)
-    assert {p.name for p in seventh} <= instrument_workloads()
-    for p in seventh:  # an output named on the command line is the standard output or nothing
+    names = list(cost_programs.SETS)
+    later = cost_programs.SETS[name]
+    earlier = [p for s in names[:names.index(name)] for p in cost_programs.SETS[s]]
+    assert len(later) >= 12 and not {p.name for p in earlier} & {p.name for p in later}
+    assert not {executable(p) for p in earlier} & {executable(p) for p in later}
+    assert not {p.package for p in earlier} & {p.package for p in later}
+    assert cost_programs.chosen(programs=name) == list(later)
+    assert {p.name for p in later} <= instrument_workloads()
+    for p in later:  # an output named on the command line is the standard output or nothing
         words = shlex.split(p.command)
         assert all(words[i + 1] in ("-", "/dev/null", "STDOUT") for i, w in enumerate(words) if w in ("-o",)), p.name
+
+
+def test_the_seventh_set_is_other_programs_than_every_earlier_set():
+    later_set_is_other_programs("seventh")
     for make, small in ((cost_inputs.calc_script, (5,)), (cost_inputs.rtf_text, (4,))):
         assert make(*small) == make(*small), make.__name__
     rtf = cost_inputs.rtf_text(4)
@@ -200,22 +207,7 @@ def test_the_seventh_set_is_other_programs_than_every_earlier_set():
 
 
 def test_the_eighth_set_is_other_programs_than_every_earlier_set():
-    import shlex
-
-    def executable(p):
-        return p.command.split()[0].rsplit("/", 1)[-1]
-
-    earlier = (cost_programs.PROGRAMS + cost_programs.SECOND + cost_programs.THIRD + cost_programs.FOURTH
-               + cost_programs.FIFTH + cost_programs.SIXTH + cost_programs.SEVENTH)
-    eighth = cost_programs.EIGHTH
-    assert len(eighth) >= 12 and not {p.name for p in earlier} & {p.name for p in eighth}
-    assert not {executable(p) for p in earlier} & {executable(p) for p in eighth}
-    assert not {p.package for p in earlier} & {p.package for p in eighth}
-    assert cost_programs.chosen(programs="eighth") == list(eighth)
-    assert {p.name for p in eighth} <= instrument_workloads()
-    for p in eighth:  # an output named on the command line is the standard output or nothing
-        words = shlex.split(p.command)
-        assert all(words[i + 1] in ("-", "/dev/null", "STDOUT") for i, w in enumerate(words) if w in ("-o",)), p.name
+    later_set_is_other_programs("eighth")
     # the new inputs: the same bytes each time, and the shapes their programs read
     for make, small in ((cost_inputs.turtle_text, (3,)), (cost_inputs.pbm_image, (50, 4)),
                         (cost_inputs.mksh_script, (5,)), (cost_inputs.yash_script, (5,)),
