@@ -1,8 +1,8 @@
 """What a registration's profiles say of its check's misses (publish/results/cost_check.py): the buffers a
 program grows in place, the heap its baseline gives back and the bytes it holds, whether its profiles record the
 blocks of each class held at once, and, where they do, what charging such classes at the held cells
-(stats/cost_model.weights) did to the per-call model's errors, and what the cells of one size did where the newer
-profiles count reuse by the size just freed. Reads the profiles and a check's table, never the runs.
+(stats/cost_model.weights) did to the per-call model's errors, and what the cells of one size and the grow cell did
+(cells_effect). Reads the profiles and a check's table, never the runs.
 """
 import math
 from pathlib import Path
@@ -92,7 +92,7 @@ def cells_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: 
         path = Path(folder) / "profiles" / f"{program}.csv" if folder is not None else None
         return read_profile(path) if path is not None and path.is_file() else None
 
-    one_size = list(patterns)
+    chosen = list(patterns)
     done = table[table["measured"].notna()] if len(table) else table
     if done.empty or costs is None or costs.empty:
         return {}
@@ -102,11 +102,11 @@ def cells_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: 
     errors, rows = {"with": [], "without": []}, []
     for r in done[done["program"].isin(list(profiles))].itertuples():
         cells = costs[(costs["processor"] == r.processor) & (costs["allocator"] == r.allocator)]
-        if not cells["pattern"].isin(one_size).any():
+        if not cells["pattern"].isin(chosen).any():
             continue
         prof = profiles[r.program]
         with_ = cost_model.predict(prof, cells).ratio
-        without = cost_model.predict(prof, cells[~cells["pattern"].isin(one_size)]).ratio
+        without = cost_model.predict(prof, cells[~cells["pattern"].isin(chosen)]).ratio
         errors["with"].append(abs(math.log(float(r.measured) / with_)))
         errors["without"].append(abs(math.log(float(r.measured) / without)))
         rows.append((abs(math.log(with_ / without)), r.program, r.allocator, without, with_, float(r.measured)))

@@ -4,7 +4,8 @@ registration's processor kind and the registered input bytes. The registered pre
 model as it is now (publish/results/cost_check.py's current_* columns) reads the newest such profile's counts, so
 that what the profiler learned to record since (the placement runs, realloc growth per class, reuse by the size
 just freed) reaches the programs registered before it, and the times of every profile of the program on the kind,
-the registered one included (stats/cost_model.pooled_profile): one profile is one sample of the machine's state. Among those quantities, the placement shares (stats/cost_model.placement_shares): how much of
+the registered one included (stats/cost_model.pooled_profile): one profile is one sample of the machine's state.
+Among those quantities, the placement shares (stats/cost_model.placement_shares): how much of
 each program's time under the baseline laying its blocks side by side gains and scattering them costs.
 """
 import math
