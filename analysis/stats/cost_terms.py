@@ -190,7 +190,8 @@ class Premium:
         ratio, low, high = self.joined(p.ratio, p.low, p.high, p.calls, p.base_s, held,
                                        getattr(p, "order_share", math.nan), getattr(p, "shuffle_share", math.nan),
                                        *share_se)
-        sd = math.hypot(p.added_sd_s, self.sd_s(p.calls, held, order_s, shuffle_s), self.share_sd(*share_se) * p.base_s)
+        sd = math.hypot(p.added_sd_s, self.sd_s(p.calls, held, order_s, shuffle_s),
+                        self.share_sd(*share_se) * p.base_s)
         return Prediction(ratio, low, high, p.added_s + self.added_s(p.calls, held, order_s, shuffle_s), p.base_s,
                           p.calls, parts, sd, held, getattr(p, "order_share", math.nan),
                           getattr(p, "shuffle_share", math.nan), *share_se)

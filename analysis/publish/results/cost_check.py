@@ -76,9 +76,10 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
 # big_share: the share of the prediction charged to blocks of BIG_CLASS or more; medium_pairs: the pairs charged to
 # the cells of a small class of BIG_CLASS or more (which hold 256 blocks live); realloc_grow, realloc_moved,
 # heap_churn_mib, peak_live_kib, held_kib: block_growth's, from the program's profile; order_share, shuffle_share:
-# the program's placement shares (cost_model.placement_shares), from its pooled profile (cost_reprofile.newer_profiles) where a programs profile run of the dataset on the registration's
-# processor kind profiled it on the registered input, else from its registered profile where that has the placement
-# runs (placement_from: the newest such run's id, or "profile"; empty: none);
+# the program's placement shares (cost_model.placement_shares), from its pooled profile
+# (cost_reprofile.newer_profiles) where a programs profile run of the dataset on the registration's processor kind
+# profiled it on the registered input, else from its registered profile where that has the placement runs
+# (placement_from: the newest such run's id, or "profile"; empty: none);
 # current_profile: the profile the current_* columns read, "registered" or the newest run's, pooled with the
 # registered profile and every other such run (publish/results/cost_reprofile.py), whose base_cpu_s and calls the
 # row then carries

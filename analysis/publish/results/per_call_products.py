@@ -122,11 +122,11 @@ def _same_size_cells(costs: pd.DataFrame) -> list:
             classes = sorted(int(c) for c in mine.loc[mine["pattern"] == same, "size_class"].unique())
             if not classes:
                 continue
-            shown = classes[0] if drawn == HELD else max(c for c in classes if c < GROWN_CLASS) if any(
-                c < GROWN_CLASS for c in classes) else classes[-1]
+            below = [c for c in classes if c < GROWN_CLASS] or classes
+            shown = classes[0] if drawn == HELD else below[-1]
             if (drawn, shown) in base.index and (same, shown) in base.index:
-                pairs.append({"pattern": drawn, "classes": [f"{c} B" if c < 1024 else f"{c // 1024} KiB" for c in classes],
-                              "kib": shown // 1024,
+                labels = [f"{c} B" if c < 1024 else f"{c // 1024} KiB" for c in classes]
+                pairs.append({"pattern": drawn, "classes": labels, "kib": shown // 1024,
                               "drawn_ns": f"{base[(drawn, shown)]:.0f}", "same_ns": f"{base[(same, shown)]:.0f}"})
         if pairs:
             out.append({"processor": processor, "cells": pairs})
