@@ -71,6 +71,12 @@ def _profile_quantities() -> dict:
         "realloc_grown_pages": ("count", True, "Of realloc_grown, those whose new size needs more 4 KiB pages than "
                                 "the old, by the class of the new size: a large block that an allocator moves "
                                 "when it outgrows its pages (stats/cost_model.grown_pairs)."),
+        "realloc_grown_in_place": ("count", True, "Of realloc_grown_pages, those whose block did not move, by the "
+                                   "class of the new size: the grows an allocator that moves a large block pays "
+                                   "where the baseline did not (stats/cost_model.grown_pairs)."),
+        "realloc_grown_in_place_pages": ("count", True, "The 4 KiB pages realloc_grown_in_place added, by the "
+                                         "class of the new size: how far such a block grows a step, which sets "
+                                         "what an allocator that moves it only across its own size classes pays."),
         "realloc_moved_bytes": ("bytes", False, "Bytes the moves copied: the smaller of the old and the new "
                                 "requested size, summed over realloc_moved."),
         "realloc_grow_factor_le2": ("count", False, "Of realloc_grow, new size / old size at most 2."),

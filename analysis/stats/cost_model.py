@@ -68,10 +68,15 @@ an allocator that moves such a block: the copy and the fresh pages of every step
 largest misses (boxes drawing a box around 60,000 lines grows its buffer 599 times past 16 KiB, up to 8 MiB; scudo
 took 337,618 minor faults and 0.4 s of system time on it where glibc took 19,201 and 0.03 s, and measured 3.3
 times glibc where the model said 1.3; ELinks and rapper likewise): the grow cell (calls-<class>-grow: one block
-grown by realloc in steps of GROW_STEP to its class, each step's pages written) is charged for those that needed
+grown by realloc in steps of 64 KiB to its class, each step's pages written) is charged for those that needed
 more pages (grown_pairs), each in proportion to its size, where the kind has measured it; a grow within the block's
 pages stays free, as an allocator rounding large blocks to pages grows it there. Chosen on the eighth set's misses:
-in sample there.
+in sample there. It overcharged hardened_malloc on programs that grow a buffer a page at a time (lowdown: 1.64
+predicted, 1.02 measured): that allocator moves a large block only across its size classes, four to a doubling, so
+its cost follows the bytes grown, not the grows (10 us a step a page at a time, 140 us 64 KiB at a time), where
+scudo's follows the grows (about 750 us a step either way). A second cell grows the same block a page at a time
+(calls-<class>-grow-page), and the profile counts the pages its in-place grows added, so grown_pairs splits the
+grows between the two cells by how far each grows a step.
 
 A process's start-up and exit (the calls-processes workload: short processes started one at a time, a step each)
 is charged only when asked (`startup=True`): added += processes * the cost of one, the profile's processes (those
@@ -89,10 +94,11 @@ from analysis.errors import HeapcostError
 
 ALLOCATING_CALLS = ("malloc_calls", "calloc_calls", "realloc_calls", "reallocarray_calls", "posix_memalign_calls",
                     "aligned_alloc_calls", "memalign_calls", "valloc_calls", "pvalloc_calls")
-REUSED, NOT_REUSED, PAGES, PROCESSES, HELD, GROW = "lifo", "random", "pages", "processes", "held", "grow"
-# the grow cell's step (harness/workloads/builtin.CALL_GROW's bytes a step adds; a test keeps the two equal): its
+REUSED, NOT_REUSED, PAGES, PROCESSES, HELD = "lifo", "random", "pages", "processes", "held"
+GROW, GROW_PAGE = "grow", "grow-page"
+# the grow cells' steps (harness/workloads/builtin.CALL_GROW's bytes a step adds; a test keeps them equal): a cell's
 # blocks grow from one step to the cell's class, so the mean block it reallocs is (step + class) / 2
-GROW_STEP = 65536
+GROW_STEPS = {GROW: 65536, GROW_PAGE: 4096}
 # the LIFO and held cells with every block of one size (harness/workloads/builtin.SAME_SIZE_WORKLOADS): a class's
 # reused pairs taken by the size just freed (frees_reused_same_size) are charged to them where they are measured
 SAME_SIZE = {REUSED: "lifo-same", HELD: "held-same"}
@@ -164,14 +170,10 @@ def in_place_share(profile: pd.DataFrame) -> float:
 def grown_in_place(profile: pd.DataFrame) -> pd.Series | None:
     """{size class: growing reallocs to it that kept their block under the baseline} (realloc_grown less
     realloc_grown_moved, per class of the new size), or None for a profile made before it recorded them."""
-    rows = profile[profile["size_class"].notna() & (profile["size_class"].astype(str) != "")
-                   & profile["quantity"].isin(("realloc_grown", "realloc_grown_moved"))]
-    if not (rows["quantity"] == "realloc_grown").any():
+    table = _per_class(profile, ("realloc_grown", "realloc_grown_moved"))
+    if "realloc_grown" not in table:
         return None if profile_value(profile, "realloc_grow") else pd.Series(dtype=float)
-    table = rows.assign(size_class=pd.to_numeric(rows["size_class"]).astype(int), value=pd.to_numeric(rows["value"])) \
-        .pivot_table(index="size_class", columns="quantity", values="value", aggfunc="sum").fillna(0.0)
-    moved = table["realloc_grown_moved"] if "realloc_grown_moved" in table else 0.0
-    return (table["realloc_grown"] - moved).clip(lower=0.0)
+    return (table["realloc_grown"] - table.get("realloc_grown_moved", 0.0)).clip(lower=0.0)
 
 
 def fresh_calls(profile: pd.DataFrame) -> pd.DataFrame:
@@ -200,30 +202,65 @@ def fresh_calls(profile: pd.DataFrame) -> pd.DataFrame:
 
 
 def grown_pairs(profile: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
-    """The grow cell's steps that the program's reallocs stand for which grew a large block (GROWN_CLASS or more)
-    past its pages in place under the baseline: realloc_grown_pages less realloc_grown_moved, per class of the new
-    size. Each such realloc of class c is 0.75 c / the cell's mean block of a step, since moving a block costs its
-    copy and its pages, in proportion to its size; a realloc within the block's pages is left alone, since an
-    allocator that rounds a large block to pages grows it there (discount grows its 2 MiB buffer 32,171 times by a
-    few bytes, and hardened_malloc-light took 1.3 times glibc's time on it, not the 88 that charging every grow a
-    step said). No rows where the costs have no grow cell (a kind that has not measured it), the profile does not
-    count the grows past a page (every profile made before it did), or none grew in place."""
-    cell = costs.loc[costs["pattern"] == GROW, "size_class"] if len(costs) else costs
-    if not len(cell):
-        return pd.DataFrame(columns=["pattern", "size_class", "pairs"])
-    size = int(cell.iloc[0])
-    rows = profile[profile["size_class"].notna() & (profile["size_class"].astype(str) != "")
-                   & profile["quantity"].isin(("realloc_grown_pages", "realloc_grown_moved"))]
-    if not (rows["quantity"] == "realloc_grown_pages").any():
-        return pd.DataFrame(columns=["pattern", "size_class", "pairs"])
-    table = rows.assign(size_class=pd.to_numeric(rows["size_class"]).astype(int), value=pd.to_numeric(rows["value"])) \
-        .pivot_table(index="size_class", columns="quantity", values="value", aggfunc="sum").fillna(0.0)
-    moved = table["realloc_grown_moved"] if "realloc_grown_moved" in table else 0.0
-    grown = (table["realloc_grown_pages"] - moved).clip(lower=0.0)
-    grown = grown[grown.index >= GROWN_CLASS]
-    pairs = float((grown * grown.index.to_numpy(dtype=float) * 0.75).sum()) / ((GROW_STEP + size) / 2)
-    return pd.DataFrame([{"pattern": GROW, "size_class": size, "pairs": pairs}] if pairs > 0 else [],
+    """The grow cells' steps that the program's reallocs stand for which grew a large block (GROWN_CLASS or more)
+    past its pages in place under the baseline, per class of the new size: realloc_grown_in_place, or
+    realloc_grown_pages less realloc_grown_moved in a profile made before it counted them. A grow within the
+    block's pages is left alone, since an allocator that rounds a large block to pages grows it there (discount
+    grows its 2 MiB buffer 32,171 times by a few bytes, and hardened_malloc-light took 1.3 times glibc's time on it,
+    not the 88 that charging every grow a step said).
+
+    What a grow costs an allocator is a part that comes with each move, in proportion to the block moved (scudo
+    moves a large block whenever it outgrows its pages), and a part in proportion to the bytes grown (an allocator
+    that rounds large blocks to its size classes moves one only across a class: hardened_malloc 72fb357 took about
+    10 us a step growing a block a page at a time to 4 MiB and 140 us growing it 64 KiB at a time; scudo about 750
+    us either way). The two cells (GROW_STEPS: the same 4 MiB block grown a page and 64 KiB at a time) measure both
+    parts, so the program's grows are split between them: x_page + x_64k steps such that their mean blocks sum to
+    the program's (each grow 0.75 c of class c), and their steps to the pages its grows added
+    (realloc_grown_in_place_pages). A program whose steps are larger for its blocks than the 64 KiB cell's takes
+    that cell alone, one whose steps are smaller than the page cell's takes the page cell alone, the blocks summed
+    either way; a kind without the page cell, or a profile without the pages, takes the 64 KiB cell alone. No rows
+    where the costs have no grow cell (a kind that has not measured it), the profile does not count the grows past a
+    page (every profile made before it did), or none grew in place."""
+    empty = pd.DataFrame(columns=["pattern", "size_class", "pairs"])
+    cells = dict(zip(costs["pattern"], costs["size_class"])) if len(costs) else {}
+    if GROW not in cells:
+        return empty
+    table = _per_class(profile, ("realloc_grown_pages", "realloc_grown_moved", "realloc_grown_in_place",
+                                 "realloc_grown_in_place_pages"))
+    if "realloc_grown_pages" not in table:
+        return empty
+    if "realloc_grown_in_place" in table:
+        grown = table["realloc_grown_in_place"]
+    else:
+        grown = table["realloc_grown_pages"] - table.get("realloc_grown_moved", 0.0)
+    grown = grown.clip(lower=0.0)
+    keep = grown.index >= GROWN_CLASS
+    blocks = float((grown[keep] * grown.index[keep].to_numpy(dtype=float) * 0.75).sum())
+    if blocks <= 0:
+        return empty
+    mean = {k: (GROW_STEPS[k] + int(cells[k])) / 2 for k in GROW_STEPS if k in cells}
+    pages = table["realloc_grown_in_place_pages"][keep].sum() * 4096.0 if "realloc_grown_in_place_pages" in table \
+        else math.nan
+    if GROW_PAGE not in cells or not pages > 0:
+        x = {GROW: blocks / mean[GROW]}
+    else:
+        # x_page mean_page + x mean_64k = blocks, x_page step_page + x step_64k = pages
+        (m1, m2), (s1, s2) = (mean[GROW_PAGE], mean[GROW]), (GROW_STEPS[GROW_PAGE], GROW_STEPS[GROW])
+        x2 = (pages * m1 - blocks * s1) / (s2 * m1 - s1 * m2)
+        x1 = (blocks - x2 * m2) / m1
+        x = {GROW_PAGE: blocks / m1} if x2 <= 0 else {GROW: blocks / m2} if x1 <= 0 else {GROW_PAGE: x1, GROW: x2}
+    return pd.DataFrame([{"pattern": k, "size_class": int(cells[k]), "pairs": v} for k, v in x.items() if v > 0],
                         columns=["pattern", "size_class", "pairs"])
+
+
+def _per_class(profile: pd.DataFrame, quantities: tuple) -> pd.DataFrame:
+    """The profile's per-class rows of `quantities`, a column each, indexed by size class (absent ones left out)."""
+    rows = profile[profile["size_class"].notna() & (profile["size_class"].astype(str) != "")
+                   & profile["quantity"].isin(quantities)]
+    if rows.empty:
+        return pd.DataFrame()
+    return rows.assign(size_class=pd.to_numeric(rows["size_class"]).astype(int), value=pd.to_numeric(rows["value"])) \
+        .pivot_table(index="size_class", columns="quantity", values="value", aggfunc="sum").fillna(0.0)
 
 
 def held_small_kib(profile: pd.DataFrame) -> float:

@@ -424,10 +424,11 @@ def test_profiles_of_one_program_pool_their_times_and_keep_the_newest_counts():
 
 
 def test_a_large_block_grown_in_place_under_the_baseline_takes_the_grow_cell_in_proportion_to_its_size():
-    from analysis.harness.workloads.builtin import CALL_GROW, CALL_WORKLOADS
+    from analysis.harness.workloads.builtin import CALL_GROW, CALL_GROW_PAGE, CALL_WORKLOADS
 
-    assert cost_model.GROW_STEP == CALL_GROW[2]
+    assert cost_model.GROW_STEPS == {cost_model.GROW: CALL_GROW[2], cost_model.GROW_PAGE: CALL_GROW_PAGE[2]}
     assert CALL_WORKLOADS[f"calls-{CALL_GROW[0]}-grow"].cell_pattern == cost_model.GROW
+    assert CALL_WORKLOADS[f"calls-{CALL_GROW_PAGE[0]}-grow-page"].cell_pattern == cost_model.GROW_PAGE
     # 100 reallocs to the 1 MiB class and 10 to the 256-byte class, all grown in place under the baseline: the small
     # class's stay fresh pairs (a slab allocator cannot grow a block past its class), the large class's are no
     # fresh block but 100 growing reallocs, each 0.75 MiB over the cell's mean block of (64 KiB + 4 MiB) / 2
@@ -449,3 +450,40 @@ def test_a_large_block_grown_in_place_under_the_baseline_takes_the_grow_cell_in_
     within = profile(rows[:-1] + [("realloc_grown_pages", 1048576, 10)])
     assert cost_model.grown_pairs(within, grow)["pairs"].iloc[0] == pytest.approx(steps / 10)
     assert cost_model.grown_pairs(profile(rows[:-1]), grow).empty
+
+
+def test_grows_are_split_between_the_grow_cells_by_the_pages_each_added():
+    """With both grow cells measured and the pages the in-place grows added counted, the grows take x_page steps of
+    the page cell and x steps of the 64 KiB cell, their mean blocks summing to the program's and their steps to its
+    pages; a program growing a page at a time lies between the cells, one growing in large jumps takes the 64 KiB
+    cell alone, and one growing by a page on blocks larger than the cells' takes the page cell alone."""
+    big = 4 * 2**20
+    m1, m2 = (4096 + big) / 2, (65536 + big) / 2
+    cells = pd.concat([COSTS, costs([("grow", big, 200_000.0, 20_000.0), ("grow-page", big, 10_000.0, 1_000.0)])],
+                      ignore_index=True)
+
+    def split(c, grows, pages, moved_rows=()):
+        p = profile([("realloc_calls", c, grows), ("realloc_grown", c, grows), ("realloc_grow", None, grows),
+                     ("realloc_grown_pages", c, grows), ("realloc_grown_in_place", c, grows),
+                     ("realloc_grown_in_place_pages", c, pages), *moved_rows])
+        got = cost_model.grown_pairs(p, cells)
+        return dict(zip(got["pattern"], got["pairs"]))
+
+    # 100 grows of the 2 MiB class, a page each: the blocks sum to 100 * 0.75 * 2 MiB, the steps to 100 pages
+    blocks, pages = 100 * 0.75 * 2**21, 100 * 4096.0
+    x = split(2**21, 100, 100)
+    assert set(x) == {"grow", "grow-page"}
+    assert x["grow-page"] * m1 + x["grow"] * m2 == pytest.approx(blocks)
+    assert x["grow-page"] * 4096 + x["grow"] * 65536 == pytest.approx(pages)
+    # 16 pages a grow on the same blocks: nearer the 64 KiB cell; 256 pages a grow: that cell alone
+    assert split(2**21, 100, 1600)["grow"] > x["grow"]
+    assert split(2**21, 100, 25600) == {"grow": pytest.approx(blocks / m2)}
+    # a page a grow on 64 MiB blocks, smaller steps for their size than the page cell's: that cell alone
+    assert split(2**26, 100, 100) == {"grow-page": pytest.approx(100 * 0.75 * 2**26 / m1)}
+    # a kind without the page cell: the 64 KiB cell alone, as before it
+    only = cost_model.grown_pairs(profile([("realloc_grown_pages", 2**21, 100), ("realloc_grown_in_place", 2**21, 100),
+                                           ("realloc_grown_in_place_pages", 2**21, 100)]),
+                                  cells[cells["pattern"] != "grow-page"])
+    assert dict(zip(only["pattern"], only["pairs"])) == {"grow": pytest.approx(blocks / m2)}
+    # the in-place count, where the profile has it, stands for the grows past a page less the moved ones
+    assert split(2**21, 100, 100, [("realloc_grown_moved", 2**21, 100)]) == x

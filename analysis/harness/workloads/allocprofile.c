@@ -63,6 +63,8 @@ static unsigned long calls[N_ENTRY][N_CLASSES];
 static unsigned long reused[N_CLASSES], reused_same_size[N_CLASSES];
 static unsigned long grown[N_CLASSES], grown_moved[N_CLASSES]; /* growing reallocs, by the new size's class */
 static unsigned long grown_pages[N_CLASSES]; /* of those, the ones whose new size needs more 4 KiB pages than the old */
+/* of those, the ones the block did not move for, and the pages they added: how far a block grows a step */
+static unsigned long grown_in_place[N_CLASSES], grown_in_place_pages[N_CLASSES];
 static unsigned long counters[N_COUNTER];
 static unsigned long n_threads;
 static long live_bytes, peak_live_bytes;
@@ -415,8 +417,13 @@ static void *resize(void *p, size_t n, enum entry entry, void *(*call)(void *, s
     if (n > old) {
         bump(&counters[C_REALLOC_GROW], 1);
         bump(&grown[size_class(n)], 1);
-        if ((n + 4095) / 4096 > (old + 4095) / 4096)
+        if ((n + 4095) / 4096 > (old + 4095) / 4096) {
             bump(&grown_pages[size_class(n)], 1);
+            if (q == p) {
+                bump(&grown_in_place[size_class(n)], 1);
+                bump(&grown_in_place_pages[size_class(n)], (n + 4095) / 4096 - (old + 4095) / 4096);
+            }
+        }
         if (q != p)
             bump(&grown_moved[size_class(n)], 1);
         /* the factor n / old in buckets; from 0 bytes, any growth is past x8 */
@@ -540,6 +547,8 @@ static void after_fork_child(void)
     memset(grown, 0, sizeof grown);
     memset(grown_moved, 0, sizeof grown_moved);
     memset(grown_pages, 0, sizeof grown_pages);
+    memset(grown_in_place, 0, sizeof grown_in_place);
+    memset(grown_in_place_pages, 0, sizeof grown_in_place_pages);
     memset(counters, 0, sizeof counters);
     n_threads = 0;
     self.counted = 0;
@@ -611,6 +620,12 @@ static void report(void)
             put("realloc_grown", c, g);
         if (m)
             put("realloc_grown_moved", c, m);
+        unsigned long k = __atomic_load_n(&grown_in_place[c], __ATOMIC_RELAXED);
+        unsigned long kp = __atomic_load_n(&grown_in_place_pages[c], __ATOMIC_RELAXED);
+        if (k)
+            put("realloc_grown_in_place", c, k);
+        if (kp)
+            put("realloc_grown_in_place_pages", c, kp);
     }
     for (int c = 0; c < N_CLASSES; c++) {
         long v = __atomic_load_n(&peak_live_blocks[c], __ATOMIC_RELAXED);

@@ -113,13 +113,14 @@ class CallWorkload(CWorkload):
     pairs_full: int = 1_000_000
     slots: int = 256  # live blocks of the lifo, fifo and random patterns (CALL_SLOTS)
     same_size: bool = False  # every block of size_class bytes, none drawn (CALL_SAME_SIZE)
+    grow_step: int = 65536  # bytes a step of the grow pattern adds (CALL_GROW_STEP)
 
     def binary(self, variant) -> Path:
         _check_variant(variant, self.variants)
         defines = [f"-DCALL_CLASS={self.size_class}", f"-DCALL_PATTERN={CALL_PATTERNS.index(self.pattern)}",
                    f"-DCALL_PAIRS={self.pairs_full}L", f"-DCALL_SLOTS={self.slots}",
                    *(["-DCALL_SAME_SIZE=1"] if self.same_size else []),
-                   *([f"-DCALL_GROW_STEP={CALL_GROW[2]}"] if self.pattern == "grow" else []),
+                   *([f"-DCALL_GROW_STEP={self.grow_step}"] if self.pattern == "grow" else []),
                    *([f"-DCALL_CHILD_PAIRS={CALL_CHILD_PAIRS}"] if self.pattern == "processes" else [])]
         return build_c(f"wl-{self.id}", [WORKLOADS_DIR / self.source, WORKLOADS_DIR / "wl_common.h"],
                               variant=variant, cflags=[*NO_ALLOC_BUILTINS, *defines])
@@ -128,8 +129,10 @@ class CallWorkload(CWorkload):
     def cell_pattern(self) -> str:
         """The pattern of its cell in the per-call table: "held" for LIFO pairs with fewer blocks live than the
         cells' CALL_SLOTS (HELD_WORKLOADS), else its pattern; "-same" after it where every block asks for one size
-        (SAME_SIZE_WORKLOADS)."""
+        (SAME_SIZE_WORKLOADS); "grow-page" for the grow pattern a page a step (CALL_GROW_PAGE)."""
         pattern = "held" if self.pattern == "lifo" and self.slots < CALL_SLOTS else self.pattern
+        if self.pattern == "grow" and self.grow_step == CALL_GROW_PAGE[2]:
+            pattern = "grow-page"
         return f"{pattern}-same" if self.same_size else pattern
 
     def pairs_at(self, scale) -> int:
@@ -645,11 +648,25 @@ WORKLOADS.update(SAME_SIZE_WORKLOADS)
 # charges it to the reallocs that grew a large block past its pages in place under the baseline, which it charged
 # nothing before.
 CALL_GROW = (4 * 2**20, 4_000, 65536)  # (largest block, steps at scale 1, bytes a step adds)
+# The same block grown a page at a time (cell pattern grow-page): an allocator that moves a large block only across
+# its size classes (hardened_malloc's, four to a doubling) moves it here on one step in many, and one that moves it
+# whenever it outgrows its pages (scudo) on every step, so the two cells tell a cost that follows the bytes grown
+# from one that follows the grows (measured before the cell existed: hardened_malloc about 10 us a step here
+# against 140 us in the cell above, scudo about 750 us in both). The cost model splits a program's grows between
+# them by the pages its grows added a step.
+CALL_GROW_PAGE = (4 * 2**20, 16_000, 4096)
 CALL_WORKLOADS[f"calls-{CALL_GROW[0]}-grow"] = CallWorkload(
     f"calls-{CALL_GROW[0]}-grow", "c",
     f"one block grown by realloc in steps of {CALL_GROW[2] // 1024} KiB to {CALL_GROW[0] // 2**20} MiB, each step's "
     "pages written, then freed: what a growing realloc of a large block costs", None, f"{CALL_GROW[1]:,} steps",
-    default=False, source="calls.c", size_class=CALL_GROW[0], pattern="grow", pairs_full=CALL_GROW[1])
+    default=False, source="calls.c", size_class=CALL_GROW[0], pattern="grow", pairs_full=CALL_GROW[1],
+    grow_step=CALL_GROW[2])
+CALL_WORKLOADS[f"calls-{CALL_GROW_PAGE[0]}-grow-page"] = CallWorkload(
+    f"calls-{CALL_GROW_PAGE[0]}-grow-page", "c",
+    f"one block grown by realloc a page at a time to {CALL_GROW_PAGE[0] // 2**20} MiB, each step's page written, "
+    "then freed: what a growing realloc of a large block costs when it grows little", None,
+    f"{CALL_GROW_PAGE[1]:,} steps", default=False, source="calls.c", size_class=CALL_GROW_PAGE[0], pattern="grow",
+    pairs_full=CALL_GROW_PAGE[1], grow_step=CALL_GROW_PAGE[2])
 # A process's start-up and exit under the allocator: short processes started one at a time (under glibc, each
 # well under a millisecond), each a step; the cost model charges it per process a program starts (a build starts thousands).
 CALL_PROCESSES = 2_000

@@ -92,15 +92,16 @@ def held_split(ds: dataset.Dataset | None, costs: pd.DataFrame, p, baseline: str
 
 
 def _grow_cells(costs: pd.DataFrame) -> list:
-    """Per processor kind that measured the grow cell: its largest block and step, the baseline's own microseconds
-    a step, and what each configuration adds a step, in microseconds, the largest first."""
-    from analysis.stats.cost_model import GROW, GROW_STEP
+    """Per processor kind and grow cell it measured (the 64 KiB step first, then the page): its largest block and
+    step, the baseline's own microseconds a step, and what each configuration adds a step, in microseconds, the
+    largest first."""
+    from analysis.stats.cost_model import GROW_STEPS
 
     out = []
-    grow = costs[costs["pattern"] == GROW] if len(costs) else costs
-    for processor, g in grow.groupby("processor", sort=True):
-        out.append({"processor": processor, "mib": int(g["size_class"].iloc[0]) // 2**20,
-                    "step_kib": GROW_STEP // 1024,
+    grow = costs[costs["pattern"].isin(GROW_STEPS)] if len(costs) else costs
+    for (processor, pattern), g in grow.groupby(["processor", "pattern"], sort=True):
+        out.append({"processor": processor, "pattern": pattern, "mib": int(g["size_class"].iloc[0]) // 2**20,
+                    "step_kib": GROW_STEPS[pattern] // 1024,
                     "base_us": f"{g['base_ns'].median() / 1000:.1f}",
                     "cells": [{"allocator": r.allocator, "added_us": f"{r.added_ns / 1000:.0f}",
                                "display": per_call.added_display(r.added_ns / 1000, r.added_ns_low / 1000,

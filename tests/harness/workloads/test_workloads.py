@@ -267,25 +267,33 @@ def test_the_calls_workloads_cover_every_class_and_pattern_the_pages_and_the_pro
     assert all(not wl.WORKLOADS[i].default for i in calls)
 
 
-def test_calls_grow_grows_one_block_by_realloc_a_step_each(tmp_path):
-    """Counted by the profile's shim: each step one growing realloc of CALL_GROW[2] bytes more, every one needing
-    more pages than the block had, the block freed when it reaches CALL_GROW[0] bytes."""
+@pytest.mark.parametrize("name, cell", [(f"calls-{wl.CALL_GROW[0]}-grow", wl.CALL_GROW),
+                                        (f"calls-{wl.CALL_GROW_PAGE[0]}-grow-page", wl.CALL_GROW_PAGE)])
+def test_calls_grow_grows_one_block_by_realloc_a_step_each(tmp_path, name, cell):
+    """Counted by the profile's shim: each step one growing realloc of the cell's step more, every one needing
+    more pages than the block had, the block freed when it reaches the cell's largest block; each grow the block
+    did not move for added the step's pages."""
     import subprocess
 
     from analysis.harness.workloads.profile import allocprofile_path, parse_shim_report
 
-    w = wl.WORKLOADS[f"calls-{wl.CALL_GROW[0]}-grow"]
-    scale = 0.1
-    steps, per_block = w.pairs_at(scale), wl.CALL_GROW[0] // wl.CALL_GROW[2]
+    w = wl.WORKLOADS[name]
+    scale = 0.1 if cell is wl.CALL_GROW else 0.02
+    steps, per_block = w.pairs_at(scale), cell[0] // cell[2]
     report = tmp_path / "profile.txt"
     done = subprocess.run(w.argv(scale, "glibc", {}), capture_output=True, text=True, timeout=60,
                           env={"LD_PRELOAD": str(allocprofile_path()), "HEAPCOST_PROFILE": str(report)})
     assert done.returncode == 0, done.stderr
+
+    def total(quantity):
+        return sum(v for (q, c), v in got.items() if q == quantity and c is not None)
+
     got = parse_shim_report(report.read_text())
-    grown = sum(v for (q, c), v in got.items() if q == "realloc_grown" and c is not None)
-    crossed = sum(v for (q, c), v in got.items() if q == "realloc_grown_pages" and c is not None)
     assert got[("realloc_from_null", None)] == -(-steps // per_block)  # each block's first step
-    assert grown == crossed == steps - got[("realloc_from_null", None)]
+    assert total("realloc_grown") == total("realloc_grown_pages") == steps - got[("realloc_from_null", None)]
+    in_place = total("realloc_grown_in_place")
+    assert in_place == total("realloc_grown_pages") - total("realloc_grown_moved")
+    assert total("realloc_grown_in_place_pages") == in_place * cell[2] // 4096
 
 
 def test_calls_processes_starts_its_steps_as_processes_each_making_its_pairs(tmp_path):
