@@ -531,6 +531,86 @@ def _assembled(folder: Path) -> Path:
     return out
 
 
+def js_script(n: int = 200000) -> str:
+    """A JavaScript loop: counts in an object keyed by strings, and an array of small objects cut in half whenever
+    it passes 5,000, printed as JSON at the end."""
+    return "\n".join([
+        "var m = {}; var a = [];",
+        f"for (var i = 0; i < {n}; i++) {{",
+        '  var k = "k" + (i * 7919 % 50021); m[k] = (m[k] || 0) + 1;',
+        '  a.push({n: i, s: k + ":" + i}); if (a.length > 5000) a = a.slice(2500);',
+        "}",
+        "var n = 0; for (var k in m) n += m[k];",
+        "print(n, a.length, JSON.stringify(a.slice(0, 100)).length);"]) + "\n"
+
+
+def csh_script(n: int = 20000) -> str:
+    """A C shell loop: a word built from the counter each turn, the last kept."""
+    return "\n".join(["set i = 0", 'set s = ""', f"while ($i < {n})", '  set w = "w$i"', '  set s = "$w"', "  @ i++",
+                      "end", "echo $i $s"]) + "\n"
+
+
+def bib_text(entries: int = 8000) -> str:
+    """A BibTeX database of articles, one to four authors each, under keys in no order."""
+    rng = random.Random(2061)
+    names = ["Smith", "Lee", "Garcia", "Chen", "Kumar", "Novak", "Okafor", "Silva", "Ivanova", "Haddad"]
+    out = []
+    for i in range(entries):
+        authors = " and ".join(f"{rng.choice(names)}, {chr(65 + rng.randrange(26))}." for _ in range(rng.randint(1, 4)))
+        out.append(f"@article{{key{i * 7919 % 100003},\n  author = {{{authors}}},\n"
+                   f"  title = {{On the {rng.choice(['cost', 'theory', 'practice', 'design'])} of item {i}}},\n"
+                   f"  journal = {{Journal {rng.randrange(50)}}},\n  year = {1950 + rng.randrange(75)},\n"
+                   f"  pages = {{{rng.randint(1, 499)}--{rng.randint(500, 900)}}}\n}}\n")
+    return "\n".join(out)
+
+
+def lp_solve_text(variables: int = 1200, constraints: int = 800) -> str:
+    """The lp_solve format's linear programme: maximise a positive sum over bounded variables, each constraint a
+    sum of 12 of them."""
+    rng = random.Random(2062)
+    lines = ["max: " + " + ".join(f"{rng.randint(1, 19)} x{j}" for j in range(variables)) + ";"]
+    for i in range(constraints):
+        terms = " + ".join(f"{rng.randint(1, 8)} x{j}" for j in rng.sample(range(variables), 12))
+        lines.append(f"c{i}: {terms} <= {rng.randint(50, 499)};")
+    lines += [f"x{j} <= {rng.randint(5, 39)};" for j in range(variables)]
+    return "\n".join(lines) + "\n"
+
+
+def remind_text(reminders: int = 6000) -> str:
+    """A remind file: one dated message a line, on random days of one year."""
+    rng = random.Random(2063)
+    months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    return "".join(f"REM {rng.randint(1, 28)} {rng.choice(months)} 2027 MSG event {i} at %b\n" for i in range(reminders))
+
+
+def pdf_document(pages: int = 400, lines: int = 60) -> str:
+    """A PDF of text pages (ASCII throughout, its cross-reference table exact): on each page, lines of words in
+    Helvetica, each line its own text object."""
+    rng = random.Random(2064)
+    words = ["alloc", "heap", "page", "block", "slab", "arena", "cache", "free", "chunk", "size", "class", "bin",
+             "guard", "canary", "quarantine"]
+    objects = {1: "<< /Type /Catalog /Pages 2 0 R >>", 3: "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"}
+    kids = []
+    for page in range(pages):
+        number = 4 + 2 * page
+        text = "\n".join(f"BT /F1 9 Tf 40 {780 - 12.5 * line:g} Td "
+                         f"({' '.join(rng.choice(words) for _ in range(rng.randint(6, 13)))} {page}.{line}) Tj ET"
+                         for line in range(lines))
+        objects[number + 1] = f"<< /Length {len(text)} >>\nstream\n{text}\nendstream"
+        objects[number] = (f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> "
+                           f">> /Contents {number + 1} 0 R >>")
+        kids.append(number)
+    objects[2] = f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {pages} >>"
+    out, offsets = "%PDF-1.4\n", {}
+    for number in sorted(objects):
+        offsets[number] = len(out)
+        out += f"{number} 0 obj\n{objects[number]}\nendobj\n"
+    size = max(objects) + 1
+    xref = len(out)
+    out += f"xref\n0 {size}\n0000000000 65535 f \n" + "".join(f"{offsets[k]:010d} 00000 n \n" for k in range(1, size))
+    return out + f"trailer\n<< /Size {size} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+
+
 def _write(path: Path, text: str) -> Path:
     if not path.is_file() or path.read_text() != text:
         path.write_text(text)
@@ -608,6 +688,12 @@ INPUTS = {
     "gnuplot-script": lambda folder: _write(folder / "fit.gp", gnuplot_script()),
     "smt-lia": lambda folder: _write(folder / "chain.smt2", smt_lia()),
     "yash-script": lambda folder: _write(folder / "loop.yash", yash_script()),
+    "js-script": lambda folder: _write(folder / "loop.js", js_script()),
+    "csh-script": lambda folder: _write(folder / "loop.csh", csh_script()),
+    "bib": lambda folder: _write(folder / "refs.bib", bib_text()),
+    "lp-solve": lambda folder: _write(folder / "model.lp_solve", lp_solve_text()),
+    "remind": lambda folder: _write(folder / "dates.rem", remind_text()),
+    "pdf": lambda folder: _write(folder / "text.pdf", pdf_document()),
 }
 
 

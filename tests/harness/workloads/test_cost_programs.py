@@ -62,8 +62,8 @@ def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
     assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
     assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
     assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
-    with pytest.raises(HeapcostError, match="no set of cost-check programs 'ninth'"):
-        cost_programs.chosen(programs="ninth")
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'tenth'"):
+        cost_programs.chosen(programs="tenth")
     assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
 
 
@@ -195,7 +195,7 @@ def later_set_is_other_programs(name: str) -> None:
     assert {p.name for p in later} <= instrument_workloads()
     for p in later:  # an output named on the command line is the standard output or nothing
         words = shlex.split(p.command)
-        assert all(words[i + 1] in ("-", "/dev/null", "STDOUT") for i, w in enumerate(words) if w in ("-o",)), p.name
+        assert all(words[i + 1] in ("-", "/dev/null", "/dev/stdout", "STDOUT") for i, w in enumerate(words) if w in ("-o",)), p.name
 
 
 def test_the_seventh_set_is_other_programs_than_every_earlier_set():
@@ -218,3 +218,22 @@ def test_the_eighth_set_is_other_programs_than_every_earlier_set():
     assert pbm[:2] == ["P1", "50 50"] and len(pbm[2:-1]) == 50 and all(len(r.split()) == 50 for r in pbm[2:-1])
     smt = cost_inputs.smt_lia(4)
     assert smt.count("(declare-const") == 4 and smt.count("(assert") == 4 * 4 and smt.count("(") == smt.count(")")
+
+
+def test_the_ninth_set_is_other_programs_than_every_earlier_set():
+    import re
+
+    later_set_is_other_programs("ninth")
+    for make, small in ((cost_inputs.js_script, (5,)), (cost_inputs.csh_script, (5,)), (cost_inputs.bib_text, (3,)),
+                        (cost_inputs.lp_solve_text, (14, 2)), (cost_inputs.remind_text, (3,)),
+                        (cost_inputs.pdf_document, (2, 3))):
+        assert make(*small) == make(*small), make.__name__
+    assert cost_inputs.bib_text(3).count("@article{") == 3 and cost_inputs.remind_text(3).count("\nREM ") == 2
+    assert cost_inputs.lp_solve_text(14, 2).count("\nc") == 2
+    # the PDF's cross-reference table gives each object's true offset, and its pages are counted
+    pdf = cost_inputs.pdf_document(2, 3)
+    table = pdf[pdf.index("xref\n"):].split("\n")[3:]
+    offsets = [int(line.split()[0]) for line in table if line.endswith(" n ")]
+    assert [int(pdf[o:].split(" ", 1)[0]) for o in offsets] == list(range(1, len(offsets) + 1))
+    assert int(pdf.rsplit("startxref\n", 1)[1].split()[0]) == pdf.index("xref\n")
+    assert re.search(r"/Count 2 >>", pdf) and pdf.count("/Type /Page ") == 2
