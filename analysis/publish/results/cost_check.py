@@ -149,11 +149,22 @@ def programs_of(reg: dict) -> str:
 
 def registrations(root: Path | None = None) -> list[Path]:
     """The registration folders under `root` (default cost_predictions/), every set's, the earliest registered
-    first."""
+    first: by the day registered, then the set's place (harness/cost_programs.SETS; sets registered on one day
+    were registered in that order, and their commits' hashes say nothing of it), then the folder."""
+    from analysis.harness.workloads.cost_programs import SETS
+
     root = Path(REGISTRY if root is None else root)
     found = sorted({f.parent for f in root.glob(f"*/{REGISTERED}")} | {f.parent for f in root.glob(f"*/*/{REGISTERED}")}) \
         if root.is_dir() else []
-    return sorted(found, key=lambda f: (str(load(f)["registration"].get("registered", "")), f.name))
+    order = list(SETS)
+
+    def key(folder):
+        reg = load(folder)
+        day = str(reg["registration"].get("registered", "")).split(",")[0]
+        name = programs_of(reg)
+        return day, order.index(name) if name in order else len(order), folder.name
+
+    return sorted(found, key=key)
 
 
 def _toml(v) -> str:

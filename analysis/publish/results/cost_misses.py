@@ -13,6 +13,11 @@ typed in:
   than their usual factor of 4 between the cells around it, or beyond them), so its calls are charged at a cell
   far from it (an allocator whose cost grows with a block's bytes is then undercharged for larger blocks);
 - `large_blocks`: most of the prediction rests on blocks above the largest small cell (the pages cell scaled).
+- `placement_own_calls`: the configuration takes the order term, the model predicted the program dearer than it
+  measured, at least half of that miss is what the order term added, and at least half of the program's order
+  share is what heapcost's placement allocator's own calls cost beside the baseline's (its per-call cells on the
+  kind, cost_model.PLACEMENT_ALLOCATOR): the share stands for that allocator's speed, not for where it lays the
+  blocks (docs/design.md, the order share also carries the placement allocator's own speed).
 
 A miss none of these describes is `unexplained`. results_cost_misses.csv holds one row per far miss.
 """
@@ -25,9 +30,11 @@ FAR = math.log(1.25)
 PROTOCOL = math.log(1.10)
 PLACEMENT_SHARE = 0.2
 LARGE = 0.5
+OWN_SHARE = 0.5  # of the order share, what the placement allocator's own calls must account for
 GAP = 4  # the per-call cells' step between classes (16, 64, 256, 1024, 4096 bytes)
 COLUMNS = ["programs_set", "processor", "program", "allocator", "predicted", "measured", "error_percent", "reasons",
-           "top_class", "top_class_share", "nearest_cell", "order_share", "shuffle_share", "alone", "display"]
+           "top_class", "top_class_share", "nearest_cell", "order_share", "shuffle_share", "placement_own", "alone",
+           "display"]
 SMALL_CELL_PATTERNS = ("lifo", "random", "fifo")
 
 
@@ -52,6 +59,18 @@ def _in_gap(size_class: int, cells: list[int]) -> bool:
     if not below or not above:
         return True
     return min(above) / max(below) > GAP
+
+
+def _placement_own(profile: pd.DataFrame, costs: pd.DataFrame, processor: str) -> float | None:
+    """The share of the program's time under the baseline that heapcost's placement allocator's own calls add,
+    predicted from its per-call cells on the kind as any configuration's are; None where the kind has none."""
+    from analysis.stats import cost_model
+
+    mine = costs[(costs["processor"] == processor) & (costs["allocator"] == cost_model.PLACEMENT_ALLOCATOR)] \
+        if len(costs) else costs
+    if mine.empty or not cost_model.base_time(profile):
+        return None
+    return cost_model.predict(profile, mine).ratio - 1.0
 
 
 def far_misses(tables, costs: pd.DataFrame, faults: pd.DataFrame, premiums: dict) -> pd.DataFrame:
@@ -94,6 +113,11 @@ def far_misses(tables, costs: pd.DataFrame, faults: pd.DataFrame, premiums: dict
                 reasons.append("unmeasured_class")
             if not pd.isna(r.large_share) and float(r.large_share) >= LARGE:
                 reasons.append("large_blocks")
+            own = _placement_own(prof, costs, r.processor) if prof is not None else None
+            if term and ORDER_TERM in term.terms and order and order > 0 and own is not None \
+                    and own >= OWN_SHARE * order and error < 0 \
+                    and term.order * order >= OWN_SHARE * (float(r.current_predicted) - float(r.measured)):
+                reasons.append("placement_own_calls")
             rows.append({"programs_set": r.programs_set, "processor": r.processor, "program": r.program,
                          "allocator": r.allocator, "predicted": round(float(r.current_predicted), 3),
                          "measured": round(float(r.measured), 3),
@@ -102,6 +126,7 @@ def far_misses(tables, costs: pd.DataFrame, faults: pd.DataFrame, premiums: dict
                          "top_class_share": round(share, 3), "nearest_cell": nearest,
                          "order_share": None if order is None else round(order, 3),
                          "shuffle_share": None if shuffle is None else round(shuffle, 3),
+                         "placement_own": None if own is None else round(own, 3),
                          "alone": None if a is None else round(a, 3),
                          "display": f"{float(r.current_predicted):.2f} / {float(r.measured):.2f}"})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -26,8 +26,18 @@ def profiles_count_same_size(folder: Path) -> bool:
     """Whether a registration's profiles count the reused frees taken by the size just freed
     (frees_reused_same_size): only then were its predictions made with the cells of one size, where the kind had
     them (stats/cost_model.weights)."""
-    return any("\nfrees_reused_same_size," in path.read_text()
-               for path in sorted((Path(folder) / "profiles").glob("*.csv")))
+    return _profiles_record(folder, "frees_reused_same_size")
+
+
+def profiles_count_grow_pages(folder: Path) -> bool:
+    """Whether a registration's profiles count the pages their in-place grows added (realloc_grown_in_place_pages):
+    only then were its predictions made with both grow cells, the grows split between them
+    (stats/cost_model.grown_pairs)."""
+    return _profiles_record(folder, "realloc_grown_in_place_pages")
+
+
+def _profiles_record(folder: Path, quantity: str) -> bool:
+    return any(f"\n{quantity}," in path.read_text() for path in sorted((Path(folder) / "profiles").glob("*.csv")))
 
 
 def held_effect(folder: Path, table: pd.DataFrame, costs: pd.DataFrame) -> dict:
@@ -69,11 +79,19 @@ def same_size_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, fold
 
 
 def grow_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None = None) -> dict:
-    """cells_effect of the grow cell (without it, a large block grown in place under the baseline costs nothing,
-    as before), on every program whose kind measured it."""
+    """cells_effect of the grow cells (without them, a large block grown in place under the baseline costs
+    nothing, as before), on every program whose kind measured them."""
     from analysis.stats import cost_model
 
-    return cells_effect(table, costs, newer, folder, [cost_model.GROW])
+    return cells_effect(table, costs, newer, folder, list(cost_model.GROW_STEPS))
+
+
+def grow_page_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None = None) -> dict:
+    """cells_effect of the grow cell a page at a time (without it, every grow takes the 64 KiB cell, as before),
+    on every program whose profile counts the pages its in-place grows added and whose kind measured the cell."""
+    from analysis.stats import cost_model
+
+    return cells_effect(table, costs, newer, folder, [cost_model.GROW_PAGE], "realloc_grown_in_place_pages")
 
 
 def cells_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None, patterns: list,

@@ -267,6 +267,14 @@ def test_a_later_set_of_programs_registers_beside_the_first_and_both_are_found(t
         "2099-01-01", "2099-03-01").replace('[registration]\n', '[registration]\nprograms = "second"\n'))
     assert cost_check.registrations(tmp_path) == [first, second]
     assert [cost_check.programs_of(cost_check.load(f)) for f in cost_check.registrations(tmp_path)] == ["first", "second"]
+    # sets registered on one day are in the sets' order, whatever their commits' hashes
+    ninth = cost_check.folder_of(PROCESSOR, tmp_path, programs="ninth")
+    ninth.mkdir(parents=True)
+    (ninth / cost_check.REGISTERED).write_text((second / cost_check.REGISTERED).read_text().replace(
+        'programs = "second"', 'programs = "ninth"').replace("commit ", "commit 0"))
+    (second / cost_check.REGISTERED).write_text((second / cost_check.REGISTERED).read_text().replace("commit ", "commit f"))
+    assert cost_check.registrations(tmp_path) == [first, second, ninth]
+    ninth.joinpath(cost_check.REGISTERED).unlink()
     monkeypatch.setattr(cost_check, "REGISTRY", tmp_path)
     monkeypatch.setattr(cost_check, "this_processor", lambda: "Third CPU (1/1/1)")
     with pytest.raises(HeapcostError, match=r"\(Third CPU \(1/1/1\)\) for the second set of programs"):
@@ -460,3 +468,37 @@ def test_the_one_size_cells_effect_sets_the_predictions_beside_those_at_the_draw
     assert cost_profiles.same_size_effect(table, costs, newer, tmp_path)["cells"] == 2
     drawn = costs[costs["pattern"] != "lifo-same"]
     assert cost_profiles.same_size_effect(table, drawn, newer, tmp_path) == {}
+
+
+def test_the_page_grow_cell_effect_sets_the_predictions_beside_those_at_the_64_kib_cell_alone(tmp_path):
+    """grow_page_effect: on profiles that count the pages their in-place grows added, the per-call model's |error|
+    with the grows split between the two grow cells and with the 64 KiB cell alone; profiles_count_grow_pages:
+    whether a registration was made with the count."""
+    from analysis.stats import cost_model
+
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    big = 2**21
+    rows = [("realloc_calls", big, 100), ("realloc_grown", big, 100), ("realloc_grown_pages", big, 100),
+            ("user_s", "", 0.09), ("sys_s", "", 0.01)]
+    text = "quantity,size_class,value\n" + "".join(f"{q},{c},{v}\n" for q, c, v in rows)
+    (profiles / "old.csv").write_text(text)  # registered before the count: the 64 KiB cell alone
+    assert not cost_profiles.profiles_count_grow_pages(tmp_path)
+    (profiles / "buffer.csv").write_text(text + f"realloc_grown_in_place,{big},100\n"
+                                         f"realloc_grown_in_place_pages,{big},100\n")
+    assert cost_profiles.profiles_count_grow_pages(tmp_path)
+    cells = [("lifo", 16, 1.0), ("random", 16, 2.0), ("grow", 4 * 2**20, 140_000.0), ("grow-page", 4 * 2**20, 10_000.0)]
+    costs = pd.DataFrame([{"processor": PROCESSOR, "allocator": "hm", "pattern": pt, "size_class": c, "added_ns": a,
+                           "added_ns_low": a * 0.9, "added_ns_high": a * 1.1} for pt, c, a in cells])
+    buffer = pd.read_csv(profiles / "buffer.csv")
+    split = cost_model.predict(buffer, costs[costs["processor"] == PROCESSOR]).ratio
+    alone = cost_model.predict(buffer, costs[costs["pattern"] != "grow-page"]).ratio
+    assert 1 < split < alone  # a page a grow: most of the steps at the page cell's price
+    table = pd.DataFrame([{"program": "buffer", "allocator": "hm", "processor": PROCESSOR, "measured": split},
+                          {"program": "old", "allocator": "hm", "processor": PROCESSOR, "measured": alone}])
+    got = cost_profiles.grow_page_effect(table, costs, {}, tmp_path)
+    assert got["cells"] == 1 and got["moved"] == 1  # the old profile has no count: left out
+    assert float(got["median_with"]) == pytest.approx(0.0, abs=0.01) and float(got["median_without"]) > 1
+    assert got["largest"]["program"] == "buffer" and got["largest"]["with"] == f"{split:.3f}"
+    # both grow cells against none: the old profile counts the grows past a page, so it is in
+    assert cost_profiles.grow_effect(table, costs, {}, tmp_path)["cells"] == 2
