@@ -98,7 +98,7 @@ test: $(VENV_STAMP) system-deps paper ## run the whole test suite (real allocato
 
 FAST := not (slow or allocators or valgrind or paper)
 test-fast: $(VENV_STAMP) git-filter ## the tests that need no allocator, valgrind, papermill or Typst (under a minute)
-	$(PY) -m pytest -q -n auto -m "$(FAST)" tests
+	$(PY) -m pytest -q -n auto --dist worksteal -m "$(FAST)" tests
 
 measure: $(VENV_STAMP) git-filter ## run a measurement campaign through notebooks/measure.ipynb into data/runs/
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \

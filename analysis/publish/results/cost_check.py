@@ -156,15 +156,9 @@ def registrations(root: Path | None = None) -> list[Path]:
     root = Path(REGISTRY if root is None else root)
     found = sorted({f.parent for f in root.glob(f"*/{REGISTERED}")} | {f.parent for f in root.glob(f"*/*/{REGISTERED}")}) \
         if root.is_dir() else []
-    order = list(SETS)
-
-    def key(folder):
-        reg = load(folder)
-        day = str(reg["registration"].get("registered", "")).split(",")[0]
-        name = programs_of(reg)
-        return day, order.index(name) if name in order else len(order), folder.name
-
-    return sorted(found, key=key)
+    order = {name: i for i, name in enumerate(SETS)}
+    return sorted(found, key=lambda f: (str(load(f)["registration"].get("registered", "")).split(",")[0],
+                                        order.get(programs_of(load(f)), len(order)), f.name))
 
 
 def _toml(v) -> str:

@@ -420,3 +420,21 @@ def test_the_kept_inputs_follow_the_runs(tmp_path, costs_runs, monkeypatch, caps
     again = cost.model_inputs(data / "runs", "glibc", registry)
     assert "computing the model's inputs" not in capsys.readouterr().out  # read back, said nothing
     pd.testing.assert_frame_equal(first.costs, again.costs)
+
+
+def test_the_grow_cells_are_listed_per_kind_and_step_with_what_each_configuration_adds():
+    """per_call_products._grow_cells: per kind, the 64 KiB cell before the page cell, the baseline's microseconds a
+    step, and the configurations whose added time's interval lies above zero, the dearest first; a tenth of a
+    microsecond shown below ten."""
+    from analysis.publish.results.per_call_products import _grow_cells
+
+    rows = [("grow", "s", 800_000.0, 700_000.0), ("grow", "j", 17_000.0, 15_000.0), ("grow", "g", -60.0, -300.0),
+            ("grow-page", "s", 812_000.0, 630_000.0), ("grow-page", "k", 54.0, 25.0), ("lifo", "s", 9.0, 8.0)]
+    costs = pd.DataFrame([{"processor": "K", "pattern": p, "size_class": 4 * 2**20, "allocator": a, "added_ns": ns,
+                           "added_ns_low": low, "added_ns_high": ns * 1.2, "base_ns": 3000.0 if p == "grow" else 850.0}
+                          for p, a, ns, low in rows])
+    got = _grow_cells(costs)
+    assert [(g["pattern"], g["step_kib"], g["mib"], g["base_us"]) for g in got] == [("grow", 64, 4, "3.0"),
+                                                                                   ("grow-page", 4, 4, "0.8")]
+    assert [(c["allocator"], c["added_us"]) for c in got[0]["cells"]] == [("s", "800"), ("j", "17")]
+    assert [(c["allocator"], c["added_us"]) for c in got[1]["cells"]] == [("s", "812"), ("k", "0.1")]
