@@ -15,10 +15,13 @@ known placement moves a lockstep pair's ratio: on the pair's own CPU, by about a
 takes; on the other CPU, by far less.
 
 A campaign holds an fcntl lock on `<runs dir>/.campaign.lock` while it runs (removed when it ends), and refuses to start while
-another holds it or while the 1-minute load average is above QUIET_LOAD; FORCE=1 runs anyway (recorded).
+another holds it or while the 1-minute load average is above QUIET_LOAD; FORCE=1 runs anyway (recorded). It never
+starts while /dev/null is not the null device: a program that replaces the file it is told to write (tcc, re2c
+given `-o /dev/null`) leaves a regular file there, and every later write to "nowhere" then lands on the disk.
 """
 import fcntl
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +102,14 @@ def is_interfered(other_cpu_s: float, wall_s: float, cpu_other_s: float | None =
             or elsewhere > max(OTHER_CPUS_FRACTION * wall_s, OTHER_CPUS_MIN_S))
 
 
+def null_device_ok(path: Path = Path(os.devnull)) -> bool:
+    """Whether `path` is a character device (the null device, as it should be)."""
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def is_forced(force) -> bool:
     """FORCE=1 / --force / the notebook parameter; unset: the environment's HEAPCOST_FORCE."""
     if force in (None, ""):
@@ -109,8 +120,10 @@ def is_forced(force) -> bool:
 class CampaignLock:
     """Held for a campaign's life. Entering checks the machine; refuses with one line unless forced."""
 
-    def __init__(self, runs_dir: Path, force=None, max_load: float = QUIET_LOAD, loadavg=None):
+    def __init__(self, runs_dir: Path, force=None, max_load: float = QUIET_LOAD, loadavg=None,
+                 null_device: Path = Path(os.devnull)):
         self.path = Path(runs_dir) / LOCK_NAME
+        self.null_device = Path(null_device)
         self.force = is_forced(force)
         self.max_load = max_load
         self._loadavg = loadavg or (lambda: os.getloadavg()[0])
@@ -119,6 +132,9 @@ class CampaignLock:
         self.record: dict = {}
 
     def __enter__(self):
+        if not null_device_ok(self.null_device):
+            raise HeapcostError(f"{self.null_device} is not the null device (a program replaced it with a file); "
+                                f"restore it (rm {self.null_device}; mknod -m 666 {self.null_device} c 1 3) before measuring")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         load = self._loadavg()
         held = self._acquire()

@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -160,6 +161,22 @@ def test_a_campaign_refuses_a_busy_machine_or_a_second_campaign(tmp_path):
         with quiet.CampaignLock(tmp_path, force="1", loadavg=lambda: 9.0) as forced:
             assert forced.record["forced"] and forced.record["lock"].startswith("held by another")
     assert not (tmp_path / quiet.LOCK_NAME).exists()  # the holder leaves no file behind
+
+
+def test_a_campaign_never_starts_while_the_null_device_is_a_file(tmp_path):
+    """A regular file where /dev/null should be (left by a program that replaces its output file) is refused in
+    one line that says how to restore it, forced or not, and no lock is taken; the null device itself is not."""
+    fake = tmp_path / "null"
+    fake.write_text("")
+    assert quiet.null_device_ok(Path(os.devnull)) and not quiet.null_device_ok(fake)
+    assert not quiet.null_device_ok(tmp_path / "absent")
+    for force in ("0", "1"):
+        with pytest.raises(HeapcostError, match=r"is not the null device .*mknod -m 666 .* c 1 3\) before measuring"):
+            with quiet.CampaignLock(tmp_path, force=force, loadavg=lambda: 0.1, null_device=fake):
+                pass
+    assert not (tmp_path / quiet.LOCK_NAME).exists()
+    with quiet.CampaignLock(tmp_path, force="0", loadavg=lambda: 0.1) as fine:
+        assert fine.record["lock"] == "held"
 
 
 def test_an_old_run_keeps_its_own_header_when_resumed(tmp_path):

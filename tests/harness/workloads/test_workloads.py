@@ -260,10 +260,10 @@ def test_below_one_round_the_work_still_shrinks_with_the_scale(wid, prepared):
 
 def test_the_calls_workloads_cover_every_class_and_pattern_the_pages_and_the_processes():
     calls = wl.WORKLOAD_GROUPS["calls"]
-    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 3
-    assert {(wl.WORKLOADS[i].size_class, wl.WORKLOADS[i].pattern) for i in calls} == \
+    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 4
+    assert {(wl.WORKLOADS[i].size_class, wl.WORKLOADS[i].cell_pattern) for i in calls} == \
         {*((c, p) for c in wl.CALL_CLASSES for p in ("lifo", "fifo", "random")), (wl.CALL_PAGES[0], "pages"),
-         (0, "processes"), (wl.CALL_GROW[0], "grow")}
+         (0, "processes"), (wl.CALL_GROW[0], "grow"), (wl.CALL_GROW_PAGE[0], "grow-page")}
     assert all(not wl.WORKLOADS[i].default for i in calls)
 
 
