@@ -241,3 +241,9 @@ def models_compared(tables) -> pd.DataFrame:
                                    "registered_per_call_inside", "registered_per_call_log_error"))
     out = pd.DataFrame(rows, columns=MODEL_COLUMNS)
     return out.sort_values(["processor", "column"], kind="stable").reset_index(drop=True)
+
+
+def kinds_checked_later(models: pd.DataFrame) -> list[str]:
+    """The processor kinds checked out of sample on a set of programs after the first (models_compared's columns
+    3 and 4: the second set as the model was then, a later set as registered with its terms)."""
+    return sorted(set(models.loc[models["column"].isin([3, 4]), "processor"])) if len(models) else []

@@ -609,7 +609,7 @@ def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
     if terms is not None:
         write_csv(terms, p("cost_terms.csv"))
     kinds = sorted(set(costs["processor"])) if costs is not None and len(costs) else []
-    second = set(models.loc[models["column"] == 3, "processor"]) if len(models) else set()
+    second = set(cost_models.kinds_checked_later(models))
     return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
                            "measured_hosts": sum(1 for h in hosts if h["cells"]),
                            "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],

@@ -323,6 +323,12 @@ def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
     assert got[got["column"] == 2]["programs_set"].tolist() == ["first", "fourth"]
     assert got[got["column"] == 4]["programs_set"].tolist() == ["third", "fourth"]
     assert got[(got["column"] == 4) & (got["programs_set"] == "fourth")]["inside"].tolist() == [1]
+    # a kind is checked on a later set by the second set (column 3) or a later set with its terms (column 4); the
+    # first set alone, in or out of sample, is not that
+    assert cost_models.kinds_checked_later(got) == [PROCESSOR]
+    assert cost_models.kinds_checked_later(got[got["column"] == 4]) == [PROCESSOR]
+    assert cost_models.kinds_checked_later(got[got["column"].isin([1, 2])]) == []
+    assert cost_models.kinds_checked_later(got.iloc[0:0]) == []
 
 
 def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so(tmp_path, monkeypatch, capsys):
