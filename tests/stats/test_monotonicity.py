@@ -42,6 +42,7 @@ def published():
 
 @pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 @pytest.mark.skipif(not PUBLISHED, reason="no published probe run")
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 def test_a_removal_that_raises_the_published_score_is_carried_by_one_named_entry(published):
     """Removing defences may raise the score (a quarantine delays the reuse at which a write-after-free check
     fires): each such pair names the entry that carries it, and without that entry the removal no longer
@@ -63,6 +64,7 @@ def test_a_removal_that_raises_the_published_score_is_carried_by_one_named_entry
 
 
 @pytest.mark.skipif(not PUBLISHED, reason="no published probe run")
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 def test_the_probe_of_a_removed_defence_tells_the_published_pair_apart(published):
     rows, problems = published
     if "uaf-read-reused" not in {r["probe"] for r in rows}:

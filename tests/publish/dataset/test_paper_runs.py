@@ -85,6 +85,7 @@ def test_tables_name_the_run_each_row_comes_from(written):
     assert dearest["run"] == labels[dearest["run_id"]] and dearest["profile"] and dearest["reduced_scale"] is False
 
 
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 def test_the_debates_carry_margin_runs_hosts_pooled_interval_and_verdict(written):
     numbers, tmp_path = written
     deb = pd.read_csv(tmp_path / "results_debates.csv", dtype={"seed": str})

@@ -385,6 +385,7 @@ def test_the_command_names_only_the_asked_configurations_premium(tmp_path, costs
     assert "hardened" not in said
 
 
+@pytest.mark.slow  # reads the published dataset or runs a command end to end: in make test, not test-fast
 def test_the_command_says_when_placement_parts_meet_a_profile_without_runs_or_with_large_shares(
         tmp_path, costs_runs, monkeypatch, capsys):
     from analysis.stats.cost_terms import PLACEMENT, Premium
