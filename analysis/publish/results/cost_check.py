@@ -156,9 +156,9 @@ def registrations(root: Path | None = None) -> list[Path]:
     root = Path(REGISTRY if root is None else root)
     found = sorted({f.parent for f in root.glob(f"*/{REGISTERED}")} | {f.parent for f in root.glob(f"*/*/{REGISTERED}")}) \
         if root.is_dir() else []
-    order = {name: i for i, name in enumerate(SETS)}
-    return sorted(found, key=lambda f: (str(load(f)["registration"].get("registered", "")).split(",")[0],
-                                        order.get(programs_of(load(f)), len(order)), f.name))
+    order, regs = {name: i for i, name in enumerate(SETS)}, {f: load(f) for f in found}
+    return sorted(found, key=lambda f: (str(regs[f]["registration"].get("registered", "")).split(",")[0],
+                                        order.get(programs_of(regs[f]), len(order)), f.name))
 
 
 def _toml(v) -> str:
