@@ -260,16 +260,22 @@ class _Cells:
         x = self._x(terms, keep) / m[:, None]
         y = (m - (self.predicted if keep is None else self.predicted[keep])) / m
         n, k = x.shape
-        xx = x.T @ x
-        if n < k or np.linalg.matrix_rank(xx) < k or float(np.min(np.diag(xx))) <= 0:
+        # each column scaled to unit length first: calls / T runs to millions a second and a placement share to
+        # tenths, so unscaled, a rank test relative to the largest singular value calls the shares' columns zero
+        scale = np.sqrt(np.sum(x * x, axis=0))
+        if n < k or float(np.min(scale)) <= 0:
+            return None
+        xs = x / scale
+        xx = xs.T @ xs
+        if np.linalg.matrix_rank(xx) < k:
             return None
         inv = np.linalg.inv(xx)
-        beta = inv @ (x.T @ y)
+        b = inv @ (xs.T @ y)
         cov = np.zeros((k, k))
         if n > k:  # the coefficients' covariance, widened from a t on n - k degrees of freedom to the normal's
-            s2 = float(np.sum((y - x @ beta) ** 2)) / (n - k)
-            cov = s2 * inv * (t_quantile(n - k) / Z) ** 2
-        return _Fit(tuple(terms), beta, cov, n)
+            s2 = float(np.sum((y - xs @ b) ** 2)) / (n - k)
+            cov = s2 * (inv / np.outer(scale, scale)) * (t_quantile(n - k) / Z) ** 2
+        return _Fit(tuple(terms), b / scale, cov, n)
 
     def errors(self, fit: _Fit | None, keep: np.ndarray | None = None) -> np.ndarray:
         """log(measured) - log(predicted), with the terms of `fit` where given (a prediction the terms take to

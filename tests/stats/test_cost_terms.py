@@ -266,3 +266,23 @@ def test_a_profiles_noisy_placement_runs_widen_the_interval_their_shares_give_an
     # a configuration that takes no placement part is not widened by the shares' errors
     held = cost_terms.Premium(0.0, 0.0, 12, 12, 100.0, 0.0, terms=(cost_terms.HELD_TERM,))
     assert held.applied(noisy).high - held.applied(noisy).low == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_premium_and_the_placement_parts_are_fitted_together_though_their_scales_lie_far_apart():
+    # calls / T runs to millions a second, a placement share to tenths: the premium fitted beside both parts
+    rng = np.random.default_rng(31)
+    rows = []
+    for i in range(24):
+        base, calls = float(rng.uniform(0.05, 0.6)), float(10 ** rng.uniform(5, 7))
+        order, shuffle = float(rng.uniform(-0.5, 0.1)), float(rng.uniform(0.0, 1.0))
+        predicted = 1 + float(rng.uniform(0, 0.05))
+        measured = (predicted + 20e-9 * calls / base + 1.0 * order + 0.8 * shuffle) * math.exp(rng.normal(0, 0.01))
+        rows.append({"program": f"p{i}", "allocator": "randomized", "processor": "K", "measured": measured,
+                     "predicted": predicted, "calls": calls, "base_s": base, "held_kib": 0.0,
+                     "order_share": order, "shuffle_share": shuffle})
+    cells = pd.DataFrame(rows, columns=cost_terms.CELL_COLUMNS)
+    t = cost_terms.fit(cells, (cost_terms.CALLS_TERM, *cost_terms.PLACEMENT))
+    assert t is not None and t.terms == (cost_terms.CALLS_TERM, *cost_terms.PLACEMENT)
+    assert abs(t.ns - 20) <= cost_model.Z * t.se_ns + 1 and abs(t.order - 1.0) < 0.15 and abs(t.shuffle - 0.8) < 0.15
+    assert 0 < t.se_ns < 5 and 0 < t.se_order < 0.2
+    assert cost_terms.chosen(cells) == (cost_terms.CALLS_TERM, *cost_terms.PLACEMENT)
