@@ -28,7 +28,7 @@ STAGES = {
                       "stos, a memset call, plain stores) alone on this host, into data/runs/"),
         "profile": ("analysis.harness.workloads.profile", "a program's allocation profile under glibc: calls per size class, reuse, "
                     "mmap and brk, wall time"),
-        "cost-check": ("analysis.publish.results.cost_check", "the cost model checked out of sample: register predicted "
+        "cost-check": ("analysis.publish.results.cost_check_command", "the cost model checked out of sample: register predicted "
                        "costs of programs nobody tuned for, measure them, print predicted against measured"),
     },
     "look": {

@@ -40,6 +40,9 @@ SLICE_US = 1000          # each process's turn: about 1 ms of the CPU
 MIN_WINDOW_S = 0.5
 RUNS_PER_WINDOW = 2
 MAX_WINDOW_S = 20.0
+# in turns longer than SLICE_US, a window lasts at least this many turns of each side, so that a window's ratio
+# still compares the two in many of the machine's states
+MIN_TURNS_PER_SIDE = 10
 REFERENCE_RUNS, REFERENCE_CPU_S = 3, 2.0  # the reference runs that judge a program and size its window
 # a program runs other threads when more than this share of its CPU time is outside its main thread, and waits
 # when more than this share of its wall time (and at least WAITING_MIN_S) is neither on the CPU nor queued for it
@@ -167,6 +170,14 @@ def side_result(d: dict, wall_s: float) -> LaunchResult:
             return LaunchResult(status="signaled", **{**fields, "signal": int(failed["signal"])})
         return LaunchResult(status="exited", **{**fields, "exit_code": int(failed.get("exit_code") or 0)})
     return LaunchResult(status="exited", **{**fields, "exit_code": 0})
+
+
+def window_for_slice(window_s: float, slice_us: int) -> float:
+    """The window of a program sized at `window_s` (from the baseline's run, `applies`) when its turns last
+    `slice_us`: as it is at SLICE_US or shorter, else at least MIN_TURNS_PER_SIDE turns of each side."""
+    if slice_us <= SLICE_US:
+        return window_s
+    return max(window_s, 2 * MIN_TURNS_PER_SIDE * slice_us / 1e6)
 
 
 def run_window(trial_a: SpeedTrial, trial_b: SpeedTrial, *, expected_a: str | None, expected_b: str | None,

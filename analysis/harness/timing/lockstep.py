@@ -237,13 +237,14 @@ def run_pairs(camp, run_dir: Path, info: dict, *, baseline: str, pad_spread: int
             ta, tb = tb, ta
         key = lambda t: f"{wid}|{t.alloc.variant}|{t.scale:.6g}"  # noqa: E731
         if wid in windows:  # a brought program, made to take turns from outside
-            from analysis.harness.timing.alternation import run_window, widened
+            from analysis.harness.timing.alternation import SLICE_US, run_window, widened
 
             label = f"{wid} {aid}:{ref}"
             window = longer.get(label, windows[wid])
             row = run_window(ta, tb, expected_a=expected.get(key(ta)), expected_b=expected.get(key(tb)),
                              cpu=camp.cpu, driver_cpu=next((c for c in camp.all_cpus if c != camp.cpu), None),
-                             window_s=window, first=first_side(block, index[cell]), pads=pads)
+                             window_s=window, first=first_side(block, index[cell]), pads=pads,
+                             slice_us=getattr(camp, "slice_us", SLICE_US))
             wider = widened(window, row)
             if wider is not None:
                 longer[label] = wider

@@ -19,6 +19,7 @@ from analysis.harness.process import launcher, machine, quiet
 from analysis.harness.process.blocks import parse_seed, run_blocks
 from analysis.harness.process.trial import (SpeedTrial, check_preloadable, progress_bar, reference_checksum, run_one,
                                             skipped_row)
+from analysis.harness.timing.alternation import SLICE_US
 from analysis.harness.timing.lockstep import MIN_PAIRS_TO_STOP
 from analysis.harness.workloads import supports
 from analysis.paths import RUNS_DIR, portable_path, portable_text
@@ -177,7 +178,7 @@ class Campaign:
     def __init__(self, profile="quick", allocators=None, workloads=None, extra_allocators=None, mode="time",
                  target_ci=None, budget_min=None, lock_clock=False, seed=None, blocks=None,
                  runs_dir=RUNS_DIR, progress=True, protocol="lockstep", pin="auto", force=None, scales=None,
-                 extra_workloads=None, pairs=None):
+                 extra_workloads=None, pairs=None, slice_us=None):
         from analysis.harness.workloads.brought import parse_extra_workloads
         from analysis.harness.workloads.builtin import WORKLOAD_GROUPS, WORKLOADS
 
@@ -234,6 +235,8 @@ class Campaign:
         self.direct_pairs, self.debate_pairs = [], False
         # brought programs that take turns from outside, with each one's window (decided at the first start)
         self.alternation_windows = {}
+        # their turns' length (alternation.SLICE_US unless told: `cost-check measure --turn-ms`)
+        self.slice_us = SLICE_US if slice_us in (None, "") else parse_positive(slice_us, "the turn's length", int)
         if str(pairs or "").strip() and (self.protocol != "lockstep" or mode != "time"):
             raise HeapcostError("PAIRS pairs allocators in lockstep: it needs PROTOCOL=lockstep and MODE=time")
         if self.protocol == "lockstep" and mode == "time":
@@ -259,6 +262,8 @@ class Campaign:
             p["scales"] = self.scales
         if self.direct_pairs:
             p["pairs"] = [list(pair) for pair in self.direct_pairs]
+        if self.slice_us != SLICE_US:
+            p["slice_us"] = self.slice_us
         dropped = dropped_by_fleet()
         if dropped:
             p["dropped"] = dropped
@@ -397,7 +402,8 @@ class Campaign:
                 decided[w.id] = {"applies": fit.applies, "why": fit.why, "cpu_s": round(fit.cpu_s, 6),
                                  "wall_s": round(fit.wall_s, 6), "window_s": fit.window_s}
             changed = True
-        self.alternation_windows = {w: d["window_s"] for w, d in decided.items() if d.get("applies")}
+        self.alternation_windows = {w: alternation.window_for_slice(d["window_s"], self.slice_us)
+                                    for w, d in decided.items() if d.get("applies")}
         for w in self.alternation_windows:
             info.setdefault("trial_cpus", {})[w] = self.cpu
         self.lockstep_cells, self.trial_cells = split_cells(self, BASELINE, self.direct_pairs,

@@ -9,8 +9,10 @@ before the measuring campaign, the commit and date it names fix the model that m
 
 `python -m analysis cost-check measure` runs the programs against the baseline under the registered
 configurations of this host's registration (brought ones given as EXTRA_ALLOCATORS), in turns from outside
-where a program allows it, into data/runs/. `check` reads those runs, each registration on its own: a run counts for a program only on the registration's processor and with
-the registered input and program bytes (by sha256). The measured ratio is each run's paired estimate over its
+where a program allows it (turns of 1 ms unless `--turn-ms` says otherwise), into data/runs/
+(publish/results/cost_measure.py; the command: cost_check_command.py). `check` reads those runs in the check's own turns (publish/results/
+cost_turns.py sets the others beside them), each registration on its own: a run counts for a program only on
+the registration's processor and with the registered input and program bytes (by sha256). The measured ratio is each run's paired estimate over its
 windows (stats/paired.py), the runs pooled as the debates pool them (publish/debates/pool.py).
 
 `python -m analysis cost-check profile` profiles a set's programs again into a run of the dataset, with what the
@@ -34,6 +36,7 @@ import pandas as pd
 
 from analysis.contract import dataset
 from analysis.errors import HeapcostError, read_toml
+from analysis.harness.timing.alternation import SLICE_US
 from analysis.paths import DATA_DIR, REPO, file_sha256
 from analysis.publish.results import cost_models
 from analysis.publish.results.cost_models import pct as _pct
@@ -61,6 +64,7 @@ FAR = 1.25
 # prediction intervals (at least), the median and the 90th percentile of |log error| (at most), in percent
 GOALS = {"coverage_percent": 90, "median_percent": 3, "p90_percent": 8}
 MIN_BLOCKS = 6  # a cell's paired estimate needs 5 windows after the first, the warm-up
+CHECK_SLICE_US = SLICE_US  # the check's turns (harness/timing/alternation.py): a run naming no other took these
 COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
            "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why",
            "current_predicted", "current_low", "current_high", "current_log_error", "calls", "per_call_predicted",
@@ -305,55 +309,20 @@ def load(folder: Path) -> dict:
 
 # ---- the measurement ----
 
-def measure(extra_allocators: str = "", blocks: int = 8, folder: Path | None = None, runs_dir: Path | None = None,
-            force=None, names=None, programs_set: str = "first", protocol: str = "lockstep",
-            allocators=None) -> Path:
-    """Run the programs of a registration (default this host's processor's of the set `programs_set`) against the
-    baseline; a configuration it predicts that is neither in the catalogue nor brought is left out and named.
-    `protocol` "trials" runs each program alone in randomized blocks instead of in turns, so that each run's
-    minor faults, system time and peak memory are recorded (trials.csv): what a miss comes from; `allocators`
-    then names the configurations (default the registration's), knock-outs included. `runs_dir`: the runs folder
-    the campaign writes into, default data/runs/."""
-    from analysis.harness.workloads import cost_inputs, cost_programs
-    from analysis.harness.allocators import catalog
-    from analysis.harness.timing.measure import Campaign, RUNS_DIR
-
-    if folder is None:
-        processor = this_processor()
-        folder = folder_of(processor, programs=programs_set)
-        if not (folder / REGISTERED).is_file():
-            raise HeapcostError(f"no predicted costs are registered on this host's processor ({processor}) for the "
-                                f"{programs_set} set of programs: register them here first (python -m analysis cost-check register "
-                                f"--programs-set {programs_set}), commit, then measure")
-    reg = load(folder)
-    wanted = list(allocators or reg["registration"]["allocators"])
-    if protocol == "trials" and BASELINE not in wanted:
-        wanted = [BASELINE, *wanted]
-    brought = {item.partition("=")[0] for item in extra_allocators.split(",") if item.strip()}
-    # the catalogue's own configurations, but for those it only knows of (origin brought: built by hand elsewhere)
-    known = {a for a, entry in catalog.load_catalog().items() if (entry.origin or {}).get("kind") != "brought"}
-    missing = [a for a in wanted if a not in known and a not in brought]
-    if missing:
-        if len(missing) == len(wanted):
-            raise HeapcostError(f"the registration predicts {', '.join(missing)}, which the catalogue does not build: "
-                                "bring each as EXTRA_ALLOCATORS=name=/path/lib.so (the library the per-call runs used)")
-        print(f"not measured (neither in the catalogue nor brought; bring each as EXTRA_ALLOCATORS=name=/path/lib.so, "
-              f"the library the per-call runs used): {', '.join(missing)}")
-    registered = {p["name"]: p for p in reg["program"]}
-    programs = cost_programs.chosen(names or list(registered))
-    inputs = cost_inputs.write_inputs(cost_inputs.INPUTS_DIR, programs)
-    for p in programs:
-        if p.input and file_sha256(inputs[p.input]) != registered[p.name]["input_sha256"]:
-            raise HeapcostError(f"{p.name}'s input differs from the registered one (its sha256): this host makes "
-                                "other bytes, so its runs would not check the registered predictions")
-    extra = ",".join(x for x in extra_allocators.split(",") if x.strip() and x.partition("=")[0] in wanted)
-    camp = Campaign(profile="quick", allocators=",".join(a for a in wanted if a in known and a not in brought),
-                    extra_allocators=extra, extra_workloads=cost_programs.extra_workloads(programs, inputs),
-                    blocks=blocks, runs_dir=runs_dir or RUNS_DIR, force=force, protocol=protocol)
-    return camp.run()
-
-
 # ---- the check ----
+
+def slice_of(ds: dataset.Dataset, run_id: str) -> int:
+    """The length of a run's turns in microseconds (its params' `slice_us`; the check's own where it names none)."""
+    return int((ds.info(run_id).get("params") or {}).get("slice_us") or CHECK_SLICE_US)
+
+
+def at_slice(ds: dataset.Dataset, matching: dict, slice_us: int | None = None) -> dict:
+    """`matching` ({program: run ids}, matching_runs) kept to the runs whose turns lasted `slice_us` (default the
+    check's own: the runs in other turns are set beside the check by cost_turns.py, never pooled into it)."""
+    length = CHECK_SLICE_US if slice_us is None else slice_us
+    kept = {program: {r for r in runs if slice_of(ds, r) == length} for program, runs in matching.items()}
+    return {program: runs for program, runs in kept.items() if runs}
+
 
 def matching_runs(runs_dir: Path, reg: dict) -> dict[str, set[str]]:
     """{program: ids of the runs whose brought workload of that name ran the registered program and input
@@ -389,37 +358,6 @@ def measured_ratio(cells: pd.DataFrame, runs_dir: Path, program: str, allocator:
     pooled = random_effects.pool(est)
     lo, hi = pooled.interval()
     return math.exp(pooled.estimate), math.exp(lo), math.exp(hi), int(pooled.runs)
-
-
-def measure_program(command: str, allocators, extra_allocators: str = "", blocks: int = 6,
-                    baseline: str = BASELINE, force=None) -> pd.DataFrame:
-    """One program measured against the baseline under `allocators`, in a scratch runs folder (nothing is
-    published): a row per allocator with the measured ratio, or why it has none (the program cannot take
-    turns from outside: threads, waits)."""
-    import tempfile
-
-    from analysis.harness.timing.measure import Campaign
-    from analysis.publish.results import per_call
-
-    if blocks < MIN_BLOCKS:
-        raise HeapcostError(f"blocks must be at least {MIN_BLOCKS} (a cell's estimate needs 5 windows), not {blocks}")
-    name = "your-program"
-    with tempfile.TemporaryDirectory(prefix="heapcost-check-") as tmp:
-        runs_dir = Path(tmp) / "runs"
-        camp = Campaign(profile="quick", allocators=",".join(allocators), extra_allocators=extra_allocators,
-                        extra_workloads=f"{name}={command}", blocks=blocks, runs_dir=runs_dir, force=force,
-                        progress=False)
-        run_dir = camp.run()
-        ds = dataset.Dataset(runs_dir)  # a scratch folder: read here only, not kept for the process
-        fit = (ds.info(Path(run_dir).name).get("alternation") or {}).get(name, {})
-        cells = per_call.measured_cells(ds, baseline, {name})
-        rows = []
-        for allocator in [a.id for a in camp.allocs if a.id != baseline]:
-            got = measured_ratio(cells, ds, name, allocator, baseline)
-            rows.append({"allocator": allocator, "measured": got[0] if got else None,
-                         "low": got[1] if got else None, "high": got[2] if got else None,
-                         "why": "" if got else (fit.get("why") or "no window measured it")})
-    return pd.DataFrame(rows, columns=["allocator", "measured", "low", "high", "why"])
 
 
 def short_windows(ds: dataset.Dataset, runs, program: str, allocator: str) -> tuple[int, int]:
@@ -470,7 +408,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     reg = load(folder)
     baseline = reg["registration"].get("baseline", BASELINE)
     processor = reg["registration"]["processor"]
-    matching = matching_runs(ds, reg)
+    matching = at_slice(ds, matching_runs(ds, reg))  # the check's own turns; cost_turns.py sets the others beside
     cells = per_call.measured_cells(ds, baseline, set(matching))
     cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] if len(cells) else cells
     baseline_costs = per_call.table(ds, baseline) if costs is None else costs
@@ -715,83 +653,3 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
 
 
 # ---- the command ----
-
-def add_arguments(parser):
-    from analysis.harness.workloads.cost_programs import SETS
-
-    sub = parser.add_subparsers(dest="action", required=True)
-    reg = sub.add_parser("register", help="profile the programs here and register their predicted costs")
-    reg.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS), help="the configurations to predict")
-    reg.add_argument("--programs", default="", help="comma-separated programs (default: every one)")
-    reg.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset whose per-call costs predict")
-    reg.add_argument("--programs-set", default="first", choices=tuple(SETS),
-                     help="which set of programs (harness/cost_programs.SETS; default the first)")
-    mea = sub.add_parser("measure", help="measure the registered programs against the baseline into data/runs/")
-    mea.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
-    mea.add_argument("--blocks", type=int, default=8, help="windows per program and configuration (default 8)")
-    mea.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
-    mea.add_argument("--programs-set", default="first", choices=tuple(SETS),
-                     help="which registration of this host's processor to measure (default the first set's)")
-    flt = sub.add_parser("faults", help="run the registered programs alone, as trials, recording each run's page "
-                                        "faults and system time: what the check's misses come from")
-    flt.add_argument("--allocators", default="", help="the configurations besides the baseline (default the "
-                                                       "registration's; knock-outs may be named)")
-    flt.add_argument("--extra-allocators", default="", help="name=/path/lib.so,... for the brought configurations")
-    flt.add_argument("--blocks", type=int, default=4, help="trials per program and configuration (default 4)")
-    flt.add_argument("--force", default=None, help="1: measure on a busy machine (recorded)")
-    flt.add_argument("--programs-set", default="first", choices=tuple(SETS),
-                     help="which registration of this host's processor to run (default the first set's)")
-    pro = sub.add_parser("profile", help="profile a set's programs here, the placement allocator's runs included, "
-                                         "into data/runs/ (kind profile, label programs): the placement shares the "
-                                         "check of a registration made without them reads")
-    pro.add_argument("--programs-set", default="first", choices=tuple(SETS), help="which set of programs")
-    pro.add_argument("--force", default=None, help="1: profile on a busy machine (recorded)")
-    chk = sub.add_parser("check", help="print predicted against measured")
-    chk.add_argument("--data", type=Path, default=DATA_DIR, help="the dataset holding the measuring runs")
-
-
-def run(args) -> int:
-    if args.action in ("register", "check") and not (args.data / "runs").is_dir():
-        raise HeapcostError(f"{args.data / 'runs'} does not exist; give a dataset directory holding runs/ (--data)")
-    if args.action == "register":
-        out = register([a for a in args.allocators.split(",") if a], [n for n in args.programs.split(",") if n] or None,
-                       args.data, programs_set=args.programs_set)
-        print(f"{out.relative_to(REPO) if out.is_relative_to(REPO) else out}: registered; commit it before measuring")
-        return 0
-    if args.action == "measure":
-        if args.blocks < MIN_BLOCKS:
-            raise HeapcostError(f"--blocks must be at least {MIN_BLOCKS} (a cell's estimate needs 5 windows), not {args.blocks}")
-        print(measure(args.extra_allocators, args.blocks, force=args.force, programs_set=args.programs_set))
-        return 0
-    if args.action == "profile":
-        from analysis.harness.workloads import profile
-
-        print(profile.record_programs(args.programs_set, force=args.force))
-        return 0
-    if args.action == "faults":
-        if args.blocks < 1:
-            raise HeapcostError(f"--blocks must be at least 1, not {args.blocks}")
-        print(measure(args.extra_allocators, args.blocks, force=args.force, programs_set=args.programs_set,
-                      protocol="trials", allocators=[a for a in args.allocators.split(",") if a] or None))
-        return 0
-    folders = registrations()
-    if not folders:
-        raise HeapcostError("cost_predictions/ holds no registration: register predictions first (python -m analysis cost-check register)")
-    ds = dataset.load(args.data / "runs")
-    for folder in folders:
-        _print_check(check(ds, folder), load(folder)["registration"])
-    return 0
-
-
-def _print_check(table: pd.DataFrame, head: dict) -> None:
-    print(f"registered {head.get('registered', '')} on {head.get('processor', '')}")
-    for r in table.itertuples():
-        measured = "not measured" if r.measured is None or pd.isna(r.measured) else \
-            f"{r.measured:.3f} [{r.measured_low:.3f}, {r.measured_high:.3f}]"
-        predicted = "not predicted" if r.predicted is None or pd.isna(r.predicted) else \
-            f"{r.predicted:.3f} [{r.low:.3f}, {r.high:.3f}]"
-        print(f"{r.program:16s} {r.allocator:24s} predicted {predicted}  measured {measured}")
-    s = summary(table)
-    if s["cells"]:
-        print(f"{s['inside']} of {s['cells']} measured ratios inside their prediction interval; median absolute "
-              f"error {s['median_abs_error_percent']}%")

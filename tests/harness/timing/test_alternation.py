@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from analysis.errors import HeapcostError
 from analysis.harness.timing import alternation as A
 from analysis.harness.timing.measure import Campaign
 from conftest import FIXTURES, libc_path
@@ -170,3 +171,16 @@ def test_a_configuration_too_slow_for_the_baselines_window_gets_a_longer_one_and
         rows = list(csv.DictReader(fh))
     assert any(r["status"] != "ok" for r in rows)  # the short window's pair stays recorded
     assert any(r["status"] == "ok" and r["warmup"] == "0" for r in rows)  # and a longer one measures the cell
+
+
+def test_a_window_in_longer_turns_lasts_at_least_ten_turns_of_each_side(tmp_path):
+    assert A.window_for_slice(1.2, A.SLICE_US) == 1.2 and A.window_for_slice(1.2, 500) == 1.2
+    assert A.window_for_slice(1.2, 100_000) == pytest.approx(2 * A.MIN_TURNS_PER_SIDE * 0.1)
+    assert A.window_for_slice(8.0, 100_000) == 8.0
+    default = Campaign(profile="smoke", allocators="glibc", workloads="small-loop", runs_dir=tmp_path, progress=False)
+    longer = Campaign(profile="smoke", allocators="glibc", workloads="small-loop", runs_dir=tmp_path, progress=False,
+                      slice_us=100_000)
+    assert default.slice_us == A.SLICE_US and "slice_us" not in default.params()
+    assert longer.params()["slice_us"] == 100_000
+    with pytest.raises(HeapcostError, match="the turn's length must be a positive number"):
+        Campaign(profile="smoke", allocators="glibc", workloads="small-loop", runs_dir=tmp_path, slice_us="x")

@@ -8,7 +8,7 @@ import pytest
 
 from analysis.contract.host import processor_groups
 from analysis.errors import HeapcostError
-from analysis.publish.results import cost_check, cost_models, cost_profiles
+from analysis.publish.results import cost_check, cost_measure, cost_models, cost_profiles
 from analysis.stats import simulate
 
 MACHINE = {"cpu": {"model": "Simulated CPU", "family": 1, "model_number": 2, "stepping": 3, "logical_cpus": 2},
@@ -37,9 +37,9 @@ def registration(folder):
     return folder
 
 
-def alternation_run(runs, run_id, seed, machine=MACHINE, sha=SHA):
+def alternation_run(runs, run_id, seed, machine=MACHINE, sha=SHA, truth=TRUTH):
     frames = [simulate.simulate_pairs(ratio, 12, seed + i, active_s=0.2, workload=prog, baseline="glibc", other=alloc)
-              for i, ((prog, alloc), ratio) in enumerate(sorted(TRUTH.items()))]
+              for i, ((prog, alloc), ratio) in enumerate(sorted(truth.items()))]
     pairs = pd.concat(frames, ignore_index=True).assign(run_id=run_id)
     pairs["seq"] = range(len(pairs))
     folder = runs / run_id
@@ -196,13 +196,15 @@ def test_each_processor_keeps_its_own_registration_the_earliest_first(tmp_path, 
     monkeypatch.setattr(cost_check, "REGISTRY", tmp_path)
     monkeypatch.setattr(cost_check, "this_processor", lambda: "Third CPU (1/1/1)")
     with pytest.raises(HeapcostError, match=r"no predicted costs are registered on this host's processor \(Third CPU"):
-        cost_check.measure()
+        cost_measure.measure()
 
 
 @pytest.mark.parametrize("args, message", [
     (["cost-check", "check", "--data", "/nonexistent"], "/nonexistent/runs does not exist"),
     (["cost-check", "register", "--data", "/nonexistent"], "/nonexistent/runs does not exist"),
     (["cost-check", "measure", "--blocks", "1"], "--blocks must be at least 6"),
+    (["cost-check", "measure", "--turn-ms", "0"], "--turn-ms must lie between 0.1 and 10000"),
+    (["cost-check", "measure", "--turn-ms", "nan"], "--turn-ms must lie between 0.1 and 10000"),
     (["cost-check"], "required"),
 ])
 def test_bad_input_is_one_line_and_a_non_zero_exit(args, message):
@@ -227,11 +229,11 @@ def test_a_program_is_measured_against_the_baseline_in_a_scratch_folder(tmp_path
     program = tmp_path / "brought_workload"
     subprocess.run(["gcc", "-O2", "-o", str(program), str(FIXTURES / "brought_workload.c")], check=True)
     copy = f"glibc-copy={libc_path()}"
-    busy = cost_check.measure_program(f"{program} 1", ["glibc", "glibc-copy"], copy, blocks=6, force="1")
+    busy = cost_measure.measure_program(f"{program} 1", ["glibc", "glibc-copy"], copy, blocks=6, force="1")
     assert list(busy["allocator"]) == ["glibc-copy"] and busy["why"].iloc[0] == ""
     row = busy.iloc[0]
     assert 0 < row["low"] <= row["measured"] <= row["high"]
-    sleeper = cost_check.measure_program(f"{program} 1 sleep", ["glibc", "glibc-copy"], copy, blocks=6, force="1")
+    sleeper = cost_measure.measure_program(f"{program} 1 sleep", ["glibc", "glibc-copy"], copy, blocks=6, force="1")
     assert sleeper["measured"].isna().all() and "waits" in sleeper["why"].iloc[0]
 
 
@@ -278,7 +280,7 @@ def test_a_later_set_of_programs_registers_beside_the_first_and_both_are_found(t
     monkeypatch.setattr(cost_check, "REGISTRY", tmp_path)
     monkeypatch.setattr(cost_check, "this_processor", lambda: "Third CPU (1/1/1)")
     with pytest.raises(HeapcostError, match=r"\(Third CPU \(1/1/1\)\) for the second set of programs"):
-        cost_check.measure(programs_set="second")
+        cost_measure.measure(programs_set="second")
 
 
 def test_the_models_compared_keep_out_of_sample_and_in_sample_apart():
@@ -341,7 +343,7 @@ def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so
     (folder / cost_check.REGISTERED).write_text(text.replace('name = "prog-a"', 'name = "gzip-text"').replace(
         'name = "prog-b"', 'name = "sort-text"'))
     monkeypatch.setattr(cost_inputs, "write_inputs", lambda folder, programs=(): {"words": tmp_path / "w"})
-    monkeypatch.setattr(cost_check, "file_sha256", lambda path: SHA["prog-a"][1])
+    monkeypatch.setattr(cost_measure, "file_sha256", lambda path: SHA["prog-a"][1])
     monkeypatch.setattr(cost_programs, "extra_workloads", lambda programs, inputs: ",".join(p.name for p in programs))
     started = {}
 
@@ -353,18 +355,21 @@ def test_measuring_leaves_out_a_hand_built_configuration_not_brought_and_says_so
             return tmp_path / "run"
 
     monkeypatch.setattr(measure, "Campaign", Campaign)
-    cost_check.measure("hardened-72fb357=/lib/h.so", folder=folder, names=["gzip-text"])
+    cost_measure.measure("hardened-72fb357=/lib/h.so", folder=folder, names=["gzip-text"])
     assert started["allocators"] == "scudo" and started["extra_allocators"] == "hardened-72fb357=/lib/h.so"
     assert "not measured (neither in the catalogue nor brought" in capsys.readouterr().out
     with pytest.raises(HeapcostError, match="which the catalogue does not build"):
-        cost_check.measure("", folder=_only(folder, tmp_path), names=["gzip-text"])
+        cost_measure.measure("", folder=_only(folder, tmp_path), names=["gzip-text"])
     # as trials, for each run's faults: the baseline runs too, and a knock-out brought beside the registration's
     started.clear()
-    cost_check.measure("hardened-72fb357=/lib/h.so,hardened-72fb357-no-quarantine=/lib/q.so", folder=folder,
+    cost_measure.measure("hardened-72fb357=/lib/h.so,hardened-72fb357-no-quarantine=/lib/q.so", folder=folder,
                        names=["gzip-text"], protocol="trials",
                        allocators=["scudo", "hardened-72fb357", "hardened-72fb357-no-quarantine"])
     assert started["protocol"] == "trials" and started["allocators"] == "glibc,scudo"
     assert started["extra_allocators"] == "hardened-72fb357=/lib/h.so,hardened-72fb357-no-quarantine=/lib/q.so"
+    assert started["slice_us"] is None  # the check's own turns unless told
+    cost_measure.measure("hardened-72fb357=/lib/h.so", folder=folder, names=["gzip-text"], slice_us=100_000)
+    assert started["slice_us"] == 100_000 and started["protocol"] == "lockstep"
 
 
 def _only(folder, tmp_path):
@@ -508,3 +513,36 @@ def test_the_page_grow_cell_effect_sets_the_predictions_beside_those_at_the_64_k
     assert got["largest"]["program"] == "buffer" and got["largest"]["with"] == f"{split:.3f}"
     # both grow cells against none: the old profile counts the grows past a page, so it is in
     assert cost_profiles.grow_effect(table, costs, {}, tmp_path)["cells"] == 2
+
+
+def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_path):
+    from analysis.contract import dataset
+    from analysis.publish.results import cost_turns
+
+    runs = tmp_path / "data" / "runs"
+    alternation_run(runs, "20990101T000000Z-time-quick", 11)
+    alternation_run(runs, "20990102T000000Z-time-quick", 31)
+    longer = alternation_run(runs, "20990105T000000Z-time-quick", 91, truth={k: v * 1.3 for k, v in TRUTH.items()})
+    info = json.loads((longer / "run.json").read_text())
+    info["params"]["slice_us"] = 100_000
+    (longer / "run.json").write_text(json.dumps(info))
+    folder = registration(tmp_path / "reg")
+    ds = dataset.load(runs)
+    assert cost_check.slice_of(ds, longer.name) == 100_000
+    assert cost_check.slice_of(ds, "20990101T000000Z-time-quick") == cost_check.CHECK_SLICE_US
+    t = cost_check.check(ds, folder)
+    got = t.set_index(["program", "allocator"])
+    for key, ratio in TRUTH.items():  # the check pools its own turns only: the longer run's 1.3x stays out
+        assert got.loc[key, "measured_low"] <= ratio <= got.loc[key, "measured_high"], key
+        assert got.loc[key, "runs"] == 2
+    turns = cost_turns.table(ds, [(folder, t)])
+    assert set(turns["slice_us"]) == {100_000} and len(turns) == len(TRUTH)
+    assert turns["log_shift"].between(math.log(1.3) - 0.05, math.log(1.3) + 0.05).all()
+    assert (turns["runs"] == 1).all() and turns["check_measured"].notna().all()
+    n = cost_turns.numbers(turns)["lengths"]
+    assert [x["turn_ms"] for x in n] == [100.0] and n[0]["cells"] == len(TRUTH) and n[0]["apart"] >= 1
+    assert 25 <= n[0]["shift_median"] <= 35
+    # a registration measured in the check's turns alone has nothing to set beside it
+    alone = tmp_path / "alone"
+    alternation_run(alone, "20990101T000000Z-time-quick", 11)
+    assert cost_turns.table(dataset.load(alone), [(folder, cost_check.check(alone, folder))]).empty

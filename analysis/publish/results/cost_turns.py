@@ -1,0 +1,95 @@
+"""The cost check in turns of other lengths: which runs of a registration's programs took turns of which length,
+and the same cells measured in turns of 1 ms (the check's own) and in longer ones side by side.
+
+The check measures a program in turns of about 1 ms against the baseline on one CPU (harness/timing/
+alternation.py), so each side finds the caches and the TLB filled by the other after every turn. A program whose
+speed rests on where its blocks lie pays that again and again (docs/design.md, "The check's turns amplify
+placement"), while a user runs it alone. `cost-check measure --turn-ms N` measures a registration again in turns
+of N ms; `check` keeps reading only the runs in its own turns, and `table` sets the others beside them: per cell
+the ratio in each turn length, their log distance, and each one's error against the model's prediction as it is
+now."""
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.contract import dataset
+from analysis.publish.results import cost_check
+from analysis.publish.results.cost_check import CHECK_SLICE_US, at_slice, slice_of
+
+COLUMNS = ["program", "allocator", "processor", "slice_us", "measured", "measured_low", "measured_high", "runs",
+           "check_measured", "check_low", "check_high", "log_shift", "current_predicted", "log_error",
+           "check_log_error", "order_share", "shuffle_share"]
+
+
+def table(ds: dataset.Dataset, pairs) -> pd.DataFrame:
+    """A row per registered cell measured in turns other than the check's (COLUMNS), for each such length: its
+    measured ratio (the runs in those turns pooled as the check pools its own), the check's own measured ratio and
+    the model's current prediction (from `pairs`: [(registration folder, its check table with current_*)]), the
+    log distance between the two measurements, and the log error of each against the prediction."""
+    from analysis.publish.results import per_call
+
+    rows = []
+    for folder, checked in pairs:
+        reg = cost_check.load(folder)
+        baseline = reg["registration"].get("baseline", cost_check.BASELINE)
+        processor = reg["registration"]["processor"]
+        matching = cost_check.matching_runs(ds, reg)
+        lengths = sorted({slice_of(ds, r) for runs in matching.values() for r in runs} - {CHECK_SLICE_US})
+        if not lengths:
+            continue
+        mine = checked.set_index(["program", "allocator"])
+        for length in lengths:
+            runs = at_slice(ds, matching, length)
+            cells = per_call.measured_cells(ds, baseline, set(runs))
+            if cells.empty:
+                continue
+            cells = cells[[r in runs.get(w, ()) for r, w in zip(cells["run_id"], cells["workload"])]]
+            for (program, allocator), row in mine.iterrows():
+                if program not in runs:
+                    continue
+                got = cost_check.measured_ratio(cells, ds, program, allocator, baseline, processor)
+                if got is None:
+                    continue
+                m, lo, hi, n = got
+                check_m, pred = _num(row.get("measured")), _num(row.get("current_predicted"))
+                rows.append({"program": program, "allocator": allocator, "processor": processor,
+                             "slice_us": length, "measured": m, "measured_low": lo, "measured_high": hi, "runs": n,
+                             "check_measured": check_m, "check_low": _num(row.get("measured_low")),
+                             "check_high": _num(row.get("measured_high")),
+                             "log_shift": math.log(m / check_m) if check_m else None,
+                             "current_predicted": pred,
+                             "log_error": math.log(m / pred) if pred else None,
+                             "check_log_error": math.log(check_m / pred) if check_m and pred else None,
+                             "order_share": _num(row.get("order_share")),
+                             "shuffle_share": _num(row.get("shuffle_share"))})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _num(v):
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def numbers(t: pd.DataFrame) -> dict:
+    """What the paper says of the check in longer turns: per turn length, the cells, how far the ratios moved
+    (median and 90th percentile of |log shift|, in percent), how many moved beyond both intervals, and the model's
+    median and 90th-percentile |log error| against each measurement."""
+    def pct(e, q):
+        e = np.abs(np.asarray([x for x in e if x is not None and not pd.isna(x)], dtype=float))
+        return round(100 * math.expm1(float(np.quantile(e, q))), 1) if len(e) else None
+
+    out = []
+    for length, g in t.groupby("slice_us", sort=True):
+        g = g[g["check_measured"].notna()]
+        apart = ((g["measured_low"] > g["check_high"]) | (g["measured_high"] < g["check_low"])).sum()
+        out.append({"turn_ms": round(float(length) / 1000, 3), "cells": int(len(g)),
+                    "programs": int(g["program"].nunique()), "processors": sorted(set(g["processor"])),
+                    "shift_median": pct(g["log_shift"], 0.5), "shift_p90": pct(g["log_shift"], 0.9),
+                    "apart": int(apart), "error_median": pct(g["log_error"], 0.5),
+                    "error_p90": pct(g["log_error"], 0.9), "check_error_median": pct(g["check_log_error"], 0.5),
+                    "check_error_p90": pct(g["check_log_error"], 0.9)})
+    return {"lengths": out}
