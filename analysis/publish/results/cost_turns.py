@@ -1,13 +1,13 @@
-"""The cost check in turns of other lengths: which runs of a registration's programs took turns of which length,
-and the same cells measured in turns of 1 ms (the check's own) and in longer ones side by side.
+"""The cost check in turns of other lengths: the same cells measured in turns of 1 ms (the check's own) and in
+longer ones, side by side (results_cost_turns.csv).
 
 The check measures a program in turns of about 1 ms against the baseline on one CPU (harness/timing/
 alternation.py), so each side finds the caches and the TLB filled by the other after every turn. A program whose
 speed rests on where its blocks lie pays that again and again (docs/design.md, "The check's turns amplify
 placement"), while a user runs it alone. `cost-check measure --turn-ms N` measures a registration again in turns
 of N ms; `check` keeps reading only the runs in its own turns, and `table` sets the others beside them: per cell
-the ratio in each turn length, their log distance, and each one's error against the model's prediction as it is
-now."""
+the ratio in each turn length, their log distance, and each one's error against the predictions registered
+before either was measured."""
 import math
 
 import numpy as np
@@ -17,16 +17,20 @@ from analysis.contract import dataset
 from analysis.publish.results import cost_check
 from analysis.publish.results.cost_check import CHECK_SLICE_US, at_slice, slice_of
 
-COLUMNS = ["program", "allocator", "processor", "slice_us", "measured", "measured_low", "measured_high", "runs",
-           "check_measured", "check_low", "check_high", "log_shift", "current_predicted", "log_error",
-           "check_log_error", "order_share", "shuffle_share"]
+COLUMNS = ["program", "allocator", "processor", "programs_set", "slice_us", "measured", "measured_low",
+           "measured_high", "runs", "check_measured", "check_low", "check_high", "log_shift", "predicted",
+           "log_error", "check_log_error", "per_call_log_error", "check_per_call_log_error", "order_share",
+           "shuffle_share"]
+# predicted: the registered prediction (made before either measurement); *_log_error: log measured - log predicted
+# in the longer turns and in the check's own; *per_call_log_error: the same against the per-call model alone as
+# registered beside it (without the terms fitted on the check's own turns)
 
 
 def table(ds: dataset.Dataset, pairs) -> pd.DataFrame:
     """A row per registered cell measured in turns other than the check's (COLUMNS), for each such length: its
     measured ratio (the runs in those turns pooled as the check pools its own), the check's own measured ratio and
-    the model's current prediction (from `pairs`: [(registration folder, its check table with current_*)]), the
-    log distance between the two measurements, and the log error of each against the prediction."""
+    the registered predictions (from `pairs`: [(registration folder, its check table)]), the log distance between
+    the two measurements, and the log error of each against the predictions."""
     from analysis.publish.results import per_call
 
     rows = []
@@ -52,18 +56,22 @@ def table(ds: dataset.Dataset, pairs) -> pd.DataFrame:
                 if got is None:
                     continue
                 m, lo, hi, n = got
-                check_m, pred = _num(row.get("measured")), _num(row.get("current_predicted"))
+                check_m, pred = _num(row.get("measured")), _num(row.get("predicted"))
+                alone = _num(row.get("registered_per_call"))
                 rows.append({"program": program, "allocator": allocator, "processor": processor,
-                             "slice_us": length, "measured": m, "measured_low": lo, "measured_high": hi, "runs": n,
+                             "programs_set": cost_check.programs_of(reg), "slice_us": length, "measured": m,
+                             "measured_low": lo, "measured_high": hi, "runs": n,
                              "check_measured": check_m, "check_low": _num(row.get("measured_low")),
-                             "check_high": _num(row.get("measured_high")),
-                             "log_shift": math.log(m / check_m) if check_m else None,
-                             "current_predicted": pred,
-                             "log_error": math.log(m / pred) if pred else None,
-                             "check_log_error": math.log(check_m / pred) if check_m and pred else None,
+                             "check_high": _num(row.get("measured_high")), "log_shift": _log(m, check_m),
+                             "predicted": pred, "log_error": _log(m, pred), "check_log_error": _log(check_m, pred),
+                             "per_call_log_error": _log(m, alone), "check_per_call_log_error": _log(check_m, alone),
                              "order_share": _num(row.get("order_share")),
                              "shuffle_share": _num(row.get("shuffle_share"))})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _log(a, b):
+    return math.log(a / b) if a and b else None
 
 
 def _num(v):
@@ -86,10 +94,16 @@ def numbers(t: pd.DataFrame) -> dict:
     for length, g in t.groupby("slice_us", sort=True):
         g = g[g["check_measured"].notna()]
         apart = ((g["measured_low"] > g["check_high"]) | (g["measured_high"] < g["check_low"])).sum()
-        out.append({"turn_ms": round(float(length) / 1000, 3), "cells": int(len(g)),
+        ms = float(length) / 1000
+        out.append({"turn_ms": int(ms) if ms.is_integer() else round(ms, 3), "cells": int(len(g)),
                     "programs": int(g["program"].nunique()), "processors": sorted(set(g["processor"])),
+                    "sets": sorted(set(g["programs_set"])),
                     "shift_median": pct(g["log_shift"], 0.5), "shift_p90": pct(g["log_shift"], 0.9),
                     "apart": int(apart), "error_median": pct(g["log_error"], 0.5),
                     "error_p90": pct(g["log_error"], 0.9), "check_error_median": pct(g["check_log_error"], 0.5),
-                    "check_error_p90": pct(g["check_log_error"], 0.9)})
+                    "check_error_p90": pct(g["check_log_error"], 0.9),
+                    "per_call_error_median": pct(g["per_call_log_error"], 0.5),
+                    "per_call_error_p90": pct(g["per_call_log_error"], 0.9),
+                    "check_per_call_error_median": pct(g["check_per_call_log_error"], 0.5),
+                    "check_per_call_error_p90": pct(g["check_per_call_log_error"], 0.9)})
     return {"lengths": out}

@@ -543,8 +543,10 @@ def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
     """results_cost_check.csv: the registered predictions of programs nobody tuned for against their measured
     ratios (publish/results/cost_check.py), every registration (one per processor kind, the earliest first) in
     one table; per registration its summary and, once any of its cells is measured, its figure
-    (results_cost_check_<processor>.svg). `done`: cost_check.checked of the dataset, where the caller has it."""
+    (results_cost_check_<processor>.svg); results_cost_turns.csv: cells measured again in longer turns beside the
+    check's own (publish/results/cost_turns.py). `done`: cost_check.checked of the dataset, where the caller has it."""
     from analysis.contract.host import processor_slug
+    from analysis.publish.results import cost_turns
 
     def shown(value, low, high):
         return "" if value is None or pd.isna(value) else fmt_interval(value, low, high)
@@ -608,13 +610,16 @@ def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
     terms, term_numbers = cost_models.terms_table(done, tables) if done is not None else (None, {})
     if terms is not None:
         write_csv(terms, p("cost_terms.csv"))
+    turns = (cost_turns.table(ds, checked) if ds is not None else pd.DataFrame(columns=cost_turns.COLUMNS))
+    write_csv(turns, p("cost_turns.csv"))
     kinds = sorted(set(costs["processor"])) if costs is not None and len(costs) else []
     second = set(cost_models.kinds_checked_later(models))
     return {"cost_check": {"registrations": len(hosts), "hosts": hosts,
                            "measured_hosts": sum(1 for h in hosts if h["cells"]),
                            "second_checked": sorted(second), "second_not_checked": [k for k in kinds if k not in second],
                            "models": models.to_dict("records"), "terms": term_numbers,
-                           "goals": cost_check.GOALS, "grown_class_kib": GROWN_CLASS // 1024},
+                           "goals": cost_check.GOALS, "grown_class_kib": GROWN_CLASS // 1024,
+                           "turns": cost_turns.numbers(turns)},
             **_cost_faults(ds, pd.concat(tables, ignore_index=True), p, list(zip(folders, tables)), costs,
                            done.premiums if done is not None else {})}
 
