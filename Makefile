@@ -21,6 +21,7 @@ LOCK_CLOCK ?= 0
 SEED ?=
 SCALES ?=
 PAIRS ?=
+SLICE_US ?=
 PROTOCOL ?= lockstep
 PIN ?= auto
 FORCE ?=
@@ -54,6 +55,7 @@ help: ## list the targets
 	@echo "  SCALES=1,0.25 (every cell at these multiples of its scale: start-up and per-unit cost)"
 	@echo "  PROTOCOL=lockstep|trials PIN=auto|none|N FORCE=1 (measure on a busy machine or beside another campaign)"
 	@echo "  PAIRS=a:b,c:d (lockstep: a and b also take turns with each other, not only with the baseline)"
+	@echo "  SLICE_US=100000 (brought programs taking turns from outside: each turn's length; default 1000, the cost check's)"
 	@echo "probe parameters (defaults: python -m analysis probe --help): ALLOCATORS=a,b EXTRA_ALLOCATORS=name=/path/lib.so"
 	@echo "  PROBES=x,y RUNS=N (processes per cell) SIZES=16,4000 (block sizes of the misuse probes)"
 	@echo "  JOBS=N (cells run in parallel) ALARM=S (seconds after which a running probe reports itself hung)"
@@ -104,7 +106,8 @@ measure: $(VENV_STAMP) git-filter ## run a measurement campaign through notebook
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \
 		EXTRA_ALLOCATORS="$(EXTRA_ALLOCATORS)" MODE="$(MODE)" TARGET_CI="$(TARGET_CI)" BUDGET_MIN="$(BUDGET_MIN)" \
 		BLOCKS="$(BLOCKS)" LOCK_CLOCK="$(LOCK_CLOCK)" SEED="$(SEED)" PROTOCOL="$(PROTOCOL)" PIN="$(PIN)" \
-		FORCE="$(FORCE)" SCALES="$(SCALES)" PAIRS="$(PAIRS)" EXTRA_WORKLOADS='$(subst ','"'"',$(EXTRA_WORKLOADS))'
+		FORCE="$(FORCE)" SCALES="$(SCALES)" PAIRS="$(PAIRS)" SLICE_US="$(SLICE_US)" \
+		EXTRA_WORKLOADS='$(subst ','"'"',$(EXTRA_WORKLOADS))'
 
 probe: $(VENV_STAMP) ## run the heap-misuse probes under every allocator into data/runs/
 	$(PY) -m analysis probe $(if $(ALLOCATORS),--allocators "$(ALLOCATORS)") \

@@ -566,6 +566,8 @@ def add_arguments(parser):
                         "another campaign (recorded in run.json)")
     parser.add_argument("--pairs", default="", help="a:b,c:d: in lockstep, a and b also take turns with each "
                         "other (besides each with the baseline); debates: the contested pairs of debates.toml")
+    parser.add_argument("--slice-us", default=None, help="brought programs taking turns from outside: each turn's "
+                        "length in microseconds (default 1000, the cost check's)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -575,6 +577,6 @@ def run(args) -> int:
                            budget_min=args.budget_min, blocks=args.blocks, lock_clock=args.lock_clock,
                            seed=args.seed, progress=not args.no_progress, protocol=args.protocol,
                            pin=args.pin, force="1" if args.force else None, scales=args.scales,
-                           extra_workloads=args.extra_workloads, pairs=args.pairs)
+                           extra_workloads=args.extra_workloads, pairs=args.pairs, slice_us=args.slice_us)
     print(run_dir)
     return 0

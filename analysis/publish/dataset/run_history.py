@@ -12,7 +12,7 @@ RUNS_PAGE = REPO / "docs" / "runs.md"
 # run.json's params -> the make variable that sets it (the measure, probe and campaign parameters)
 MAKE_VARIABLES = (("profile", "PROFILE"), ("mode", "MODE"), ("protocol", "PROTOCOL"), ("blocks", "BLOCKS"),
                   ("target_ci", "TARGET_CI"), ("budget_min", "BUDGET_MIN"), ("scales", "SCALES"),
-                  ("pairs", "PAIRS"))
+                  ("pairs", "PAIRS"), ("slice_us", "SLICE_US"))
 
 
 def command(info: dict) -> str:

@@ -15,6 +15,9 @@ def test_a_runs_command_names_the_make_variables_it_was_made_with():
                                        "workloads": ["build"], "extra_allocators": "hm={elsewhere}/libhm.so"}}
     assert run_history.command(info) == ("make measure PROFILE=quick PROTOCOL=lockstep ALLOCATORS=glibc "
                                          "WORKLOADS=build EXTRA_ALLOCATORS=hm={elsewhere}/libhm.so")
+    # a run in longer turns says so, as measure takes it
+    info["params"]["slice_us"] = 100000
+    assert "PROTOCOL=lockstep SLICE_US=100000 ALLOCATORS" in run_history.command(info)
 
 
 
