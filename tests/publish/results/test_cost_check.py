@@ -540,7 +540,8 @@ def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_pa
     assert turns["log_shift"].between(math.log(1.3) - 0.05, math.log(1.3) + 0.05).all()
     assert (turns["runs"] == 1).all() and turns["check_measured"].notna().all()
     n = cost_turns.numbers(turns)["lengths"]
-    assert [x["turn_ms"] for x in n] == [100.0] and n[0]["cells"] == len(TRUTH) and n[0]["apart"] >= 1
+    assert [x["turn_ms"] for x in n] == [100] and n[0]["cells"] == len(TRUTH) and n[0]["apart"] >= 1
+    assert n[0]["set"] == "first" and n[0]["most"]["longer"] > n[0]["most"]["check"]
     assert 25 <= n[0]["shift_median"] <= 35
     # a registration measured in the check's turns alone has nothing to set beside it
     alone = tmp_path / "alone"
