@@ -541,7 +541,11 @@ def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_pa
     assert (turns["runs"] == 1).all() and turns["check_measured"].notna().all()
     n = cost_turns.numbers(turns)["lengths"]
     assert [x["turn_ms"] for x in n] == [100] and n[0]["cells"] == len(TRUTH) and n[0]["apart"] >= 1
-    assert n[0]["set"] == "first" and n[0]["most"]["longer"] > n[0]["most"]["check"]
+    assert n[0]["set"] == "first" and n[0]["most"]["longer"] > n[0]["most"]["check"] and n[0]["only_longer"] == []
+    # a cell the check's turns gave no estimate is named apart and left out of the comparison
+    lone = turns.assign(check_measured=[None] + list(turns["check_measured"].iloc[1:]))
+    got = cost_turns.numbers(lone)["lengths"][0]
+    assert got["cells"] == len(TRUTH) - 1 and [c["program"] for c in got["only_longer"]] == [turns["program"].iloc[0]]
     assert 25 <= n[0]["shift_median"] <= 35
     # a registration measured in the check's turns alone has nothing to set beside it
     alone = tmp_path / "alone"
