@@ -182,5 +182,5 @@ def test_a_window_in_longer_turns_lasts_at_least_ten_turns_of_each_side(tmp_path
                       slice_us=100_000)
     assert default.slice_us == A.SLICE_US and "slice_us" not in default.params()
     assert longer.params()["slice_us"] == 100_000
-    with pytest.raises(HeapcostError, match="the turn's length must be a positive number"):
+    with pytest.raises(HeapcostError, match=r"SLICE_US \(each turn in microseconds\) must be a positive number"):
         Campaign(profile="smoke", allocators="glibc", workloads="small-loop", runs_dir=tmp_path, slice_us="x")
