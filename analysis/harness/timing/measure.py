@@ -236,7 +236,8 @@ class Campaign:
         # brought programs that take turns from outside, with each one's window (decided at the first start)
         self.alternation_windows = {}
         # their turns' length (alternation.SLICE_US unless told: `cost-check measure --turn-ms`)
-        self.slice_us = SLICE_US if slice_us in (None, "") else parse_positive(slice_us, "SLICE_US (each turn in microseconds)", int)
+        self.slice_us = (SLICE_US if slice_us in (None, "")
+                         else parse_positive(slice_us, "SLICE_US (each turn in microseconds)", int))
         if str(pairs or "").strip() and (self.protocol != "lockstep" or mode != "time"):
             raise HeapcostError("PAIRS pairs allocators in lockstep: it needs PROTOCOL=lockstep and MODE=time")
         if self.protocol == "lockstep" and mode == "time":
