@@ -38,6 +38,7 @@ JOBS ?=
 ALARM ?=
 TECHNIQUES ?=
 TECHNIQUES_MUSL ?=
+RERUN_ALL ?=
 
 PAPER_INPUTS := $(shell find data notebooks analysis cost_predictions predictions.toml paper/paper.typ paper/common.typ paper/supplement.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
@@ -86,9 +87,11 @@ system-deps: $(VENV_STAMP) ## install the Debian packages the tests and measurem
 
 paper: $(VENV_STAMP) git-filter paper/paper.pdf paper/paper.html ## render paper/paper.pdf and paper/paper.html, and the supplement beside them, from the published dataset
 
-# one command makes both (grouped target); nothing changed in the inputs: nothing to do
+# one command makes both (grouped target); nothing changed in the inputs: nothing to do. A notebook whose inputs
+# (the dataset and the package) are those its committed products were made from is not run again (their sha256 sits
+# in paper/generated/.<notebook>.inputs); RERUN_ALL=1 runs every notebook anyway.
 paper/paper.pdf paper/paper.html paper/supplement.pdf paper/supplement.html &: $(VENV_STAMP) $(PAPER_INPUTS) CITATION.cff
-	$(PY) -m analysis paper
+	$(PY) -m analysis paper $(if $(RERUN_ALL),--rerun-all)
 
 # The whole suite runs in one worker more than the CPUs (pytest-xdist), and an idle worker takes tests from a
 # busy one (worksteal): many of its tests wait on the programs they start, and a few long ones would otherwise

@@ -176,11 +176,11 @@ def grown_in_place(profile: pd.DataFrame) -> pd.Series | None:
     return (table["realloc_grown"] - table.get("realloc_grown_moved", 0.0)).clip(lower=0.0)
 
 
-def fresh_calls(profile: pd.DataFrame) -> pd.DataFrame:
+def fresh_calls(profile: pd.DataFrame, calls: pd.DataFrame | None = None) -> pd.DataFrame:
     """class_calls less the reallocs of classes of GROWN_CLASS or more that grew a block in place: counted per
     class where the profile records them (grown_in_place), else in_place_share of each such class's realloc
-    calls: the calls that ask an allocator for a fresh block."""
-    calls = class_calls(profile)
+    calls: the calls that ask an allocator for a fresh block. `calls`: class_calls of the profile, when known."""
+    calls = class_calls(profile) if calls is None else calls
     per_class = grown_in_place(profile)
     if per_class is not None:
         if per_class.empty or calls.empty:
@@ -263,14 +263,15 @@ def _per_class(profile: pd.DataFrame, quantities: tuple) -> pd.DataFrame:
         .pivot_table(index="size_class", columns="quantity", values="value", aggfunc="sum").fillna(0.0)
 
 
-def held_small_kib(profile: pd.DataFrame) -> float:
+def held_small_kib(profile: pd.DataFrame, calls: pd.DataFrame | None = None) -> float:
     """KiB of blocks smaller than GROWN_CLASS live at the program's peak: the profile's peak_live_bytes times the
     share of the bytes it asked for that went to such blocks (each class's allocating calls at three quarters of
     the class, the middle of a power-of-two class); 0 without a peak. The per-call cells hold 256 blocks of a
     class, so they never see what an allocator pays for a heap of small blocks that keeps growing (new slabs, their
-    pages and the system calls that map them): stats/cost_terms.py's held term carries that per KiB."""
+    pages and the system calls that map them): stats/cost_terms.py's held term carries that per KiB. `calls`:
+    class_calls of the profile, when known."""
     peak = profile_value(profile, "peak_live_bytes") or 0.0
-    calls = class_calls(profile)
+    calls = class_calls(profile) if calls is None else calls
     if peak <= 0 or calls.empty:
         return 0.0
     asked = calls["calls"] * calls.index.to_numpy(dtype=float) * 0.75
@@ -426,7 +427,7 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
         raise HeapcostError("the profile has no time under the baseline (user_s and sys_s, or wall_s): profile "
                             "the program again")
     calls = class_calls(profile)
-    w = weights(fresh_calls(profile), costs, touched_bytes_of(profile), class_peaks(profile))
+    w = weights(fresh_calls(profile, calls), costs, touched_bytes_of(profile), class_peaks(profile))
     if startup:
         started = costs[costs["pattern"] == PROCESSES]
         if started.empty:
@@ -451,7 +452,7 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
     half = Z * math.hypot(sd / base_s, added / base_s * t_se)
     ratio = 1 + added / base_s
     return Prediction(ratio, ratio - half, ratio + half, added, base_s, int(calls["calls"].sum()), parts, sd,
-                      held_small_kib(profile), *placement_shares(profile), *placement_share_errors(profile))
+                      held_small_kib(profile, calls), *placement_shares(profile), *placement_share_errors(profile))
 
 
 def base_se_log(profile: pd.DataFrame) -> float:

@@ -371,3 +371,42 @@ def test_data_free_notebook_products_are_kept_only_while_their_inputs_are_unchan
     assert set(kept) == {"noise"} and kept["noise"]["noise_coverage.csv"] == b"made earlier\n"
     paper.stamp_path(generated, "noise").write_text(paper.inputs_digest("noise", {"replications": 5}) + "\n")
     assert paper.kept_products(generated, ["noise"], data) == {}  # other inputs: run it again
+
+
+def test_a_notebook_reading_the_dataset_keeps_its_products_only_while_data_and_code_are_unchanged(tmp_path, data,
+                                                                                                   monkeypatch):
+    from analysis.publish.render import notebook
+
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "analysis").mkdir()
+    shutil.copyfile(REPO / "notebooks" / "results.ipynb", repo / "notebooks" / "results.ipynb")
+    (repo / "analysis" / "model.py").write_text("SLOPE = 1\n")
+    monkeypatch.setattr(paper, "REPO", repo)
+    mine = tmp_path / "data"
+    shutil.copytree(data, mine)
+    generated = tmp_path / "generated"
+    generated.mkdir()
+    (generated / "results_front.csv").write_text("made earlier\n")
+
+    def stamp(data_dir):
+        params = paper.notebook_params("results", notebook.default_parameters(repo / "notebooks" / "results.ipynb"),
+                                       data_dir, generated)
+        paper.stamp_path(generated, "results").write_text(paper.inputs_digest("results", params, data_dir) + "\n")
+
+    assert paper.kept_products(generated, ["results"], mine) == {}  # no stamp: run it
+    stamp(mine)
+    kept = paper.kept_products(generated, ["results"], mine)
+    assert set(kept) == {"results"} and kept["results"]["results_front.csv"] == b"made earlier\n"
+    elsewhere = tmp_path / "clone" / "data"  # the same files elsewhere (another clone, another host): kept
+    shutil.copytree(mine, elsewhere)
+    assert set(paper.kept_products(generated, ["results"], elsewhere)) == {"results"}
+    run = next(p for p in sorted((mine / "runs").rglob("*.csv")))
+    run.write_text(run.read_text() + run.read_text().splitlines()[-1] + "\n")  # one more row measured: run it
+    assert paper.kept_products(generated, ["results"], mine) == {}
+    stamp(mine)
+    assert set(paper.kept_products(generated, ["results"], mine)) == {"results"}
+    (repo / "analysis" / "model.py").write_text("SLOPE = 20\n")  # the code changed: run it
+    assert paper.kept_products(generated, ["results"], mine) == {}
+    with pytest.raises(paper.HeapcostError, match="need the dataset.s directory"):
+        paper.inputs_digest("results", {})

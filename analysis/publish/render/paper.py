@@ -3,12 +3,15 @@
 First the dataset's description is brought up to date: a run measured since joins datapackage.json and
 the codebook (analysis.publish.dataset.archive.refresh_description), so the checksum the paper prints is that of
 the archive `make dataset` writes from the same files. The notebooks (noise, literature, security,
-results; those present) run under papermill and write their figures and numbers to <out>/generated/. This
+results; those present) run under papermill and write their figures and numbers to <out>/generated/, unless
+the products there were made from the same inputs (the dataset's files and the package's, by sha256): those are
+kept, so a fresh clone compiles the committed products, and --rerun-all makes them all again. This
 command adds generated/paper_numbers.json (the dataset's version and archive checksum, and the list of
 generated files, which the paper consults before reading an optional one), then compiles paper.typ with
 Typst to paper.pdf and paper.html. Typst runs with its embedded fonts only and no document date, so the
 same data gives the same bytes.
 """
+import functools
 import hashlib
 import json
 import shutil
@@ -24,14 +27,21 @@ from analysis.paths import BUILD_DIR, DATA_DIR, REPO
 PAPER_DIR = REPO / "paper"
 NOTEBOOKS = ["noise", "literature", "security", "primitives", "results"]
 BACKGROUND = {"noise"}
-# Notebooks that read nothing of the dataset (the simulation study): their products are kept while the
-# notebook, the code it runs, the pinned packages and its parameters are unchanged (a sha256 of them all
-# sits beside the products in generated/.<name>.inputs). --rerun-all runs them anyway.
+# Every notebook's products are kept while nothing it reads has changed: a sha256 of its inputs sits beside them in
+# generated/.<name>.inputs (--rerun-all runs them anyway). A notebook that reads nothing of the dataset (the
+# simulation study) names the files it runs, with its parameters. One that reads the dataset takes as inputs every
+# file of the dataset it is given and every file of the package it could consult (READ_BY_ALL), so that a fresh
+# clone compiles the paper from the products committed with the data and code that made them, and any change to
+# either makes them again.
 DATA_FREE = {"noise": ("analysis/stats/simulate.py", "analysis/stats/compare.py", "analysis/stats/estimators.py", "analysis/stats/noise.py",
                        "analysis/publish/render/figures.py", "analysis/publish/render/products.py", "analysis/publish/debates/simulation.py",
                        "analysis/publish/debates/pool.py", "analysis/stats/random_effects.py", "analysis/stats/equivalence.py",
                        "analysis/stats/prediction.py",
                        "analysis/stats/primitives.py", "requirements.txt")}
+READ_BY_ALL = ("analysis", "notebooks", "cost_predictions", "workloads", "probes", "patches", "bench", "workflow",
+               "allocators.toml", "debates.toml", "predictions.toml", "security_weights.toml", "requirements.txt",
+               "pyproject.toml", "CITATION.cff")
+PATH_PARAMETERS = {"data_dir", "runs_dir", "literature_dir", "figures_csv", "out_dir"}  # their files are the inputs
 SOURCES = ["paper.typ", "common.typ", "supplement.typ", "refs.bib"]
 SUPPLEMENT_REFS = "supplement_refs.json"  # {label: "Table S3"}: the supplement's numbers the paper cites
 
@@ -45,16 +55,67 @@ def notebook_params(name: str, defaults: dict, data_dir: Path, generated: Path) 
     return {k: v for k, v in wanted.items() if k in defaults}
 
 
-def inputs_digest(name: str, params: dict) -> str:
-    h = hashlib.sha256()
+def _files(root: Path, entries) -> list[tuple[str, Path]]:
+    """(path relative to root, path) of every file under root's `entries` (files or folders; "" for all of root),
+    sorted, without hidden files and Python's caches."""
+    found = []
+    for entry in entries:
+        top = root / entry
+        paths = [top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else []
+        for path in paths:
+            rel = path.relative_to(root)
+            if path.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                found.append((rel.as_posix(), path))
+    return sorted(found)
+
+
+def _update(h, rel: str, path: Path) -> None:
     from analysis.harness.nbstrip import clean
 
-    for rel in (f"notebooks/{name}.ipynb",) + DATA_FREE[name]:
-        raw = (REPO / rel).read_bytes()
-        if rel.endswith(".ipynb"):  # the notebook's source, not what a kernel in the lab left in it
-            raw = clean(raw.decode("utf-8")).encode("utf-8")
-        h.update(rel.encode() + b"\0" + raw + b"\0")
-    h.update(json.dumps({k: v for k, v in params.items() if k != "out_dir"}, sort_keys=True).encode())
+    raw = path.read_bytes()
+    if rel.endswith(".ipynb"):  # the notebook's source, not what a kernel in the lab left in it
+        raw = clean(raw.decode("utf-8")).encode("utf-8")
+    h.update(rel.encode() + b"\0" + raw + b"\0")
+
+
+def _listing(root: Path, entries) -> tuple:
+    """What `_files` finds, with each file's size and time: a changed file changes it."""
+    return tuple((rel, path.stat().st_size, path.stat().st_mtime_ns) for rel, path in _files(root, entries))
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_digest(repo: Path, data_dir: Path, listing: tuple) -> str:
+    h = hashlib.sha256()
+    for rel, path in _files(repo, READ_BY_ALL):
+        _update(h, rel, path)
+    h.update(b"dataset\0")
+    for rel, path in _files(data_dir, [""]):
+        _update(h, rel, path)
+    return h.hexdigest()
+
+
+def dataset_digest(data_dir: Path) -> str:
+    """A sha256 of every file of the package a notebook could consult (READ_BY_ALL) and of every file of the
+    dataset, by their paths relative to each: the same on any host and in any clone. Read once a process while no
+    file's size or time changes."""
+    data_dir = Path(data_dir).resolve()
+    return _shared_digest(REPO, data_dir, (_listing(REPO, READ_BY_ALL), _listing(data_dir, [""])))
+
+
+def inputs_digest(name: str, params: dict, data_dir: Path | None = None) -> str:
+    """The sha256 of what notebook `name` reads with `params`: for a data-free notebook its own files (DATA_FREE),
+    for the others the package and every file of `data_dir` (dataset_digest)."""
+    h = hashlib.sha256()
+    if name in DATA_FREE:
+        for rel in (f"notebooks/{name}.ipynb",) + DATA_FREE[name]:
+            _update(h, rel, REPO / rel)
+        h.update(json.dumps({k: v for k, v in params.items() if k != "out_dir"}, sort_keys=True).encode())
+        return h.hexdigest()
+    if data_dir is None:
+        raise HeapcostError(f"notebook {name}.ipynb reads the dataset: its inputs need the dataset's directory")
+    _update(h, f"notebooks/{name}.ipynb", REPO / "notebooks" / f"{name}.ipynb")
+    h.update(dataset_digest(data_dir).encode())
+    h.update(json.dumps({k: v for k, v in params.items() if k not in PATH_PARAMETERS}, sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -63,18 +124,18 @@ def stamp_path(generated: Path, name: str) -> Path:
 
 
 def kept_products(generated: Path, names, data_dir: Path) -> dict[str, dict[str, bytes]]:
-    """The products of data-free notebooks whose inputs have not changed: {name: {file: bytes}}."""
+    """The products of the notebooks whose inputs have not changed (inputs_digest): {name: {file: bytes}}."""
     from analysis.publish.render import notebook
 
     kept = {}
     for name in names:
-        if name not in DATA_FREE or not (notebook.NOTEBOOKS_DIR / f"{name}.ipynb").is_file():
+        if not (notebook.NOTEBOOKS_DIR / f"{name}.ipynb").is_file():
             continue
         stamp = stamp_path(generated, name)
         params = notebook_params(name, notebook.default_parameters(notebook.NOTEBOOKS_DIR / f"{name}.ipynb"),
                                  data_dir, generated)
         products = sorted(generated.glob(f"{name}_*"))
-        if products and stamp.is_file() and stamp.read_text().strip() == inputs_digest(name, params):
+        if products and stamp.is_file() and stamp.read_text().strip() == inputs_digest(name, params, data_dir):
             kept[name] = {p.name: p.read_bytes() for p in products + [stamp]}
     return kept
 
@@ -94,10 +155,12 @@ def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print, k
             log(f"paper: notebooks/{name}.ipynb does not exist; its part of the paper says so")
             continue
         if name in kept:
-            log(f"paper: {name}.ipynb reads no data and its inputs are unchanged: its products are kept")
+            log(f"paper: {name}.ipynb: its inputs are unchanged, so its products are kept (--rerun-all runs it)")
             ran.append(name)
             continue
         present.append((name, path, notebook_params(name, notebook.default_parameters(path), data_dir, generated)))
+    # what each reads, taken before it runs: a file changed meanwhile makes it run again next time
+    digests = {name: inputs_digest(name, params, data_dir) for name, _, params in present}
     # the simulation study does not read the dataset and is the slowest: it runs on the other core meanwhile
     for name, path, params in present:
         if name in BACKGROUND:
@@ -120,9 +183,8 @@ def run_notebooks(data_dir: Path, generated: Path, names=NOTEBOOKS, log=print, k
                 raise HeapcostError(f"notebook {name}.ipynb failed: {last[0]}")
             log(f"paper: ran {name}.ipynb in {time.monotonic() - t0:.1f} s (alongside the others)")
             ran.append(name)
-    for name, _, params in present:
-        if name in DATA_FREE:
-            stamp_path(generated, name).write_text(inputs_digest(name, params) + "\n")
+    for name, digest in digests.items():
+        stamp_path(generated, name).write_text(digest + "\n")
     return ran
 
 
@@ -238,7 +300,7 @@ def add_arguments(parser):
     parser.add_argument("--out", default=str(PAPER_DIR),
                         help="where generated/, paper.pdf and paper.html go (default paper/)")
     parser.add_argument("--rerun-all", action="store_true",
-                        help="run the data-free notebooks (the simulation study) even when their inputs are unchanged")
+                        help="run every notebook even when its inputs are unchanged (by default their products are kept)")
     parser.add_argument("--notebooks", default=",".join(NOTEBOOKS),
                         help=f"comma-separated notebooks to run first (default {','.join(NOTEBOOKS)}; empty: none)")
 

@@ -547,6 +547,13 @@ def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_pa
     got = cost_turns.numbers(lone)["lengths"][0]
     assert got["cells"] == len(TRUTH) - 1 and [c["program"] for c in got["only_longer"]] == [turns["program"].iloc[0]]
     assert 25 <= n[0]["shift_median"] <= 35
+    # a run a later one supersedes enters no table: its 2x is never pooled with the 1.3x
+    odd = alternation_run(runs, "20990106T000000Z-time-quick", 97, truth={k: v * 2.0 for k, v in TRUTH.items()})
+    (odd / "run.json").write_text(json.dumps({**info, "run_id": odd.name}))
+    ds = dataset.Dataset(runs)  # read again: load() keeps the one it read first
+    assert (cost_turns.table(ds, [(folder, t)])["runs"] == 2).all()
+    kept = cost_turns.table(ds, [(folder, t)], superseded={odd.name})
+    assert (kept["runs"] == 1).all() and kept["log_shift"].between(math.log(1.3) - 0.05, math.log(1.3) + 0.05).all()
     # a registration measured in the check's turns alone has nothing to set beside it
     alone = tmp_path / "alone"
     alternation_run(alone, "20990101T000000Z-time-quick", 11)
