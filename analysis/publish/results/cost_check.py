@@ -71,7 +71,7 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
            "term_added", "registered_per_call", "registered_per_call_low", "registered_per_call_high",
            "registered_per_call_inside", "registered_per_call_log_error", "big_share", "medium_pairs", "realloc_grow",
            "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib", "order_share", "shuffle_share",
-           "placement_from", "current_profile"]
+           "placement_from", "current_profile", "model_measured", "model_turn_ms"]
 # current_*: the model as it is now (stats/cost_model.py) on the registered profiles and today's per-call costs of
 # the registration's processor, with the terms of stats/cost_terms.py where a configuration takes one (`checked`):
 # in-sample wherever the model changed after the check was measured; per_call_predicted: the per-call model alone,
@@ -86,7 +86,9 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
 # (placement_from: the newest such run's id, or "profile"; empty: none);
 # current_profile: the profile the current_* columns read, "registered" or the newest run's, pooled with the
 # registered profile and every other such run (publish/results/cost_reprofile.py), whose base_cpu_s and calls the
-# row then carries
+# row then carries; model_measured: the ratio the model's terms are fitted on and its own error measured against,
+# the cell measured in the longest turns (model_turn_ms) it was measured in (`checked`, cost_turns.longest: a user
+# runs a program alone, which longer turns come near), else the check's own `measured`
 
 
 def registered_profiles_predicted(folder: Path, costs: pd.DataFrame, processor: str, newer: dict | None = None) -> dict:
@@ -447,6 +449,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                **dict(zip(("realloc_grow", "realloc_moved", "heap_churn_mib", "peak_live_kib", "held_kib"),
                          growth.get(p["program"], (None,) * 5))),
                "current_profile": newer[p["program"]][1] if p["program"] in newer else "registered",
+               "model_measured": None, "model_turn_ms": None,
                **dict(zip(("order_share", "shuffle_share", "placement_from"),
                           placed.get(p["program"], (None, None, ""))))}
         got = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)
@@ -461,7 +464,8 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                 else "not measured in turns with the baseline on this processor yet")
         else:
             m, mlo, mhi, n = got
-            row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=n)
+            row.update(measured=m, measured_low=mlo, measured_high=mhi, runs=n, model_measured=m,
+                       model_turn_ms=CHECK_SLICE_US / 1000)
             if current[0] is not None and current[0] > 0:
                 row["current_log_error"] = math.log(m) - math.log(current[0])
             if row["registered_per_call"] is not None:
@@ -511,10 +515,12 @@ def checked(runs_dir: Path, costs: pd.DataFrame | None = None, baseline: str = B
     from analysis.stats import cost_terms
     from analysis.stats.cost_model import RESIDUAL_COLUMNS
 
+    from analysis.publish.results import cost_turns
+
     ds = dataset.load(runs_dir)
     costs = per_call.table(ds, baseline) if costs is None else costs
-    raw = [(f, check(ds, f, costs)) for f in registrations(registry)
-           if load(f)["registration"].get("baseline", BASELINE) == baseline]
+    raw = cost_turns.longest(ds, [(f, check(ds, f, costs)) for f in registrations(registry)
+                                  if load(f)["registration"].get("baseline", BASELINE) == baseline])
     cells = cost_models.term_cells([t for _, t in raw])
     premiums = cost_terms.premiums(cells) if len(cells) else {}
     nested = cost_terms.nested(cells) if len(cells) else pd.DataFrame(columns=cost_terms.NESTED_COLUMNS)
@@ -526,6 +532,15 @@ def checked(runs_dir: Path, costs: pd.DataFrame | None = None, baseline: str = B
 
 
 LOO_COLUMNS = ["loo_low", "loo_high", "loo_inside", "loo_scope"]
+
+
+def model_measured(r) -> float:
+    """The ratio a row of a check table holds the model to (model_measured), or the check's own where the row
+    predates it."""
+    m = getattr(r, "model_measured", None) if not isinstance(r, dict) else r.get("model_measured")
+    if m is None or pd.isna(m):
+        m = r["measured"] if isinstance(r, dict) else r.measured
+    return float(m)
 
 
 def leave_one_program_out(table: pd.DataFrame, residuals: pd.DataFrame) -> pd.DataFrame:
@@ -544,7 +559,7 @@ def leave_one_program_out(table: pd.DataFrame, residuals: pd.DataFrame) -> pd.Da
         err = cost_model.model_error(residuals, r.allocator, family_of(r.allocator), leave_out=r.program)
         low, high = cost_model.with_model_error(float(r.current_predicted), float(r.current_low),
                                                 float(r.current_high), err)
-        out.append({"loo_low": low, "loo_high": high, "loo_inside": bool(low <= float(r.measured) <= high),
+        out.append({"loo_low": low, "loo_high": high, "loo_inside": bool(low <= model_measured(r) <= high),
                     "loo_scope": f"{err.scope}, {err.residuals} misses of {err.programs} programs"})
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=LOO_COLUMNS)], axis=1)
 

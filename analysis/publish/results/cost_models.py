@@ -13,12 +13,13 @@ import pandas as pd
 # ---- the premium, over every registration's cells ----
 
 def term_cells(tables) -> pd.DataFrame:
-    """The measured cells of the check tables as stats/cost_terms.CELL_COLUMNS: the measured ratio beside the
-    per-call model's prediction, the program's calls, its CPU time under the baseline and the KiB of small blocks
+    """The measured cells of the check tables as stats/cost_terms.CELL_COLUMNS: the measured ratio the model is held
+    to (cost_check.model_measured: in the longest turns measured) beside the per-call model's prediction, the program's calls, its CPU time under the baseline and the KiB of small blocks
     it holds at its peak."""
+    from analysis.publish.results.cost_check import model_measured
     from analysis.stats.cost_terms import CELL_COLUMNS
 
-    rows = [{"program": r.program, "allocator": r.allocator, "processor": r.processor, "measured": float(r.measured),
+    rows = [{"program": r.program, "allocator": r.allocator, "processor": r.processor, "measured": model_measured(r),
              "predicted": float(r.per_call_predicted), "calls": float(r.calls), "base_s": float(r.base_cpu_s),
              "held_kib": 0.0 if pd.isna(getattr(r, "held_kib", None)) else float(r.held_kib),
              "order_share": _share(getattr(r, "order_share", None)),
@@ -36,7 +37,9 @@ def _share(x) -> float:
 def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
     """A check table's current_* columns with each configuration's terms (stats/cost_terms.Premium) added to the
     per-call model's prediction, their standard error joined to the interval's half-widths; term_added says what
-    they added."""
+    they added; current_log_error is against the ratio the model is held to (cost_check.model_measured)."""
+    from analysis.publish.results.cost_check import model_measured
+
     table = table.copy()
     for i, r in table.iterrows():
         term = premiums.get(r["allocator"])
@@ -50,7 +53,7 @@ def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
         table.loc[i, ["current_predicted", "current_low", "current_high", "term_added"]] = \
             [ratio, low, high, term.ratio_added(calls, base, held, order, shuffle)]
         if not pd.isna(r["measured"]) and ratio > 0:
-            table.loc[i, "current_log_error"] = math.log(float(r["measured"])) - math.log(ratio)
+            table.loc[i, "current_log_error"] = math.log(model_measured(r)) - math.log(ratio)
     return table
 
 

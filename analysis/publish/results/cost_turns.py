@@ -75,6 +75,26 @@ def table(ds: dataset.Dataset, pairs, superseded=SUPERSEDED) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def longest(ds: dataset.Dataset, pairs, superseded=SUPERSEDED) -> list:
+    """`pairs` ([(registration folder, its check table)]) with each table's model_measured and model_turn_ms taken
+    from the longest turns each cell was measured in (`table`): the ratio the model's terms are fitted on and its
+    own error measured against, since a user runs a program alone and longer turns come near that (docs/design.md,
+    "The model is held to the longest turns"). A cell measured only in the check's turns keeps the check's ratio;
+    the check's own columns never change."""
+    out = []
+    for folder, checked in pairs:
+        longer = table(ds, [(folder, checked)], superseded)
+        checked = checked.copy()
+        if len(longer):
+            top = longer.sort_values("slice_us").groupby(["program", "allocator"]).tail(1)
+            got = {(r.program, r.allocator): (r.measured, r.slice_us / 1000) for r in top.itertuples()}
+            for i, r in checked.iterrows():
+                if (r["program"], r["allocator"]) in got:
+                    checked.loc[i, ["model_measured", "model_turn_ms"]] = got[(r["program"], r["allocator"])]
+        out.append((folder, checked))
+    return out
+
+
 def _log(a, b):
     return math.log(a / b) if a and b else None
 

@@ -547,6 +547,18 @@ def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_pa
     got = cost_turns.numbers(lone)["lengths"][0]
     assert got["cells"] == len(TRUTH) - 1 and [c["program"] for c in got["only_longer"]] == [turns["program"].iloc[0]]
     assert 25 <= n[0]["shift_median"] <= 35
+    # the model is held to the longest turns: the check's own columns stay, model_measured is the longer run's
+    held = cost_turns.longest(ds, [(folder, t)])[0][1]
+    held = held[held["measured"].notna()]
+    assert held["measured"].tolist() == t.loc[t["measured"].notna(), "measured"].tolist()
+    assert (held["model_turn_ms"] == 100).all()
+    assert (held["model_measured"] / held["measured"]).between(1.3 * 0.95, 1.3 * 1.05).all()
+    modelled = held.assign(per_call_predicted=1.0, calls=10.0, base_cpu_s=0.2)  # what a per-call table would give
+    assert cost_models.term_cells([modelled])["measured"].tolist() == held["model_measured"].astype(float).tolist()
+    # an interval around the longer turns' ratio holds it, never the check's 1.3 times below it
+    m = held["model_measured"].astype(float)
+    aimed = held.assign(current_predicted=m, current_low=m * 0.99, current_high=m * 1.01, current_log_error=0.0)
+    assert cost_check.leave_one_program_out(aimed, cost_check.residuals_of([]))["loo_inside"].all()
     # a run a later one supersedes enters no table: its 2x is never pooled with the 1.3x
     odd = alternation_run(runs, "20990106T000000Z-time-quick", 97, truth={k: v * 2.0 for k, v in TRUTH.items()})
     (odd / "run.json").write_text(json.dumps({**info, "run_id": odd.name}))
