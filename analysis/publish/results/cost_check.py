@@ -87,7 +87,7 @@ COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "mea
 # current_profile: the profile the current_* columns read, "registered" or the newest run's, pooled with the
 # registered profile and every other such run (publish/results/cost_reprofile.py), whose base_cpu_s and calls the
 # row then carries; model_measured: the ratio the model's terms are fitted on and its own error measured against,
-# the cell measured in the longest turns (model_turn_ms) it was measured in (`checked`, cost_turns.longest: a user
+# the cell measured in the longest turns (model_turn_ms) it was measured in (`checked`, `longest`: a user
 # runs a program alone, which longer turns come near), else the check's own `measured`
 
 
@@ -326,6 +326,58 @@ def at_slice(ds: dataset.Dataset, matching: dict, slice_us: int | None = None) -
     return {program: runs for program, runs in kept.items() if runs}
 
 
+# Runs in longer turns that a later run of the same set, measured alone, replaces: they stay in the dataset, as
+# recorded, and enter no table. The seventh set's first run in 100 ms turns had its last trials (bison's, which no
+# table reads) measured while the analysis ran beside them (docs/design.md, "The check in longer turns, measured").
+SUPERSEDED = frozenset({"20261207T165805Z-time-quick"})
+
+
+def measured_in_turns(ds: dataset.Dataset, folder: Path, superseded=SUPERSEDED) -> dict:
+    """{turn length in us: {(program, allocator): (ratio, low, high, runs)}} of a registration's cells measured in
+    turns other than the check's own (the runs in each length pooled as `check` pools its own), runs in
+    `superseded` left out."""
+    from analysis.publish.results import per_call
+
+    reg = load(folder)
+    baseline = reg["registration"].get("baseline", BASELINE)
+    processor = reg["registration"]["processor"]
+    matching = matching_runs(ds, reg)
+    out = {}
+    for length in sorted({slice_of(ds, r) for runs in matching.values() for r in runs} - {CHECK_SLICE_US}):
+        runs = {program: kept for program, found in at_slice(ds, matching, length).items()
+                if (kept := set(found) - set(superseded))}
+        cells = per_call.measured_cells(ds, baseline, set(runs)) if runs else pd.DataFrame()
+        if cells.empty:
+            continue
+        cells = cells[[r in runs.get(w, ()) for r, w in zip(cells["run_id"], cells["workload"])]]
+        got = {}
+        for p in reg["prediction"]:
+            if p["program"] in runs:
+                m = measured_ratio(cells, ds, p["program"], p["allocator"], baseline, processor)
+                if m is not None:
+                    got[(p["program"], p["allocator"])] = m
+        out[length] = got
+    return out
+
+
+def longest(ds: dataset.Dataset, pairs, superseded=SUPERSEDED) -> list:
+    """`pairs` ([(registration folder, its check table)]) with each table's model_measured and model_turn_ms taken
+    from the longest turns each cell was measured in (measured_in_turns): the ratio the model's terms are fitted on
+    and its own error measured against, since a user runs a program alone and longer turns come near that
+    (docs/design.md, "The model is held to the longest turns"). A cell measured only in the check's turns keeps the
+    check's ratio; the check's own columns never change."""
+    out = []
+    for folder, checked_table in pairs:
+        table = checked_table.copy()
+        for length, got in sorted(measured_in_turns(ds, folder, superseded).items()):  # the longest last
+            for i, r in table.iterrows():
+                if (r["program"], r["allocator"]) in got:
+                    table.loc[i, ["model_measured", "model_turn_ms"]] = (got[(r["program"], r["allocator"])][0],
+                                                                         length / 1000)
+        out.append((folder, table))
+    return out
+
+
 def matching_runs(runs_dir: Path, reg: dict) -> dict[str, set[str]]:
     """{program: ids of the runs whose brought workload of that name ran the registered program and input
     bytes (their sha256s in run.json)}; `runs_dir`: the dataset, or its runs folder."""
@@ -515,12 +567,10 @@ def checked(runs_dir: Path, costs: pd.DataFrame | None = None, baseline: str = B
     from analysis.stats import cost_terms
     from analysis.stats.cost_model import RESIDUAL_COLUMNS
 
-    from analysis.publish.results import cost_turns
-
     ds = dataset.load(runs_dir)
     costs = per_call.table(ds, baseline) if costs is None else costs
-    raw = cost_turns.longest(ds, [(f, check(ds, f, costs)) for f in registrations(registry)
-                                  if load(f)["registration"].get("baseline", BASELINE) == baseline])
+    raw = longest(ds, [(f, check(ds, f, costs)) for f in registrations(registry)
+                       if load(f)["registration"].get("baseline", BASELINE) == baseline])
     cells = cost_models.term_cells([t for _, t in raw])
     premiums = cost_terms.premiums(cells) if len(cells) else {}
     nested = cost_terms.nested(cells) if len(cells) else pd.DataFrame(columns=cost_terms.NESTED_COLUMNS)
@@ -532,15 +582,6 @@ def checked(runs_dir: Path, costs: pd.DataFrame | None = None, baseline: str = B
 
 
 LOO_COLUMNS = ["loo_low", "loo_high", "loo_inside", "loo_scope"]
-
-
-def model_measured(r) -> float:
-    """The ratio a row of a check table holds the model to (model_measured), or the check's own where the row
-    predates it."""
-    m = getattr(r, "model_measured", None) if not isinstance(r, dict) else r.get("model_measured")
-    if m is None or pd.isna(m):
-        m = r["measured"] if isinstance(r, dict) else r.measured
-    return float(m)
 
 
 def leave_one_program_out(table: pd.DataFrame, residuals: pd.DataFrame) -> pd.DataFrame:
@@ -559,7 +600,7 @@ def leave_one_program_out(table: pd.DataFrame, residuals: pd.DataFrame) -> pd.Da
         err = cost_model.model_error(residuals, r.allocator, family_of(r.allocator), leave_out=r.program)
         low, high = cost_model.with_model_error(float(r.current_predicted), float(r.current_low),
                                                 float(r.current_high), err)
-        out.append({"loo_low": low, "loo_high": high, "loo_inside": bool(low <= model_measured(r) <= high),
+        out.append({"loo_low": low, "loo_high": high, "loo_inside": bool(low <= cost_models.model_measured(r) <= high),
                     "loo_scope": f"{err.scope}, {err.residuals} misses of {err.programs} programs"})
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(out, columns=LOO_COLUMNS)], axis=1)
 

@@ -14,9 +14,8 @@ import pandas as pd
 
 def term_cells(tables) -> pd.DataFrame:
     """The measured cells of the check tables as stats/cost_terms.CELL_COLUMNS: the measured ratio the model is held
-    to (cost_check.model_measured: in the longest turns measured) beside the per-call model's prediction, the program's calls, its CPU time under the baseline and the KiB of small blocks
+    to (model_measured: in the longest turns measured) beside the per-call model's prediction, the program's calls, its CPU time under the baseline and the KiB of small blocks
     it holds at its peak."""
-    from analysis.publish.results.cost_check import model_measured
     from analysis.stats.cost_terms import CELL_COLUMNS
 
     rows = [{"program": r.program, "allocator": r.allocator, "processor": r.processor, "measured": model_measured(r),
@@ -30,6 +29,15 @@ def term_cells(tables) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
 
 
+def model_measured(r) -> float:
+    """The ratio a row of a check table holds the model to (its model_measured: the cell in the longest turns it
+    was measured in, cost_check.longest), or the check's own where the row has none."""
+    m = r.get("model_measured") if isinstance(r, (dict, pd.Series)) else getattr(r, "model_measured", None)
+    if m is None or pd.isna(m):
+        m = r["measured"] if isinstance(r, (dict, pd.Series)) else r.measured
+    return float(m)
+
+
 def _share(x) -> float:
     return math.nan if x is None or pd.isna(x) else float(x)
 
@@ -37,9 +45,7 @@ def _share(x) -> float:
 def with_premiums(table: pd.DataFrame, premiums: dict) -> pd.DataFrame:
     """A check table's current_* columns with each configuration's terms (stats/cost_terms.Premium) added to the
     per-call model's prediction, their standard error joined to the interval's half-widths; term_added says what
-    they added; current_log_error is against the ratio the model is held to (cost_check.model_measured)."""
-    from analysis.publish.results.cost_check import model_measured
-
+    they added; current_log_error is against the ratio the model is held to (model_measured)."""
     table = table.copy()
     for i, r in table.iterrows():
         term = premiums.get(r["allocator"])

@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.contract import dataset
 from analysis.publish.results import cost_check
-from analysis.publish.results.cost_check import CHECK_SLICE_US, at_slice, slice_of
+from analysis.publish.results.cost_check import SUPERSEDED
 
 COLUMNS = ["program", "allocator", "processor", "programs_set", "slice_us", "measured", "measured_low",
            "measured_high", "runs", "check_measured", "check_low", "check_high", "log_shift", "predicted",
@@ -24,43 +24,23 @@ COLUMNS = ["program", "allocator", "processor", "programs_set", "slice_us", "mea
 # predicted: the registered prediction (made before either measurement); *_log_error: log measured - log predicted
 # in the longer turns and in the check's own; *per_call_log_error: the same against the per-call model alone as
 # registered beside it (without the terms fitted on the check's own turns)
-# Runs in longer turns that a later run of the same set, measured alone, replaces: they stay in the dataset, as
-# recorded, and enter no table. The seventh set's first run in 100 ms turns had its last trials (bison's, which no
-# table reads) measured while the analysis ran beside them (docs/design.md, "The check in longer turns, measured").
-SUPERSEDED = frozenset({"20261207T165805Z-time-quick"})
 
 
 def table(ds: dataset.Dataset, pairs, superseded=SUPERSEDED) -> pd.DataFrame:
     """A row per registered cell measured in turns other than the check's (COLUMNS), for each such length: its
-    measured ratio (the runs in those turns pooled as the check pools its own), the check's own measured ratio and
-    the registered predictions (from `pairs`: [(registration folder, its check table)]), the log distance between
-    the two measurements, and the log error of each against the predictions. Runs in `superseded` are left out."""
-    from analysis.publish.results import per_call
-
+    measured ratio (cost_check.measured_in_turns), the check's own measured ratio and the registered predictions
+    (from `pairs`: [(registration folder, its check table)]), the log distance between the two measurements, and
+    the log error of each against the predictions. Runs in `superseded` are left out."""
     rows = []
     for folder, checked in pairs:
         reg = cost_check.load(folder)
-        baseline = reg["registration"].get("baseline", cost_check.BASELINE)
         processor = reg["registration"]["processor"]
-        matching = cost_check.matching_runs(ds, reg)
-        lengths = sorted({slice_of(ds, r) for runs in matching.values() for r in runs} - {CHECK_SLICE_US})
-        if not lengths:
-            continue
         mine = checked.set_index(["program", "allocator"])
-        for length in lengths:
-            runs = {program: kept for program, found in at_slice(ds, matching, length).items()
-                    if (kept := set(found) - set(superseded))}
-            cells = per_call.measured_cells(ds, baseline, set(runs))
-            if cells.empty:
-                continue
-            cells = cells[[r in runs.get(w, ()) for r, w in zip(cells["run_id"], cells["workload"])]]
+        for length, got in sorted(cost_check.measured_in_turns(ds, folder, superseded).items()):
             for (program, allocator), row in mine.iterrows():
-                if program not in runs:
+                if (program, allocator) not in got:
                     continue
-                got = cost_check.measured_ratio(cells, ds, program, allocator, baseline, processor)
-                if got is None:
-                    continue
-                m, lo, hi, n = got
+                m, lo, hi, n = got[(program, allocator)]
                 check_m, pred = _num(row.get("measured")), _num(row.get("predicted"))
                 alone = _num(row.get("registered_per_call"))
                 rows.append({"program": program, "allocator": allocator, "processor": processor,
@@ -73,26 +53,6 @@ def table(ds: dataset.Dataset, pairs, superseded=SUPERSEDED) -> pd.DataFrame:
                              "order_share": _num(row.get("order_share")),
                              "shuffle_share": _num(row.get("shuffle_share"))})
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def longest(ds: dataset.Dataset, pairs, superseded=SUPERSEDED) -> list:
-    """`pairs` ([(registration folder, its check table)]) with each table's model_measured and model_turn_ms taken
-    from the longest turns each cell was measured in (`table`): the ratio the model's terms are fitted on and its
-    own error measured against, since a user runs a program alone and longer turns come near that (docs/design.md,
-    "The model is held to the longest turns"). A cell measured only in the check's turns keeps the check's ratio;
-    the check's own columns never change."""
-    out = []
-    for folder, checked in pairs:
-        longer = table(ds, [(folder, checked)], superseded)
-        checked = checked.copy()
-        if len(longer):
-            top = longer.sort_values("slice_us").groupby(["program", "allocator"]).tail(1)
-            got = {(r.program, r.allocator): (r.measured, r.slice_us / 1000) for r in top.itertuples()}
-            for i, r in checked.iterrows():
-                if (r["program"], r["allocator"]) in got:
-                    checked.loc[i, ["model_measured", "model_turn_ms"]] = got[(r["program"], r["allocator"])]
-        out.append((folder, checked))
-    return out
 
 
 def _log(a, b):

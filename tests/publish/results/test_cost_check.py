@@ -548,7 +548,7 @@ def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_pa
     assert got["cells"] == len(TRUTH) - 1 and [c["program"] for c in got["only_longer"]] == [turns["program"].iloc[0]]
     assert 25 <= n[0]["shift_median"] <= 35
     # the model is held to the longest turns: the check's own columns stay, model_measured is the longer run's
-    held = cost_turns.longest(ds, [(folder, t)])[0][1]
+    held = cost_check.longest(ds, [(folder, t)])[0][1]
     held = held[held["measured"].notna()]
     assert held["measured"].tolist() == t.loc[t["measured"].notna(), "measured"].tolist()
     assert (held["model_turn_ms"] == 100).all()
