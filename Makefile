@@ -43,7 +43,7 @@ RERUN_ALL ?=
 PAPER_INPUTS := $(shell find data notebooks analysis cost_predictions predictions.toml paper/paper.typ paper/common.typ paper/supplement.typ paper/refs.bib -type f \
 	-not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
-.PHONY: help venv git-filter test test-fast measure probe mechanism fleet debates debates-secondary contribute merge allocators system-deps lab paper bench dataset validate clean
+.PHONY: rerun-all help venv git-filter test test-fast measure probe mechanism fleet debates debates-secondary contribute merge allocators system-deps lab paper bench dataset validate clean
 
 help: ## list the targets
 	@echo "heapcost: what allocator hardening costs and what it buys"
@@ -90,8 +90,10 @@ paper: $(VENV_STAMP) git-filter paper/paper.pdf paper/paper.html ## render paper
 # one command makes both (grouped target); nothing changed in the inputs: nothing to do. A notebook whose inputs
 # (the dataset and the package) are those its committed products were made from is not run again (their sha256 sits
 # in paper/generated/.<notebook>.inputs); RERUN_ALL=1 runs every notebook anyway.
-paper/paper.pdf paper/paper.html paper/supplement.pdf paper/supplement.html &: $(VENV_STAMP) $(PAPER_INPUTS) CITATION.cff
+paper/paper.pdf paper/paper.html paper/supplement.pdf paper/supplement.html &: $(VENV_STAMP) $(PAPER_INPUTS) CITATION.cff $(if $(RERUN_ALL),rerun-all)
 	$(PY) -m analysis paper $(if $(RERUN_ALL),--rerun-all)
+
+rerun-all: ;
 
 # The whole suite runs in one worker more than the CPUs (pytest-xdist), and an idle worker takes tests from a
 # busy one (worksteal): many of its tests wait on the programs they start, and a few long ones would otherwise
