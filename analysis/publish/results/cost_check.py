@@ -64,6 +64,7 @@ FAR = 1.25
 # prediction intervals (at least), the median and the 90th percentile of |log error| (at most), in percent
 GOALS = {"coverage_percent": 90, "median_percent": 3, "p90_percent": 8}
 MIN_BLOCKS = 6  # a cell's paired estimate needs 5 windows after the first, the warm-up
+SHORT_WINDOWS = "a side ended no run"  # a cell's `why` when a configuration outlasted the baseline's windows
 CHECK_SLICE_US = SLICE_US  # the check's turns (harness/timing/alternation.py): a run naming no other took these
 COLUMNS = ["program", "allocator", "processor", "predicted", "low", "high", "measured", "measured_low",
            "measured_high", "runs", "inside", "overlaps", "log_error", "base_cpu_s", "calls_per_ms", "large_share", "why",
@@ -510,7 +511,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
                                               & (cells["allocator"] == p["allocator"])).any())
             short = short_windows(ds, matching.get(p["program"], ()), p["program"], p["allocator"])
             row["why"] = row["why"] or (
-                f"in {short[0]} of its {short[1]} windows a side ended no run: the window the baseline's run sized "
+                f"in {short[0]} of its {short[1]} windows {SHORT_WINDOWS}: the window the baseline's run sized "
                 "was too short for it" if short[0] else
                 "too few windows in which both sides ended a run (its runs give no estimate)" if tried
                 else "not measured in turns with the baseline on this processor yet")
@@ -634,11 +635,16 @@ def loo_summary(table: pd.DataFrame) -> dict:
 def summary(table: pd.DataFrame, misses: int = 5) -> dict:
     """The check in numbers: cells measured, the share inside the prediction intervals and overlapping them, the
     median and largest absolute error of the ratio; per configuration the same with the median signed error
-    (above zero: measured dearer than predicted); the largest misses; and the errors in three kinds of cell
+    (above zero: measured dearer than predicted); the largest misses; the cells a configuration too slow for the
+    baseline's windows left without a ratio (too_slow_for_windows); and the errors in three kinds of cell
     (`groups`: the prediction rests mostly on large blocks; the program allocates sparsely; the rest)."""
     done = table[table["log_error"].notna()] if len(table) else table
     if done.empty:
         return {"cells": 0}
+    # the cells whose configuration outlasted the windows the baseline's runs sized: no ratio, however slow
+    too_slow = [{"program": r.program, "allocator": r.allocator,
+                 "predicted": "" if pd.isna(r.predicted) else f"{r.predicted:.2f}"}
+                for r in table.itertuples() if pd.isna(r.measured) and SHORT_WINDOWS in str(r.why)]
     done = done.assign(log_error=done["log_error"].astype(float), abs_error=done["log_error"].astype(float).abs())
     by_allocator = []
     for allocator, sub in done.groupby("allocator", sort=True):
@@ -694,7 +700,7 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
             "misses": [{"program": r.program, "allocator": r.allocator, "predicted": f"{r.predicted:.3f}",
                         "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error)}
                        for r in worst.itertuples()],
-            "far_factor": f"{FAR:g}",
+            "far_factor": f"{FAR:g}", "too_slow_for_windows": too_slow,
             "big_class": BIG_CLASS,
             "far_misses": [{"program": r.program, "allocator": r.allocator, "predicted": f"{r.predicted:.3f}",
                             "measured": f"{r.measured:.3f}", "error_percent": _pct(r.log_error),

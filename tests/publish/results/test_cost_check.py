@@ -88,6 +88,9 @@ def test_a_cell_with_too_few_windows_ended_says_so_instead_of_failing(tmp_path):
     table = cost_check.check(runs, registration(tmp_path / "reg2")).set_index(["program", "allocator"])
     assert pd.isna(table.loc[("prog-a", "hardened"), "measured"])
     assert "windows a side ended no run" in table.loc[("prog-a", "hardened"), "why"]
+    # the summary names it apart, with its prediction
+    slow = cost_check.summary(table.reset_index())["too_slow_for_windows"]
+    assert slow == [{"program": "prog-a", "allocator": "hardened", "predicted": "1.28"}]
 
 
 def test_the_registration_reads_back_as_it_was_written(tmp_path):
