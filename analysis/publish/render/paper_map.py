@@ -49,7 +49,9 @@ def page(source: str, notebooks) -> str:
              "", "Every figure, table and number of `paper/paper.pdf` is read from `paper/generated/`. Each analysis notebook",
              "writes the files that start with its name; `make paper` runs them (`python -m analysis paper --notebooks",
              "NAME` runs one), and `python -m analysis paper --data DIR --out DIR` renders the paper from another dataset",
-             "into another place. The list below is read from `paper/paper.typ` itself, its supplement",
+             "into another place. A notebook whose inputs (every file of the dataset and of the package, by sha256, in",
+             "`paper/generated/.NAME.inputs`) are those its products were made from is not run again; `make paper",
+             "RERUN_ALL=1` runs them all. The list below is read from `paper/paper.typ` itself, its supplement",
              "(`paper/supplement.typ`, which `make paper` renders beside it) and what both share (`paper/common.typ`).", "",
              "| file in `paper/generated/` | what | read in | written by |", "|---|---|---|---|"]
     lines += [f"| `{f}` | {e['kind']} | {'; '.join(e['sections']) or 'the preamble'} | {writer_of(f, notebooks)} |"
