@@ -61,7 +61,7 @@ def _files(root: Path, entries) -> list[tuple[str, Path]]:
     found = []
     for entry in entries:
         top = root / entry
-        paths = [top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else []
+        paths = [top] if top.is_file() else top.rglob("*") if top.is_dir() else []
         for path in paths:
             rel = path.relative_to(root)
             if path.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):

@@ -333,12 +333,19 @@ def at_slice(ds: dataset.Dataset, matching: dict, slice_us: int | None = None) -
 SUPERSEDED = frozenset({"20261207T165805Z-time-quick"})
 
 
+def matching_cells(ds: dataset.Dataset, baseline: str, matching: dict) -> pd.DataFrame:
+    """The measured cells (per_call.measured_cells) of each program's runs in `matching` ({program: run ids}) only."""
+    from analysis.publish.results import per_call
+
+    cells = per_call.measured_cells(ds, baseline, set(matching))
+    return cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] \
+        if len(cells) else cells
+
+
 def measured_in_turns(ds: dataset.Dataset, folder: Path, superseded=SUPERSEDED) -> dict:
     """{turn length in us: {(program, allocator): (ratio, low, high, runs)}} of a registration's cells measured in
     turns other than the check's own (the runs in each length pooled as `check` pools its own), runs in
     `superseded` left out."""
-    from analysis.publish.results import per_call
-
     reg = load(folder)
     baseline = reg["registration"].get("baseline", BASELINE)
     processor = reg["registration"]["processor"]
@@ -347,10 +354,9 @@ def measured_in_turns(ds: dataset.Dataset, folder: Path, superseded=SUPERSEDED) 
     for length in sorted({slice_of(ds, r) for runs in matching.values() for r in runs} - {CHECK_SLICE_US}):
         runs = {program: kept for program, found in at_slice(ds, matching, length).items()
                 if (kept := set(found) - set(superseded))}
-        cells = per_call.measured_cells(ds, baseline, set(runs)) if runs else pd.DataFrame()
+        cells = matching_cells(ds, baseline, runs) if runs else pd.DataFrame()
         if cells.empty:
             continue
-        cells = cells[[r in runs.get(w, ()) for r, w in zip(cells["run_id"], cells["workload"])]]
         got = {}
         for p in reg["prediction"]:
             if p["program"] in runs:
@@ -464,8 +470,7 @@ def check(runs_dir: Path, folder: Path, costs: pd.DataFrame | None = None) -> pd
     baseline = reg["registration"].get("baseline", BASELINE)
     processor = reg["registration"]["processor"]
     matching = at_slice(ds, matching_runs(ds, reg))  # the check's own turns; cost_turns.py sets the others beside
-    cells = per_call.measured_cells(ds, baseline, set(matching))
-    cells = cells[[run in matching.get(w, ()) for run, w in zip(cells["run_id"], cells["workload"])]] if len(cells) else cells
+    cells = matching_cells(ds, baseline, matching)
     baseline_costs = per_call.table(ds, baseline) if costs is None else costs
     newer = newer_profiles(ds, reg, folder)
     predicted = registered_profiles_predicted(folder, baseline_costs, processor, newer)  # once, for every use below

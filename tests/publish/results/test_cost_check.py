@@ -549,6 +549,10 @@ def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_pa
     lone = turns.assign(check_measured=[None] + list(turns["check_measured"].iloc[1:]))
     got = cost_turns.numbers(lone)["lengths"][0]
     assert got["cells"] == len(TRUTH) - 1 and [c["program"] for c in got["only_longer"]] == [turns["program"].iloc[0]]
+    assert got["only_longer"][0]["by_hand"] is False  # no mechanism measured by hand for a simulated cell
+    mended = cost_turns.numbers(lone.assign(program=["lowdown-md"] + list(lone["program"].iloc[1:]),
+                                            allocator=["scudo"] + list(lone["allocator"].iloc[1:])))
+    assert mended["lengths"][0]["only_longer"][0]["by_hand"] is True  # the cell measured alone by hand
     assert 25 <= n[0]["shift_median"] <= 35
     # the model is held to the longest turns: the check's own columns stay, model_measured is the longer run's
     held = cost_check.longest(ds, [(folder, t)])[0][1]
