@@ -100,12 +100,16 @@ rerun-all: ;
 # end the run alone. On 2 cores it took 5:21 with one worker per CPU, 4:21 with three and 4:40 with four. The
 # fast tests keep busy whatever runs them: one worker per CPU (49 s on 2 cores, 55 s with three).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+# pytest rewrites every test module's asserts on import, and keeps the result only where Python may write bytecode:
+# in a shell that forbids it (PYTHONDONTWRITEBYTECODE) each worker rewrote all of them on every run (about 5 s).
+# The tests may write it, into build/ (ignored by git), never beside the sources.
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$(CURDIR)/build/pycache" $(PY) -m pytest
 test: $(VENV_STAMP) system-deps paper ## run the whole test suite (real allocators, valgrind, simulated statistics, the paper)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests
+	$(PYTEST) -q -n $(TEST_WORKERS) --dist worksteal tests
 
 FAST := not (slow or allocators or valgrind or paper)
 test-fast: $(VENV_STAMP) git-filter ## the tests that need no allocator, valgrind, papermill or Typst (under a minute)
-	$(PY) -m pytest -q -n auto --dist worksteal -m "$(FAST)" tests
+	$(PYTEST) -q -n auto --dist worksteal -m "$(FAST)" tests
 
 measure: $(VENV_STAMP) git-filter ## run a measurement campaign through notebooks/measure.ipynb into data/runs/
 	$(PY) -m analysis notebook measure PROFILE="$(PROFILE)" ALLOCATORS="$(ALLOCATORS)" WORKLOADS="$(WORKLOADS)" \

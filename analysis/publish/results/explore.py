@@ -333,6 +333,8 @@ def _selection(ds: Explorable, workloads, chosen: set, baseline: str, metric: st
             among = rt.pairs[rt.pairs["workload"].isin(workloads) & rt.pairs["allocator_a"].isin(chosen)
                              & rt.pairs["allocator_b"].isin(chosen)]
             pairs = among[(among["allocator_a"] == baseline) | (among["allocator_b"] == baseline)]
+        if table.empty and (pairs is None or pairs.empty):
+            continue  # a run with nothing of the selection has no group to leave out, and nothing to compare
         data, why = comparisons.usable(table, metric)
         bad.append(why)
         usable.append(data)
@@ -344,6 +346,10 @@ def _selection(ds: Explorable, workloads, chosen: set, baseline: str, metric: st
             # it finds the paper's remembered result (memo). A run without a pair of the baseline gets none.
             with_baseline = pairs is not None and len(pairs) > 0
             compared[rt.run_id] = paper_runs.RunTable(rt.run, table, among if with_baseline else pairs)
+    if not usable and ds.time_runs:  # no run holds any of the selection: empty tables of the usual columns
+        data, why = comparisons.usable(ds.time_runs[0].table.iloc[0:0], metric)
+        bad.append(why)
+        usable.append(data)
     return selected, compared, pd.concat(bad, ignore_index=True), pd.concat(usable, ignore_index=True)
 
 
