@@ -452,6 +452,52 @@ def test_a_large_block_grown_in_place_under_the_baseline_takes_the_grow_cell_in_
     assert cost_model.grown_pairs(profile(rows[:-1]), grow).empty
 
 
+def test_grows_within_a_large_blocks_pages_take_the_small_cell_less_its_pages():
+    """The small grow cell crosses a page every 4096 / 256 steps; each cell's step is a * its mean block + b * its
+    bytes, so a grow that added no page is charged a * its block: x small steps each less 1/16 of a page step, x
+    such that their blocks sum to the grows'. An allocator that moves the block on every grow is charged; one
+    whose small step costs no more than its pages' share, nothing; so is a profile or a kind without the counts."""
+    from analysis.harness.workloads.builtin import CALL_GROW_SMALL, CALL_WORKLOADS
+
+    assert cost_model.GROW_SMALL_STEP == CALL_GROW_SMALL[2]
+    assert CALL_WORKLOADS[f"calls-{CALL_GROW_SMALL[0]}-grow-small"].cell_pattern == cost_model.GROW_SMALL
+    big, small = 4 * 2**20, 2**20
+    m_page, m_small, less = (4096 + big) / 2, (256 + small) / 2, 256 / 4096
+
+    def cells(small_ns, page_ns):
+        return pd.concat([COSTS, costs([("grow", big, 900_000.0, 90_000.0), ("grow-page", big, page_ns, page_ns / 10),
+                                        ("grow-small", small, small_ns, small_ns / 10)])], ignore_index=True)
+
+    # 1,000 grows to the 2 MiB class, 40 of them moved and 60 past a page in place: 900 within the pages
+    rows = [("realloc_calls", 2**21, 1000), ("realloc_grow", None, 1000), ("realloc_grown", 2**21, 1000),
+            ("realloc_grown_moved", 2**21, 40), ("realloc_grown_pages", 2**21, 100),
+            ("realloc_grown_in_place", 2**21, 60), ("realloc_grown_in_place_pages", 2**21, 60)]
+    p = profile(rows)
+    moving = cells(130_000.0, 800_000.0)  # every step a move, in proportion to the block
+    got = cost_model.grown_within_pages(p, moving)
+    x = 900 * 0.75 * 2**21 / (m_small - less * m_page)
+    assert list(got["pattern"]) == ["grow-small"] and got["pairs"].iloc[0] == pytest.approx(x)
+    # the charge is a * the blocks: with a from the two cells' steps, b taken back out
+    a = (130_000.0 - less * 800_000.0) / (m_small - less * m_page)
+    parts = cost_model.predict(p, moving).parts.set_index("pattern")
+    assert parts.at["grow-small", "added_s"] == pytest.approx(a * 900 * 0.75 * 2**21 * 1e-9)
+    assert parts.at["grow-small", "se_ns"] == pytest.approx(math.hypot(13_000.0, less * 80_000.0) / cost_model.Z)
+    # the grows past a page keep the page cell's steps (grown_pairs), not offset by the small cell
+    past = cost_model.grown_pairs(p, moving).set_index("pattern")["pairs"]
+    assert parts.at["grow-page", "pairs"] == pytest.approx(past["grow-page"])
+    assert parts.at["grow-page", "pairs"] > 0 and parts.at["grow-page", "added_ns"] == 800_000.0
+    # pages only: a small step no dearer than a sixteenth of a page step charges nothing
+    assert cost_model.grown_within_pages(p, cells(600.0, 11_000.0)).empty
+    # none without the small or the page cell, without the in-place count, or with every grow past a page
+    assert cost_model.grown_within_pages(p, moving[moving["pattern"] != "grow-small"]).empty
+    assert cost_model.grown_within_pages(p, moving[moving["pattern"] != "grow-page"]).empty
+    assert cost_model.grown_within_pages(profile([r for r in rows if r[0] != "realloc_grown_in_place"]), moving).empty
+    assert cost_model.grown_within_pages(profile(rows[:3] + [("realloc_grown_in_place", 2**21, 1000)]), moving).empty
+    # the small classes' grows are never charged
+    assert cost_model.grown_within_pages(profile([("realloc_grown", 8192, 1000), ("realloc_grown_in_place", 8192, 0)]),
+                                         moving).empty
+
+
 def test_grows_are_split_between_the_grow_cells_by_the_pages_each_added():
     """With both grow cells measured and the pages the in-place grows added counted, the grows take x_page steps of
     the page cell and x steps of the 64 KiB cell, their mean blocks summing to the program's and their steps to its

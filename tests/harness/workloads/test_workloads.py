@@ -260,25 +260,28 @@ def test_below_one_round_the_work_still_shrinks_with_the_scale(wid, prepared):
 
 def test_the_calls_workloads_cover_every_class_and_pattern_the_pages_and_the_processes():
     calls = wl.WORKLOAD_GROUPS["calls"]
-    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 4
+    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 5
     assert {(wl.WORKLOADS[i].size_class, wl.WORKLOADS[i].cell_pattern) for i in calls} == \
         {*((c, p) for c in wl.CALL_CLASSES for p in ("lifo", "fifo", "random")), (wl.CALL_PAGES[0], "pages"),
-         (0, "processes"), (wl.CALL_GROW[0], "grow"), (wl.CALL_GROW_PAGE[0], "grow-page")}
+         (0, "processes"), (wl.CALL_GROW[0], "grow"), (wl.CALL_GROW_PAGE[0], "grow-page"),
+         (wl.CALL_GROW_SMALL[0], "grow-small")}
     assert all(not wl.WORKLOADS[i].default for i in calls)
 
 
 @pytest.mark.parametrize("name, cell", [(f"calls-{wl.CALL_GROW[0]}-grow", wl.CALL_GROW),
-                                        (f"calls-{wl.CALL_GROW_PAGE[0]}-grow-page", wl.CALL_GROW_PAGE)])
+                                        (f"calls-{wl.CALL_GROW_PAGE[0]}-grow-page", wl.CALL_GROW_PAGE),
+                                        (f"calls-{wl.CALL_GROW_SMALL[0]}-grow-small", wl.CALL_GROW_SMALL)])
 def test_calls_grow_grows_one_block_by_realloc_a_step_each(tmp_path, name, cell):
-    """Counted by the profile's shim: each step one growing realloc of the cell's step more, every one needing
-    more pages than the block had, the block freed when it reaches the cell's largest block; each grow the block
-    did not move for added the step's pages."""
+    """Counted by the profile's shim: each step one growing realloc of the cell's step more, the block freed when
+    it reaches the cell's largest block; in steps of a page or more every grow needs more pages than the block had,
+    in smaller steps only the one that crosses into a page (one in 4096 / step); each grow the block did not move
+    for added the pages it crossed into."""
     import subprocess
 
     from analysis.harness.workloads.profile import allocprofile_path, parse_shim_report
 
     w = wl.WORKLOADS[name]
-    scale = 0.1 if cell is wl.CALL_GROW else 0.02
+    scale = {wl.CALL_GROW: 0.1, wl.CALL_GROW_PAGE: 0.02, wl.CALL_GROW_SMALL: 0.5}[cell]
     steps, per_block = w.pairs_at(scale), cell[0] // cell[2]
     report = tmp_path / "profile.txt"
     done = subprocess.run(w.argv(scale, "glibc", {}), capture_output=True, text=True, timeout=60,
@@ -290,10 +293,17 @@ def test_calls_grow_grows_one_block_by_realloc_a_step_each(tmp_path, name, cell)
 
     got = parse_shim_report(report.read_text())
     assert got[("realloc_from_null", None)] == -(-steps // per_block)  # each block's first step
-    assert total("realloc_grown") == total("realloc_grown_pages") == steps - got[("realloc_from_null", None)]
-    in_place = total("realloc_grown_in_place")
-    assert in_place == total("realloc_grown_pages") - total("realloc_grown_moved")
-    assert total("realloc_grown_in_place_pages") == in_place * cell[2] // 4096
+    grows = steps - got[("realloc_from_null", None)]
+    sizes = [cell[2] * (1 + i % per_block) for i in range(steps)]  # the size each step asks for
+    crossing = sum(1 for i, n in enumerate(sizes) if i % per_block and -(-n // 4096) > -(-(n - cell[2]) // 4096))
+    assert total("realloc_grown") == grows and total("realloc_grown_pages") == crossing
+    assert (crossing == grows) == (cell[2] >= 4096) and 0 < crossing
+    in_place, moved = total("realloc_grown_in_place"), total("realloc_grown_moved")
+    if crossing == grows:
+        assert in_place == crossing - moved
+    else:  # a move may come on a grow that crossed no page
+        assert crossing - moved <= in_place <= crossing
+    assert total("realloc_grown_in_place_pages") == in_place * max(1, cell[2] // 4096)
 
 
 def test_calls_processes_starts_its_steps_as_processes_each_making_its_pairs(tmp_path):
