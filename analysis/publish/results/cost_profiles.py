@@ -83,24 +83,35 @@ def grow_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: P
     nothing, as before), on every program whose kind measured them."""
     from analysis.stats import cost_model
 
-    return cells_effect(table, costs, newer, folder, list(cost_model.GROW_STEPS))
+    return cells_effect(table, costs, newer, folder, [*cost_model.GROW_STEPS, cost_model.GROW_SMALL])
 
 
 def grow_page_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None = None) -> dict:
     """cells_effect of the grow cell a page at a time (without it, every grow takes the 64 KiB cell, as before),
-    on every program whose profile counts the pages its in-place grows added and whose kind measured the cell."""
+    on every program whose profile counts the pages its in-place grows added and whose kind measured the cell; the
+    small cell, which needs it, left out of both sides (grow_small_effect)."""
     from analysis.stats import cost_model
 
-    return cells_effect(table, costs, newer, folder, [cost_model.GROW_PAGE], "realloc_grown_in_place_pages")
+    return cells_effect(table, costs, newer, folder, [cost_model.GROW_PAGE], "realloc_grown_in_place_pages",
+                        apart=[cost_model.GROW_SMALL])
+
+
+def grow_small_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None = None) -> dict:
+    """cells_effect of the grow cell in steps under a page (without it, a grow within a large block's pages is
+    free, as before: stats/cost_model.grown_within_pages), on every program whose profile counts the grows that
+    added pages in place and whose kind measured the cell."""
+    from analysis.stats import cost_model
+
+    return cells_effect(table, costs, newer, folder, [cost_model.GROW_SMALL], "realloc_grown_in_place")
 
 
 def cells_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: Path | None, patterns: list,
-                 quantity: str | None = None) -> dict:
+                 quantity: str | None = None, apart: list = ()) -> dict:
     """The per-call model's |error| over a registration's measured cells with the cells of `patterns` and
     without them, median and 90th percentile in percent, the cells they moved by more than 1%, and the cell they
     moved furthest: on each program's newer profile (`newer`) or else its registered one (in `folder`), those
     profiles that record `quantity` where one is named, and the configurations whose kind measured such a cell.
-    Empty where none is so or nothing is measured."""
+    The cells of `apart` are left out of both sides. Empty where none is so or nothing is measured."""
     from analysis.publish.results.cost_prediction import read_profile
     from analysis.stats import cost_model
 
@@ -119,7 +130,8 @@ def cells_effect(table: pd.DataFrame, costs: pd.DataFrame, newer: dict, folder: 
                 if prof is not None and (quantity is None or (prof["quantity"] == quantity).any())}
     errors, rows = {"with": [], "without": []}, []
     for r in done[done["program"].isin(list(profiles))].itertuples():
-        cells = costs[(costs["processor"] == r.processor) & (costs["allocator"] == r.allocator)]
+        cells = costs[(costs["processor"] == r.processor) & (costs["allocator"] == r.allocator)
+                      & ~costs["pattern"].isin(list(apart))]
         if not cells["pattern"].isin(chosen).any():
             continue
         prof = profiles[r.program]

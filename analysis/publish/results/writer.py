@@ -589,6 +589,8 @@ def _cost_check(ds, costs: pd.DataFrame, p, done=None) -> dict:
                       "grow_term": cost_profiles.profiles_count_grow_pages(folder),
                       "grow_page_effect": (cost_profiles.grow_page_effect(table, costs, newer, folder)
                                            if measured else {}),
+                      "grow_small_effect": (cost_profiles.grow_small_effect(table, costs, newer, folder)
+                                            if measured else {}),
                       "premiums_registered": [{"allocator": a, "ns": round(ns)} for a, ns in sorted(
                           {q["allocator"]: q["premium_ns"] for q in reg["prediction"]
                            if q.get("premium_ns")}.items())],
