@@ -81,13 +81,13 @@ grows between the two cells by how far each grows a step.
 A grow within a large block's pages, left free above, is not free under an allocator that places a large block
 against the end of its mapping, so that its usable size is the size asked for: measured by hand on lowdown under
 scudo (45.7 times glibc's time in 100 ms turns; the model said 4.28), scudo moved all 15,439 grows to 256 KiB or
-more, 14,569 of them within the block's pages, and took 4.68 million minor faults to glibc's 12 thousand. A third
-cell grows a 1 MiB block 256 bytes at a time (calls-<class>-grow-small), and grown_within_pages charges it for the
-grows the baseline did within a large block's pages, in proportion to the block, less the part of its step that
-follows the bytes grown (one step in sixteen there needs a page, which an allocator that maps pages as a block
-grows pays for, and the program's grows that needed a page are charged already): with the page cell, each cell's
-step is taken as a * its mean block + b * its step's bytes, and only the a part is charged. Chosen on lowdown's and
-discount's misses under scudo: in sample there.
+more, 14,569 of them within the block's pages, and took 4.68 million minor faults to glibc's 12 thousand. Two
+more cells grow a 1 MiB and a 4 MiB block 256 bytes at a time (calls-<class>-grow-small), and grown_within_pages
+charges the grows the baseline did within a large block's pages what a step costs per byte of the block: the
+difference of the two cells' steps over the difference of their blocks, which leaves out what both pay alike (the
+call, the page crossed every sixteenth step). It is charged only where that difference lies beyond the cells'
+intervals: a per-byte part fitted to noise, times the blocks of a program that grows a 2 MiB buffer 60,000 times,
+would be a large error. Chosen on lowdown's and discount's misses under scudo: in sample there.
 
 A process's start-up and exit (the calls-processes workload: short processes started one at a time, a step each)
 is charged only when asked (`startup=True`): added += processes * the cost of one, the profile's processes (those
@@ -267,22 +267,28 @@ def grown_pairs(profile: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
 
 
 def grown_within_pages(profile: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
-    """The grow cells' steps that stand for the program's reallocs that grew a large block (GROWN_CLASS or more)
-    within its pages where it lay under the baseline (realloc_grown less realloc_grown_moved less
-    realloc_grown_in_place, per class of the new size): what such a grow costs is a move of the block under an
-    allocator whose large block has no room past the size asked for (scudo), nothing much under one that rounds it
-    to pages.
+    """The small grow cells' steps that stand for the program's reallocs that grew a large block (GROWN_CLASS or
+    more) within its pages where it lay under the baseline (realloc_grown less realloc_grown_moved less
+    realloc_grown_in_place, per class of the new size): such a grow is a move of the block under an allocator whose
+    large block has no room past the size asked for (scudo), and costs next to nothing under one that rounds the
+    block up to pages.
 
-    The small cell (GROW_SMALL: a 1 MiB block grown 256 bytes at a time) crosses a page every sixteenth step, and
-    the program's grows that added pages are grown_pairs' already. So each cell's cost a step is taken as
-    a * mean block + b * bytes a step (the small and the page cell: two equations), and the grows are charged
-    a * their blocks (each 0.75 c of class c): x small steps, each less `less_page` of a page step (the small
-    step's bytes over the page's), such that their mean blocks sum to the grows' and their bytes to none. One row,
-    the small cell's, where the costs hold both cells, the
-    profile counts the grows that added pages in place (realloc_grown_in_place; every profile made before it did
-    not), and the a part is above 0 (an allocator whose small steps cost no more than their pages charges none)."""
-    empty = pd.DataFrame(columns=["pattern", "size_class", "pairs", "less_page"])
-    if not len(costs) or not {GROW_SMALL, GROW_PAGE} <= set(costs["pattern"]):
+    Two cells (GROW_SMALL at two classes: a 1 MiB and a 4 MiB block grown 256 bytes at a time) cross the same pages
+    a step, so the difference of their steps' costs over the difference of their mean blocks is what a step costs
+    per byte of the block, the move's part alone: a. The grows are charged a * their blocks (each 0.75 c of class
+    c): x steps of the larger cell, each less one step of the smaller, x their blocks over the cells' difference of
+    mean blocks. What a grow costs that does not grow with the block (the call itself, the pages crossed) is left
+    out. One row, the larger cell's, where the costs hold both cells, the profile counts the grows that added pages
+    in place (realloc_grown_in_place; every profile made before it did not), and the larger cell's step exceeds the
+    smaller's beyond their intervals (a move that grows with the block, not the cells' noise)."""
+    empty = pd.DataFrame(columns=["pattern", "size_class", "pairs", "less_class"])
+    small = costs[costs["pattern"] == GROW_SMALL] if len(costs) else costs
+    if len(small) < 2:
+        return empty
+    small = small.assign(size_class=small["size_class"].astype(int)).sort_values("size_class")
+    lo, hi = small.iloc[0], small.iloc[-1]
+    se = math.hypot(*((float(c["added_ns_high"]) - float(c["added_ns_low"])) / (2 * Z) for c in (lo, hi)))
+    if float(hi["added_ns"]) - float(lo["added_ns"]) <= Z * se:
         return empty
     table = _per_class(profile, ("realloc_grown", "realloc_grown_moved", "realloc_grown_in_place"))
     if "realloc_grown_in_place" not in table or "realloc_grown" not in table:
@@ -293,17 +299,10 @@ def grown_within_pages(profile: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFra
     blocks = float((within[keep] * within.index[keep].to_numpy(dtype=float) * 0.75).sum())
     if blocks <= 0:
         return empty
-    cells = costs.drop_duplicates("pattern").set_index("pattern")
-    c_small, c_page = int(cells.at[GROW_SMALL, "size_class"]), int(cells.at[GROW_PAGE, "size_class"])
-    s_small, s_page = GROW_SMALL_STEP, GROW_STEPS[GROW_PAGE]
-    m_small, m_page = (s_small + c_small) / 2, (s_page + c_page) / 2
-    # x (m_small - less m_page) = blocks, where less = s_small / s_page takes the small steps' bytes back out
-    less = s_small / s_page
-    x = blocks / (m_small - less * m_page)
-    if float(cells.at[GROW_SMALL, "added_ns"]) - less * float(cells.at[GROW_PAGE, "added_ns"]) <= 0:
-        return empty
-    return pd.DataFrame([{"pattern": GROW_SMALL, "size_class": c_small, "pairs": x, "less_page": less}],
-                        columns=["pattern", "size_class", "pairs", "less_page"])
+    mean_lo, mean_hi = ((GROW_SMALL_STEP + int(c["size_class"])) / 2 for c in (lo, hi))
+    return pd.DataFrame([{"pattern": GROW_SMALL, "size_class": int(hi["size_class"]),
+                          "pairs": blocks / (mean_hi - mean_lo), "less_class": int(lo["size_class"])}],
+                        columns=["pattern", "size_class", "pairs", "less_class"])
 
 
 def _per_class(profile: pd.DataFrame, quantities: tuple) -> pd.DataFrame:
@@ -492,14 +491,14 @@ def predict(profile: pd.DataFrame, costs: pd.DataFrame, base_s: float | None = N
     w = pd.concat([w, grown_pairs(profile, costs), grown_within_pages(profile, costs)], ignore_index=True)
     cells = costs.assign(size_class=costs["size_class"].astype(int)).set_index(["pattern", "size_class"])
     parts = []
-    w["less_page"] = w["less_page"].fillna(0.0) if "less_page" in w else 0.0
+    w["less_class"] = w["less_class"].fillna(0) if "less_class" in w else 0
     for r in w.itertuples():
         cell = cells.loc[(r.pattern, r.size_class)]
         added, se = float(cell["added_ns"]), (float(cell["added_ns_high"]) - float(cell["added_ns_low"])) / (2 * Z)
-        if r.less_page:  # a step less that share of a page step (grown_within_pages)
-            page = cells.loc[GROW_PAGE].iloc[0]
-            added -= r.less_page * float(page["added_ns"])
-            se = math.hypot(se, r.less_page * (float(page["added_ns_high"]) - float(page["added_ns_low"])) / (2 * Z))
+        if r.less_class:  # a step less one step of the same pattern's cell of that class (grown_within_pages)
+            less = cells.loc[(r.pattern, int(r.less_class))]
+            added -= float(less["added_ns"])
+            se = math.hypot(se, (float(less["added_ns_high"]) - float(less["added_ns_low"])) / (2 * Z))
         parts.append({"pattern": r.pattern, "size_class": r.size_class, "pairs": r.pairs,
                       "added_ns": added, "se_ns": se, "added_s": r.pairs * added * 1e-9})
     parts = pd.DataFrame(parts, columns=["pattern", "size_class", "pairs", "added_ns", "se_ns", "added_s"])

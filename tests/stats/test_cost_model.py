@@ -452,45 +452,44 @@ def test_a_large_block_grown_in_place_under_the_baseline_takes_the_grow_cell_in_
     assert cost_model.grown_pairs(profile(rows[:-1]), grow).empty
 
 
-def test_grows_within_a_large_blocks_pages_take_the_small_cell_less_its_pages():
-    """The small grow cell crosses a page every 4096 / 256 steps; each cell's step is a * its mean block + b * its
-    bytes, so a grow that added no page is charged a * its block: x small steps each less 1/16 of a page step, x
-    such that their blocks sum to the grows'. An allocator that moves the block on every grow is charged; one
-    whose small step costs no more than its pages' share, nothing; so is a profile or a kind without the counts."""
-    from analysis.harness.workloads.builtin import CALL_GROW_SMALL, CALL_WORKLOADS
+def test_grows_within_a_large_blocks_pages_take_what_the_small_cells_say_a_byte_of_block_costs():
+    """Two small grow cells (1 and 4 MiB blocks grown 256 bytes a step) cross the same pages a step, so a step's
+    cost per byte of block is their difference over the difference of their mean blocks; a grow the baseline did
+    within a large block's pages is charged that times its block (x steps of the larger cell, each less one of the
+    smaller). An allocator whose two cells agree within their intervals (a cost that does not grow with the block)
+    is charged nothing; so is a profile or a kind without the counts or one of the cells."""
+    from analysis.harness.workloads.builtin import CALL_GROW_SMALL, CALL_GROW_SMALL_LARGE, CALL_WORKLOADS
 
-    assert cost_model.GROW_SMALL_STEP == CALL_GROW_SMALL[2]
-    assert CALL_WORKLOADS[f"calls-{CALL_GROW_SMALL[0]}-grow-small"].cell_pattern == cost_model.GROW_SMALL
-    big, small = 4 * 2**20, 2**20
-    m_page, m_small, less = (4096 + big) / 2, (256 + small) / 2, 256 / 4096
+    assert cost_model.GROW_SMALL_STEP == CALL_GROW_SMALL[2] == CALL_GROW_SMALL_LARGE[2]
+    for cell in (CALL_GROW_SMALL, CALL_GROW_SMALL_LARGE):
+        assert CALL_WORKLOADS[f"calls-{cell[0]}-grow-small"].cell_pattern == cost_model.GROW_SMALL
+    lo, hi = 2**20, 4 * 2**20
+    m_lo, m_hi = (256 + lo) / 2, (256 + hi) / 2
 
-    def cells(small_ns, page_ns):
-        return pd.concat([COSTS, costs([("grow", big, 900_000.0, 90_000.0), ("grow-page", big, page_ns, page_ns / 10),
-                                        ("grow-small", small, small_ns, small_ns / 10)])], ignore_index=True)
+    def cells(lo_ns, hi_ns, half=0.1):
+        return pd.concat([COSTS, costs([("grow-small", lo, lo_ns, lo_ns * half), ("grow-small", hi, hi_ns, hi_ns * half)])],
+                         ignore_index=True)
 
     # 1,000 grows to the 2 MiB class, 40 of them moved and 60 past a page in place: 900 within the pages
     rows = [("realloc_calls", 2**21, 1000), ("realloc_grow", None, 1000), ("realloc_grown", 2**21, 1000),
             ("realloc_grown_moved", 2**21, 40), ("realloc_grown_pages", 2**21, 100),
             ("realloc_grown_in_place", 2**21, 60), ("realloc_grown_in_place_pages", 2**21, 60)]
     p = profile(rows)
-    moving = cells(130_000.0, 800_000.0)  # every step a move, in proportion to the block
+    moving = cells(130_000.0, 520_000.0)  # every step a move, in proportion to the block
     got = cost_model.grown_within_pages(p, moving)
-    x = 900 * 0.75 * 2**21 / (m_small - less * m_page)
-    assert list(got["pattern"]) == ["grow-small"] and got["pairs"].iloc[0] == pytest.approx(x)
-    # the charge is a * the blocks: with a from the two cells' steps, b taken back out
-    a = (130_000.0 - less * 800_000.0) / (m_small - less * m_page)
+    blocks = 900 * 0.75 * 2**21
+    assert got[["pattern", "size_class", "less_class"]].values.tolist() == [["grow-small", hi, lo]]
+    assert got["pairs"].iloc[0] == pytest.approx(blocks / (m_hi - m_lo))
+    # the charge: (520 - 130) us over the 3 MiB / 2 between the mean blocks, a byte, times the grows' blocks
     parts = cost_model.predict(p, moving).parts.set_index("pattern")
-    assert parts.at["grow-small", "added_s"] == pytest.approx(a * 900 * 0.75 * 2**21 * 1e-9)
-    assert parts.at["grow-small", "se_ns"] == pytest.approx(math.hypot(13_000.0, less * 80_000.0) / cost_model.Z)
-    # the grows past a page keep the page cell's steps (grown_pairs), not offset by the small cell
-    past = cost_model.grown_pairs(p, moving).set_index("pattern")["pairs"]
-    assert parts.at["grow-page", "pairs"] == pytest.approx(past["grow-page"])
-    assert parts.at["grow-page", "pairs"] > 0 and parts.at["grow-page", "added_ns"] == 800_000.0
-    # pages only: a small step no dearer than a sixteenth of a page step charges nothing
-    assert cost_model.grown_within_pages(p, cells(600.0, 11_000.0)).empty
-    # none without the small or the page cell, without the in-place count, or with every grow past a page
-    assert cost_model.grown_within_pages(p, moving[moving["pattern"] != "grow-small"]).empty
-    assert cost_model.grown_within_pages(p, moving[moving["pattern"] != "grow-page"]).empty
+    assert parts.at["grow-small", "added_s"] == pytest.approx(390_000.0 / (m_hi - m_lo) * blocks * 1e-9)
+    assert parts.at["grow-small", "se_ns"] == pytest.approx(math.hypot(13_000.0, 52_000.0) / cost_model.Z)
+    # a per-call cost, the same in both cells, or a difference within their intervals: nothing
+    assert cost_model.grown_within_pages(p, cells(600.0, 620.0)).empty
+    assert cost_model.grown_within_pages(p, cells(130_000.0, 520_000.0, half=0.9)).empty
+    assert cost_model.grown_within_pages(p, cells(520_000.0, 130_000.0)).empty
+    # none with one cell, without the in-place count, or with every grow past a page or moved
+    assert cost_model.grown_within_pages(p, moving[moving["size_class"] != hi]).empty
     assert cost_model.grown_within_pages(profile([r for r in rows if r[0] != "realloc_grown_in_place"]), moving).empty
     assert cost_model.grown_within_pages(profile(rows[:3] + [("realloc_grown_in_place", 2**21, 1000)]), moving).empty
     # the small classes' grows are never charged

@@ -98,7 +98,8 @@ def _us(ns: float) -> str:
 
 
 def _grow_cells(costs: pd.DataFrame) -> list:
-    """Per processor kind and grow cell it measured (the 64 KiB step first, then the page, then the small step):
+    """Per processor kind and grow cell it measured (the 64 KiB step first, then the page, then the small steps by
+    class):
     its largest block and step, the baseline's own microseconds a step, and what each configuration adds a step, in
     microseconds, the largest first."""
     from analysis.stats.cost_model import GROW_SMALL, GROW_SMALL_STEP, GROW_STEPS
@@ -106,9 +107,9 @@ def _grow_cells(costs: pd.DataFrame) -> list:
     steps = {**GROW_STEPS, GROW_SMALL: GROW_SMALL_STEP}
     out = []
     grow = costs[costs["pattern"].isin(steps)] if len(costs) else costs
-    for (processor, pattern), g in grow.groupby(["processor", "pattern"], sort=True):
+    for (processor, pattern, size_class), g in grow.groupby(["processor", "pattern", "size_class"], sort=True):
         step = steps[pattern]
-        out.append({"processor": processor, "pattern": pattern, "mib": int(g["size_class"].iloc[0]) // 2**20,
+        out.append({"processor": processor, "pattern": pattern, "mib": int(size_class) // 2**20,
                     "step": f"{step // 1024} KiB" if step % 1024 == 0 else f"{step} bytes",
                     "base_us": f"{g['base_ns'].median() / 1000:.1f}",
                     "cells": [{"allocator": r.allocator, "added_us": _us(r.added_ns),

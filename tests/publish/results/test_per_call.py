@@ -431,12 +431,15 @@ def test_the_grow_cells_are_listed_per_kind_and_step_with_what_each_configuratio
 
     rows = [("grow", "s", 800_000.0, 700_000.0), ("grow", "j", 17_000.0, 15_000.0), ("grow", "g", -60.0, -300.0),
             ("grow-page", "s", 812_000.0, 630_000.0), ("grow-page", "k", 54.0, 25.0), ("lifo", "s", 9.0, 8.0),
-            ("grow-small", "s", 130_000.0, 120_000.0)]
-    costs = pd.DataFrame([{"processor": "K", "pattern": p, "size_class": 2**20 if p == "grow-small" else 4 * 2**20,
-                           "allocator": a, "added_ns": ns, "added_ns_low": low, "added_ns_high": ns * 1.2,
-                           "base_ns": 3000.0 if p == "grow" else 850.0} for p, a, ns, low in rows])
+            ("grow-small", "s", 130_000.0, 120_000.0), ("grow-small", "S", 520_000.0, 500_000.0)]
+    costs = pd.DataFrame([{"processor": "K", "pattern": p, "size_class": 2**20 if a == "s" and p == "grow-small"
+                           else 4 * 2**20, "allocator": a.lower(), "added_ns": ns, "added_ns_low": low,
+                           "added_ns_high": ns * 1.2, "base_ns": 3000.0 if p == "grow" else 850.0}
+                          for p, a, ns, low in rows])
     got = _grow_cells(costs)
     assert [(g["pattern"], g["step"], g["mib"], g["base_us"]) for g in got] == [
-        ("grow", "64 KiB", 4, "3.0"), ("grow-page", "4 KiB", 4, "0.8"), ("grow-small", "256 bytes", 1, "0.8")]
+        ("grow", "64 KiB", 4, "3.0"), ("grow-page", "4 KiB", 4, "0.8"), ("grow-small", "256 bytes", 1, "0.8"),
+        ("grow-small", "256 bytes", 4, "0.8")]
+    assert [(c["allocator"], c["added_us"]) for c in got[3]["cells"]] == [("s", "520")]
     assert [(c["allocator"], c["added_us"]) for c in got[0]["cells"]] == [("s", "800"), ("j", "17")]
     assert [(c["allocator"], c["added_us"]) for c in got[1]["cells"]] == [("s", "812"), ("k", "0.1")]
