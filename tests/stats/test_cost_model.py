@@ -487,6 +487,15 @@ def test_grows_within_a_large_blocks_pages_take_what_the_small_cells_say_a_byte_
     # a per-call cost, the same in both cells, or a difference within their intervals: nothing
     assert cost_model.grown_within_pages(p, cells(600.0, 620.0)).empty
     assert cost_model.grown_within_pages(p, cells(130_000.0, 520_000.0, half=0.9)).empty
+    # one-sided at 5%: a difference of 1.7 standard errors is charged, one of 1.6 is not
+    se = math.hypot(13_000.0, 52_000.0) / cost_model.Z
+
+    def apart(z):
+        return pd.concat([COSTS, costs([("grow-small", lo, 130_000.0, 13_000.0),
+                                        ("grow-small", hi, 130_000.0 + z * se, 52_000.0)])], ignore_index=True)
+
+    assert not cost_model.grown_within_pages(p, apart(1.7)).empty
+    assert cost_model.grown_within_pages(p, apart(1.6)).empty
     assert cost_model.grown_within_pages(p, cells(520_000.0, 130_000.0)).empty
     # none with one cell, without the in-place count, or with every grow past a page or moved
     assert cost_model.grown_within_pages(p, moving[moving["size_class"] != hi]).empty

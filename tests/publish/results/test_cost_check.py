@@ -518,6 +518,30 @@ def test_the_page_grow_cell_effect_sets_the_predictions_beside_those_at_the_64_k
     assert cost_profiles.grow_effect(table, costs, {}, tmp_path)["cells"] == 2
 
 
+def test_the_small_grow_cells_effect_is_told_apart_from_the_page_cells(tmp_path):
+    """grow_small_effect: the per-call model with the two small grow cells and without them, on profiles that count
+    the grows past a page in place; grow_page_effect leaves the small cells out of both its sides, so what they add
+    is never counted as the page cell's."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    big = 2**21
+    rows = [("realloc_calls", big, 1000), ("realloc_grown", big, 1000), ("realloc_grown_pages", big, 100),
+            ("realloc_grown_in_place", big, 100), ("realloc_grown_in_place_pages", big, 100),
+            ("user_s", "", 0.09), ("sys_s", "", 0.01)]
+    (profiles / "buffer.csv").write_text("quantity,size_class,value\n" + "".join(f"{q},{c},{v}\n" for q, c, v in rows))
+    cells = [("lifo", 16, 1.0), ("random", 16, 2.0), ("grow", 4 * 2**20, 800_000.0), ("grow-page", 4 * 2**20, 800_000.0),
+             ("grow-small", 2**20, 130_000.0), ("grow-small", 4 * 2**20, 520_000.0)]
+    costs = pd.DataFrame([{"processor": PROCESSOR, "allocator": "s", "pattern": pt, "size_class": c, "added_ns": a,
+                           "added_ns_low": a * 0.95, "added_ns_high": a * 1.05} for pt, c, a in cells])
+    table = pd.DataFrame([{"program": "buffer", "allocator": "s", "processor": PROCESSOR, "measured": 50.0}])
+    small = cost_profiles.grow_small_effect(table, costs, {}, tmp_path)
+    assert small["cells"] == 1 and small["moved"] == 1
+    assert float(small["largest"]["with"]) > 2 * float(small["largest"]["without"])
+    page = cost_profiles.grow_page_effect(table, costs, {}, tmp_path)
+    assert page == cost_profiles.grow_page_effect(table, costs[costs["pattern"] != "grow-small"], {}, tmp_path)
+    assert float(page["largest"]["with"]) < float(small["largest"]["without"]) * 1.001
+
+
 def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_path):
     from analysis.contract import dataset
     from analysis.publish.results import cost_turns
