@@ -648,7 +648,8 @@ def summary(table: pd.DataFrame, misses: int = 5) -> dict:
         return {"cells": 0}
     # the cells whose configuration outlasted the windows the baseline's runs sized: no ratio, however slow
     too_slow = [{"program": r.program, "allocator": r.allocator,
-                 "predicted": "" if pd.isna(r.predicted) else f"{r.predicted:.2f}"}
+                 "predicted": "" if pd.isna(r.predicted) else f"{r.predicted:.2f}",
+                 "current": "" if pd.isna(getattr(r, "current_predicted", None)) else f"{r.current_predicted:.2f}"}
                 for r in table.itertuples() if pd.isna(r.measured) and SHORT_WINDOWS in str(r.why)]
     done = done.assign(log_error=done["log_error"].astype(float), abs_error=done["log_error"].astype(float).abs())
     by_allocator = []

@@ -20,8 +20,9 @@ from analysis.publish.results.cost_check import SUPERSEDED
 COLUMNS = ["program", "allocator", "processor", "programs_set", "slice_us", "measured", "measured_low",
            "measured_high", "runs", "check_measured", "check_low", "check_high", "log_shift", "predicted",
            "log_error", "check_log_error", "per_call_log_error", "check_per_call_log_error", "order_share",
-           "shuffle_share"]
-# predicted: the registered prediction (made before either measurement); *_log_error: log measured - log predicted
+           "shuffle_share", "current_predicted"]
+# predicted: the registered prediction (made before either measurement); current_predicted: the model's as it is now
+# (the check's column of that name); *_log_error: log measured - log predicted
 # in the longer turns and in the check's own; *per_call_log_error: the same against the per-call model alone as
 # registered beside it (without the terms fitted on the check's own turns)
 # The cells only the longer turns measured whose mechanism was then measured by hand, alone (docs/design.md, "where
@@ -54,7 +55,8 @@ def table(ds: dataset.Dataset, pairs, superseded=SUPERSEDED) -> pd.DataFrame:
                              "predicted": pred, "log_error": _log(m, pred), "check_log_error": _log(check_m, pred),
                              "per_call_log_error": _log(m, alone), "check_per_call_log_error": _log(check_m, alone),
                              "order_share": _num(row.get("order_share")),
-                             "shuffle_share": _num(row.get("shuffle_share"))})
+                             "shuffle_share": _num(row.get("shuffle_share")),
+                             "current_predicted": _num(row.get("current_predicted"))})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -102,6 +104,7 @@ def numbers(t: pd.DataFrame) -> dict:
                              "longer": round(float(most["measured"]), 2)},
                     "only_longer": [{"program": r.program, "allocator": r.allocator, "longer": round(r.measured, 2),
                                      "predicted": round(r.predicted, 2) if r.predicted else None,
+                                     "current": round(r.current_predicted, 2) if _num(r.current_predicted) else None,
                                      "by_hand": (r.program, r.allocator) in MEASURED_BY_HAND}
                                     for r in only.itertuples()],
                     "error_median": pct(g["log_error"], 0.5), "error_p90": pct(g["log_error"], 0.9),

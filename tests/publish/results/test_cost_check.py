@@ -88,9 +88,11 @@ def test_a_cell_with_too_few_windows_ended_says_so_instead_of_failing(tmp_path):
     table = cost_check.check(runs, registration(tmp_path / "reg2")).set_index(["program", "allocator"])
     assert pd.isna(table.loc[("prog-a", "hardened"), "measured"])
     assert "windows a side ended no run" in table.loc[("prog-a", "hardened"), "why"]
-    # the summary names it apart, with its prediction
+    # the summary names it apart, with its registered prediction and the model's as it is now where it has one
     slow = cost_check.summary(table.reset_index())["too_slow_for_windows"]
-    assert slow == [{"program": "prog-a", "allocator": "hardened", "predicted": "1.28"}]
+    assert slow == [{"program": "prog-a", "allocator": "hardened", "predicted": "1.28", "current": ""}]
+    now = table.reset_index().assign(current_predicted=2.345)
+    assert cost_check.summary(now)["too_slow_for_windows"][0]["current"] == "2.35"
 
 
 def test_the_registration_reads_back_as_it_was_written(tmp_path):
@@ -574,6 +576,10 @@ def test_runs_in_longer_turns_stay_out_of_the_check_and_are_set_beside_it(tmp_pa
     got = cost_turns.numbers(lone)["lengths"][0]
     assert got["cells"] == len(TRUTH) - 1 and [c["program"] for c in got["only_longer"]] == [turns["program"].iloc[0]]
     assert got["only_longer"][0]["by_hand"] is False  # no mechanism measured by hand for a simulated cell
+    # with the model's prediction as it is now beside the registered one, where the check has one
+    assert "current_predicted" in turns and got["only_longer"][0]["current"] is None
+    now = cost_turns.numbers(lone.assign(current_predicted=1.234))["lengths"][0]
+    assert now["only_longer"][0]["current"] == 1.23
     mended = cost_turns.numbers(lone.assign(program=["lowdown-md"] + list(lone["program"].iloc[1:]),
                                             allocator=["scudo"] + list(lone["allocator"].iloc[1:])))
     assert mended["lengths"][0]["only_longer"][0]["by_hand"] is True  # the cell measured alone by hand
