@@ -119,7 +119,7 @@ def model_inputs(runs_dir: Path, baseline: str = "glibc", registry: Path | None 
     parts = (inputs_key(ds, baseline, registry),)
     if memo.enabled() and not memo.kept("cost_inputs", parts):
         print("computing the model's inputs from the dataset: once for this state of the dataset and the code "
-              "(about a minute; the next answers take about a second)", flush=True)
+              "(a few minutes on two cores; the next answers take about a second)", flush=True)
     return memo.remembered("cost_inputs", parts, lambda: _compute_inputs(ds, baseline, registry))
 
 
