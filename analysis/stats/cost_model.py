@@ -267,6 +267,18 @@ def grown_pairs(profile: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
                         columns=["pattern", "size_class", "pairs"])
 
 
+def grown_within(profile: pd.DataFrame) -> pd.Series:
+    """{size class: reallocs that grew a large block (GROWN_CLASS or more) to it within the block's pages where it
+    lay under the baseline}: realloc_grown less realloc_grown_moved less realloc_grown_in_place; empty for a profile
+    that does not count the grows past a page in place."""
+    table = _per_class(profile, ("realloc_grown", "realloc_grown_moved", "realloc_grown_in_place"))
+    if "realloc_grown_in_place" not in table or "realloc_grown" not in table:
+        return pd.Series(dtype=float)
+    moved = table["realloc_grown_moved"] if "realloc_grown_moved" in table else 0.0
+    within = (table["realloc_grown"] - moved - table["realloc_grown_in_place"]).clip(lower=0.0)
+    return within[(within.index >= GROWN_CLASS) & (within > 0)]
+
+
 def grown_within_pages(profile: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
     """The small grow cells' steps that stand for the program's reallocs that grew a large block (GROWN_CLASS or
     more) within its pages where it lay under the baseline (realloc_grown less realloc_grown_moved less
@@ -292,13 +304,8 @@ def grown_within_pages(profile: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFra
     se = math.hypot(*((float(c["added_ns_high"]) - float(c["added_ns_low"])) / (2 * Z) for c in (lo, hi)))
     if float(hi["added_ns"]) - float(lo["added_ns"]) <= Z_ONE_SIDED * se:
         return empty
-    table = _per_class(profile, ("realloc_grown", "realloc_grown_moved", "realloc_grown_in_place"))
-    if "realloc_grown_in_place" not in table or "realloc_grown" not in table:
-        return empty
-    moved = table["realloc_grown_moved"] if "realloc_grown_moved" in table else 0.0
-    within = (table["realloc_grown"] - moved - table["realloc_grown_in_place"]).clip(lower=0.0)
-    keep = within.index >= GROWN_CLASS
-    blocks = float((within[keep] * within.index[keep].to_numpy(dtype=float) * 0.75).sum())
+    within = grown_within(profile)
+    blocks = float((within * within.index.to_numpy(dtype=float) * 0.75).sum())
     if blocks <= 0:
         return empty
     mean_lo, mean_hi = ((GROW_SMALL_STEP + int(c["size_class"])) / 2 for c in (lo, hi))

@@ -17,7 +17,9 @@ FEATURES = (("calls_per_ms", "allocation calls per ms of CPU time", "{:.3g}"),
             ("large_share", "share of calls above the largest measured small class", "{:.3f}"),
             ("realloc_share", "share of calls that are reallocs", "{:.3f}"),
             ("threads", "threads that allocate", "{:.0f}"),
-            ("processes", "processes that allocate", "{:.0f}"))
+            ("processes", "processes that allocate", "{:.0f}"),
+            ("grown_within_kib", "largest block grown within its pages, KiB (the small grow cells' per-byte cost is "
+             "linear in the block)", "{:.0f}"))
 
 
 def family_of(allocator: str) -> str:
@@ -43,7 +45,7 @@ def _catalog() -> dict:
 
 def features(profile: pd.DataFrame, costs: pd.DataFrame) -> dict:
     """The profile's FEATURES: how densely it allocates, how much of it is large blocks and reallocs, threads and
-    processes."""
+    processes, and the largest class it grew within a block's pages."""
     from analysis.stats import cost_model
 
     calls = cost_model.class_calls(profile)
@@ -57,7 +59,8 @@ def features(profile: pd.DataFrame, costs: pd.DataFrame) -> dict:
             "large_share": large / total if total else 0.0,
             "realloc_share": realloc / total if total else 0.0,
             "threads": cost_model.profile_value(profile, "threads") or 0.0,
-            "processes": cost_model.profile_value(profile, "processes") or 0.0}
+            "processes": cost_model.profile_value(profile, "processes") or 0.0,
+            "grown_within_kib": float(max(cost_model.grown_within(profile).index, default=0)) / 1024}
 
 
 def outside_checked(profile: pd.DataFrame, costs: pd.DataFrame, checked: pd.DataFrame) -> list[str]:

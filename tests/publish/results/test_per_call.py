@@ -314,6 +314,11 @@ def test_a_profile_outside_what_the_model_was_checked_on_says_so(costs):
     assert len(dense) == 1 and dense[0].startswith("allocation calls per ms of CPU time 2e+05 (checked: 200 to 2e+03)")
     threaded = _profile(extra=[{"quantity": "threads", "size_class": None, "value": 8}])
     assert [x.split(" 8 ")[0] for x in cost_prediction.outside_checked(threaded, costs, checked)] == ["threads that allocate"]
+    # a buffer grown within its pages at a class larger than any checked program's: the per-byte cost extrapolated
+    grows = [{"quantity": q, "size_class": 2**26, "value": v} for q, v in (("realloc_grown", 500), ("realloc_grown_in_place", 20))]
+    assert cost_prediction.features(_profile(extra=grows), costs)["grown_within_kib"] == 2**16
+    far = cost_prediction.outside_checked(_profile(calls=5e5, extra=grows), costs, checked)
+    assert [x.split(", KiB")[0] for x in far] == ["largest block grown within its pages"]
 
 
 def _cost_dataset(tmp_path, costs_runs):
