@@ -125,7 +125,7 @@ def model_inputs(runs_dir: Path, baseline: str = "glibc", registry: Path | None 
 
 def _compute_inputs(ds: dataset.Dataset, baseline: str, registry: Path) -> ModelInputs:
     from analysis.publish.dataset import paper_runs
-    from analysis.publish.results import cost_check, per_call
+    from analysis.publish.results import cost_check, cost_reprofile, per_call
 
     costs = per_call.table(ds, baseline)
     copies = frozenset(a for run in ds.runs("time") for a in paper_runs.aa_copies(run))
@@ -134,10 +134,12 @@ def _compute_inputs(ds: dataset.Dataset, baseline: str, registry: Path) -> Model
     for folder, table in done.tables:
         reg = cost_check.load(folder)
         measured = set(table.loc[table["log_error"].notna(), "program"])
+        newer = cost_reprofile.newer_profiles(ds, reg, folder)  # the profile the model reads now, where newer
         for path in sorted((folder / "profiles").glob("*.csv")):
             if path.stem in measured:
+                profile = newer[path.stem][0] if path.stem in newer else cp.read_profile(path)
                 checked.append({"program": path.stem, "processor": reg["registration"]["processor"],
-                                **cp.features(cp.read_profile(path), costs)})
+                                **cp.features(profile, costs)})
     return ModelInputs(costs, done.residuals,
                        pd.DataFrame(checked, columns=["program", "processor", *(f for f, _, _ in cp.FEATURES)]),
                        copies, machine_spread(ds.root.parent), done.premiums, done.residuals_per_call)
