@@ -258,8 +258,10 @@ def pool(frame: pd.DataFrame, confidence: float = CONFIDENCE, start: float | Non
                   machines)
 
 
+@lru_cache(maxsize=4096)
 def quantile(df: float, confidence: float = CONFIDENCE) -> float:
-    """The two-sided t quantile of an interval at this confidence."""
+    """The two-sided t quantile of an interval at this confidence (kept per df: the cost model's term choice asks
+    for the same few hundreds of thousands of times)."""
     return float(sps.t.ppf(0.5 + confidence / 2, df))
 
 
