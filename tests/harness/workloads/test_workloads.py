@@ -260,18 +260,19 @@ def test_below_one_round_the_work_still_shrinks_with_the_scale(wid, prepared):
 
 def test_the_calls_workloads_cover_every_class_and_pattern_the_pages_and_the_processes():
     calls = wl.WORKLOAD_GROUPS["calls"]
-    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 6
+    assert len(calls) == len(wl.CALL_CLASSES) * 3 + 7
     assert {(wl.WORKLOADS[i].size_class, wl.WORKLOADS[i].cell_pattern) for i in calls} == \
         {*((c, p) for c in wl.CALL_CLASSES for p in ("lifo", "fifo", "random")), (wl.CALL_PAGES[0], "pages"),
          (0, "processes"), (wl.CALL_GROW[0], "grow"), (wl.CALL_GROW_PAGE[0], "grow-page"),
-         (wl.CALL_GROW_SMALL[0], "grow-small"), (wl.CALL_GROW_SMALL_LARGE[0], "grow-small")}
+         *((c[0], "grow-small") for c in (wl.CALL_GROW_SMALL_SLAB, wl.CALL_GROW_SMALL, wl.CALL_GROW_SMALL_LARGE))}
     assert all(not wl.WORKLOADS[i].default for i in calls)
 
 
 @pytest.mark.parametrize("name, cell", [(f"calls-{wl.CALL_GROW[0]}-grow", wl.CALL_GROW),
                                         (f"calls-{wl.CALL_GROW_PAGE[0]}-grow-page", wl.CALL_GROW_PAGE),
                                         (f"calls-{wl.CALL_GROW_SMALL[0]}-grow-small", wl.CALL_GROW_SMALL),
-                                        (f"calls-{wl.CALL_GROW_SMALL_LARGE[0]}-grow-small", wl.CALL_GROW_SMALL_LARGE)])
+                                        (f"calls-{wl.CALL_GROW_SMALL_LARGE[0]}-grow-small", wl.CALL_GROW_SMALL_LARGE),
+                                        (f"calls-{wl.CALL_GROW_SMALL_SLAB[0]}-grow-small", wl.CALL_GROW_SMALL_SLAB)])
 def test_calls_grow_grows_one_block_by_realloc_a_step_each(tmp_path, name, cell):
     """Counted by the profile's shim: each step one growing realloc of the cell's step more, the block freed when
     it reaches the cell's largest block; in steps of a page or more every grow needs more pages than the block had,
@@ -282,7 +283,8 @@ def test_calls_grow_grows_one_block_by_realloc_a_step_each(tmp_path, name, cell)
     from analysis.harness.workloads.profile import allocprofile_path, parse_shim_report
 
     w = wl.WORKLOADS[name]
-    scale = {wl.CALL_GROW: 0.1, wl.CALL_GROW_PAGE: 0.02, wl.CALL_GROW_SMALL: 0.5, wl.CALL_GROW_SMALL_LARGE: 0.3}[cell]
+    scale = {wl.CALL_GROW: 0.1, wl.CALL_GROW_PAGE: 0.02, wl.CALL_GROW_SMALL: 0.5, wl.CALL_GROW_SMALL_LARGE: 0.3,
+             wl.CALL_GROW_SMALL_SLAB: 0.1}[cell]
     steps, per_block = w.pairs_at(scale), cell[0] // cell[2]
     report = tmp_path / "profile.txt"
     done = subprocess.run(w.argv(scale, "glibc", {}), capture_output=True, text=True, timeout=60,
