@@ -81,13 +81,15 @@ grows between the two cells by how far each grows a step.
 A grow within a large block's pages, left free above, is not free under an allocator that places a large block
 against the end of its mapping, so that its usable size is the size asked for: measured by hand on lowdown under
 scudo (45.7 times glibc's time in 100 ms turns; the model said 4.28), scudo moved all 15,439 grows to 256 KiB or
-more, 14,569 of them within the block's pages, and took 4.68 million minor faults to glibc's 12 thousand. Two
-more cells grow a 1 MiB and a 4 MiB block 256 bytes at a time (calls-<class>-grow-small), and grown_within_pages
-charges the grows the baseline did within a large block's pages what a step costs per byte of the block: the
-difference of the two cells' steps over the difference of their blocks, which leaves out what both pay alike (the
-call, the page crossed every sixteenth step). It is charged only where that difference lies beyond the cells'
-intervals (one-sided at 5%): a per-byte part fitted to noise, times the blocks of a program that grows a 2 MiB
-buffer 60,000 times, would be a large error. Chosen on lowdown's and discount's misses under scudo: in sample there.
+more, 14,569 of them within the block's pages, and took 4.68 million minor faults to glibc's 12 thousand. Three
+more cells grow a 128 KiB, a 1 MiB and a 4 MiB block 256 bytes at a time (calls-<class>-grow-small), and
+grown_within_pages charges the grows the baseline did within a large block's pages what a step adds beyond the
+128 KiB cell's at the grow's block, linear between the cells, which leaves out what all pay alike (the call, the
+page crossed every sixteenth step): scudo keeps a block of 128 KiB or less in a size class with room and moves
+none there. It is charged only where the 4 MiB cell's step is dearer than the 1 MiB cell's beyond their standard
+errors (one-sided at 5%): a part fitted to noise, or to what differs between the small blocks each cell starts
+from, times the blocks of a program that grows a 2 MiB buffer 60,000 times, would be a large error. Chosen on
+lowdown's and discount's misses under scudo: in sample there.
 
 A process's start-up and exit (the calls-processes workload: short processes started one at a time, a step each)
 is charged only when asked (`startup=True`): added += processes * the cost of one, the profile's processes (those
@@ -280,38 +282,47 @@ def grown_within(profile: pd.DataFrame) -> pd.Series:
 
 
 def grown_within_pages(profile: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
-    """The small grow cells' steps that stand for the program's reallocs that grew a large block (GROWN_CLASS or
-    more) within its pages where it lay under the baseline (realloc_grown less realloc_grown_moved less
-    realloc_grown_in_place, per class of the new size): such a grow is a move of the block under an allocator whose
+    """The small grow cells' steps that stand for the program's reallocs that grew a large block within its pages
+    where it lay under the baseline (grown_within): such a grow is a move of the block under an allocator whose
     large block has no room past the size asked for (scudo), and costs next to nothing under one that rounds the
-    block up to pages.
+    block up to pages or keeps it in a size class with room.
 
-    Two cells (GROW_SMALL at two classes: a 1 MiB and a 4 MiB block grown 256 bytes at a time) cross the same pages
-    a step, so the difference of their steps' costs over the difference of their mean blocks is what a step costs
-    per byte of the block, the move's part alone: a. The grows are charged a * their blocks (each 0.75 c of class
-    c): x steps of the larger cell, each less one step of the smaller, x their blocks over the cells' difference of
-    mean blocks. What a grow costs that does not grow with the block (the call itself, the pages crossed) is left
-    out. One row, the larger cell's, where the costs hold both cells, the profile counts the grows that added pages
-    in place (realloc_grown_in_place; every profile made before it did not), and the larger cell's step exceeds the
-    smaller's by more than their noise, one-sided at 5% (a move that grows with the block; the question has one
-    side)."""
-    empty = pd.DataFrame(columns=["pattern", "size_class", "pairs", "less_class"])
+    The cells (GROW_SMALL: blocks of 128 KiB, 1 MiB and 4 MiB grown 256 bytes at a time) cross the same pages a
+    step, so what a step costs beyond the smallest cell's step is what it adds with the block: g(m) at each cell's
+    mean block m, 0 at the smallest's. A grow of a block of class c (0.75 c) takes g there, linear between the cells,
+    none below the smallest, and along the line from the smallest through the largest beyond it: rows of the cells'
+    steps, each less one step of the smallest cell (`less_class`). Rows only where the profile counts the grows
+    that added pages in place, the costs hold two cells or more, and the largest cell's step is dearer than the
+    next one's beyond their standard errors, one-sided at 5%: a cost that grows with the block among blocks past any
+    slab class, not the cells' noise or what differs in the small blocks each cell starts from."""
+    columns = ["pattern", "size_class", "pairs", "less_class"]
     small = costs[costs["pattern"] == GROW_SMALL] if len(costs) else costs
     if len(small) < 2:
-        return empty
+        return pd.DataFrame(columns=columns)
     small = small.assign(size_class=small["size_class"].astype(int)).sort_values("size_class")
-    lo, hi = small.iloc[0], small.iloc[-1]
-    se = math.hypot(*((float(c["added_ns_high"]) - float(c["added_ns_low"])) / (2 * Z) for c in (lo, hi)))
-    if float(hi["added_ns"]) - float(lo["added_ns"]) <= Z_ONE_SIDED * se:
-        return empty
-    within = grown_within(profile)
-    blocks = float((within * within.index.to_numpy(dtype=float) * 0.75).sum())
-    if blocks <= 0:
-        return empty
-    mean_lo, mean_hi = ((GROW_SMALL_STEP + int(c["size_class"])) / 2 for c in (lo, hi))
-    return pd.DataFrame([{"pattern": GROW_SMALL, "size_class": int(hi["size_class"]),
-                          "pairs": blocks / (mean_hi - mean_lo), "less_class": int(lo["size_class"])}],
-                        columns=["pattern", "size_class", "pairs", "less_class"])
+    below, top = small.iloc[-2], small.iloc[-1]
+    se = math.hypot(*((float(c["added_ns_high"]) - float(c["added_ns_low"])) / (2 * Z) for c in (below, top)))
+    if float(top["added_ns"]) - float(below["added_ns"]) <= Z_ONE_SIDED * se:
+        return pd.DataFrame(columns=columns)
+    classes = small["size_class"].to_numpy()
+    means = (GROW_SMALL_STEP + classes) / 2
+    added = small["added_ns"].astype(float).to_numpy() - float(small["added_ns"].iloc[0])
+    steps = np.zeros(len(classes))
+    for c, n in grown_within(profile).items():
+        b = 0.75 * float(c)
+        if b <= means[0]:
+            continue
+        if b >= means[-1]:
+            steps[-1] += n * (b - means[0]) / (means[-1] - means[0])
+            continue
+        i = int(np.searchsorted(means, b, side="right")) - 1
+        t = (b - means[i]) / (means[i + 1] - means[i])
+        steps[i] += n * (1 - t)
+        steps[i + 1] += n * t
+    keep = (steps > 0) & (added > 0)
+    keep[0] = False  # the smallest cell's own step is what the others are taken less
+    return pd.DataFrame([{"pattern": GROW_SMALL, "size_class": int(classes[k]), "pairs": float(steps[k]),
+                          "less_class": int(classes[0])} for k in np.flatnonzero(keep)], columns=columns)
 
 
 def _per_class(profile: pd.DataFrame, quantities: tuple) -> pd.DataFrame:

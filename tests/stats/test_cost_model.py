@@ -452,58 +452,61 @@ def test_a_large_block_grown_in_place_under_the_baseline_takes_the_grow_cell_in_
     assert cost_model.grown_pairs(profile(rows[:-1]), grow).empty
 
 
-def test_grows_within_a_large_blocks_pages_take_what_the_small_cells_say_a_byte_of_block_costs():
-    """Two small grow cells (1 and 4 MiB blocks grown 256 bytes a step) cross the same pages a step, so a step's
-    cost per byte of block is their difference over the difference of their mean blocks; a grow the baseline did
-    within a large block's pages is charged that times its block (x steps of the larger cell, each less one of the
-    smaller). An allocator whose two cells agree within their intervals (a cost that does not grow with the block)
-    is charged nothing; so is a profile or a kind without the counts or one of the cells."""
-    from analysis.harness.workloads.builtin import CALL_GROW_SMALL, CALL_GROW_SMALL_LARGE, CALL_WORKLOADS
+def test_grows_within_a_large_blocks_pages_take_what_the_small_cells_add_with_the_block():
+    """The small grow cells (128 KiB, 1 MiB and 4 MiB blocks grown 256 bytes a step) cross the same pages a step,
+    so a step's cost beyond the smallest cell's is what it adds with the block: a grow the baseline did within a
+    large block's pages takes that at its block (0.75 c), linear between the cells' mean blocks, none below the
+    smallest, along the line from the smallest through the largest beyond it. An allocator whose two largest cells
+    agree within their standard errors (one-sided) is charged nothing; so is a profile or a kind without the counts
+    or with one cell."""
+    from analysis.harness.workloads.builtin import (CALL_GROW_SMALL, CALL_GROW_SMALL_LARGE, CALL_GROW_SMALL_SLAB,
+                                                    CALL_WORKLOADS)
 
-    assert cost_model.GROW_SMALL_STEP == CALL_GROW_SMALL[2] == CALL_GROW_SMALL_LARGE[2]
-    for cell in (CALL_GROW_SMALL, CALL_GROW_SMALL_LARGE):
+    cells_measured = (CALL_GROW_SMALL_SLAB, CALL_GROW_SMALL, CALL_GROW_SMALL_LARGE)
+    assert {c[2] for c in cells_measured} == {cost_model.GROW_SMALL_STEP}
+    for cell in cells_measured:
         assert CALL_WORKLOADS[f"calls-{cell[0]}-grow-small"].cell_pattern == cost_model.GROW_SMALL
-    lo, hi = 2**20, 4 * 2**20
-    m_lo, m_hi = (256 + lo) / 2, (256 + hi) / 2
+    slab, mid, big = 2**17, 2**20, 4 * 2**20
+    m_slab, m_mid, m_big = ((256 + c) / 2 for c in (slab, mid, big))
 
-    def cells(lo_ns, hi_ns, half=0.1):
-        return pd.concat([COSTS, costs([("grow-small", lo, lo_ns, lo_ns * half), ("grow-small", hi, hi_ns, hi_ns * half)])],
-                         ignore_index=True)
+    def cells(slab_ns, mid_ns, big_ns, half=0.1):
+        return pd.concat([COSTS, costs([("grow-small", slab, slab_ns, 50.0), ("grow-small", mid, mid_ns, mid_ns * half),
+                                        ("grow-small", big, big_ns, big_ns * half)])], ignore_index=True)
 
-    # 1,000 grows to the 2 MiB class, 40 of them moved and 60 past a page in place: 900 within the pages
-    rows = [("realloc_calls", 2**21, 1000), ("realloc_grow", None, 1000), ("realloc_grown", 2**21, 1000),
-            ("realloc_grown_moved", 2**21, 40), ("realloc_grown_pages", 2**21, 100),
-            ("realloc_grown_in_place", 2**21, 60), ("realloc_grown_in_place_pages", 2**21, 60)]
-    p = profile(rows)
-    moving = cells(130_000.0, 520_000.0)  # every step a move, in proportion to the block
-    got = cost_model.grown_within_pages(p, moving)
-    blocks = 900 * 0.75 * 2**21
-    assert got[["pattern", "size_class", "less_class"]].values.tolist() == [["grow-small", hi, lo]]
-    assert got["pairs"].iloc[0] == pytest.approx(blocks / (m_hi - m_lo))
-    # the charge: (520 - 130) us over the 3 MiB / 2 between the mean blocks, a byte, times the grows' blocks
-    parts = cost_model.predict(p, moving).parts.set_index("pattern")
-    assert parts.at["grow-small", "added_s"] == pytest.approx(390_000.0 / (m_hi - m_lo) * blocks * 1e-9)
-    assert parts.at["grow-small", "se_ns"] == pytest.approx(math.hypot(13_000.0, 52_000.0) / cost_model.Z)
-    # a per-call cost, the same in both cells, or a difference within their intervals: nothing
-    assert cost_model.grown_within_pages(p, cells(600.0, 620.0)).empty
-    assert cost_model.grown_within_pages(p, cells(130_000.0, 520_000.0, half=0.9)).empty
-    # one-sided at 5%: a difference of 1.7 standard errors is charged, one of 1.6 is not
-    se = math.hypot(13_000.0, 52_000.0) / cost_model.Z
+    def profile_of(c, within):  # `within` grows to class c that stayed in the block's pages, 10 more past a page
+        return profile([("realloc_calls", c, within + 10), ("realloc_grow", None, within + 10),
+                        ("realloc_grown", c, within + 10), ("realloc_grown_in_place", c, 10),
+                        ("realloc_grown_in_place_pages", c, 10)])
 
-    def apart(z):
-        return pd.concat([COSTS, costs([("grow-small", lo, 130_000.0, 13_000.0),
-                                        ("grow-small", hi, 130_000.0 + z * se, 52_000.0)])], ignore_index=True)
-
+    moving = cells(80.0, 130_000.0, 650_000.0)  # every step past the slab classes a move, in proportion to the block
+    # 900 grows in the 2 MiB class, blocks of 1.5 MiB: between the 1 and the 4 MiB cells' mean blocks
+    got = cost_model.grown_within_pages(profile_of(2**21, 900), moving).set_index("size_class")
+    t = (0.75 * 2**21 - m_mid) / (m_big - m_mid)
+    assert set(got["less_class"]) == {slab}
+    assert got.at[mid, "pairs"] == pytest.approx(900 * (1 - t)) and got.at[big, "pairs"] == pytest.approx(900 * t)
+    parts = cost_model.predict(profile_of(2**21, 900), moving).parts
+    small = parts[parts["pattern"] == "grow-small"]
+    expected = 900 * ((1 - t) * (130_000.0 - 80.0) + t * (650_000.0 - 80.0)) * 1e-9
+    assert small["added_s"].sum() == pytest.approx(expected)
+    # blocks of the 128 KiB class (96 KiB) lie above the slab cell's mean (64 KiB): part of the way to the 1 MiB
+    # cell; those of the 64 KiB class (48 KiB) lie below it and take nothing; 64 MiB blocks take the line beyond
+    near = cost_model.grown_within_pages(profile_of(slab, 100), moving).set_index("size_class")
+    assert list(near.index) == [mid] and near.at[mid, "pairs"] == pytest.approx(100 * (0.75 * slab - m_slab) / (m_mid - m_slab))
+    assert cost_model.grown_within_pages(profile_of(2**16, 100), moving).empty
+    far = cost_model.grown_within_pages(profile_of(2**26, 10), moving).set_index("size_class")
+    assert list(far.index) == [big] and far.at[big, "pairs"] == pytest.approx(10 * (0.75 * 2**26 - m_slab) / (m_big - m_slab))
+    # the two largest cells within one-sided noise, or a per-call cost the same in every cell: nothing
+    p = profile_of(2**21, 900)
+    se = math.hypot(13_000.0, 65_000.0) / cost_model.Z
+    apart = lambda z: pd.concat([COSTS, costs([("grow-small", mid, 130_000.0, 13_000.0),  # noqa: E731
+                                               ("grow-small", big, 130_000.0 + z * se, 65_000.0)])], ignore_index=True)
     assert not cost_model.grown_within_pages(p, apart(1.7)).empty
     assert cost_model.grown_within_pages(p, apart(1.6)).empty
-    assert cost_model.grown_within_pages(p, cells(520_000.0, 130_000.0)).empty
-    # none with one cell, without the in-place count, or with every grow past a page or moved
-    assert cost_model.grown_within_pages(p, moving[moving["size_class"] != hi]).empty
-    assert cost_model.grown_within_pages(profile([r for r in rows if r[0] != "realloc_grown_in_place"]), moving).empty
-    assert cost_model.grown_within_pages(profile(rows[:3] + [("realloc_grown_in_place", 2**21, 1000)]), moving).empty
-    # the small classes' grows are never charged
-    assert cost_model.grown_within_pages(profile([("realloc_grown", 8192, 1000), ("realloc_grown_in_place", 8192, 0)]),
-                                         moving).empty
+    assert cost_model.grown_within_pages(p, cells(600.0, 620.0, 640.0)).empty
+    # one cell, or a profile without the in-place count, or every grow past a page: nothing
+    assert cost_model.grown_within_pages(p, moving[(moving["pattern"] != "grow-small") | (moving["size_class"] == mid)]).empty
+    assert cost_model.grown_within_pages(profile([("realloc_grown", 2**21, 910)]), moving).empty
+    assert cost_model.grown_within_pages(profile_of(2**21, 0), moving).empty
 
 
 def test_grows_are_split_between_the_grow_cells_by_the_pages_each_added():
