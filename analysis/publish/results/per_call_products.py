@@ -92,9 +92,11 @@ def held_split(ds: dataset.Dataset | None, costs: pd.DataFrame, p, baseline: str
 
 
 def _us(ns: float) -> str:
-    """Microseconds from nanoseconds: whole ones from 10 up, a tenth below (a grow a page at a time adds 0.1 us
-    under one configuration and 800 under another)."""
-    return f"{ns / 1000:.0f}" if abs(ns) >= 10_000 else f"{ns / 1000:.1f}"
+    """Microseconds from nanoseconds: whole ones from 10 up, a tenth below, two significant digits under a tenth
+    (a grow a page at a time adds 0.1 us under one configuration and 800 under another; a small step 0.008)."""
+    if abs(ns) >= 10_000:
+        return f"{ns / 1000:.0f}"
+    return f"{ns / 1000:.1f}" if abs(ns) >= 95 else f"{ns / 1000:.2g}"
 
 
 def _grow_cells(costs: pd.DataFrame) -> list:
@@ -109,9 +111,11 @@ def _grow_cells(costs: pd.DataFrame) -> list:
     grow = costs[costs["pattern"].isin(steps)] if len(costs) else costs
     for (processor, pattern, size_class), g in grow.groupby(["processor", "pattern", "size_class"], sort=True):
         step = steps[pattern]
-        out.append({"processor": processor, "pattern": pattern, "mib": int(size_class) // 2**20,
+        block = int(size_class)
+        out.append({"processor": processor, "pattern": pattern, "mib": block // 2**20,
+                    "block": f"{block // 2**20} MiB" if block % 2**20 == 0 else f"{block // 1024} KiB",
                     "step": f"{step // 1024} KiB" if step % 1024 == 0 else f"{step} bytes",
-                    "base_us": f"{g['base_ns'].median() / 1000:.1f}",
+                    "base_us": _us(float(g["base_ns"].median())),
                     "cells": [{"allocator": r.allocator, "added_us": _us(r.added_ns),
                                "display": per_call.added_display(r.added_ns / 1000, r.added_ns_low / 1000,
                                                                  r.added_ns_high / 1000)}

@@ -447,4 +447,5 @@ def test_the_grow_cells_are_listed_per_kind_and_step_with_what_each_configuratio
         ("grow-small", "256 bytes", 4, "0.8")]
     assert [(c["allocator"], c["added_us"]) for c in got[3]["cells"]] == [("s", "520")]
     assert [(c["allocator"], c["added_us"]) for c in got[0]["cells"]] == [("s", "800"), ("j", "17")]
-    assert [(c["allocator"], c["added_us"]) for c in got[1]["cells"]] == [("s", "812"), ("k", "0.1")]
+    assert [(c["allocator"], c["added_us"]) for c in got[1]["cells"]] == [("s", "812"), ("k", "0.054")]
+    assert [g["block"] for g in got] == ["4 MiB", "4 MiB", "1 MiB", "4 MiB"]
