@@ -666,9 +666,9 @@ CALL_GROW_PAGE = (4 * 2**20, 16_000, 4096)
 # 130 us a step and 100 minor faults, hardened_malloc 72fb357 about 0.6 us, most of it the one step in sixteen that
 # needs a page; glibc, jemalloc and mimalloc well under a microsecond). The cost model charges it to the grows the
 # baseline did within a large block's pages, which it charged nothing before. A second cell grows a 4 MiB block
-# the same way: a move costs in proportion to the block, and the difference between the two cells' steps is that part
-# alone (the pages their steps cross, the same in both, cancel), so a cost a step that does not grow with the block
-# is never charged per byte of it.
+# the same way: a move costs in proportion to the block, and what a step costs beyond the smallest cell's step is that
+# part alone (the pages their steps cross, the same in each, cancel), so a cost a step that does not grow with the
+# block is never charged per byte of it (stats/cost_model.grown_within_pages).
 CALL_GROW_SMALL = (2**20, 16_384, 256)
 CALL_GROW_SMALL_LARGE = (4 * 2**20, 65_536, 256)
 # And a 128 KiB block: where a slab allocator still keeps a block in a size class with room to grow (scudo's primary
