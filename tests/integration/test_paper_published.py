@@ -115,6 +115,39 @@ def test_runs_measured_with_the_check_behind_the_library_are_the_listed_ones():
     assert before == set(CHECK_LOADED_AFTER_LIBRARY)
 
 
+def test_each_run_replaced_by_a_run_alone_has_a_later_run_of_its_cells_on_its_machine_with_fewer_flags():
+    """comparisons.REPLACED_BY_A_RUN_ALONE names only published runs whose every (workload, allocator) a later run
+    on the same machine measured too, with a smaller share of its rows flagged interfered; and every table that
+    pools runs leaves them out (debates' pool, and the check's longer turns)."""
+    import json
+
+    import pandas as pd
+
+    from analysis.publish.debates import pool
+    from analysis.publish.results import cost_check
+    from analysis.publish.results.comparisons import REPLACED_BY_A_RUN_ALONE
+
+    assert REPLACED_BY_A_RUN_ALONE <= pool.SUPERSEDED and REPLACED_BY_A_RUN_ALONE == cost_check.SUPERSEDED
+    runs = DATA_DIR / "runs"
+
+    def rows(run_id):
+        table = pd.concat([pd.read_csv(f) for f in (runs / run_id / "pairs.csv", runs / run_id / "trials.csv")
+                           if f.is_file()], ignore_index=True)
+        sides = [c for c in ("allocator", "allocator_a", "allocator_b") if c in table]
+        cells = {(w, a) for c in sides for w, a in zip(table["workload"], table[c]) if isinstance(a, str)}
+        return cells, float(pd.to_numeric(table["interfered"], errors="coerce").fillna(0).mean())
+
+    def machine(run_id):
+        return json.loads((runs / run_id / "machine.json").read_text()).get("machine_id")
+
+    for old in sorted(REPLACED_BY_A_RUN_ALONE):
+        cells, flagged = rows(old)
+        later = [r.name for r in sorted(runs.iterdir()) if r.name > old and r.name.endswith("-time-quick")
+                 and machine(r.name) == machine(old)]
+        better = [r for r in later if cells <= rows(r)[0] and rows(r)[1] < flagged]
+        assert better, f"{old}: no later run of its cells on its machine with fewer rows flagged"
+
+
 MAIN_TEXT_PAGES = 16  # the main text's budget: pages before the references
 WHOLE_PAPER_PAGES = 45  # the main text, the references and the appendix; the rest is in the supplement
 

@@ -498,8 +498,11 @@ def test_grows_within_a_large_blocks_pages_take_what_the_small_cells_add_with_th
     # the two largest cells within one-sided noise, or a per-call cost the same in every cell: nothing
     p = profile_of(2**21, 900)
     se = math.hypot(13_000.0, 65_000.0) / cost_model.Z
-    apart = lambda z: pd.concat([COSTS, costs([("grow-small", mid, 130_000.0, 13_000.0),  # noqa: E731
-                                               ("grow-small", big, 130_000.0 + z * se, 65_000.0)])], ignore_index=True)
+
+    def apart(z):
+        return pd.concat([COSTS, costs([("grow-small", mid, 130_000.0, 13_000.0),
+                                        ("grow-small", big, 130_000.0 + z * se, 65_000.0)])], ignore_index=True)
+
     assert not cost_model.grown_within_pages(p, apart(1.7)).empty
     assert cost_model.grown_within_pages(p, apart(1.6)).empty
     assert cost_model.grown_within_pages(p, cells(600.0, 620.0, 640.0)).empty

@@ -4,7 +4,8 @@ stats.random_effects, decided by the pre-registered rule (stats.equivalence, deb
 
 Runs of a discarded design stay in the table, marked superseded, and never enter a pooled answer: the runs
 whose malloc resolution check was loaded after the brought library (results.CHECK_LOADED_AFTER_LIBRARY, the
-design whose A/A copies read 30% false positives)."""
+design whose A/A copies read 30% false positives), and those a later run measured alone replaces
+(results.REPLACED_BY_A_RUN_ALONE)."""
 import functools
 import math
 import re
@@ -19,14 +20,14 @@ from analysis.errors import HeapcostError
 from analysis.stats.within_run import WithinRun
 from analysis.publish.results.hosts import run_groups
 from analysis.publish.dataset.paper_runs import aa_copies
-from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY
+from analysis.publish.results.comparisons import CHECK_LOADED_AFTER_LIBRARY, REPLACED_BY_A_RUN_ALONE
 from analysis.stats import equivalence, paired
 from analysis.stats import random_effects
 from analysis.stats.estimators import Difference
 from analysis.contract.host import dataset_machines, extends_label
 from analysis.contract.schema import warmup_mask
 
-SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY
+SUPERSEDED = CHECK_LOADED_AFTER_LIBRARY | REPLACED_BY_A_RUN_ALONE
 PAIRS = "pairs.csv"
 TRIALS = "trials.csv"
 MACHINE = "machine.json"

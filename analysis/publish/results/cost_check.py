@@ -39,6 +39,7 @@ from analysis.errors import HeapcostError, read_toml
 from analysis.harness.timing.alternation import SLICE_US
 from analysis.paths import DATA_DIR, REPO, file_sha256
 from analysis.publish.results import cost_models
+from analysis.publish.results.comparisons import REPLACED_BY_A_RUN_ALONE
 from analysis.publish.results.cost_models import pct as _pct
 from analysis.publish.results.cost_reprofile import newer_profiles, placement_shares
 from analysis.publish.results.cost_profiles import BIG_CLASS, block_growth
@@ -327,10 +328,9 @@ def at_slice(ds: dataset.Dataset, matching: dict, slice_us: int | None = None) -
     return {program: runs for program, runs in kept.items() if runs}
 
 
-# Runs in longer turns that a later run of the same set, measured alone, replaces: they stay in the dataset, as
-# recorded, and enter no table. The seventh set's first run in 100 ms turns had its last trials (bison's, which no
-# table reads) measured while the analysis ran beside them (docs/design.md, "The check in longer turns, measured").
-SUPERSEDED = frozenset({"20261207T165805Z-time-quick"})
+# Runs that a later run of the same cells, measured alone, replaces (comparisons.REPLACED_BY_A_RUN_ALONE): they stay
+# in the dataset, as recorded, and enter no table of the longer turns either.
+SUPERSEDED = REPLACED_BY_A_RUN_ALONE
 
 
 def matching_cells(ds: dataset.Dataset, baseline: str, matching: dict) -> pd.DataFrame:
