@@ -611,6 +611,46 @@ def pdf_document(pages: int = 400, lines: int = 60) -> str:
     return out + f"trailer\n<< /Size {size} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
 
 
+def slang_script(n: int = 300000) -> str:
+    """An S-Lang loop: counts in an associative array keyed by strings, 50,000 keys, and a string built each turn."""
+    return "\n".join([
+        "variable a = Assoc_Type[Integer_Type, 0];", "variable s = \"\", i;",
+        f"for (i = 0; i < {n}; i++) {{",
+        "  variable k = sprintf(\"k%d\", (i * 7919) mod 50021);", "  a[k] += 1;", "  s = k + \":\" + string(i);", "}",
+        "vmessage(\"%d %s\", length(a), s);"]) + "\n"
+
+
+def rexx_script(n: int = 200000) -> str:
+    """A REXX loop: a stem keyed by a number, 50,021 tails, and a word built from the counter each turn."""
+    return "\n".join(["n = 0", "s. = 0", f"do i = 1 to {n}", "  k = (i * 7919) // 50021", "  s.k = s.k + 1",
+                      "  w = 'k'k':'i", "  n = n + length(w)", "end", "say n"]) + "\n"
+
+
+def zone_text(names: int = 20000) -> str:
+    """A DNS zone: an A record for each of the names, a TXT record for every third and an MX for every fifth."""
+    rng = random.Random(2063)
+    out = ["$ORIGIN example.org.", "$TTL 3600", "@ IN SOA ns1 hostmaster 2026120801 7200 3600 1209600 3600",
+           "@ IN NS ns1", "ns1 IN A 192.0.2.1"]
+    for i in range(names):
+        name = "".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(3, 10))) + str(i)
+        out.append(f"{name} IN A 10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}")
+        if i % 3 == 0:
+            out.append(f'{name} IN TXT "v={rng.randint(0, 10 ** 9)} note{i}"')
+        if i % 5 == 0:
+            out.append(f"{name} IN MX 10 mail{i % 97}.example.org.")
+    return "\n".join(out) + "\n"
+
+
+def points_text(points: int = 200000) -> str:
+    """A series of x y points, one a line, y a random walk, for a plotting program."""
+    rng = random.Random(2064)
+    y, out = 0.0, []
+    for i in range(points):
+        y += rng.gauss(0, 1)
+        out.append(f"{i * 0.01:.2f} {y:.4f}")
+    return "\n".join(out) + "\n"
+
+
 def _write(path: Path, text: str) -> Path:
     if not path.is_file() or path.read_text() != text:
         path.write_text(text)
@@ -694,6 +734,10 @@ INPUTS = {
     "lp-solve": lambda folder: _write(folder / "model.lp_solve", lp_solve_text()),
     "remind": lambda folder: _write(folder / "dates.rem", remind_text()),
     "pdf": lambda folder: _write(folder / "text.pdf", pdf_document()),
+    "slang-script": lambda folder: _write(folder / "assoc.sl", slang_script()),
+    "rexx-script": lambda folder: _write(folder / "loop.rexx", rexx_script()),
+    "zone": lambda folder: _write(folder / "example.org.zone", zone_text()),
+    "points": lambda folder: _write(folder / "walk.txt", points_text()),
 }
 
 

@@ -62,8 +62,8 @@ def test_the_second_set_is_other_programs_of_the_distribution(tmp_path):
     assert not {executable(p) for p in cost_programs.PROGRAMS} & {executable(p) for p in cost_programs.SECOND}
     assert cost_programs.chosen(programs="second") == list(cost_programs.SECOND)
     assert cost_programs.chosen() == list(cost_programs.PROGRAMS)
-    with pytest.raises(HeapcostError, match="no set of cost-check programs 'tenth'"):
-        cost_programs.chosen(programs="tenth")
+    with pytest.raises(HeapcostError, match="no set of cost-check programs 'eleventh'"):
+        cost_programs.chosen(programs="eleventh")
     assert {p.name for p in cost_programs.SECOND} <= instrument_workloads()
 
 
@@ -237,3 +237,15 @@ def test_the_ninth_set_is_other_programs_than_every_earlier_set():
     assert [int(pdf[o:].split(" ", 1)[0]) for o in offsets] == list(range(1, len(offsets) + 1))
     assert int(pdf.rsplit("startxref\n", 1)[1].split()[0]) == pdf.index("xref\n")
     assert re.search(r"/Count 2 >>", pdf) and pdf.count("/Type /Page ") == 2
+
+
+def test_the_tenth_set_is_other_programs_than_every_earlier_set():
+    later_set_is_other_programs("tenth")
+    for make, small in ((cost_inputs.slang_script, (5,)), (cost_inputs.rexx_script, (5,)),
+                        (cost_inputs.zone_text, (6,)), (cost_inputs.points_text, (4,))):
+        assert make(*small) == make(*small), make.__name__
+    zone = cost_inputs.zone_text(6).splitlines()
+    assert sum(" IN A " in line for line in zone) == 6 + 1  # each name's address and the name server's
+    assert sum(" IN TXT " in line for line in zone) == 2 and sum(" IN MX " in line for line in zone) == 2
+    assert [len(line.split()) for line in cost_inputs.points_text(4).splitlines()] == [2] * 4
+    assert "for (i = 0; i < 5; i++)" in cost_inputs.slang_script(5) and "do i = 1 to 5" in cost_inputs.rexx_script(5)
