@@ -13,7 +13,7 @@ from conftest import REPO
 PUBLISHED = REPO / "data" / "runs"
 MACHINES_PER_KIND = {
     "AMD EPYC 2450 MHz (25/1/1)": 2,
-    "AMD EPYC 2600 MHz (25/17/1)": 3,
+    "AMD EPYC 2600 MHz (25/17/1)": 4,
     "AMD EPYC 2600 MHz (26/2/1)": 1,
     "AMD EPYC 2600 MHz, family not recorded": 1,
     "Intel(R) Xeon(R) Processor 2600 MHz (6/167/1)": 2,

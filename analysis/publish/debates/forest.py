@@ -28,7 +28,7 @@ def kind_line(host) -> str:
     return f" {host['processor']}" + (f" ({machines})" if machines else "") + f": {host['decision_words']}"
 
 
-LABEL_CHARS = 70  # a line's label wraps beyond this many characters
+LABEL_CHARS = 64  # a line's label wraps beyond this many characters (70 took a kind of four machines past the placed width)
 ROW_IN = 0.15  # the height of one text row of a label
 
 
