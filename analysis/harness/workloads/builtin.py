@@ -690,7 +690,8 @@ CALL_WORKLOADS[f"calls-{CALL_GROW_PAGE[0]}-grow-page"] = CallWorkload(
 for _cell in (CALL_GROW_SMALL_SLAB, CALL_GROW_SMALL, CALL_GROW_SMALL_LARGE):
     CALL_WORKLOADS[f"calls-{_cell[0]}-grow-small"] = CallWorkload(
         f"calls-{_cell[0]}-grow-small", "c",
-        f"one block grown by realloc {_cell[2]} bytes at a time to {_cell[0] // 2**20} MiB, each step's first byte "
+        f"one block grown by realloc {_cell[2]} bytes at a time to "
+        f"{f'{_cell[0] // 2**20} MiB' if _cell[0] % 2**20 == 0 else f'{_cell[0] // 1024} KiB'}, each step's first byte "
         "written, then freed: what a growing realloc of a large block costs when it stays within the block's pages",
         None, f"{_cell[1]:,} steps", default=False, source="calls.c", size_class=_cell[0], pattern="grow",
         pairs_full=_cell[1], grow_step=_cell[2])

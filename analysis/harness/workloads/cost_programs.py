@@ -288,7 +288,7 @@ TENTH = (
 )
 SETS = {"first": PROGRAMS, "second": SECOND, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "sixth": SIXTH,
         "seventh": SEVENTH, "eighth": EIGHTH, "ninth": NINTH, "tenth": TENTH}
-BY_NAME = {p.name: p for p in PROGRAMS + SECOND + THIRD + FOURTH + FIFTH + SIXTH + SEVENTH + EIGHTH + NINTH + TENTH}
+BY_NAME = {p.name: p for programs in SETS.values() for p in programs}
 
 
 def chosen(names=None, programs: str = "first") -> list[Program]:

@@ -266,6 +266,10 @@ def test_the_calls_workloads_cover_every_class_and_pattern_the_pages_and_the_pro
          (0, "processes"), (wl.CALL_GROW[0], "grow"), (wl.CALL_GROW_PAGE[0], "grow-page"),
          *((c[0], "grow-small") for c in (wl.CALL_GROW_SMALL_SLAB, wl.CALL_GROW_SMALL, wl.CALL_GROW_SMALL_LARGE))}
     assert all(not wl.WORKLOADS[i].default for i in calls)
+    # each grow cell's description names its block as the cell's size: 128 KiB, 1 MiB, 4 MiB
+    assert [f"to {words}," in wl.WORKLOADS[f"calls-{c[0]}-grow-small"].description
+            for c, words in ((wl.CALL_GROW_SMALL_SLAB, "128 KiB"), (wl.CALL_GROW_SMALL, "1 MiB"),
+                             (wl.CALL_GROW_SMALL_LARGE, "4 MiB"))] == [True] * 3
 
 
 @pytest.mark.parametrize("name, cell", [(f"calls-{wl.CALL_GROW[0]}-grow", wl.CALL_GROW),
